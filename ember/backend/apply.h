@@ -1,0 +1,39 @@
+// `apply<B>(op, inputs)`: the one path every tensor op takes. It checks that the inputs share
+// a device, validates and normalizes the op (`infer`), and runs it on the backend, or runs its
+// decomposition when the op is a composite the backend has no kernel for.
+#pragma once
+#include <string>
+
+#include "ember/backend/backend.h"
+#include "ember/core/error.h"
+
+namespace ember {
+
+template <Backend B>
+typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
+                             const TensorMeta& out);
+
+template <Backend B>
+typename B::Handle apply(Op op, std::span<typename B::Handle> in, Device dev) {
+  SmallVec<const TensorMeta*, 4> metas;
+  for (auto& h : in) {
+    metas.push_back(&B::meta(h));
+    if (B::device(h) != dev)
+      throw DeviceError("[" + std::string(name(op.code)) + "] inputs on " + dev.to_string() +
+                        " and " + B::device(h).to_string());
+  }
+  TensorMeta out = infer(op, std::span<const TensorMeta* const>(metas.data(), metas.size()));
+  if (info(op.code).family == OpFamily::Composite && !B::supports(op.code))
+    return decompose<B>(op, in, out);
+  return B::run(op, in, out, dev);
+}
+
+/// apply for ops with inputs: the device is the first input's.
+template <Backend B>
+typename B::Handle apply(Op op, std::span<typename B::Handle> in) {
+  if (in.empty()) throw ValueError("[" + std::string(name(op.code)) + "] needs at least one input");
+  Device dev = B::device(in[0]);
+  return apply<B>(std::move(op), in, dev);
+}
+
+}  // namespace ember

@@ -1,0 +1,73 @@
+#include "ember/backend/dispatch.h"
+
+#include <array>
+#include <atomic>
+#include <mutex>
+
+#include "ember/backend/device_backend.h"
+#include "ember/backends/cpu/cpu.h"
+#include "ember/ir/ir.h"
+
+namespace ember {
+
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::array<std::unique_ptr<DeviceBackend>, kNumDeviceKinds> backends;
+  Registry() { backends[static_cast<int>(DeviceKind::Cpu)] = std::make_unique<DeviceBackendFor<Cpu>>(1); }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+std::atomic<bool> g_ir_check{false};
+Device g_default_device = Device::cpu();
+
+}  // namespace
+
+void register_device_backend(DeviceKind kind, std::unique_ptr<DeviceBackend> b) {
+  auto& r = registry();
+  std::lock_guard lk(r.mu);
+  r.backends[static_cast<int>(kind)] = std::move(b);
+}
+
+DeviceBackend& device_backend(Device dev) {
+  DeviceBackend* b = registry().backends[static_cast<int>(dev.kind)].get();
+  if (!b) throw DeviceError("[device] no backend for '" + dev.to_string() + "' in this build");
+  if (dev.index < 0 || dev.index >= b->device_count())
+    throw DeviceError("[device] '" + dev.to_string() + "' is not available (" +
+                      std::to_string(b->device_count()) + " found)");
+  return *b;
+}
+
+std::vector<Device> available_devices() {
+  std::vector<Device> out;
+  auto& r = registry();
+  for (int k = 0; k < kNumDeviceKinds; ++k)
+    if (auto& b = r.backends[k])
+      for (int i = 0; i < b->device_count(); ++i) out.push_back({static_cast<DeviceKind>(k), i});
+  return out;
+}
+
+Device Dispatch::default_device() { return g_default_device; }
+void Dispatch::set_default_device(Device d) {
+  device_backend(d);  // validates
+  g_default_device = d;
+}
+void Dispatch::set_ir_check(bool on) { g_ir_check = on; }
+
+DispatchHandle Dispatch::run(const Op& op, std::span<Handle> in, const TensorMeta& out,
+                             Device dev) {
+  DeviceBackend& b = device_backend(dev);
+  if (g_ir_check.load(std::memory_order_relaxed)) {
+    Op back = ir::decode_op(ir::encode(op));
+    if (!(back == op)) throw Error("[ir] op '" + std::string(ember::name(op.code)) + "' did not round-trip");
+    return b.run(back, in, out, dev);
+  }
+  return b.run(op, in, out, dev);
+}
+
+}  // namespace ember

@@ -1,0 +1,182 @@
+// Binary elementwise ops and comparisons (with broadcasting), where, and cast.
+#include <cmath>
+#include <limits>
+
+#include "ember/backends/cpu/elementwise.h"
+#include "ember/backends/cpu/kernels.h"
+
+namespace ember::cpu {
+
+namespace {
+
+template <class F>
+F float_remainder(F a, F b) {
+  F r = std::fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <class F>
+F nan_max(F a, F b) {
+  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<F>::quiet_NaN() : (a > b ? a : b);
+}
+template <class F>
+F nan_min(F a, F b) {
+  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<F>::quiet_NaN() : (a < b ? a : b);
+}
+
+template <class T>
+T int_pow(T base, T e) {
+  if (e < 0) return base == T(1) ? T(1) : base == T(-1) ? T((e % 2) ? -1 : 1) : T(0);
+  T r = 1;
+  while (e > 0) {
+    if (e & 1) r = wrap_mul(r, base);
+    base = wrap_mul(base, base);
+    e = static_cast<T>(e >> 1);
+  }
+  return r;
+}
+template <class T>
+T shift_left(T a, T b) {
+  if (b < 0 || b >= T(sizeof(T) * 8)) return T(0);
+  return static_cast<T>(static_cast<wide_t<T>>(a) << b);
+}
+template <class T>
+T shift_right(T a, T b) {
+  if (b < 0 || b >= T(sizeof(T) * 8)) return a < 0 ? T(-1) : T(0);
+  return static_cast<T>(a >> b);
+}
+
+// Integer division by zero would trap: reject it before the kernel runs.
+template <class T>
+void check_no_zero(const Op& op, const CpuTensor& b) {
+  CpuTensor c = contiguous(b);
+  const T* p = c.data<T>();
+  for (int64_t i = 0, n = c.meta.shape.numel(); i < n; ++i)
+    if (p[i] == T(0)) throw ValueError("[" + std::string(name(op.code)) + "] integer division by zero");
+}
+
+template <class T>
+void float_binary(OpCode c, const CpuTensor& a, const CpuTensor& b, const CpuTensor& o) {
+  using C = OpCode;
+  using F = compute_t<T>;
+  auto m = [&](auto f) { map2<T, T>(a, b, o, f); };
+  switch (c) {
+    case C::Add: return m([](F x, F y) { return x + y; });
+    case C::Sub: return m([](F x, F y) { return x - y; });
+    case C::Mul: return m([](F x, F y) { return x * y; });
+    case C::Div: return m([](F x, F y) { return x / y; });
+    case C::Remainder: return m([](F x, F y) { return float_remainder(x, y); });
+    case C::Pow: return m([](F x, F y) { return std::pow(x, y); });
+    case C::Maximum: return m([](F x, F y) { return nan_max(x, y); });
+    case C::Minimum: return m([](F x, F y) { return nan_min(x, y); });
+    case C::Atan2: return m([](F x, F y) { return std::atan2(x, y); });
+    default: throw Error("[" + std::string(name(c)) + "] not a float binary op");
+  }
+}
+
+template <class T>
+void int_binary(const Op& op, const CpuTensor& a, const CpuTensor& b, const CpuTensor& o) {
+  using C = OpCode;
+  auto m = [&](auto f) { map2<T, T>(a, b, o, f); };
+  switch (op.code) {
+    case C::Add: return m([](T x, T y) { return wrap_add(x, y); });
+    case C::Sub: return m([](T x, T y) { return wrap_sub(x, y); });
+    case C::Mul: return m([](T x, T y) { return wrap_mul(x, y); });
+    case C::Div:
+      check_no_zero<T>(op, b);
+      return m([](T x, T y) { return y == T(-1) ? wrap_sub(T(0), x) : T(x / y); });
+    case C::Remainder:
+      check_no_zero<T>(op, b);
+      return m([](T x, T y) {
+        if (y == T(-1)) return T(0);
+        T r = T(x % y);
+        return (r != 0 && ((r < 0) != (y < 0))) ? T(r + y) : r;
+      });
+    case C::Pow: return m([](T x, T y) { return int_pow(x, y); });
+    case C::Maximum: return m([](T x, T y) { return x > y ? x : y; });
+    case C::Minimum: return m([](T x, T y) { return x < y ? x : y; });
+    case C::BitwiseAnd: return m([](T x, T y) { return T(x & y); });
+    case C::BitwiseOr: return m([](T x, T y) { return T(x | y); });
+    case C::BitwiseXor: return m([](T x, T y) { return T(x ^ y); });
+    case C::ShiftLeft: return m([](T x, T y) { return shift_left(x, y); });
+    case C::ShiftRight: return m([](T x, T y) { return shift_right(x, y); });
+    default: throw Error("[" + std::string(name(op.code)) + "] not an integer binary op");
+  }
+}
+
+template <class T>
+void compare(OpCode c, const CpuTensor& a, const CpuTensor& b, const CpuTensor& o) {
+  using C = OpCode;
+  using F = compute_t<T>;
+  auto m = [&](auto f) { map2<T, bool>(a, b, o, f); };
+  switch (c) {
+    case C::Equal: return m([](F x, F y) { return x == y; });
+    case C::NotEqual: return m([](F x, F y) { return x != y; });
+    case C::Less: return m([](F x, F y) { return x < y; });
+    case C::LessEqual: return m([](F x, F y) { return x <= y; });
+    case C::Greater: return m([](F x, F y) { return x > y; });
+    case C::GreaterEqual: return m([](F x, F y) { return x >= y; });
+    default: throw Error("[" + std::string(name(c)) + "] not a comparison");
+  }
+}
+
+void bool_binary(OpCode c, const CpuTensor& a, const CpuTensor& b, const CpuTensor& o) {
+  auto m = [&](auto f) { map2<bool, bool>(a, b, o, f); };
+  switch (c) {
+    case OpCode::LogicalAnd: return m([](bool x, bool y) { return x && y; });
+    case OpCode::LogicalOr: return m([](bool x, bool y) { return x || y; });
+    case OpCode::LogicalXor: return m([](bool x, bool y) { return x != y; });
+    default: throw Error("[" + std::string(name(c)) + "] not a logical op");
+  }
+}
+
+}  // namespace
+
+CpuTensor binary(const Op& op, Inputs in, const TensorMeta& out) {
+  CpuTensor o = reusable(in[0], out) ? in[0] : reusable(in[1], out) ? in[1] : empty(out);
+  DType t = in[0].meta.dtype;
+  if (info(op.code).family == OpFamily::Compare) {
+    dispatch_dtype(t, [&]<class T>() { compare<T>(op.code, in[0], in[1], o); });
+  } else if (is_bool(t)) {
+    bool_binary(op.code, in[0], in[1], o);
+  } else {
+    dispatch_dtype(t, [&]<class T>() {
+      if constexpr (is_half_v<T> || std::is_floating_point_v<T>) float_binary<T>(op.code, in[0], in[1], o);
+      else if constexpr (!std::is_same_v<T, bool>) int_binary<T>(op, in[0], in[1], o);
+    });
+  }
+  return o;
+}
+
+CpuTensor where(Inputs in, const TensorMeta& out) {
+  CpuTensor o = empty(out);
+  const Shape& s = out.shape;
+  Dims sc = broadcast_strides(in[0], s), sa = broadcast_strides(in[1], s),
+       sb = broadcast_strides(in[2], s);
+  auto L = make_loop<4>(s, {&o.strides, &sc, &sa, &sb},
+                        {o.offset, in[0].offset, in[1].offset, in[2].offset});
+  int64_t s0 = L.inner(0), s1 = L.inner(1), s2 = L.inner(2), s3 = L.inner(3);
+  dispatch_dtype(out.dtype, [&]<class T>() {
+    T* d = reinterpret_cast<T*>(o.storage.get());
+    const bool* c = reinterpret_cast<const bool*>(in[0].storage.get());
+    const T* a = reinterpret_cast<const T*>(in[1].storage.get());
+    const T* b = reinterpret_cast<const T*>(in[2].storage.get());
+    run_loop(L, [&](const std::array<int64_t, 4>& off, int64_t n) {
+      for (int64_t i = 0; i < n; ++i)
+        d[off[0] + i * s0] = c[off[1] + i * s1] ? a[off[2] + i * s2] : b[off[3] + i * s3];
+    });
+  });
+  return o;
+}
+
+CpuTensor cast(Inputs in, const TensorMeta& out) {
+  if (in[0].meta.dtype == out.dtype) return in[0];
+  CpuTensor o = empty(out);
+  dispatch_dtype(in[0].meta.dtype, [&]<class S>() {
+    dispatch_dtype(out.dtype, [&]<class D>() {
+      map1<S, D>(in[0], o, [](compute_t<S> v) { return cast_value<D>(v); });
+    });
+  });
+  return o;
+}
+
+}  // namespace ember::cpu

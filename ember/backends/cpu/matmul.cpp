@@ -1,0 +1,141 @@
+// Batched matmul with broadcast batch dims. f32/f64 go to BLAS (sgemm/dgemm) when ember is
+// built with one, otherwise to the portable kernel below; other dtypes use the portable
+// kernel (halves through f32).
+#include <cstring>
+#include <vector>
+
+#include "ember/backends/cpu/elementwise.h"
+#include "ember/backends/cpu/kernels.h"
+
+#ifdef EMBER_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+namespace ember::cpu {
+
+namespace {
+
+// A matrix operand: base pointer offset and layout of its last two dims.
+struct MatView {
+  int64_t ld;      // leading dimension
+  bool trans;      // stored column-major
+};
+
+// Makes the last two dims of `t` usable by gemm (row- or column-major), copying if needed.
+CpuTensor gemm_ready(const CpuTensor& t, MatView& mv) {
+  size_t r = t.meta.shape.rank();
+  int64_t rows = t.meta.shape[r - 2], cols = t.meta.shape[r - 1];
+  int64_t s0 = t.strides[r - 2], s1 = t.strides[r - 1];
+  if ((s1 == 1 || cols == 1) && s0 >= std::max<int64_t>(cols, 1)) {
+    mv = {s0, false};
+    return t;
+  }
+  if ((s0 == 1 || rows == 1) && s1 >= std::max<int64_t>(rows, 1)) {
+    mv = {s1, true};
+    return t;
+  }
+  CpuTensor c = empty(t.meta);
+  copy_into(t, c);
+  mv = {std::max<int64_t>(cols, 1), false};
+  return c;
+}
+
+// C[m,n] = A[m,k] B[k,n]; portable kernel, rows of C in parallel, inner loop vectorizes.
+template <class T, class Acc>
+void gemm_portable(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64_t n,
+                   int64_t k) {
+  auto at = [&](int64_t i, int64_t p) { return ma.trans ? A[p * ma.ld + i] : A[i * ma.ld + p]; };
+  // B^T or strided B: copy to a dense row-major panel once
+  std::vector<Acc> Bd(static_cast<size_t>(k * n));
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j)
+      Bd[p * n + j] = static_cast<Acc>(mb.trans ? B[j * mb.ld + p] : B[p * mb.ld + j]);
+  parallel_for(m, std::max<int64_t>(1, kGrain / std::max<int64_t>(n * k, 1)),
+               [&](int64_t b, int64_t e) {
+                 std::vector<Acc> row(n);
+                 for (int64_t i = b; i < e; ++i) {
+                   std::fill(row.begin(), row.end(), Acc(0));
+                   for (int64_t p = 0; p < k; ++p) {
+                     Acc av = static_cast<Acc>(at(i, p));
+                     const Acc* bp = Bd.data() + p * n;
+                     for (int64_t j = 0; j < n; ++j) row[j] = wrap_add(row[j], wrap_mul(av, bp[j]));
+                   }
+                   for (int64_t j = 0; j < n; ++j) C[i * n + j] = static_cast<T>(row[j]);
+                 }
+               });
+}
+
+template <class T>
+void gemm(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64_t n,
+          int64_t k) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    std::fill(C, C + m * n, T(0));
+    return;
+  }
+#ifdef EMBER_HAVE_CBLAS
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ma.trans ? CblasTrans : CblasNoTrans,
+                mb.trans ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A, ma.ld, B, mb.ld, 0.0f, C,
+                n);
+    return;
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, ma.trans ? CblasTrans : CblasNoTrans,
+                mb.trans ? CblasTrans : CblasNoTrans, m, n, k, 1.0, A, ma.ld, B, mb.ld, 0.0, C, n);
+    return;
+  }
+#endif
+  if constexpr (is_half_v<T>) {
+    std::vector<float> a(m * k), b(k * n), c(m * n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p) a[i * k + p] = ma.trans ? A[p * ma.ld + i] : A[i * ma.ld + p];
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) b[p * n + j] = mb.trans ? B[j * mb.ld + p] : B[p * mb.ld + j];
+    gemm<float>(a.data(), {k, false}, b.data(), {n, false}, c.data(), m, n, k);
+    for (int64_t i = 0; i < m * n; ++i) C[i] = T(c[i]);
+  } else {
+    gemm_portable<T, T>(A, ma, B, mb, C, m, n, k);
+  }
+}
+
+}  // namespace
+
+CpuTensor matmul(Inputs in, const TensorMeta& out) {
+  MatView ma{}, mb{};
+  CpuTensor a = gemm_ready(in[0], ma), b = gemm_ready(in[1], mb);
+  CpuTensor o = empty(out);
+  const Shape& os = out.shape;
+  size_t r = os.rank();
+  int64_t m = os[r - 2], n = os[r - 1], k = a.meta.shape[a.meta.shape.rank() - 1];
+  // batch offsets of a and b for each output batch index
+  Shape batch(std::span<const int64_t>(os.dims().data(), r - 2));
+  auto bstrides = [&](const CpuTensor& t) {
+    CpuTensor v = t;
+    size_t tr = t.meta.shape.rank();
+    v.meta.shape = Shape(std::span<const int64_t>(t.meta.shape.dims().data(), tr - 2));
+    v.strides = Dims(std::span<const int64_t>(t.strides.data(), tr - 2));
+    return broadcast_strides(v, batch);
+  };
+  Dims sa = bstrides(a), sb = bstrides(b);
+  Dims bidx(batch.rank(), 0);
+  int64_t nb = batch.numel();
+  dispatch_dtype(out.dtype, [&]<class T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      for (int64_t bi = 0; bi < nb; ++bi) {
+        int64_t oa = a.offset, ob = b.offset, rem = bi;
+        for (size_t d = batch.rank(); d-- > 0;) {
+          int64_t i = rem % batch[d];
+          rem /= batch[d];
+          oa += i * sa[d];
+          ob += i * sb[d];
+        }
+        gemm<T>(reinterpret_cast<const T*>(a.storage.get()) + oa, ma,
+                reinterpret_cast<const T*>(b.storage.get()) + ob, mb, o.data<T>() + bi * m * n, m,
+                n, k);
+      }
+    }
+  });
+  return o;
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,222 @@
+// Reductions (sum, prod, max, min, argmax, argmin) over any set of dims. The input is viewed
+// as [outer, r, inner] with the r elements reduced; 8 independent lanes let the compiler
+// vectorize, and float sums add 4096-element blocks in double for accuracy.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ember/backends/cpu/elementwise.h"
+#include "ember/backends/cpu/kernels.h"
+
+namespace ember::cpu {
+
+namespace {
+
+template <class T>
+using acc_t = std::conditional_t<std::is_floating_point_v<compute_t<T>>, compute_t<T>,
+                                 std::conditional_t<std::is_same_v<T, bool>, bool, T>>;
+
+template <class T>
+struct SumR {
+  using A = acc_t<T>;
+  static constexpr bool kWideMerge = std::is_same_v<A, float>;  // float partial sums meet in double
+  static A init() { return A(0); }
+  static A step(A a, A v, int64_t) { return wrap_add(a, v); }
+  static A merge(A a, A b) { return wrap_add(a, b); }
+  static T final(A a) { return static_cast<T>(a); }
+};
+template <class R>
+constexpr bool wide_merge() {
+  if constexpr (requires { R::kWideMerge; }) return R::kWideMerge;
+  else return false;
+}
+
+template <class T>
+struct ProdR {
+  using A = acc_t<T>;
+  static A init() { return A(1); }
+  static A step(A a, A v, int64_t) { return wrap_mul(a, v); }
+  static A merge(A a, A b) { return wrap_mul(a, b); }
+  static T final(A a) { return static_cast<T>(a); }
+};
+template <class T, bool kMax>
+struct ExtR {
+  using A = acc_t<T>;
+  static A init() {
+    if constexpr (std::is_same_v<A, bool>) return !kMax;
+    else if constexpr (std::numeric_limits<A>::has_infinity)
+      return kMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
+    else return kMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
+  }
+  static A step(A a, A v, int64_t) { return merge(a, v); }
+  static A merge(A a, A b) {
+    if constexpr (std::is_floating_point_v<A>) {
+      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<A>::quiet_NaN();
+    }
+    return kMax ? (b > a ? b : a) : (b < a ? b : a);
+  }
+  static T final(A a) { return static_cast<T>(a); }
+};
+// argmax/argmin: the first index of the extreme value; NaN counts as the extreme (PyTorch).
+template <class T, bool kMax>
+struct ArgR {
+  using C = acc_t<T>;
+  struct A {
+    C v;
+    int64_t i;
+  };
+  static A init() { return {ExtR<T, kMax>::init(), std::numeric_limits<int64_t>::max()}; }
+  static A step(A a, C v, int64_t k) { return merge(a, A{v, k}); }
+  static A merge(A a, A b) {
+    bool an = is_nan(a.v), bn = is_nan(b.v);
+    if (an || bn) return an && bn ? (b.i < a.i ? b : a) : (an ? a : b);
+    bool better = kMax ? b.v > a.v : b.v < a.v;
+    return better || (b.v == a.v && b.i < a.i) ? b : a;
+  }
+  static int64_t final(A a) { return a.i; }
+  static bool is_nan(C v) {
+    if constexpr (std::is_floating_point_v<C>) return std::isnan(v);
+    else return false;
+  }
+};
+
+constexpr int64_t kLanes = 8;
+constexpr int64_t kBlock = 4096;
+
+// Reduces x[0..n) (stride 1) into an accumulator; indices start at k0.
+template <class R, class T>
+typename R::A reduce_run(const T* x, int64_t n, int64_t k0) {
+  using A = typename R::A;
+  using C = acc_t<T>;
+  using Total = std::conditional_t<wide_merge<R>(), double, A>;  // float sums total in double
+  Total total = R::init();
+  for (int64_t b = 0; b < n; b += kBlock) {
+    int64_t e = std::min(n, b + kBlock);
+    A lanes[kLanes];
+    for (auto& l : lanes) l = R::init();
+    int64_t i = b;
+    for (; i + kLanes <= e; i += kLanes)
+      for (int64_t j = 0; j < kLanes; ++j)
+        lanes[j] = R::step(lanes[j], static_cast<C>(x[i + j]), k0 + i + j);
+    for (; i < e; ++i) lanes[0] = R::step(lanes[0], static_cast<C>(x[i]), k0 + i);
+    A blk = lanes[0];
+    for (int64_t j = 1; j < kLanes; ++j) blk = R::merge(blk, lanes[j]);
+    if constexpr (wide_merge<R>()) total += static_cast<double>(blk);
+    else total = R::merge(total, blk);
+  }
+  return static_cast<A>(total);
+}
+
+template <class R, class T, class O>
+void reduce_kernel(const T* x, O* out, int64_t outer, int64_t r, int64_t inner) {
+  using A = typename R::A;
+  using C = acc_t<T>;
+  if (inner == 1) {
+    if (outer >= num_threads() || outer * r < kGrain) {
+      parallel_for(outer, std::max<int64_t>(1, kGrain / std::max<int64_t>(r, 1)),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t o = b; o < e; ++o) out[o] = R::final(reduce_run<R>(x + o * r, r, 0));
+                   });
+      return;
+    }
+    for (int64_t o = 0; o < outer; ++o) {  // few long rows: split each row across threads
+      int64_t chunks = std::min<int64_t>(num_threads() * 4, (r + kGrain - 1) / kGrain);
+      int64_t per = (r + chunks - 1) / chunks;
+      std::vector<A> part(chunks, R::init());
+      parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) {
+          int64_t s = c * per, n = std::min(r, s + per) - s;
+          if (n > 0) part[c] = reduce_run<R>(x + o * r + s, n, s);
+        }
+      });
+      A acc = part[0];
+      for (int64_t c = 1; c < chunks; ++c) {
+        if constexpr (wide_merge<R>()) acc = static_cast<float>(double(acc) + double(part[c]));
+        else acc = R::merge(acc, part[c]);
+      }
+      out[o] = R::final(acc);
+    }
+    return;
+  }
+  // reduce across rows: accumulate whole inner rows, vectorized along inner
+  int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(r * inner, 1));
+  parallel_for(outer, grain, [&](int64_t b, int64_t e) {
+    std::vector<A> acc(inner);
+    for (int64_t o = b; o < e; ++o) {
+      std::fill(acc.begin(), acc.end(), R::init());
+      const T* base = x + o * r * inner;
+      for (int64_t k = 0; k < r; ++k) {
+        const T* row = base + k * inner;
+        for (int64_t j = 0; j < inner; ++j) acc[j] = R::step(acc[j], static_cast<C>(row[j]), k);
+      }
+      for (int64_t j = 0; j < inner; ++j) out[o * inner + j] = R::final(acc[j]);
+    }
+  });
+}
+
+}  // namespace
+
+CpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
+  const CpuTensor& x0 = in[0];
+  const Shape& s = x0.meta.shape;
+  size_t rank = s.rank();
+  std::vector<bool> red(rank, op.attrs.dims.empty());
+  for (int64_t d : op.attrs.dims) red[d] = true;
+  // Reduced dims must form one block; otherwise move kept dims first.
+  int64_t first = -1, last = -1;
+  for (size_t d = 0; d < rank; ++d)
+    if (red[d] && s[d] != 1) {
+      if (first < 0) first = static_cast<int64_t>(d);
+      last = static_cast<int64_t>(d);
+    }
+  bool block = true;
+  for (int64_t d = first; first >= 0 && d <= last; ++d) block = block && (red[d] || s[d] == 1);
+  CpuTensor x = x0;
+  int64_t outer = 1, r = 1, inner = 1;
+  if (block) {
+    x = contiguous(x0);
+    for (size_t d = 0; d < rank; ++d) {
+      if (first >= 0 && int64_t(d) >= first && int64_t(d) <= last) r *= s[d];
+      else if (first >= 0 && int64_t(d) > last) inner *= s[d];
+      else outer *= s[d];
+    }
+  } else {
+    Dims order, shp;
+    for (size_t d = 0; d < rank; ++d) if (!red[d]) order.push_back(d);
+    for (size_t d = 0; d < rank; ++d) if (red[d]) order.push_back(d);
+    CpuTensor p = x0;
+    for (size_t i = 0; i < rank; ++i) {
+      p.strides[i] = x0.strides[order[i]];
+      p.meta.shape[i] = s[order[i]];
+      if (red[order[i]]) r *= s[order[i]];
+      else outer *= s[order[i]];
+    }
+    x = contiguous(p);
+  }
+  CpuTensor o = empty(out);
+  if (out.shape.numel() == 0) return o;
+  dispatch_dtype(x.meta.dtype, [&]<class T>() {
+    const T* xp = x.data<T>();
+    switch (op.code) {
+      case OpCode::Max: return reduce_kernel<ExtR<T, true>>(xp, o.data<T>(), outer, r, inner);
+      case OpCode::Min: return reduce_kernel<ExtR<T, false>>(xp, o.data<T>(), outer, r, inner);
+      default: break;
+    }
+    if constexpr (!std::is_same_v<T, bool>) {
+      switch (op.code) {
+        case OpCode::Sum: return reduce_kernel<SumR<T>>(xp, o.data<T>(), outer, r, inner);
+        case OpCode::Prod: return reduce_kernel<ProdR<T>>(xp, o.data<T>(), outer, r, inner);
+        case OpCode::ArgMax:
+          return reduce_kernel<ArgR<T, true>>(xp, o.data<int64_t>(), outer, r, inner);
+        case OpCode::ArgMin:
+          return reduce_kernel<ArgR<T, false>>(xp, o.data<int64_t>(), outer, r, inner);
+        default: break;
+      }
+    }
+    throw Error("[" + std::string(name(op.code)) + "] not a reduction for " +
+                std::string(name(x.meta.dtype)));
+  });
+  return o;
+}
+
+}  // namespace ember::cpu

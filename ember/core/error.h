@@ -1,0 +1,41 @@
+// Errors. Every failure of a user-facing call is an `ember::Error` (or a subclass) whose
+// message starts with the op in brackets and shows the shapes involved:
+//
+//   [matmul] inner dims differ: lhs [2, 3], rhs [4, 5]
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace ember {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+/// Shapes that do not fit the op (broadcast, inner dims, ranks).
+class ShapeError : public Error {
+ public:
+  using Error::Error;
+};
+/// An element type the op does not accept, or mismatched element types.
+class DTypeError : public Error {
+ public:
+  using Error::Error;
+};
+/// A dim or an index out of range.
+class IndexError : public Error {
+ public:
+  using Error::Error;
+};
+/// A bad value (negative size, empty where non-empty is needed, malformed file or message).
+class ValueError : public Error {
+ public:
+  using Error::Error;
+};
+/// Tensors on different devices, or a device that is not available.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace ember

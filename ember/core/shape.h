@@ -1,0 +1,47 @@
+// Shape: the extent of each dim, and helpers shared by every backend (element counts,
+// contiguous strides, dim wrapping, broadcasting).
+//
+//   Shape s{2, 3, 4};   s.numel() == 24;   s.to_string() == "[2, 3, 4]";
+//   broadcast_shapes(Shape{2, 1, 4}, Shape{3, 1}) == Shape{2, 3, 4}
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "ember/core/small_vec.h"
+
+namespace ember {
+
+using Dims = SmallVec<int64_t, 6>;
+
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> d) : dims_(d) {}
+  explicit Shape(Dims d) : dims_(std::move(d)) {}
+  explicit Shape(std::span<const int64_t> d) : dims_(d) {}
+
+  size_t rank() const { return dims_.size(); }
+  int64_t operator[](size_t i) const { return dims_[i]; }
+  int64_t& operator[](size_t i) { return dims_[i]; }
+  /// Product of the dims (1 for rank 0).
+  int64_t numel() const;
+  const Dims& dims() const { return dims_; }
+  Dims& dims() { return dims_; }
+  auto begin() const { return dims_.begin(); }
+  auto end() const { return dims_.end(); }
+  std::string to_string() const;
+  friend bool operator==(const Shape& a, const Shape& b) { return a.dims_ == b.dims_; }
+
+ private:
+  Dims dims_;
+};
+
+/// Row-major strides (in elements) of a contiguous tensor of this shape.
+Dims contiguous_strides(const Shape& s);
+/// Maps a possibly negative dim into [0, rank); throws IndexError naming `op` if out of range.
+int64_t wrap_dim(int64_t dim, int64_t rank, std::string_view op);
+/// Numpy broadcasting of two shapes; throws ShapeError naming `op` when they do not broadcast.
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op = "broadcast");
+
+}  // namespace ember

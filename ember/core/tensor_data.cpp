@@ -1,0 +1,74 @@
+#include "ember/core/tensor_data.h"
+
+#include <cmath>
+
+namespace ember {
+
+void convert_elements(const void* src, DType from, void* dst, DType to, size_t n) {
+  if (from == to) {
+    std::memcpy(dst, src, n * size_of(from));
+    return;
+  }
+  dispatch_dtype(from, [&]<class S>() {
+    dispatch_dtype(to, [&]<class D>() {
+      const S* s = static_cast<const S*>(src);
+      D* d = static_cast<D*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = cast_value<D>(s[i]);
+    });
+  });
+}
+
+TensorData::TensorData(Shape shape, DType dtype)
+    : bytes_(static_cast<size_t>(shape.numel()) * size_of(dtype)),
+      shape_(std::move(shape)),
+      dtype_(dtype) {}
+
+TensorData::TensorData(std::vector<std::byte> bytes, Shape shape, DType dtype)
+    : bytes_(std::move(bytes)), shape_(std::move(shape)), dtype_(dtype) {
+  if (bytes_.size() != static_cast<size_t>(shape_.numel()) * size_of(dtype_))
+    throw ValueError("[tensor_data] " + std::to_string(bytes_.size()) + " bytes do not hold " +
+                     shape_.to_string() + " of " + std::string(name(dtype_)));
+}
+
+void TensorData::check_count(size_t n, const Shape& s) {
+  for (int64_t d : s)
+    if (d < 0) throw ValueError("[tensor_data] negative dim in shape " + s.to_string());
+  if (static_cast<int64_t>(n) != s.numel())
+    throw ShapeError("[tensor_data] " + std::to_string(n) + " values do not fill shape " +
+                     s.to_string());
+}
+
+void TensorData::check_dtype(DType t) const {
+  if (t != dtype_)
+    throw DTypeError("[tensor_data] data is " + std::string(name(dtype_)) + ", asked for " +
+                     std::string(name(t)));
+}
+
+TensorData TensorData::convert(DType to) const {
+  TensorData out(shape_, to);
+  convert_elements(bytes_.data(), dtype_, out.bytes_.data(), to, numel());
+  return out;
+}
+
+bool TensorData::all_close(const TensorData& other, double rtol, double atol,
+                           std::string* why) const {
+  if (shape_ != other.shape_) {
+    if (why) *why = "shapes differ: " + shape_.to_string() + " vs " + other.shape_.to_string();
+    return false;
+  }
+  auto a = to_vec<double>();
+  auto b = other.to_vec<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (a[i] == b[i]) continue;  // equal infinities
+    if (!(std::abs(a[i] - b[i]) <= atol + rtol * std::abs(b[i]))) {
+      if (why)
+        *why = "element " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " +
+               std::to_string(b[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace ember

@@ -1,0 +1,27 @@
+// The CPU worker pool. `parallel_for` splits [0, n) into chunks of at least `grain` items
+// and runs them on the pool and the calling thread; small ranges run inline, so tiny ops
+// pay nothing for threading.
+//
+//   parallel_for(n, 1 << 15, [&](int64_t begin, int64_t end) { ... });
+//   set_num_threads(2);   // EMBER_NUM_THREADS sets the default
+#pragma once
+#include <cstdint>
+#include <functional>
+
+namespace ember {
+
+int num_threads();
+void set_num_threads(int n);
+
+void parallel_for_impl(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f);
+
+template <class F>
+void parallel_for(int64_t n, int64_t grain, F&& f) {
+  if (n <= grain || num_threads() == 1) {
+    if (n > 0) f(int64_t{0}, n);
+    return;
+  }
+  parallel_for_impl(n, grain, std::function<void(int64_t, int64_t)>(std::ref(f)));
+}
+
+}  // namespace ember

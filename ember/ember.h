@@ -1,0 +1,12 @@
+// The umbrella header: tensors, the CPU backend, Dispatch and activations.
+//
+//   #include "ember/ember.h"
+//   using B = ember::Dispatch;
+//   auto x = ember::Tensor<B, 2>::random({2, 3}, ember::Distribution::normal(0, 1));
+#pragma once
+#include "ember/backend/dispatch.h"
+#include "ember/backend/extern.h"
+#include "ember/backends/cpu/cpu.h"
+#include "ember/tensor/activation.h"
+#include "ember/tensor/ops.h"
+#include "ember/tensor/tensor.h"

@@ -1,0 +1,66 @@
+#include "ember/ops/op.h"
+
+#include <array>
+#include <cctype>
+
+#include "ember/core/error.h"
+
+namespace ember {
+
+namespace {
+
+std::string snake_case(std::string_view camel) {
+  std::string s;
+  for (char c : camel) {
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (!s.empty()) s += '_';
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else {
+      s += c;
+    }
+  }
+  return s;
+}
+
+struct Table {
+  std::array<std::string, kNumOps> names;
+  std::array<OpInfo, kNumOps> infos;
+  Table() {
+    int i = 0;
+#define EMBER_OP(code, family, arity, accepts, result)                                  \
+  names[i] = snake_case(#code);                                                          \
+  infos[i] = OpInfo{names[i], OpFamily::family, arity, Accepts::accepts, ResultType::result}; \
+  ++i;
+#include "ember/ops/op_table.def"
+#undef EMBER_OP
+  }
+};
+
+const Table& table() {
+  static const Table t;
+  return t;
+}
+
+}  // namespace
+
+const OpInfo& info(OpCode c) { return table().infos[static_cast<size_t>(c)]; }
+
+OpCode op_from_name(std::string_view s) {
+  const auto& t = table();
+  for (int i = 0; i < kNumOps; ++i)
+    if (t.names[i] == s) return static_cast<OpCode>(i);
+  throw ValueError("[op] unknown op '" + std::string(s) + "'");
+}
+
+bool is_elementwise(OpCode c) {
+  switch (info(c).family) {
+    case OpFamily::Unary:
+    case OpFamily::Binary:
+    case OpFamily::Compare:
+    case OpFamily::Where:
+    case OpFamily::Cast: return true;
+    default: return false;
+  }
+}
+
+}  // namespace ember

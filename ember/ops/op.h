@@ -1,0 +1,107 @@
+// Ops as data. An `Op` is an op code from the op table plus its attributes; every backend
+// runs ops through one entry point, `B::run(op, inputs, out_meta, device)`, so decorators
+// (Autodiff, Fusion, Remote, Dispatch) handle every op generically.
+//
+//   Op op{OpCode::Sum};  op.attrs.dims = {1};  op.attrs.flag = true;   // sum over dim 1, keepdim
+//   TensorMeta out = infer(op, {&x_meta});                            // validates, or throws
+//   name(OpCode::LogSoftmax) == "log_softmax"
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ember/core/dtype.h"
+#include "ember/core/shape.h"
+
+namespace ember {
+
+enum class OpCode : uint16_t {
+#define EMBER_OP(code, ...) code,
+#include "ember/ops/op_table.def"
+#undef EMBER_OP
+};
+inline constexpr int kNumOps = 0
+#define EMBER_OP(...) +1
+#include "ember/ops/op_table.def"
+#undef EMBER_OP
+    ;
+
+enum class OpFamily : uint8_t {
+  Create, Unary, Binary, Compare, Where, Cast, Reduce, Scan, Sort, Movement, Index, Matmul,
+  Composite
+};
+/// Element types an op accepts for its first input.
+enum class Accepts : uint8_t { Float, Numeric, Integer, Bool, Any };
+/// How the output element type is chosen.
+enum class ResultType : uint8_t { Same, ToBool, ToI64, Attr };
+
+struct OpInfo {
+  std::string_view name;
+  OpFamily family;
+  int arity;  // -1: variadic
+  Accepts accepts;
+  ResultType result;
+};
+
+const OpInfo& info(OpCode c);
+inline std::string_view name(OpCode c) { return info(c).name; }
+/// The op with this name; throws ValueError if there is none.
+OpCode op_from_name(std::string_view s);
+/// Elementwise ops (unary, binary, compare, where, cast): what Fusion fuses into one kernel.
+bool is_elementwise(OpCode c);
+
+/// A number that keeps integers exact (an int64 fill value survives a round trip).
+struct Scalar {
+  double f = 0;
+  int64_t i = 0;
+  bool is_int = false;
+
+  Scalar() = default;
+  Scalar(double v) : f(v), i(static_cast<int64_t>(v)) {}  // NOLINT(google-explicit-constructor)
+  Scalar(float v) : Scalar(static_cast<double>(v)) {}     // NOLINT(google-explicit-constructor)
+  template <class I>
+    requires std::is_integral_v<I>
+  Scalar(I v) : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), is_int(true) {}  // NOLINT
+  template <class T>
+  T as() const {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(is_int ? i : static_cast<int64_t>(f));
+    else return T(f);
+  }
+  friend bool operator==(const Scalar&, const Scalar&) = default;
+};
+
+/// Attributes; each op uses the fields its table row names and leaves the rest at default.
+struct OpAttrs {
+  Dims shape;    // Full, Random*, Reshape, Expand: a target shape; Arange: {count}
+  Dims dims;     // Permute: order; Sum..Min, Flip: dims; Slice/SliceAssign: starts
+  Dims ends;     // Slice/SliceAssign: ends (exclusive, already clamped)
+  Dims steps;    // Slice/SliceAssign: steps (> 0)
+  Scalar scalar;   // Full: value; Arange: start; Random*: low / mean / p
+  Scalar scalar2;  // Arange: step; Random*: high / std
+  int64_t dim = 0;
+  DType dtype = DType::F32;
+  bool flag = false;  // keepdim, descending, scatter-add
+  uint64_t seed = 0;
+  friend bool operator==(const OpAttrs&, const OpAttrs&) = default;
+};
+
+struct Op {
+  OpCode code;
+  OpAttrs attrs;
+  friend bool operator==(const Op&, const Op&) = default;
+};
+
+struct TensorMeta {
+  Shape shape;
+  DType dtype = DType::F32;
+  friend bool operator==(const TensorMeta&, const TensorMeta&) = default;
+};
+
+/// Validates `op` on inputs with these metas, normalizes its attributes (negative dims wrapped,
+/// slice bounds clamped, -1 in shapes resolved) and returns the output meta. This is the one
+/// place shapes, dtypes, dims and indices are checked: every error names the op and shows
+/// the shapes. Backends assume valid input.
+TensorMeta infer(Op& op, std::span<const TensorMeta* const> inputs);
+
+}  // namespace ember

@@ -1,0 +1,60 @@
+#include <gtest/gtest.h>
+
+#include "ember/core/device.h"
+#include "ember/core/error.h"
+#include "ember/core/shape.h"
+
+using namespace ember;
+
+TEST(Shape, Basics) {
+  Shape s{2, 3, 4};
+  EXPECT_EQ(s.rank(), 3u);
+  EXPECT_EQ(s.numel(), 24);
+  EXPECT_EQ(Shape{}.numel(), 1);
+  EXPECT_EQ((Shape{2, 0}.numel()), 0);
+  EXPECT_EQ(s.to_string(), "[2, 3, 4]");
+  EXPECT_EQ(contiguous_strides(s), (Dims{12, 4, 1}));
+}
+
+TEST(Shape, Broadcast) {
+  EXPECT_EQ(broadcast_shapes(Shape{2, 1, 4}, Shape{3, 1}), (Shape{2, 3, 4}));
+  EXPECT_EQ(broadcast_shapes(Shape{}, Shape{5}), (Shape{5}));
+  EXPECT_EQ(broadcast_shapes(Shape{0, 1}, Shape{1, 3}), (Shape{0, 3}));
+  try {
+    broadcast_shapes(Shape{2, 3}, Shape{4, 3}, "add");
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "[add] shapes do not broadcast: [2, 3] and [4, 3]");
+  }
+}
+
+TEST(Shape, WrapDim) {
+  EXPECT_EQ(wrap_dim(-1, 3, "x"), 2);
+  EXPECT_EQ(wrap_dim(0, 0, "x"), 0);
+  EXPECT_THROW(wrap_dim(3, 3, "x"), IndexError);
+  EXPECT_THROW(wrap_dim(-4, 3, "x"), IndexError);
+}
+
+TEST(SmallVec, GrowsPastInline) {
+  Dims d;
+  for (int i = 0; i < 20; ++i) d.push_back(i);
+  EXPECT_EQ(d.size(), 20u);
+  EXPECT_EQ(d[19], 19);
+  Dims e = d;
+  EXPECT_EQ(e, d);
+  Dims f = std::move(e);
+  EXPECT_EQ(f, d);
+  f.insert(0, -1);
+  EXPECT_EQ(f[0], -1);
+  f.erase(0);
+  EXPECT_EQ(f, d);
+}
+
+TEST(Device, Parse) {
+  EXPECT_EQ(Device::parse("cpu"), Device::cpu());
+  EXPECT_EQ(Device::parse("cuda:1").index, 1);
+  EXPECT_EQ(Device::parse("cuda:1").to_string(), "cuda:1");
+  EXPECT_THROW(Device::parse("tpu"), DeviceError);
+  EXPECT_THROW(Device::parse("cuda:x"), DeviceError);
+  EXPECT_THROW(Device::parse("cuda:-1"), DeviceError);
+}

@@ -1,0 +1,232 @@
+// The ember call for each golden op key (see golden.h). `x` is input 0 as Tensor<B, D, K>
+// with D its rank and K its kind; other inputs come from `a.t<D, K>(i)`.
+#include "golden.h"
+
+namespace ember::test {
+
+namespace act = ember::activation;
+
+#define OP(key, kinds, expr)                                                                   \
+  ops[key] = [](const Args& a) {                                                              \
+    return each<kinds>(a, [&]<int D, class K>(const Tensor<B, D, K>& x) { return (expr); });  \
+  }
+#define FLT Float
+#define NUM Float, Int
+#define INT Int
+#define BOOL Bool
+#define ANY Float, Int, Bool
+#define Y (a.t<D, K>(1))
+#define Z (a.t<D, K>(2))
+
+std::map<std::string, OpFn>& golden_ops() {
+  static std::map<std::string, OpFn> ops = [] {
+    std::map<std::string, OpFn> ops;
+    // unary
+    OP("neg", NUM, x.neg());
+    OP("abs", NUM, x.abs());
+    OP("sign", NUM, x.sign());
+    OP("square", NUM, x.square());
+    OP("exp", FLT, x.exp());
+    OP("expm1", FLT, x.expm1());
+    OP("log", FLT, x.log());
+    OP("log1p", FLT, x.log1p());
+    OP("sqrt", FLT, x.sqrt());
+    OP("rsqrt", FLT, x.rsqrt());
+    OP("recip", FLT, x.recip());
+    OP("sin", FLT, x.sin());
+    OP("cos", FLT, x.cos());
+    OP("tan", FLT, x.tan());
+    OP("asin", FLT, x.asin());
+    OP("acos", FLT, x.acos());
+    OP("atan", FLT, x.atan());
+    OP("sinh", FLT, x.sinh());
+    OP("cosh", FLT, x.cosh());
+    OP("tanh", FLT, x.tanh());
+    OP("asinh", FLT, x.asinh());
+    OP("acosh", FLT, x.acosh());
+    OP("atanh", FLT, x.atanh());
+    OP("erf", FLT, x.erf());
+    OP("sigmoid", FLT, x.sigmoid());
+    OP("floor", FLT, x.floor());
+    OP("ceil", FLT, x.ceil());
+    OP("round", FLT, x.round());
+    OP("trunc", FLT, x.trunc());
+    OP("is_nan", FLT, x.is_nan());
+    OP("is_inf", FLT, x.is_inf());
+    OP("bitwise_not", INT, x.bitwise_not());
+    OP("bool_not", BOOL, x.bool_not());
+    // binary
+    OP("add", NUM, x.add(Y));
+    OP("sub", NUM, x.sub(Y));
+    OP("mul", NUM, x * Y);
+    OP("div", NUM, x / Y);
+    OP("remainder", NUM, x.remainder(Y));
+    OP("pow", NUM, x.pow(Y));
+    OP("max_pair", NUM, x.max_pair(Y));
+    OP("min_pair", NUM, x.min_pair(Y));
+    OP("atan2", FLT, x.atan2(Y));
+    OP("bitwise_and", INT, x.bitwise_and(Y));
+    OP("bitwise_or", INT, x.bitwise_or(Y));
+    OP("bitwise_xor", INT, x.bitwise_xor(Y));
+    OP("bitwise_left_shift", INT, x.bitwise_left_shift(Y));
+    OP("bitwise_right_shift", INT, x.bitwise_right_shift(Y));
+    OP("bool_and", BOOL, x.bool_and(Y));
+    OP("bool_or", BOOL, x.bool_or(Y));
+    OP("bool_xor", BOOL, x.bool_xor(Y));
+    OP("add_scalar", NUM, x + (std::is_same_v<K, Int> ? Scalar(a.ia("s")) : Scalar(a.fa("s"))));
+    OP("sub_scalar", NUM, x - a.fa("s"));
+    OP("mul_scalar", NUM, x * a.fa("s"));
+    OP("div_scalar", NUM, x / a.fa("s"));
+    OP("rsub_scalar", NUM, Scalar(a.fa("s")) - x);
+    OP("rdiv_scalar", NUM, Scalar(a.fa("s")) / x);
+    OP("pow_scalar", FLT, x.pow_scalar(a.fa("s")));
+    OP("powi_scalar", FLT, x.powi_scalar(a.ia("s")));
+    OP("clamp", NUM, x.clamp(a.fa("lo"), a.fa("hi")));
+    OP("clamp_min", NUM, x.clamp_min(a.fa("lo")));
+    OP("clamp_max", NUM, x.clamp_max(a.fa("hi")));
+    OP("bitwise_and_scalar", INT, x.bitwise_and_scalar(a.ia("s")));
+    OP("bitwise_left_shift_scalar", INT, x.bitwise_left_shift_scalar(a.ia("s")));
+    // comparisons and masks
+    OP("equal", NUM, x.equal(Y));
+    OP("not_equal", NUM, x.not_equal(Y));
+    OP("greater", NUM, x.greater(Y));
+    OP("greater_equal", NUM, x.greater_equal(Y));
+    OP("lower", NUM, x.lower(Y));
+    OP("lower_equal", NUM, x.lower_equal(Y));
+    OP("equal_elem", NUM, x.equal_elem(a.fa("s")));
+    OP("not_equal_elem", NUM, x.not_equal_elem(a.fa("s")));
+    OP("greater_elem", NUM, x.greater_elem(a.fa("s")));
+    OP("greater_equal_elem", NUM, x.greater_equal_elem(a.fa("s")));
+    OP("lower_elem", NUM, x.lower_elem(a.fa("s")));
+    OP("lower_equal_elem", NUM, x.lower_equal_elem(a.fa("s")));
+    ops["where"] = [](const Args& a) {
+      DType t = B::meta(a.in[1]).dtype;
+      if (is_float(t)) return where(a.b<3>(0), a.f<3>(1), a.f<3>(2)).handle();
+      return where(a.b<2>(0), a.i<2>(1), a.i<2>(2)).handle();
+    };
+    OP("mask_fill", FLT, x.mask_fill(a.t<D, Bool>(1), a.fa("v")));
+    OP("mask_where", FLT, x.mask_where(a.t<D, Bool>(1), Z));
+    OP("mask_select", FLT, x.mask_select(a.t<D, Bool>(1)));
+    OP("cast_i32", FLT, x.int_(DType::I32));
+    OP("cast_f16", FLT, x.cast(DType::F16));
+    OP("cast_bf16", FLT, x.cast(DType::BF16));
+    OP("cast_f64", INT, x.float_(DType::F64));
+    OP("cast_bool", INT, x.bool_());
+    OP("cast_u8", INT, x.cast(DType::U8));
+    // reductions, scans, sorting
+    OP("sum", NUM, x.sum());
+    OP("sum_dim", NUM, x.sum_dim(a.ia("dim")));
+    OP("sum_dims", NUM, x.sum_dims(Dims(a.va("dims"))));
+    OP("mean", FLT, x.mean());
+    OP("mean_dim", FLT, x.mean_dim(a.ia("dim")));
+    OP("prod", NUM, x.prod());
+    OP("prod_dim", NUM, x.prod_dim(a.ia("dim")));
+    OP("max", NUM, x.max());
+    OP("max_dim", NUM, x.max_dim(a.ia("dim")));
+    OP("min", NUM, x.min());
+    OP("min_dim", NUM, x.min_dim(a.ia("dim")));
+    OP("argmax", NUM, x.argmax(a.ia("dim")));
+    OP("argmin", NUM, x.argmin(a.ia("dim")));
+    OP("var", FLT, x.var(a.ia("dim")));
+    OP("var_bias", FLT, x.var_bias(a.ia("dim")));
+    OP("any", ANY, x.any());
+    OP("all", ANY, x.all());
+    OP("any_dim", ANY, x.any_dim(a.ia("dim")));
+    OP("all_dim", ANY, x.all_dim(a.ia("dim")));
+    OP("cumsum", NUM, x.cumsum(a.ia("dim")));
+    OP("cumprod", NUM, x.cumprod(a.ia("dim")));
+    OP("cummax", NUM, x.cummax(a.ia("dim")));
+    OP("cummin", NUM, x.cummin(a.ia("dim")));
+    OP("sort", NUM, x.sort(a.ia("dim")));
+    OP("sort_descending", NUM, x.sort_descending(a.ia("dim")));
+    OP("argsort", NUM, x.argsort(a.ia("dim")));
+    OP("argsort_descending", NUM, x.argsort_descending(a.ia("dim")));
+    OP("topk", NUM, x.topk(a.ia("k"), a.ia("dim")));
+    OP("matmul", NUM, x.matmul(Y));
+    // shape and movement (fixed ranks, as the cases give them)
+    ops["reshape"] = [](const Args& a) { return a.f<3>(0).reshape<2>({4, -1}).handle(); };
+    ops["flatten"] = [](const Args& a) { return a.f<3>(0).flatten<2>(1, 2).handle(); };
+    ops["permute"] = [](const Args& a) { return a.f<3>(0).permute({2, 0, 1}).handle(); };
+    ops["transpose"] = [](const Args& a) { return a.f<3>(0).transpose().handle(); };
+    ops["swap_dims"] = [](const Args& a) { return a.f<3>(0).swap_dims(0, 2).handle(); };
+    ops["movedim"] = [](const Args& a) { return a.f<3>(0).movedim(0, 2).handle(); };
+    ops["unsqueeze_dim"] = [](const Args& a) { return a.f<2>(0).unsqueeze_dim<3>(1).handle(); };
+    ops["squeeze"] = [](const Args& a) { return a.f<3>(0).squeeze<2>(1).handle(); };
+    ops["expand"] = [](const Args& a) { return a.f<2>(0).expand<3>({2, 3, 4}).handle(); };
+    ops["repeat"] = [](const Args& a) { return a.f<3>(0).repeat({2, 1, 3}).handle(); };
+    ops["flip"] = [](const Args& a) { return a.f<3>(0).flip({0, 2}).handle(); };
+    ops["roll_dim"] = [](const Args& a) {
+      return a.f<2>(0).roll_dim(a.ia("shift"), a.ia("dim")).handle();
+    };
+    ops["narrow"] = [](const Args& a) { return a.f<3>(0).narrow(1, 1, 2).handle(); };
+    ops["slice"] = [](const Args& a) {
+      if (a.rank(0) == 3)
+        return a.f<3>(0).slice({Slice(0, 2), Slice(0, INT64_MAX, 2), Slice(1, -1)}).handle();
+      return a.f<2>(0).slice({Slice::from(-2), Slice(1, INT64_MAX, 3)}).handle();
+    };
+    ops["slice_reversed"] = [](const Args& a) {
+      return a.f<2>(0).slice({Slice::all(), Slice(1, 4, -1)}).handle();
+    };
+    ops["slice_assign"] = [](const Args& a) {
+      return a.f<2>(0).slice_assign({Slice(0, 2), Slice(1, 5, 2)}, a.f<2>(1)).handle();
+    };
+    ops["cat"] = [](const Args& a) {
+      if (a.rank(0) == 3) return cat<B, 3, Float>({a.f<3>(0), a.f<3>(1)}, 1).handle();
+      return cat<B, 2, Int>({a.i<2>(0), a.i<2>(1)}, 0).handle();
+    };
+    ops["stack"] = [](const Args& a) {
+      return stack<3>(std::vector{a.f<2>(0), a.f<2>(1)}, 1).handle();
+    };
+    ops["chunk1"] = [](const Args& a) { return a.f<2>(0).chunk(3, 1).at(1).handle(); };
+    ops["split_last"] = [](const Args& a) { return a.f<2>(0).split(3, 0).back().handle(); };
+    ops["gather"] = [](const Args& a) { return a.f<2>(0).gather(1, a.i<2>(1)).handle(); };
+    ops["scatter"] = [](const Args& a) { return a.f<2>(0).scatter(1, a.i<2>(1), a.f<2>(2)).handle(); };
+    ops["scatter_add"] = [](const Args& a) {
+      return a.f<2>(0).scatter_add(0, a.i<2>(1), a.f<2>(2)).handle();
+    };
+    OP("select", NUM, x.select(a.ia("dim"), a.i<1>(1)));
+    ops["select_assign"] = [](const Args& a) {
+      return a.f<2>(0).select_assign(0, a.i<1>(1), a.f<2>(2)).handle();
+    };
+    ops["gather_nd"] = [](const Args& a) {
+      return a.f<3>(0).gather_nd<2>(a.i<2>(1)).handle();
+    };
+    ops["one_hot"] = [](const Args& a) { return a.i<1>(0).one_hot<2, Float>(5).handle(); };
+    ops["tril"] = [](const Args& a) { return a.f<3>(0).tril(0).handle(); };
+    ops["triu"] = [](const Args& a) { return a.f<2>(0).triu(1).handle(); };
+    ops["pad"] = [](const Args& a) { return a.f<3>(0).pad({1, 2, 0, 1}, 0.5).handle(); };
+    ops["unfold"] = [](const Args& a) { return a.f<3>(0).unfold(1, 3, 2).handle(); };
+    ops["eye"] = [](const Args&) { return Tensor<B, 2>::eye(4).handle(); };
+    ops["arange"] = [](const Args&) {
+      return Tensor<B, 1, Int>::arange(int64_t{2}, int64_t{11}, int64_t{3}).handle();
+    };
+    ops["arange_f"] = [](const Args&) { return Tensor<B, 1>::arange(0.5, 2.0, 0.25).handle(); };
+    ops["full"] = [](const Args&) { return Tensor<B, 2>::full({2, 3}, 1.25).handle(); };
+    OP("zeros_like", FLT, x.zeros_like());
+    // activations
+    OP("relu", FLT, act::relu(x));
+    OP("gelu", FLT, act::gelu(x));
+    OP("gelu_tanh", FLT, act::gelu_tanh(x));
+    OP("silu", FLT, act::silu(x));
+    OP("mish", FLT, act::mish(x));
+    OP("elu", FLT, act::elu(x));
+    OP("celu", FLT, act::celu(x));
+    OP("selu", FLT, act::selu(x));
+    OP("hard_sigmoid", FLT, act::hard_sigmoid(x));
+    OP("hard_swish", FLT, act::hard_swish(x));
+    OP("log_sigmoid", FLT, act::log_sigmoid(x));
+    OP("leaky_relu", FLT, act::leaky_relu(x));
+    OP("softplus", FLT, act::softplus(x));
+    OP("softplus_beta", FLT, act::softplus(x, 2.0, 3.0));
+    OP("softmax", FLT, act::softmax(x, a.ia("dim")));
+    OP("log_softmax", FLT, act::log_softmax(x, a.ia("dim")));
+    OP("softmin", FLT, act::softmin(x, a.ia("dim")));
+    ops["prelu"] = [](const Args& a) {
+      return act::prelu(a.f<3>(0), a.f<1>(1).reshape<3>({1, -1, 1})).handle();
+    };
+    return ops;
+  }();
+  return ops;
+}
+
+}  // namespace ember::test

@@ -1,0 +1,161 @@
+// Random property cases: random shapes (rank 0 to 4, zero-size dims, broadcast dims) and
+// non-contiguous views, checked against naive reference loops written here in double.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ember/ember.h"
+
+namespace ember {
+namespace {
+
+using B = Dispatch;
+using T3 = Tensor<B, 3>;
+
+std::mt19937_64 rng_(1234);
+
+int64_t rand_int(int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+}
+
+Shape random_shape(size_t rank, bool allow_zero) {
+  Dims d;
+  for (size_t i = 0; i < rank; ++i) d.push_back(rand_int(allow_zero ? 0 : 1, 5));
+  return Shape(d);
+}
+
+std::vector<double> values(const T3& t) { return t.to_data().to_vec<double>(); }
+
+// The element of a row-major [s0, s1, s2] buffer at (i, j, k), broadcasting size-1 dims.
+double at(const std::vector<double>& v, const Shape& s, int64_t i, int64_t j, int64_t k) {
+  i = s[0] == 1 ? 0 : i;
+  j = s[1] == 1 ? 0 : j;
+  k = s[2] == 1 ? 0 : k;
+  return v[(i * s[1] + j) * s[2] + k];
+}
+
+TEST(Property, BroadcastBinaryMatchesNaive) {
+  for (int trial = 0; trial < 200; ++trial) {
+    Shape out = random_shape(3, trial % 10 == 0);
+    Shape sa = out, sb = out;
+    for (size_t d = 0; d < 3; ++d) {
+      if (rand_int(0, 2) == 0) sa[d] = 1;
+      if (rand_int(0, 2) == 0) sb[d] = 1;
+    }
+    auto a = T3::random(sa, Distribution::uniform(-2, 2));
+    // b is a permuted (non-contiguous) view holding shape sb
+    auto bt = T3::random({sb[2], sb[1], sb[0]}, Distribution::uniform(-2, 2));
+    auto b = bt.permute({2, 1, 0});
+    auto va = values(a), vb = values(b);
+    Shape so = broadcast_shapes(sa, sb);
+    for (auto [code, fn] : std::vector<std::pair<int, double (*)(double, double)>>{
+             {0, [](double x, double y) { return x + y; }},
+             {1, [](double x, double y) { return x * y; }},
+             {2, [](double x, double y) { return std::max(x, y); }}}) {
+      T3 r = code == 0 ? a + b : code == 1 ? a * b : a.max_pair(b);
+      ASSERT_EQ(r.shape(), so);
+      auto vr = values(r);
+      for (int64_t i = 0; i < so[0]; ++i)
+        for (int64_t j = 0; j < so[1]; ++j)
+          for (int64_t k = 0; k < so[2]; ++k) {
+            double want = static_cast<float>(fn(at(va, sa, i, j, k), at(vb, sb, i, j, k)));
+            ASSERT_NEAR(vr[(i * so[1] + j) * so[2] + k], want, 1e-5)
+                << "trial " << trial << " op " << code << " " << sa.to_string() << " "
+                << sb.to_string();
+          }
+    }
+  }
+}
+
+TEST(Property, ReductionsMatchNaive) {
+  for (int trial = 0; trial < 200; ++trial) {
+    Shape s = random_shape(3, false);
+    auto base = T3::random({s[1], s[0], s[2]}, Distribution::uniform(-3, 3));
+    auto x = trial % 2 ? base.swap_dims(0, 1) : base.swap_dims(0, 1).add_scalar(0.0);
+    auto v = values(x);
+    int64_t dim = rand_int(-3, 2), d = dim < 0 ? dim + 3 : dim;
+    auto sum = values(x.sum_dim(dim)), mx = values(x.max_dim(dim));
+    auto am = x.argmax(dim).to_data().to_vec<int64_t>();
+    Dims os = s.dims();
+    os[d] = 1;
+    for (int64_t i = 0; i < os[0]; ++i)
+      for (int64_t j = 0; j < os[1]; ++j)
+        for (int64_t k = 0; k < os[2]; ++k) {
+          double acc = 0, best = -INFINITY;
+          int64_t best_at = 0;
+          for (int64_t r = 0; r < s[d]; ++r) {
+            int64_t ii = d == 0 ? r : i, jj = d == 1 ? r : j, kk = d == 2 ? r : k;
+            double e = v[(ii * s[1] + jj) * s[2] + kk];
+            acc += e;
+            if (e > best) best = e, best_at = r;
+          }
+          int64_t o = (i * os[1] + j) * os[2] + k;
+          ASSERT_NEAR(sum[o], acc, 1e-4) << trial;
+          ASSERT_EQ(mx[o], best) << trial;
+          ASSERT_EQ(am[o], best_at) << trial;
+        }
+  }
+}
+
+TEST(Property, ViewsMatchNaive) {
+  for (int trial = 0; trial < 200; ++trial) {
+    Shape s = random_shape(3, trial % 7 == 0);
+    auto x = T3::random(s, Distribution::uniform(-1, 1));
+    auto v = values(x);
+    // a random slice with steps, then a flip, then a reshape to one dim
+    std::vector<Slice> sl;
+    std::vector<int64_t> st(3), sp(3), n(3);
+    for (int d = 0; d < 3; ++d) {
+      st[d] = rand_int(0, std::max<int64_t>(0, s[d] - 1));
+      sp[d] = rand_int(1, 3);
+      int64_t end = rand_int(st[d], s[d]);
+      n[d] = end > st[d] ? (end - st[d] + sp[d] - 1) / sp[d] : 0;
+      sl.emplace_back(st[d], end, sp[d]);
+    }
+    auto y = x.slice(sl).flip({1}).reshape<1>({-1});
+    auto vy = values(y.reshape<3>({1, 1, -1}));
+    ASSERT_EQ(static_cast<int64_t>(vy.size()), n[0] * n[1] * n[2]);
+    size_t at_ = 0;
+    for (int64_t i = 0; i < n[0]; ++i)
+      for (int64_t j = n[1]; j-- > 0;)
+        for (int64_t k = 0; k < n[2]; ++k) {
+          double want = v[((st[0] + i * sp[0]) * s[1] + st[1] + j * sp[1]) * s[2] + st[2] + k * sp[2]];
+          ASSERT_EQ(vy[at_++], want) << trial;
+        }
+  }
+}
+
+TEST(Property, MatmulMatchesNaive) {
+  for (int trial = 0; trial < 50; ++trial) {
+    int64_t b = rand_int(1, 3), m = rand_int(0, 9), k = rand_int(0, 9), n = rand_int(0, 9);
+    auto x = T3::random({b, m, k}, Distribution::uniform(-1, 1));
+    auto y = T3::random({1, n, k}, Distribution::uniform(-1, 1)).transpose();  // [1, k, n] view
+    auto vx = values(x), vy = values(y), vr = values(x.matmul(y));
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t p = 0; p < k; ++p) acc += vx[(bi * m + i) * k + p] * vy[p * n + j];
+          ASSERT_NEAR(vr[(bi * m + i) * n + j], acc, 1e-4) << trial;
+        }
+  }
+}
+
+TEST(Property, RandomIsSeededAndBackendIndependent) {
+  seed(99);
+  auto a = T3::random({2, 3, 4}, Distribution::normal(0, 1));
+  seed(99);
+  auto b = T3::random({2, 3, 4}, Distribution::normal(0, 1));
+  EXPECT_EQ(a.to_data(), b.to_data());
+  // moments of a large sample
+  auto u = Tensor<B, 1>::random({200000}, Distribution::uniform(2, 4));
+  EXPECT_NEAR(u.mean().into_scalar(), 3.0, 0.01);
+  auto g = Tensor<B, 1>::random({200000}, Distribution::normal(1, 2));
+  EXPECT_NEAR(g.mean().into_scalar(), 1.0, 0.02);
+  EXPECT_NEAR(g.var(0).sqrt().into_scalar(), 2.0, 0.02);
+  auto p = Tensor<B, 1>::random({200000}, Distribution::bernoulli(0.3));
+  EXPECT_NEAR(p.mean().into_scalar(), 0.3, 0.005);
+}
+
+}  // namespace
+}  // namespace ember

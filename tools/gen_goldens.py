@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Writes tests/ops/goldens.json: inputs and PyTorch's outputs for ember's op suite.
+
+Run with Debian's python3-torch:  /usr/bin/python3 tools/gen_goldens.py
+Each case names an op key; tests/ops/golden_cases.cpp maps the key to the ember call.
+"""
+import json
+import math
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+DT = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+      "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8,
+      "u8": torch.uint8, "bool": torch.bool}
+NAME = {v: k for k, v in DT.items()}
+CASES = []
+
+
+class In:
+    """An input spec: shape, dtype, value range, layout ('transposed' = non-contiguous)."""
+
+    def __init__(self, *shape, dtype="f32", lo=-2.0, hi=2.0, layout="contiguous", values=None):
+        self.shape, self.dtype, self.lo, self.hi = shape, dtype, lo, hi
+        self.layout, self.values = layout, values
+
+    def make(self):
+        t = DT[self.dtype]
+        if self.values is not None:
+            return torch.tensor(self.values, dtype=t).reshape(self.shape)
+        if t == torch.bool:
+            return torch.rand(self.shape) < 0.5
+        if t.is_floating_point:
+            x = torch.rand(self.shape, dtype=torch.float64) * (self.hi - self.lo) + self.lo
+            return x.to(t)
+        return torch.randint(int(self.lo), int(self.hi) + 1, self.shape, dtype=t)
+
+
+def I(*shape, lo=-5, hi=5, dtype="i64", **kw):
+    return In(*shape, dtype=dtype, lo=lo, hi=hi, **kw)
+
+
+def Bo(*shape, **kw):
+    return In(*shape, dtype="bool", **kw)
+
+
+def enc(v):
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+    return v
+
+
+def tensor_json(t, layout="contiguous"):
+    stored = t
+    if layout == "transposed":
+        stored = t.transpose(-1, -2).contiguous()
+    flat = stored.reshape(-1)
+    if flat.dtype in (torch.float16, torch.bfloat16):
+        flat = flat.to(torch.float64)
+    data = [enc(x) for x in flat.tolist()]
+    if t.dtype == torch.bool:
+        data = [int(x) for x in data]
+    return {"dtype": NAME[t.dtype], "shape": list(stored.shape), "data": data, "layout": layout}
+
+
+def case(key, fn, inputs, attrs=None, tag="", rtol=1e-5, atol=1e-6):
+    xs = [i.make() for i in inputs]
+    half = [x.dtype for x in xs if x.dtype in (torch.float16, torch.bfloat16)]
+    if half:  # ember computes halves in f32 and rounds the result; so does the oracle
+        out = fn(*[x.float() if x.dtype == half[0] else x for x in xs], **(attrs or {})).to(half[0])
+    else:
+        out = fn(*xs, **(attrs or {}))
+    CASES.append({
+        "id": key + ("/" + tag if tag else ""),
+        "op": key,
+        "inputs": [tensor_json(x, i.layout) for x, i in zip(xs, inputs)],
+        "attrs": attrs or {},
+        "expected": tensor_json(out.contiguous()),
+        "rtol": rtol, "atol": atol,
+    })
+
+
+# ---- elementwise: each on a plain, a non-contiguous, a rank-0 and a zero-size input -------
+def unary(key, fn, lo=-2.0, hi=2.0, dtype="f32", **tol):
+    case(key, lambda x: fn(x), [In(3, 4, dtype=dtype, lo=lo, hi=hi)], **tol)
+    case(key, lambda x: fn(x), [In(2, 3, 4, dtype=dtype, lo=lo, hi=hi, layout="transposed")],
+         tag="noncontig", **tol)
+    case(key, lambda x: fn(x), [In(dtype=dtype, lo=lo, hi=hi)], tag="rank0", **tol)
+    case(key, lambda x: fn(x), [In(0, 3, dtype=dtype, lo=lo, hi=hi)], tag="empty", **tol)
+
+
+for key, fn, lo, hi in [
+    ("neg", torch.neg, -2, 2), ("abs", torch.abs, -2, 2), ("sign", torch.sign, -2, 2),
+    ("exp", torch.exp, -3, 3), ("expm1", torch.expm1, -3, 3), ("log", torch.log, 0.01, 5),
+    ("log1p", torch.log1p, -0.9, 5), ("sqrt", torch.sqrt, 0, 5), ("rsqrt", torch.rsqrt, 0.1, 5),
+    ("recip", torch.reciprocal, 0.1, 5), ("sin", torch.sin, -4, 4), ("cos", torch.cos, -4, 4),
+    ("tan", torch.tan, -1.4, 1.4), ("asin", torch.asin, -0.99, 0.99),
+    ("acos", torch.acos, -0.99, 0.99), ("atan", torch.atan, -4, 4), ("sinh", torch.sinh, -3, 3),
+    ("cosh", torch.cosh, -3, 3), ("tanh", torch.tanh, -3, 3), ("asinh", torch.asinh, -3, 3),
+    ("acosh", torch.acosh, 1, 5), ("atanh", torch.atanh, -0.99, 0.99), ("erf", torch.erf, -3, 3),
+    ("sigmoid", torch.sigmoid, -6, 6), ("floor", torch.floor, -5, 5), ("ceil", torch.ceil, -5, 5),
+    ("round", torch.round, -5, 5), ("trunc", torch.trunc, -5, 5),
+    ("square", torch.square, -3, 3)]:
+    unary(key, fn, lo, hi)
+case("round", torch.round, [In(6, values=[0.5, 1.5, 2.5, -0.5, -1.5, 2.4])], tag="half_even")
+case("is_nan", torch.isnan, [In(5, values=[0.0, float("nan"), float("inf"), -1.0, float("nan")])])
+case("is_inf", torch.isinf, [In(5, values=[0.0, float("nan"), float("inf"), -1.0, float("-inf")])])
+case("exp", torch.exp, [In(4, 5, dtype="f64", lo=-3, hi=3)], tag="f64", rtol=1e-12)
+case("exp", torch.exp, [In(4, 5, dtype="f16", lo=-3, hi=3)], tag="f16", rtol=1e-3, atol=1e-3)
+case("exp", torch.exp, [In(4, 5, dtype="bf16", lo=-3, hi=3)], tag="bf16", rtol=1e-2, atol=1e-2)
+case("neg", torch.neg, [I(3, 4)], tag="i64")
+case("abs", torch.abs, [I(3, 4, dtype="i32")], tag="i32")
+case("sign", torch.sign, [I(3, 4, dtype="i8")], tag="i8")
+case("bitwise_not", torch.bitwise_not, [I(3, 4)])
+case("bool_not", torch.logical_not, [Bo(3, 4)])
+
+
+def binary(key, fn, a=(-2, 2), b=(-2, 2), dtype="f32", **tol):
+    case(key, fn, [In(3, 4, dtype=dtype, lo=a[0], hi=a[1]), In(3, 4, dtype=dtype, lo=b[0], hi=b[1])], **tol)
+    case(key, fn, [In(2, 3, 4, dtype=dtype, lo=a[0], hi=a[1]), In(1, 3, 1, dtype=dtype, lo=b[0], hi=b[1])],
+         tag="broadcast", **tol)
+    case(key, fn, [In(2, 4, 3, dtype=dtype, lo=a[0], hi=a[1], layout="transposed"),
+                   In(2, 4, 3, dtype=dtype, lo=b[0], hi=b[1])], tag="noncontig", **tol)
+    case(key, fn, [In(0, 4, dtype=dtype, lo=a[0], hi=a[1]), In(1, 4, dtype=dtype, lo=b[0], hi=b[1])],
+         tag="empty", **tol)
+
+
+binary("add", torch.add)
+binary("sub", torch.sub)
+binary("mul", torch.mul)
+binary("div", torch.div, b=(0.5, 3))
+binary("remainder", torch.remainder, a=(-5, 5), b=(0.5, 3))
+binary("pow", torch.pow, a=(0.1, 3), b=(-2, 2))
+binary("max_pair", torch.maximum)
+binary("min_pair", torch.minimum)
+binary("atan2", torch.atan2)
+case("add", torch.add, [In(3, 4, dtype="f16"), In(3, 4, dtype="f16")], tag="f16", rtol=1e-3, atol=1e-3)
+case("add", torch.add, [I(3, 4, dtype="i32"), I(3, 4, dtype="i32")], tag="i32")
+case("mul", torch.mul, [I(3, 4, dtype="u8", lo=0, hi=40), I(3, 4, dtype="u8", lo=0, hi=40)], tag="u8_wrap")
+case("div", lambda a, b: torch.div(a, b, rounding_mode="trunc"), [I(3, 4, lo=-20, hi=20), I(3, 4, lo=1, hi=6)], tag="i64_trunc")
+case("remainder", torch.remainder, [I(3, 4, lo=-20, hi=20), I(3, 4, lo=1, hi=6)], tag="i64")
+case("remainder", torch.remainder, [I(3, 4, lo=-20, hi=20), I(3, 4, lo=-6, hi=-1)], tag="i64_negdiv")
+case("pow", torch.pow, [I(3, 4, lo=-3, hi=3), I(3, 4, lo=0, hi=5)], tag="i64")
+case("max_pair", torch.maximum, [I(3, 4), I(3, 4)], tag="i64")
+for key, fn in [("bitwise_and", torch.bitwise_and), ("bitwise_or", torch.bitwise_or),
+                ("bitwise_xor", torch.bitwise_xor)]:
+    case(key, fn, [I(3, 4, lo=-50, hi=50), I(3, 4, lo=-50, hi=50)])
+case("bitwise_left_shift", torch.bitwise_left_shift, [I(3, 4, lo=-50, hi=50), I(3, 4, lo=0, hi=6)])
+case("bitwise_right_shift", torch.bitwise_right_shift, [I(3, 4, lo=-50, hi=50), I(3, 4, lo=0, hi=6)])
+for key, fn in [("bool_and", torch.logical_and), ("bool_or", torch.logical_or),
+                ("bool_xor", torch.logical_xor)]:
+    case(key, fn, [Bo(3, 4), Bo(3, 4)])
+case("add_scalar", lambda x, s: x + s, [In(3, 4)], {"s": 1.5})
+case("sub_scalar", lambda x, s: x - s, [In(3, 4)], {"s": 1.5})
+case("mul_scalar", lambda x, s: x * s, [In(3, 4)], {"s": -2.5})
+case("div_scalar", lambda x, s: x / s, [In(3, 4)], {"s": 4.0})
+case("rsub_scalar", lambda x, s: s - x, [In(3, 4)], {"s": 1.0})
+case("rdiv_scalar", lambda x, s: s / x, [In(3, 4, lo=0.5, hi=2)], {"s": 3.0})
+case("pow_scalar", lambda x, s: x ** s, [In(3, 4, lo=0.1, hi=3)], {"s": 2.5})
+case("powi_scalar", lambda x, s: x ** s, [In(3, 4)], {"s": 3})
+case("clamp", lambda x, lo, hi: x.clamp(lo, hi), [In(3, 4)], {"lo": -0.5, "hi": 0.75})
+case("clamp_min", lambda x, lo: x.clamp(min=lo), [In(3, 4)], {"lo": 0.0})
+case("clamp_max", lambda x, hi: x.clamp(max=hi), [In(3, 4)], {"hi": 0.0})
+case("add_scalar", lambda x, s: x + s, [I(3, 4)], {"s": 7}, tag="i64")
+case("bitwise_and_scalar", lambda x, s: x & s, [I(3, 4, lo=-50, hi=50)], {"s": 12})
+case("bitwise_left_shift_scalar", lambda x, s: x << s, [I(3, 4, lo=-50, hi=50)], {"s": 2})
+
+for key, fn in [("equal", torch.eq), ("not_equal", torch.ne), ("greater", torch.gt),
+                ("greater_equal", torch.ge), ("lower", torch.lt), ("lower_equal", torch.le)]:
+    case(key, fn, [In(3, 4, values=[float(v % 3) for v in range(12)]),
+                   In(3, 4, values=[float(v % 4) for v in range(12)])])
+    case(key, fn, [I(2, 3, 4, lo=0, hi=3), I(1, 3, 1, lo=0, hi=3)], tag="broadcast_i64")
+    case(key + "_elem", lambda x, s, fn=fn: fn(x, s), [In(3, 4, lo=-1, hi=1)], {"s": 0.25})
+case("where", torch.where, [Bo(2, 3, 4), In(2, 3, 4), In(1, 3, 1)])
+case("where", torch.where, [Bo(3, 1), I(1, 4), I(3, 4)], tag="broadcast_i64")
+case("mask_fill", lambda x, m, v: x.masked_fill(m, v), [In(3, 4), Bo(3, 4)], {"v": -1.0})
+case("mask_where", lambda x, m, v: torch.where(m, v, x), [In(3, 4), Bo(3, 4), In(3, 4)])
+case("cast_i32", lambda x: x.to(torch.int32), [In(3, 4, lo=-10, hi=10)])
+case("cast_f16", lambda x: x.to(torch.float16), [In(3, 4)], rtol=1e-3, atol=1e-3)
+case("cast_bf16", lambda x: x.to(torch.bfloat16), [In(3, 4)], rtol=1e-2, atol=1e-2)
+case("cast_f64", lambda x: x.to(torch.float64), [I(3, 4)])
+case("cast_bool", lambda x: x.to(torch.bool), [I(3, 4, lo=-1, hi=1)])
+case("cast_u8", lambda x: x.to(torch.uint8), [I(3, 4, lo=0, hi=255)])
+
+# ---- reductions ---------------------------------------------------------------------
+R3 = lambda **kw: In(3, 4, 5, **kw)
+case("sum", lambda x: x.sum().reshape(1), [R3()])
+case("sum", lambda x: x.sum().reshape(1), [In(0, 3)], tag="empty")
+case("sum", lambda x: x.sum().reshape(1), [I(3, 4, 5)], tag="i64")
+case("sum_dim", lambda x, dim: x.sum(dim, keepdim=True), [R3()], {"dim": 1})
+case("sum_dim", lambda x, dim: x.sum(dim, keepdim=True), [R3(layout="transposed")], {"dim": -1}, tag="noncontig")
+case("sum_dim", lambda x, dim: x.sum(dim, keepdim=True), [R3()], {"dim": 0}, tag="outer")
+case("sum_dims", lambda x, dims: x.sum(dims, keepdim=True), [R3()], {"dims": [0, 2]})
+case("mean", lambda x: x.mean().reshape(1), [R3()])
+case("mean_dim", lambda x, dim: x.mean(dim, keepdim=True), [R3()], {"dim": 2})
+case("prod", lambda x: x.prod().reshape(1), [In(3, 4, lo=0.5, hi=1.5)])
+case("prod_dim", lambda x, dim: x.prod(dim, keepdim=True), [R3(lo=0.5, hi=1.5)], {"dim": 1})
+case("max", lambda x: x.max().reshape(1), [R3()])
+case("max", lambda x: x.max().reshape(1), [In(4, values=[1.0, float("nan"), 3.0, 2.0])], tag="nan")
+case("max_dim", lambda x, dim: x.max(dim, keepdim=True).values, [R3()], {"dim": 1})
+case("max_dim", lambda x, dim: x.max(dim, keepdim=True).values, [I(3, 4, 5)], {"dim": 2}, tag="i64")
+case("min", lambda x: x.min().reshape(1), [R3()])
+case("min_dim", lambda x, dim: x.min(dim, keepdim=True).values, [R3(layout="transposed")], {"dim": 0})
+case("argmax", lambda x, dim: x.argmax(dim, keepdim=True), [R3()], {"dim": 1})
+case("argmax", lambda x, dim: x.argmax(dim, keepdim=True), [I(4, 6, lo=0, hi=2)], {"dim": 1}, tag="ties")
+case("argmin", lambda x, dim: x.argmin(dim, keepdim=True), [R3()], {"dim": 2})
+case("var", lambda x, dim: x.var(dim, keepdim=True), [R3()], {"dim": 1})
+case("var_bias", lambda x, dim: x.var(dim, unbiased=False, keepdim=True), [R3()], {"dim": 2})
+case("any", lambda x: x.any().reshape(1), [Bo(3, 4)])
+case("all", lambda x: x.all().reshape(1), [Bo(3, 4)])
+case("any_dim", lambda x, dim: x.any(dim, keepdim=True), [Bo(3, 4)], {"dim": 1})
+case("all_dim", lambda x, dim: x.all(dim, keepdim=True), [In(3, 4, values=[float(v % 5) for v in range(12)])], {"dim": 0})
+case("cumsum", lambda x, dim: x.cumsum(dim), [R3()], {"dim": 1})
+case("cumsum", lambda x, dim: x.cumsum(dim), [I(3, 4)], {"dim": 1}, tag="i64")
+case("cumprod", lambda x, dim: x.cumprod(dim), [R3(lo=0.5, hi=1.5)], {"dim": 2})
+case("cummax", lambda x, dim: x.cummax(dim).values, [R3()], {"dim": 0})
+case("cummin", lambda x, dim: x.cummin(dim).values, [R3()], {"dim": 2})
+case("sort", lambda x, dim: x.sort(dim=dim, stable=True).values, [R3()], {"dim": 1})
+case("sort_descending", lambda x, dim: x.sort(dim=dim, descending=True, stable=True).values, [R3()], {"dim": 2})
+case("argsort", lambda x, dim: x.argsort(dim=dim, stable=True), [I(3, 8, lo=0, hi=3)], {"dim": 1})
+case("argsort_descending", lambda x, dim: x.sort(dim=dim, descending=True, stable=True).indices, [R3()], {"dim": 0})
+case("topk", lambda x, k, dim: x.topk(k, dim).values, [R3()], {"k": 2, "dim": 2})
+case("matmul", torch.matmul, [In(3, 4), In(4, 5)])
+case("matmul", torch.matmul, [In(2, 3, 4), In(1, 4, 5)], tag="broadcast")
+case("matmul", torch.matmul, [In(2, 4, 3, layout="transposed"), In(2, 3, 5, layout="transposed")], tag="noncontig")
+case("matmul", torch.matmul, [In(3, 0), In(0, 5)], tag="k0")
+case("matmul", torch.matmul, [In(3, 4, dtype="f64"), In(4, 5, dtype="f64")], tag="f64", rtol=1e-12)
+case("matmul", torch.matmul, [I(3, 4), I(4, 5)], tag="i64")
+case("matmul", torch.matmul, [In(3, 4, dtype="f16"), In(4, 5, dtype="f16")], tag="f16", rtol=2e-3, atol=2e-3)
+
+# ---- shape and movement -------------------------------------------------------------
+case("reshape", lambda x: x.reshape(4, -1), [R3()])
+case("reshape", lambda x: x.reshape(4, -1), [R3(layout="transposed")], tag="noncontig")
+case("flatten", lambda x: x.flatten(1, 2), [R3()])
+case("permute", lambda x: x.permute(2, 0, 1), [R3()])
+case("transpose", lambda x: x.transpose(-1, -2), [R3()])
+case("swap_dims", lambda x: x.transpose(0, 2), [R3()])
+case("movedim", lambda x: x.movedim(0, 2), [R3()])
+case("unsqueeze_dim", lambda x: x.unsqueeze(1), [In(3, 4)])
+case("squeeze", lambda x: x.squeeze(1), [In(3, 1, 4)])
+case("expand", lambda x: x.expand(2, 3, 4), [In(3, 1)])
+case("repeat", lambda x: x.repeat(2, 1, 3), [In(2, 3, 2)])
+case("flip", lambda x: x.flip(0, 2), [R3()])
+case("roll_dim", lambda x, shift, dim: x.roll(shift, dim), [In(3, 5)], {"shift": 2, "dim": 1})
+case("roll_dim", lambda x, shift, dim: x.roll(shift, dim), [In(3, 5)], {"shift": -7, "dim": 1}, tag="negative")
+case("narrow", lambda x: x.narrow(1, 1, 2), [R3()])
+case("slice", lambda x: x[0:2, ::2, 1:-1], [R3()])
+case("slice", lambda x: x[-2:, 1::3], [In(5, 7)], tag="negative_start")
+case("slice_reversed", lambda x: x[:, 1:4].flip(1), [In(3, 6)])
+case("slice_assign", lambda x, v: x.index_put((torch.arange(0, 2).reshape(2, 1), torch.arange(1, 5, 2)), v),
+     [In(3, 5), In(2, 2)])
+case("cat", lambda a, b: torch.cat([a, b], 1), [In(2, 3, 4), In(2, 1, 4)])
+case("cat", lambda a, b: torch.cat([a, b], 0), [I(2, 3), I(0, 3)], tag="i64_empty")
+case("stack", lambda a, b: torch.stack([a, b], 1), [In(2, 3), In(2, 3)])
+case("chunk1", lambda x: x.chunk(3, 1)[1], [In(2, 7)])
+case("split_last", lambda x: x.split(3, 0)[-1], [In(7, 2)])
+case("gather", lambda x, i: x.gather(1, i), [In(3, 4), I(3, 6, lo=0, hi=3)])
+case("scatter", lambda x, i, v: x.scatter(1, i, v), [In(3, 5), I(3, 1, lo=0, hi=4), In(3, 1)])
+case("scatter_add", lambda x, i, v: x.scatter_add(0, i, v), [In(3, 4), I(5, 4, lo=0, hi=2), In(5, 4)])
+case("select", lambda x, i, dim: x.index_select(dim, i), [In(3, 4), I(5, lo=0, hi=3)], {"dim": 1})
+case("select", lambda x, i, dim: x.index_select(dim, i), [I(4, 2), I(3, lo=0, hi=3)], {"dim": 0}, tag="i64")
+case("select_assign", lambda x, i, v: x.index_add(0, i, v), [In(4, 3), I(5, lo=0, hi=3), In(5, 3)])
+case("gather_nd", lambda x, i: x[i[..., 0], i[..., 1]], [In(3, 4, 2), I(5, 2, lo=0, hi=2)])
+case("mask_select", lambda x, m: x.masked_select(m), [In(3, 4), Bo(3, 4)])
+case("one_hot", lambda x: F.one_hot(x, 5).float(), [I(4, lo=0, hi=4)])
+case("tril", lambda x: x.tril(0), [In(2, 4, 5)])
+case("triu", lambda x: x.triu(1), [In(4, 5)])
+case("pad", lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), [In(2, 3, 4)])
+case("unfold", lambda x: x.unfold(1, 3, 2), [In(2, 7, 3)])
+case("eye", lambda: torch.eye(4), [])
+case("arange", lambda: torch.arange(2, 11, 3), [])
+case("arange_f", lambda: torch.arange(0.5, 2.0, 0.25), [])
+case("full", lambda: torch.full((2, 3), 1.25), [])
+case("zeros_like", torch.zeros_like, [In(2, 3)])
+
+# ---- activations --------------------------------------------------------------------
+A = lambda: In(3, 7, lo=-4, hi=4)
+for key, fn in [("relu", F.relu), ("gelu", F.gelu), ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh")),
+                ("silu", F.silu), ("mish", F.mish), ("elu", F.elu), ("celu", F.celu), ("selu", F.selu),
+                ("hard_sigmoid", F.hardsigmoid), ("hard_swish", F.hardswish),
+                ("log_sigmoid", F.logsigmoid), ("leaky_relu", F.leaky_relu),
+                ("softplus", F.softplus)]:
+    case(key, fn, [A()])
+case("softmax", lambda x, dim: F.softmax(x, dim), [A()], {"dim": 1})
+case("softmax", lambda x, dim: F.softmax(x, dim), [In(3, 7, lo=-80, hi=80)], {"dim": 0}, tag="large")
+case("log_softmax", lambda x, dim: F.log_softmax(x, dim), [A()], {"dim": 1})
+case("log_softmax", lambda x, dim: F.log_softmax(x, dim), [In(3, 7, lo=-80, hi=80)], {"dim": 0}, tag="large")
+case("softmin", lambda x, dim: F.softmin(x, dim), [A()], {"dim": 1})
+case("softplus_beta", lambda x: F.softplus(x, 2.0, 3.0), [A()])
+case("prelu", lambda x, w: F.prelu(x, w), [In(2, 3, 4), In(3)])
+
+out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")
+with open(path, "w") as f:
+    json.dump(out, f, separators=(",", ":"))
+print(f"wrote {len(CASES)} cases to {os.path.normpath(path)}", file=sys.stderr)
