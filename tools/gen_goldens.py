@@ -98,7 +98,7 @@ def unary(key, fn, lo=-2.0, hi=2.0, dtype="f32", **tol):
 for key, fn, lo, hi in [
     ("neg", torch.neg, -2, 2), ("abs", torch.abs, -2, 2), ("sign", torch.sign, -2, 2),
     ("exp", torch.exp, -3, 3), ("expm1", torch.expm1, -3, 3), ("log", torch.log, 0.01, 5),
-    ("log1p", torch.log1p, -0.9, 5), ("sqrt", torch.sqrt, 0, 5), ("rsqrt", torch.rsqrt, 0.1, 5),
+    ("log1p", torch.log1p, -0.9, 5), ("log2", torch.log2, 0.01, 5), ("sqrt", torch.sqrt, 0, 5), ("rsqrt", torch.rsqrt, 0.1, 5),
     ("recip", torch.reciprocal, 0.1, 5), ("sin", torch.sin, -4, 4), ("cos", torch.cos, -4, 4),
     ("tan", torch.tan, -1.4, 1.4), ("asin", torch.asin, -0.99, 0.99),
     ("acos", torch.acos, -0.99, 0.99), ("atan", torch.atan, -4, 4), ("sinh", torch.sinh, -3, 3),
@@ -198,6 +198,8 @@ case("sum_dim", lambda x, dim: x.sum(dim, keepdim=True), [R3(layout="transposed"
 case("sum_dim", lambda x, dim: x.sum(dim, keepdim=True), [R3()], {"dim": 0}, tag="outer")
 case("sum_dims", lambda x, dims: x.sum(dims, keepdim=True), [R3()], {"dims": [0, 2]})
 case("mean", lambda x: x.mean().reshape(1), [R3()])
+case("logsumexp", lambda x, dim: x.logsumexp(dim, keepdim=True), [R3(lo=-50, hi=50)], {"dim": 1})
+case("logsumexp", lambda x, dim: x.logsumexp(dim, keepdim=True), [In(2, 3, values=[float("-inf")] * 3 + [1.0, 2.0, 3.0])], {"dim": 1}, tag="all_neg_inf")
 case("mean_dim", lambda x, dim: x.mean(dim, keepdim=True), [R3()], {"dim": 2})
 case("prod", lambda x: x.prod().reshape(1), [In(3, 4, lo=0.5, hi=1.5)])
 case("prod_dim", lambda x, dim: x.prod(dim, keepdim=True), [R3(lo=0.5, hi=1.5)], {"dim": 1})

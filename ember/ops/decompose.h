@@ -78,6 +78,18 @@ typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
       return c.op(C::Where, {linear, x, soft});
     }
     case C::Relu: return c.op(C::Maximum, {x, c.scalar(0.0, t)});
+    case C::LogSumExp: {  // max + log(sum(exp(x - max))), stable for large x
+      OpAttrs keep = a;
+      keep.flag = true;
+      auto m = c.op(C::Max, {x}, keep);
+      auto finite = c.op(C::Where, {c.op(C::IsInf, {m}), c.scalar(0.0, t), m});
+      auto s = c.op(C::Sum, {c.op(C::Exp, {c.op(C::Sub, {x, finite})})}, keep);
+      auto r = c.op(C::Add, {c.op(C::Log, {s}), finite});
+      if (a.flag) return r;
+      OpAttrs shape;
+      shape.shape = out.shape.dims();
+      return c.op(C::Reshape, {r}, shape);
+    }
     default: throw Error("[" + std::string(name(op.code)) + "] has no decomposition");
   }
 }

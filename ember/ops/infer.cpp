@@ -329,7 +329,7 @@ TensorMeta infer(Op& op, Metas in) {
     case OpFamily::Index: return index_rule(op, in);
     case OpFamily::Matmul: return matmul_rule(op, in);
     case OpFamily::Composite:
-      if (op.code == OpCode::Mean) return reduce_rule(op, x);
+      if (op.code == OpCode::Mean || op.code == OpCode::LogSumExp) return reduce_rule(op, x);
       if (op.code == OpCode::Softmax || op.code == OpCode::LogSoftmax)
         a.dim = wrap(op, a.dim, x.shape.rank());
       return x;

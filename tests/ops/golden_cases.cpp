@@ -30,6 +30,7 @@ std::map<std::string, OpFn>& golden_ops() {
     OP("expm1", FLT, x.expm1());
     OP("log", FLT, x.log());
     OP("log1p", FLT, x.log1p());
+    OP("log2", FLT, x.log2());
     OP("sqrt", FLT, x.sqrt());
     OP("rsqrt", FLT, x.rsqrt());
     OP("recip", FLT, x.recip());
@@ -119,6 +120,7 @@ std::map<std::string, OpFn>& golden_ops() {
     OP("sum_dims", NUM, x.sum_dims(Dims(a.va("dims"))));
     OP("mean", FLT, x.mean());
     OP("mean_dim", FLT, x.mean_dim(a.ia("dim")));
+    OP("logsumexp", FLT, x.logsumexp(a.ia("dim")));
     OP("prod", NUM, x.prod());
     OP("prod_dim", NUM, x.prod_dim(a.ia("dim")));
     OP("max", NUM, x.max());

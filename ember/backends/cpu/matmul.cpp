@@ -1,10 +1,10 @@
-// Batched matmul with broadcast batch dims. f32/f64 go to BLAS (sgemm/dgemm) when ember is
-// built with one, otherwise to the portable kernel below; other dtypes use the portable
-// kernel (halves through f32).
+// Batched matmul with broadcast batch dims. f32/f64 use ember's blocked GEMM (gemm.cpp), or
+// BLAS when built with EMBER_BLAS=ON; halves go through f32; integers use a simple kernel.
 #include <cstring>
 #include <vector>
 
 #include "ember/backends/cpu/elementwise.h"
+#include "ember/backends/cpu/gemm.h"
 #include "ember/backends/cpu/kernels.h"
 
 #ifdef EMBER_HAVE_CBLAS
@@ -73,6 +73,10 @@ void gemm(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64
     std::fill(C, C + m * n, T(0));
     return;
   }
+  auto ref = [](const auto* p, MatView v) {
+    using E = std::remove_const_t<std::remove_pointer_t<decltype(p)>>;
+    return v.trans ? MatRef<E>{p, 1, v.ld} : MatRef<E>{p, v.ld, 1};
+  };
 #ifdef EMBER_HAVE_CBLAS
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, ma.trans ? CblasTrans : CblasNoTrans,
@@ -85,13 +89,17 @@ void gemm(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64
     return;
   }
 #endif
-  if constexpr (is_half_v<T>) {
+  if constexpr (std::is_same_v<T, float>) {
+    gemm_f32(m, n, k, ref(A, ma), ref(B, mb), C, n);
+  } else if constexpr (std::is_same_v<T, double>) {
+    gemm_f64(m, n, k, ref(A, ma), ref(B, mb), C, n);
+  } else if constexpr (is_half_v<T>) {  // through f32
     std::vector<float> a(m * k), b(k * n), c(m * n);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t p = 0; p < k; ++p) a[i * k + p] = ma.trans ? A[p * ma.ld + i] : A[i * ma.ld + p];
     for (int64_t p = 0; p < k; ++p)
       for (int64_t j = 0; j < n; ++j) b[p * n + j] = mb.trans ? B[j * mb.ld + p] : B[p * mb.ld + j];
-    gemm<float>(a.data(), {k, false}, b.data(), {n, false}, c.data(), m, n, k);
+    gemm_f32(m, n, k, {a.data(), k, 1}, {b.data(), n, 1}, c.data(), n);
     for (int64_t i = 0; i < m * n; ++i) C[i] = T(c[i]);
   } else {
     gemm_portable<T, T>(A, ma, B, mb, C, m, n, k);

@@ -21,6 +21,7 @@ void float_unary(OpCode c, const CpuTensor& x, const CpuTensor& o) {
     case C::Expm1: return m([](F v) { return std::expm1(v); });
     case C::Log: return m([](F v) { return std::log(v); });
     case C::Log1p: return m([](F v) { return std::log1p(v); });
+    case C::Log2: return m([](F v) { return std::log2(v); });
     case C::Sqrt: return m([](F v) { return std::sqrt(v); });
     case C::Rsqrt: return m([](F v) { return F(1) / std::sqrt(v); });
     case C::Recip: return m([](F v) { return F(1) / v; });

@@ -1,0 +1,214 @@
+// Blocked GEMM in the style of BLIS/GotoBLAS: B is packed into KC x NR panels shared by all
+// threads, each thread packs its own MC x KC block of A into MR x KC panels, and an MR x NR
+// micro-kernel keeps the C tile in registers across the whole KC loop.
+#include "ember/backends/cpu/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
+#include "ember/core/thread_pool.h"
+
+namespace ember::cpu {
+
+namespace {
+
+// One vector register's worth of T (32 bytes: 8 floats or 4 doubles).
+typedef float vf __attribute__((vector_size(32)));
+typedef double vd __attribute__((vector_size(32)));
+template <class T>
+struct Vec;
+template <>
+struct Vec<float> {
+  using type = vf;
+};
+template <>
+struct Vec<double> {
+  using type = vd;
+};
+
+template <class T>
+struct Blocking {
+  using V = typename Vec<T>::type;
+  static constexpr int kW = sizeof(V) / sizeof(T);  // lanes
+  static constexpr int kMR = 6;
+  static constexpr int kNR = 2 * kW;
+  static constexpr int64_t kKC = 256;
+  static constexpr int64_t kMC = 96;
+  static constexpr int64_t kNC = 3072;
+};
+
+template <class V, class T>
+inline V load(const T* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+// Broadcast straight from memory: a load-port op, where a register broadcast would take a
+// shuffle slot from the FMA pipes.
+template <class V, class T>
+inline V broadcast(const T* p) {
+#if defined(__AVX__)
+  if constexpr (std::is_same_v<T, float>) return (V)_mm256_broadcast_ss(p);
+  else return (V)_mm256_broadcast_sd(p);
+#else
+  return V{} + *p;
+#endif
+}
+template <class V, class T>
+inline void store(T* p, V v) {
+  std::memcpy(p, &v, sizeof(V));
+}
+
+// C tile (kMR x kNR) = (accumulate ? C : 0) + Ap * Bp over kc.
+template <class T>
+void micro_kernel(int64_t kc, const T* __restrict ap, const T* __restrict bp, T* c, int64_t ldc,
+                  bool accumulate) {
+  using Bk = Blocking<T>;
+  using V = typename Bk::V;
+  constexpr int W = Bk::kW, MR = Bk::kMR;
+  V acc[MR][2] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    V b0 = load<V>(bp), b1 = load<V>(bp + W);
+    for (int i = 0; i < MR; ++i) {
+      V a = broadcast<V>(ap + i);
+      acc[i][0] += a * b0;
+      acc[i][1] += a * b1;
+    }
+    ap += MR;
+    bp += 2 * W;
+  }
+  for (int i = 0; i < MR; ++i) {
+    T* row = c + i * ldc;
+    if (accumulate) {
+      acc[i][0] += load<V>(row);
+      acc[i][1] += load<V>(row + W);
+    }
+    store(row, acc[i][0]);
+    store(row + W, acc[i][1]);
+  }
+}
+
+// Packs A[ic.., pc..] (mc x kc) into MR-row panels, k-major within a panel, zero-padded.
+template <class T>
+void pack_a(MatRef<T> a, int64_t ic, int64_t pc, int64_t mc, int64_t kc, T* dst) {
+  constexpr int MR = Blocking<T>::kMR;
+  for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+    int64_t rows = std::min<int64_t>(MR, mc - i0);
+    for (int64_t p = 0; p < kc; ++p) {
+      const T* src = a.p + (ic + i0) * a.rs + (pc + p) * a.cs;
+      for (int64_t i = 0; i < rows; ++i) dst[i] = src[i * a.rs];
+      for (int64_t i = rows; i < MR; ++i) dst[i] = T(0);
+      dst += MR;
+    }
+  }
+}
+
+// Packs B[pc.., jc + j0..] (kc x cols<=NR) into one NR-column panel, zero-padded.
+template <class T>
+void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, T* dst) {
+  constexpr int NR = Blocking<T>::kNR;
+  for (int64_t p = 0; p < kc; ++p) {
+    const T* src = b.p + (pc + p) * b.rs + j * b.cs;
+    if (b.cs == 1 && cols == NR) {
+      std::memcpy(dst, src, NR * sizeof(T));
+    } else {
+      for (int64_t q = 0; q < cols; ++q) dst[q] = src[q * b.cs];
+      for (int64_t q = cols; q < NR; ++q) dst[q] = T(0);
+    }
+    dst += NR;
+  }
+}
+
+template <class T>
+struct Aligned {
+  explicit Aligned(size_t n)
+      : p(static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64}))) {}
+  ~Aligned() { ::operator delete(p, std::align_val_t{64}); }
+  Aligned(const Aligned&) = delete;
+  Aligned& operator=(const Aligned&) = delete;
+  T* p;
+};
+
+template <class T>
+void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64_t ldc) {
+  using Bk = Blocking<T>;
+  constexpr int MR = Bk::kMR, NR = Bk::kNR;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return;
+  }
+  const int64_t nc_max = std::min<int64_t>(Bk::kNC, (n + NR - 1) / NR * NR);
+  const int64_t kc_max = std::min<int64_t>(Bk::kKC, k);
+  Aligned<T> bpack(static_cast<size_t>(nc_max * kc_max));
+  for (int64_t jc = 0; jc < n; jc += Bk::kNC) {
+    int64_t nc = std::min<int64_t>(Bk::kNC, n - jc);
+    int64_t npanels = (nc + NR - 1) / NR;
+    for (int64_t pc = 0; pc < k; pc += Bk::kKC) {
+      int64_t kc = std::min<int64_t>(Bk::kKC, k - pc);
+      bool accumulate = pc > 0;
+      parallel_for(npanels, 8, [&](int64_t b0, int64_t b1) {
+        for (int64_t jp = b0; jp < b1; ++jp)
+          pack_b_panel(b, pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR),
+                       bpack.p + jp * NR * kc);
+      });
+      // Work items: (MC block of rows) x (group of B panels), so 2+ threads share even
+      // a single row block.
+      int64_t mblocks = (m + Bk::kMC - 1) / Bk::kMC;
+      int64_t pgroups = std::max<int64_t>(1, std::min<int64_t>(npanels, num_threads() * 2 / std::max<int64_t>(mblocks, 1)));
+      int64_t per_group = (npanels + pgroups - 1) / pgroups;
+      parallel_for(mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
+        Aligned<T> apack(static_cast<size_t>(Bk::kMC * kc));
+        T tile[MR * NR] = {};
+        int64_t packed_block = -1;
+        for (int64_t w = w0; w < w1; ++w) {
+          int64_t mb = w / pgroups, g = w % pgroups;
+          int64_t ic = mb * Bk::kMC, mc = std::min<int64_t>(Bk::kMC, m - ic);
+          if (packed_block != mb) {
+            pack_a(a, ic, pc, mc, kc, apack.p);
+            packed_block = mb;
+          }
+          int64_t p_end = std::min(npanels, (g + 1) * per_group);
+          for (int64_t jp = g * per_group; jp < p_end; ++jp) {
+            int64_t j = jc + jp * NR, cols = std::min<int64_t>(NR, n - j);
+            const T* bp = bpack.p + jp * NR * kc;
+            for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+              int64_t rows = std::min<int64_t>(MR, mc - i0);
+              T* cp = c + (ic + i0) * ldc + j;
+              const T* ap = apack.p + i0 * kc;
+              if (rows == MR && cols == NR) {
+                micro_kernel<T>(kc, ap, bp, cp, ldc, accumulate);
+              } else {  // edge tile: compute into a buffer, copy the valid part
+                for (int64_t i = 0; i < rows && accumulate; ++i)
+                  std::memcpy(tile + i * NR, cp + i * ldc, cols * sizeof(T));
+                micro_kernel<T>(kc, ap, bp, tile, NR, accumulate);
+                for (int64_t i = 0; i < rows; ++i)
+                  std::memcpy(cp + i * ldc, tile + i * NR, cols * sizeof(T));
+              }
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b, float* c,
+              int64_t ldc) {
+  gemm<float>(m, n, k, a, b, c, ldc);
+}
+void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> b, double* c,
+              int64_t ldc) {
+  gemm<double>(m, n, k, a, b, c, ldc);
+}
+
+}  // namespace ember::cpu
