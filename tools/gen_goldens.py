@@ -69,25 +69,48 @@ def tensor_json(t, layout="contiguous"):
     return {"dtype": NAME[t.dtype], "shape": list(stored.shape), "data": data, "layout": layout}
 
 
-def case(key, fn, inputs, attrs=None, tag="", rtol=1e-5, atol=1e-6):
+FULL = (torch.float32, torch.float64)
+
+
+def case(key, fn, inputs, attrs=None, tag="", rtol=1e-5, atol=1e-6, fd=True):
+    """One golden case. Float cases also get the gradients of sum(out * grad_out) with
+    respect to each float input (for the autodiff suite); fd=False marks cases whose inputs
+    sit where the op is not smooth, so finite differences are skipped."""
     xs = [i.make() for i in inputs]
     half = [x.dtype for x in xs if x.dtype in (torch.float16, torch.bfloat16)]
     if half:  # ember computes halves in f32 and rounds the result; so does the oracle
         out = fn(*[x.float() if x.dtype == half[0] else x for x in xs], **(attrs or {})).to(half[0])
     else:
         out = fn(*xs, **(attrs or {}))
-    CASES.append({
+    c = {
         "id": key + ("/" + tag if tag else ""),
         "op": key,
         "inputs": [tensor_json(x, i.layout) for x, i in zip(xs, inputs)],
         "attrs": attrs or {},
         "expected": tensor_json(out.contiguous()),
         "rtol": rtol, "atol": atol,
-    })
+    }
+    leaves = [x.clone().requires_grad_(True) if x.dtype in FULL else x for x in xs]
+    if not half and out.dtype in FULL and any(x.dtype in FULL for x in xs) and out.numel() > 0:
+        y = fn(*leaves, **(attrs or {}))
+        if y.requires_grad:
+            gout = torch.rand(y.shape, dtype=y.dtype) * 2 - 1
+            wrt = [x for x in leaves if x.requires_grad]
+            gs = iter(torch.autograd.grad(y, wrt, gout, allow_unused=True))
+            grads = []
+            for x in leaves:
+                gx = next(gs) if x.requires_grad else None
+                if x.requires_grad and gx is None:
+                    gx = torch.zeros_like(x)
+                grads.append(tensor_json(gx.contiguous()) if gx is not None else None)
+            c["grad_out"] = tensor_json(gout)
+            c["grads"] = grads
+            c["fd"] = fd
+    CASES.append(c)
 
 
 # ---- elementwise: each on a plain, a non-contiguous, a rank-0 and a zero-size input -------
-def unary(key, fn, lo=-2.0, hi=2.0, dtype="f32", **tol):
+def unary(key, fn, lo=-2.0, hi=2.0, dtype="f32", **tol):  # noqa: C901
     case(key, lambda x: fn(x), [In(3, 4, dtype=dtype, lo=lo, hi=hi)], **tol)
     case(key, lambda x: fn(x), [In(2, 3, 4, dtype=dtype, lo=lo, hi=hi, layout="transposed")],
          tag="noncontig", **tol)
@@ -107,8 +130,8 @@ for key, fn, lo, hi in [
     ("sigmoid", torch.sigmoid, -6, 6), ("floor", torch.floor, -5, 5), ("ceil", torch.ceil, -5, 5),
     ("round", torch.round, -5, 5), ("trunc", torch.trunc, -5, 5),
     ("square", torch.square, -3, 3)]:
-    unary(key, fn, lo, hi)
-case("round", torch.round, [In(6, values=[0.5, 1.5, 2.5, -0.5, -1.5, 2.4])], tag="half_even")
+    unary(key, fn, lo, hi, fd=key not in ("floor", "ceil", "round", "trunc", "sign"))
+case("round", torch.round, [In(6, values=[0.5, 1.5, 2.5, -0.5, -1.5, 2.4])], tag="half_even", fd=False)
 case("is_nan", torch.isnan, [In(5, values=[0.0, float("nan"), float("inf"), -1.0, float("nan")])])
 case("is_inf", torch.isinf, [In(5, values=[0.0, float("nan"), float("inf"), -1.0, float("-inf")])])
 case("exp", torch.exp, [In(4, 5, dtype="f64", lo=-3, hi=3)], tag="f64", rtol=1e-12)
@@ -135,7 +158,7 @@ binary("add", torch.add)
 binary("sub", torch.sub)
 binary("mul", torch.mul)
 binary("div", torch.div, b=(0.5, 3))
-binary("remainder", torch.remainder, a=(-5, 5), b=(0.5, 3))
+binary("remainder", torch.remainder, a=(-5, 5), b=(0.5, 3), fd=False)
 binary("pow", torch.pow, a=(0.1, 3), b=(-2, 2))
 binary("max_pair", torch.maximum)
 binary("min_pair", torch.minimum)
@@ -199,12 +222,12 @@ case("sum_dim", lambda x, dim: x.sum(dim, keepdim=True), [R3()], {"dim": 0}, tag
 case("sum_dims", lambda x, dims: x.sum(dims, keepdim=True), [R3()], {"dims": [0, 2]})
 case("mean", lambda x: x.mean().reshape(1), [R3()])
 case("logsumexp", lambda x, dim: x.logsumexp(dim, keepdim=True), [R3(lo=-50, hi=50)], {"dim": 1})
-case("logsumexp", lambda x, dim: x.logsumexp(dim, keepdim=True), [In(2, 3, values=[float("-inf")] * 3 + [1.0, 2.0, 3.0])], {"dim": 1}, tag="all_neg_inf")
+case("logsumexp", lambda x, dim: x.logsumexp(dim, keepdim=True), [In(2, 3, values=[float("-inf")] * 3 + [1.0, 2.0, 3.0])], {"dim": 1}, tag="all_neg_inf", fd=False)
 case("mean_dim", lambda x, dim: x.mean(dim, keepdim=True), [R3()], {"dim": 2})
 case("prod", lambda x: x.prod().reshape(1), [In(3, 4, lo=0.5, hi=1.5)])
 case("prod_dim", lambda x, dim: x.prod(dim, keepdim=True), [R3(lo=0.5, hi=1.5)], {"dim": 1})
 case("max", lambda x: x.max().reshape(1), [R3()])
-case("max", lambda x: x.max().reshape(1), [In(4, values=[1.0, float("nan"), 3.0, 2.0])], tag="nan")
+case("max", lambda x: x.max().reshape(1), [In(4, values=[1.0, float("nan"), 3.0, 2.0])], tag="nan", fd=False)
 case("max_dim", lambda x, dim: x.max(dim, keepdim=True).values, [R3()], {"dim": 1})
 case("max_dim", lambda x, dim: x.max(dim, keepdim=True).values, [I(3, 4, 5)], {"dim": 2}, tag="i64")
 case("min", lambda x: x.min().reshape(1), [R3()])

@@ -27,12 +27,19 @@ struct Table {
   std::array<OpInfo, kNumOps> infos;
   Table() {
     int i = 0;
-#define EMBER_OP(code, family, arity, accepts, result)                                  \
+#define NONE false
+#define GRADS(...) true
+#define CALL(...) true
+#define EMBER_OP(code, family, arity, accepts, result, save, grad)                       \
   names[i] = snake_case(#code);                                                          \
-  infos[i] = OpInfo{names[i], OpFamily::family, arity, Accepts::accepts, ResultType::result}; \
+  infos[i] = OpInfo{names[i], OpFamily::family, arity, Accepts::accepts,                 \
+                    ResultType::result, Save::save, grad};                               \
   ++i;
 #include "ember/ops/op_table.def"
 #undef EMBER_OP
+#undef NONE
+#undef GRADS
+#undef CALL
   }
 };
 

@@ -36,12 +36,17 @@ enum class Accepts : uint8_t { Float, Numeric, Integer, Bool, Any };
 /// How the output element type is chosen.
 enum class ResultType : uint8_t { Same, ToBool, ToI64, Attr };
 
+/// What a gradient rule needs kept from the forward pass.
+enum class Save : uint8_t { None, X, Y, XY };
+
 struct OpInfo {
   std::string_view name;
   OpFamily family;
   int arity;  // -1: variadic
   Accepts accepts;
   ResultType result;
+  Save save;
+  bool differentiable;
 };
 
 const OpInfo& info(OpCode c);

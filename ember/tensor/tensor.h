@@ -11,9 +11,11 @@
 // where, activations) in ops.h and activation.h.
 #pragma once
 #include <array>
+#include <optional>
 #include <ostream>
 #include <vector>
 
+#include "ember/autodiff/autodiff.h"
 #include "ember/backend/apply.h"
 #include "ember/core/rng.h"
 #include "ember/ops/decompose.h"
@@ -183,6 +185,7 @@ class Tensor {
 #include "ember/tensor/tensor_reduce.inc"
 #include "ember/tensor/tensor_shape.inc"
 #include "ember/tensor/tensor_index.inc"
+#include "ember/tensor/tensor_autodiff.inc"
 
  private:
   template <Backend, int, TensorKind>

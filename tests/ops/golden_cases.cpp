@@ -7,7 +7,7 @@ namespace ember::test {
 namespace act = ember::activation;
 
 #define OP(key, kinds, expr)                                                                   \
-  ops[key] = [](const Args& a) {                                                              \
+  ops[key] = [](const A& a) {                                                                 \
     return each<kinds>(a, [&]<int D, class K>(const Tensor<B, D, K>& x) { return (expr); });  \
   }
 #define FLT Float
@@ -15,12 +15,14 @@ namespace act = ember::activation;
 #define INT Int
 #define BOOL Bool
 #define ANY Float, Int, Bool
-#define Y (a.t<D, K>(1))
-#define Z (a.t<D, K>(2))
+#define Y (a.template t<D, K>(1))
+#define Z (a.template t<D, K>(2))
 
-std::map<std::string, OpFn>& golden_ops() {
-  static std::map<std::string, OpFn> ops = [] {
-    std::map<std::string, OpFn> ops;
+template <Backend B>
+std::map<std::string, OpFn<B>>& golden_ops() {
+  using A = Args<B>;
+  static std::map<std::string, OpFn<B>> ops = [] {
+    std::map<std::string, OpFn<B>> ops;
     // unary
     OP("neg", NUM, x.neg());
     OP("abs", NUM, x.abs());
@@ -100,14 +102,14 @@ std::map<std::string, OpFn>& golden_ops() {
     OP("greater_equal_elem", NUM, x.greater_equal_elem(a.fa("s")));
     OP("lower_elem", NUM, x.lower_elem(a.fa("s")));
     OP("lower_equal_elem", NUM, x.lower_equal_elem(a.fa("s")));
-    ops["where"] = [](const Args& a) {
+    ops["where"] = [](const A& a) {
       DType t = B::meta(a.in[1]).dtype;
-      if (is_float(t)) return where(a.b<3>(0), a.f<3>(1), a.f<3>(2)).handle();
-      return where(a.b<2>(0), a.i<2>(1), a.i<2>(2)).handle();
+      if (is_float(t)) return where(a.template b<3>(0), a.template f<3>(1), a.template f<3>(2)).handle();
+      return where(a.template b<2>(0), a.template i<2>(1), a.template i<2>(2)).handle();
     };
-    OP("mask_fill", FLT, x.mask_fill(a.t<D, Bool>(1), a.fa("v")));
-    OP("mask_where", FLT, x.mask_where(a.t<D, Bool>(1), Z));
-    OP("mask_select", FLT, x.mask_select(a.t<D, Bool>(1)));
+    OP("mask_fill", FLT, x.mask_fill(a.template t<D, Bool>(1), a.fa("v")));
+    OP("mask_where", FLT, x.mask_where(a.template t<D, Bool>(1), Z));
+    OP("mask_select", FLT, x.mask_select(a.template t<D, Bool>(1)));
     OP("cast_i32", FLT, x.int_(DType::I32));
     OP("cast_f16", FLT, x.cast(DType::F16));
     OP("cast_bf16", FLT, x.cast(DType::BF16));
@@ -146,64 +148,64 @@ std::map<std::string, OpFn>& golden_ops() {
     OP("topk", NUM, x.topk(a.ia("k"), a.ia("dim")));
     OP("matmul", NUM, x.matmul(Y));
     // shape and movement (fixed ranks, as the cases give them)
-    ops["reshape"] = [](const Args& a) { return a.f<3>(0).reshape<2>({4, -1}).handle(); };
-    ops["flatten"] = [](const Args& a) { return a.f<3>(0).flatten<2>(1, 2).handle(); };
-    ops["permute"] = [](const Args& a) { return a.f<3>(0).permute({2, 0, 1}).handle(); };
-    ops["transpose"] = [](const Args& a) { return a.f<3>(0).transpose().handle(); };
-    ops["swap_dims"] = [](const Args& a) { return a.f<3>(0).swap_dims(0, 2).handle(); };
-    ops["movedim"] = [](const Args& a) { return a.f<3>(0).movedim(0, 2).handle(); };
-    ops["unsqueeze_dim"] = [](const Args& a) { return a.f<2>(0).unsqueeze_dim<3>(1).handle(); };
-    ops["squeeze"] = [](const Args& a) { return a.f<3>(0).squeeze<2>(1).handle(); };
-    ops["expand"] = [](const Args& a) { return a.f<2>(0).expand<3>({2, 3, 4}).handle(); };
-    ops["repeat"] = [](const Args& a) { return a.f<3>(0).repeat({2, 1, 3}).handle(); };
-    ops["flip"] = [](const Args& a) { return a.f<3>(0).flip({0, 2}).handle(); };
-    ops["roll_dim"] = [](const Args& a) {
-      return a.f<2>(0).roll_dim(a.ia("shift"), a.ia("dim")).handle();
+    ops["reshape"] = [](const A& a) { return a.template f<3>(0).template reshape<2>({4, -1}).handle(); };
+    ops["flatten"] = [](const A& a) { return a.template f<3>(0).template flatten<2>(1, 2).handle(); };
+    ops["permute"] = [](const A& a) { return a.template f<3>(0).permute({2, 0, 1}).handle(); };
+    ops["transpose"] = [](const A& a) { return a.template f<3>(0).transpose().handle(); };
+    ops["swap_dims"] = [](const A& a) { return a.template f<3>(0).swap_dims(0, 2).handle(); };
+    ops["movedim"] = [](const A& a) { return a.template f<3>(0).movedim(0, 2).handle(); };
+    ops["unsqueeze_dim"] = [](const A& a) { return a.template f<2>(0).template unsqueeze_dim<3>(1).handle(); };
+    ops["squeeze"] = [](const A& a) { return a.template f<3>(0).template squeeze<2>(1).handle(); };
+    ops["expand"] = [](const A& a) { return a.template f<2>(0).template expand<3>({2, 3, 4}).handle(); };
+    ops["repeat"] = [](const A& a) { return a.template f<3>(0).repeat({2, 1, 3}).handle(); };
+    ops["flip"] = [](const A& a) { return a.template f<3>(0).flip({0, 2}).handle(); };
+    ops["roll_dim"] = [](const A& a) {
+      return a.template f<2>(0).roll_dim(a.ia("shift"), a.ia("dim")).handle();
     };
-    ops["narrow"] = [](const Args& a) { return a.f<3>(0).narrow(1, 1, 2).handle(); };
-    ops["slice"] = [](const Args& a) {
+    ops["narrow"] = [](const A& a) { return a.template f<3>(0).narrow(1, 1, 2).handle(); };
+    ops["slice"] = [](const A& a) {
       if (a.rank(0) == 3)
-        return a.f<3>(0).slice({Slice(0, 2), Slice(0, INT64_MAX, 2), Slice(1, -1)}).handle();
-      return a.f<2>(0).slice({Slice::from(-2), Slice(1, INT64_MAX, 3)}).handle();
+        return a.template f<3>(0).slice({Slice(0, 2), Slice(0, INT64_MAX, 2), Slice(1, -1)}).handle();
+      return a.template f<2>(0).slice({Slice::from(-2), Slice(1, INT64_MAX, 3)}).handle();
     };
-    ops["slice_reversed"] = [](const Args& a) {
-      return a.f<2>(0).slice({Slice::all(), Slice(1, 4, -1)}).handle();
+    ops["slice_reversed"] = [](const A& a) {
+      return a.template f<2>(0).slice({Slice::all(), Slice(1, 4, -1)}).handle();
     };
-    ops["slice_assign"] = [](const Args& a) {
-      return a.f<2>(0).slice_assign({Slice(0, 2), Slice(1, 5, 2)}, a.f<2>(1)).handle();
+    ops["slice_assign"] = [](const A& a) {
+      return a.template f<2>(0).slice_assign({Slice(0, 2), Slice(1, 5, 2)}, a.template f<2>(1)).handle();
     };
-    ops["cat"] = [](const Args& a) {
-      if (a.rank(0) == 3) return cat<B, 3, Float>({a.f<3>(0), a.f<3>(1)}, 1).handle();
-      return cat<B, 2, Int>({a.i<2>(0), a.i<2>(1)}, 0).handle();
+    ops["cat"] = [](const A& a) {
+      if (a.rank(0) == 3) return cat<B, 3, Float>({a.template f<3>(0), a.template f<3>(1)}, 1).handle();
+      return cat<B, 2, Int>({a.template i<2>(0), a.template i<2>(1)}, 0).handle();
     };
-    ops["stack"] = [](const Args& a) {
-      return stack<3>(std::vector{a.f<2>(0), a.f<2>(1)}, 1).handle();
+    ops["stack"] = [](const A& a) {
+      return stack<3>(std::vector{a.template f<2>(0), a.template f<2>(1)}, 1).handle();
     };
-    ops["chunk1"] = [](const Args& a) { return a.f<2>(0).chunk(3, 1).at(1).handle(); };
-    ops["split_last"] = [](const Args& a) { return a.f<2>(0).split(3, 0).back().handle(); };
-    ops["gather"] = [](const Args& a) { return a.f<2>(0).gather(1, a.i<2>(1)).handle(); };
-    ops["scatter"] = [](const Args& a) { return a.f<2>(0).scatter(1, a.i<2>(1), a.f<2>(2)).handle(); };
-    ops["scatter_add"] = [](const Args& a) {
-      return a.f<2>(0).scatter_add(0, a.i<2>(1), a.f<2>(2)).handle();
+    ops["chunk1"] = [](const A& a) { return a.template f<2>(0).chunk(3, 1).at(1).handle(); };
+    ops["split_last"] = [](const A& a) { return a.template f<2>(0).split(3, 0).back().handle(); };
+    ops["gather"] = [](const A& a) { return a.template f<2>(0).gather(1, a.template i<2>(1)).handle(); };
+    ops["scatter"] = [](const A& a) { return a.template f<2>(0).scatter(1, a.template i<2>(1), a.template f<2>(2)).handle(); };
+    ops["scatter_add"] = [](const A& a) {
+      return a.template f<2>(0).scatter_add(0, a.template i<2>(1), a.template f<2>(2)).handle();
     };
-    OP("select", NUM, x.select(a.ia("dim"), a.i<1>(1)));
-    ops["select_assign"] = [](const Args& a) {
-      return a.f<2>(0).select_assign(0, a.i<1>(1), a.f<2>(2)).handle();
+    OP("select", NUM, x.select(a.ia("dim"), a.template i<1>(1)));
+    ops["select_assign"] = [](const A& a) {
+      return a.template f<2>(0).select_assign(0, a.template i<1>(1), a.template f<2>(2)).handle();
     };
-    ops["gather_nd"] = [](const Args& a) {
-      return a.f<3>(0).gather_nd<2>(a.i<2>(1)).handle();
+    ops["gather_nd"] = [](const A& a) {
+      return a.template f<3>(0).template gather_nd<2>(a.template i<2>(1)).handle();
     };
-    ops["one_hot"] = [](const Args& a) { return a.i<1>(0).one_hot<2, Float>(5).handle(); };
-    ops["tril"] = [](const Args& a) { return a.f<3>(0).tril(0).handle(); };
-    ops["triu"] = [](const Args& a) { return a.f<2>(0).triu(1).handle(); };
-    ops["pad"] = [](const Args& a) { return a.f<3>(0).pad({1, 2, 0, 1}, 0.5).handle(); };
-    ops["unfold"] = [](const Args& a) { return a.f<3>(0).unfold(1, 3, 2).handle(); };
-    ops["eye"] = [](const Args&) { return Tensor<B, 2>::eye(4).handle(); };
-    ops["arange"] = [](const Args&) {
+    ops["one_hot"] = [](const A& a) { return a.template i<1>(0).template one_hot<2, Float>(5).handle(); };
+    ops["tril"] = [](const A& a) { return a.template f<3>(0).tril(0).handle(); };
+    ops["triu"] = [](const A& a) { return a.template f<2>(0).triu(1).handle(); };
+    ops["pad"] = [](const A& a) { return a.template f<3>(0).pad({1, 2, 0, 1}, 0.5).handle(); };
+    ops["unfold"] = [](const A& a) { return a.template f<3>(0).unfold(1, 3, 2).handle(); };
+    ops["eye"] = [](const A&) { return Tensor<B, 2>::eye(4).handle(); };
+    ops["arange"] = [](const A&) {
       return Tensor<B, 1, Int>::arange(int64_t{2}, int64_t{11}, int64_t{3}).handle();
     };
-    ops["arange_f"] = [](const Args&) { return Tensor<B, 1>::arange(0.5, 2.0, 0.25).handle(); };
-    ops["full"] = [](const Args&) { return Tensor<B, 2>::full({2, 3}, 1.25).handle(); };
+    ops["arange_f"] = [](const A&) { return Tensor<B, 1>::arange(0.5, 2.0, 0.25).handle(); };
+    ops["full"] = [](const A&) { return Tensor<B, 2>::full({2, 3}, 1.25).handle(); };
     OP("zeros_like", FLT, x.zeros_like());
     // activations
     OP("relu", FLT, act::relu(x));
@@ -223,12 +225,15 @@ std::map<std::string, OpFn>& golden_ops() {
     OP("softmax", FLT, act::softmax(x, a.ia("dim")));
     OP("log_softmax", FLT, act::log_softmax(x, a.ia("dim")));
     OP("softmin", FLT, act::softmin(x, a.ia("dim")));
-    ops["prelu"] = [](const Args& a) {
-      return act::prelu(a.f<3>(0), a.f<1>(1).reshape<3>({1, -1, 1})).handle();
+    ops["prelu"] = [](const A& a) {
+      return act::prelu(a.template f<3>(0), a.template f<1>(1).template reshape<3>({1, -1, 1})).handle();
     };
     return ops;
   }();
   return ops;
 }
+
+template std::map<std::string, OpFn<Dispatch>>& golden_ops<Dispatch>();
+template std::map<std::string, OpFn<Autodiff<Dispatch>>>& golden_ops<Autodiff<Dispatch>>();
 
 }  // namespace ember::test

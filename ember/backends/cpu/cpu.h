@@ -41,6 +41,9 @@ class Cpu {
   static TensorData to_data(const Handle& h);
   static Handle run(const Op& op, std::span<Handle> in, const TensorMeta& out, Device dev);
   static bool supports(OpCode c);
+  /// Buffers allocated by the CPU backend and not yet freed (for leak tests).
+  static int64_t live_buffers();
+  static int64_t live_bytes();
 };
 
 static_assert(Backend<Cpu>);

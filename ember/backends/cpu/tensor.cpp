@@ -1,4 +1,5 @@
 // CpuTensor storage, data transfer, and the op switch.
+#include <atomic>
 #include <cstring>
 
 #include "ember/backends/cpu/kernels.h"
@@ -18,10 +19,35 @@ bool CpuTensor::is_contiguous() const {
 
 namespace cpu {
 
+namespace {
+std::atomic<int64_t> g_live_buffers{0};
+std::atomic<int64_t> g_live_bytes{0};
+
+// Counts buffers alive; the count lives with the buffer's single allocation.
+template <class T>
+struct CountingAllocator {
+  using value_type = T;
+  CountingAllocator() = default;
+  template <class U>
+  CountingAllocator(const CountingAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
+  T* allocate(size_t n) {
+    ++g_live_buffers;
+    g_live_bytes += static_cast<int64_t>(n * sizeof(T));
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, size_t n) {
+    --g_live_buffers;
+    g_live_bytes -= static_cast<int64_t>(n * sizeof(T));
+    std::allocator<T>().deallocate(p, n);
+  }
+  friend bool operator==(const CountingAllocator&, const CountingAllocator&) { return true; }
+};
+}  // namespace
+
 CpuTensor empty(const TensorMeta& meta) {
   size_t bytes = static_cast<size_t>(meta.shape.numel()) * size_of(meta.dtype);
-  return CpuTensor{std::make_shared_for_overwrite<std::byte[]>(bytes), meta,
-                   contiguous_strides(meta.shape), 0};
+  return CpuTensor{std::allocate_shared_for_overwrite<std::byte[]>(CountingAllocator<std::byte>(), bytes),
+                   meta, contiguous_strides(meta.shape), 0};
 }
 
 Dims broadcast_strides(const CpuTensor& t, const Shape& shape) {
@@ -83,6 +109,9 @@ TensorData Cpu::to_data(const CpuTensor& h) {
   if (!d.bytes().empty()) std::memcpy(d.bytes().data(), c.raw(), d.bytes().size());
   return d;
 }
+
+int64_t Cpu::live_buffers() { return cpu::g_live_buffers.load(); }
+int64_t Cpu::live_bytes() { return cpu::g_live_bytes.load(); }
 
 bool Cpu::supports(OpCode c) { return cpu::has_composite_kernel(c); }
 

@@ -1,0 +1,222 @@
+// Gradient rules too long for one expression in the op table (its CALL(...) entries) and the
+// helpers its GRADS(...) expressions use. Every rule is written once over any backend I; run
+// on an Autodiff backend, the rules are themselves recorded, which gives higher-order
+// gradients.
+#pragma once
+#include <vector>
+
+#include "ember/ops/dyn.h"
+
+namespace ember::grad {
+
+template <Backend I>
+using T = detail::Dyn<I>;
+template <Backend I>
+using Grads = std::vector<T<I>>;
+
+/// What a rule sees: the op, its input metas, the saved inputs and output (defined when the
+/// table's save column asks for them) and the gradient of the output.
+template <Backend I>
+struct Ctx {
+  const Op& op;
+  std::span<const TensorMeta> in;
+  std::span<const T<I>> xs;
+  T<I> y, g;
+};
+
+/// `t` (shaped like a reduction's output) with the reduced dims kept as size 1.
+template <Backend I>
+T<I> keep_dims(const T<I>& t, const Op& op, const TensorMeta& in) {
+  if (op.attrs.flag) return t;
+  Dims s = in.shape.dims();
+  for (size_t d = 0; d < s.size(); ++d) {
+    bool reduced = op.attrs.dims.empty();
+    for (int64_t r : op.attrs.dims) reduced = reduced || r == static_cast<int64_t>(d);
+    if (reduced) s[d] = 1;
+  }
+  return t.reshape(Shape(s));
+}
+
+inline double reduced_count(const Op& op, const TensorMeta& in) {
+  if (op.attrs.dims.empty()) return static_cast<double>(in.shape.numel());
+  double n = 1;
+  for (int64_t d : op.attrs.dims) n *= static_cast<double>(in.shape[d]);
+  return n;
+}
+
+inline Dims inverse_permutation(const Dims& p) {
+  Dims inv(p.size());
+  for (size_t i = 0; i < p.size(); ++i) inv[p[i]] = static_cast<int64_t>(i);
+  return inv;
+}
+
+template <Backend I>
+T<I> zeros(const TensorMeta& m, const T<I>& like) {
+  return T<I>::full(m.shape, Scalar(0.0), m.dtype, like.device());
+}
+
+/// Positions 0..n-1 along `dim`, shaped to broadcast against a tensor of shape `s`.
+template <Backend I>
+T<I> positions(const Shape& s, int64_t dim, Device dev) {
+  OpAttrs a;
+  a.shape = {s[dim]};
+  a.scalar = Scalar(int64_t{0});
+  a.scalar2 = Scalar(int64_t{1});
+  a.dtype = DType::I64;
+  T<I> r(apply<I>(Op{OpCode::Arange, a}, std::span<typename I::Handle>(), dev));
+  Dims shp(s.rank(), 1);
+  shp[dim] = s[dim];
+  return r.reshape(Shape(shp)).expand(s);
+}
+
+// d/dx x^e = e x^(e-1);  d/de x^e = x^e log x, taken as 0 where x == 0 and e >= 0 (PyTorch).
+template <Backend I>
+Grads<I> grad_pow(const Ctx<I>& c) {
+  const T<I>&x = c.xs[0], &e = c.xs[1];
+  T<I> gx = c.g * e * T<I>::run(OpCode::Pow, {x, e - 1.0});
+  T<I> zero = c.g.zeros_like();
+  T<I> ge = x.eq(x.scalar(0.0)).select(zero, c.g * c.y * x.log());
+  return {gx, ge};
+}
+
+// Ties split the gradient evenly, as PyTorch does.
+template <Backend I>
+Grads<I> grad_extreme_pair(const Ctx<I>& c, bool max) {
+  const T<I>&a = c.xs[0], &b = c.xs[1];
+  T<I> zero = c.g.zeros_like(), half = c.g * 0.5;
+  T<I> a_wins = max ? a.gt(b) : a.lt(b), b_wins = max ? b.gt(a) : b.lt(a), tie = a.eq(b);
+  return {tie.select(half, a_wins.select(c.g, zero)), tie.select(half, b_wins.select(c.g, zero))};
+}
+template <Backend I>
+Grads<I> grad_maximum(const Ctx<I>& c) { return grad_extreme_pair(c, true); }
+template <Backend I>
+Grads<I> grad_minimum(const Ctx<I>& c) { return grad_extreme_pair(c, false); }
+
+template <Backend I>
+Grads<I> grad_cast(const Ctx<I>& c) {
+  if (!is_float(c.in[0].dtype)) return {T<I>{}};
+  return {c.g.cast(c.in[0].dtype)};
+}
+
+// max/min over dims: the gradient goes to the elements equal to the result, split evenly.
+template <Backend I>
+Grads<I> grad_extremum(const Ctx<I>& c) {
+  const T<I>& x = c.xs[0];
+  T<I> y = keep_dims(c.y, c.op, c.in[0]);
+  T<I> hit = y.isnan().select(x.isnan(), x.eq(y));  // a NaN result came from the NaNs
+  T<I> mask = hit.cast(x.dtype());
+  T<I> count = mask.reduce(OpCode::Sum, c.op.attrs.dims, true);
+  return {mask * keep_dims(c.g, c.op, c.in[0]) / count};
+}
+
+// cummax/cummin: each output's gradient goes to the index that held the running extreme
+// (the latest one on ties), found as a running max of the positions where x == y.
+template <Backend I>
+Grads<I> grad_cum_extremum(const Ctx<I>& c) {
+  const T<I>& x = c.xs[0];
+  int64_t dim = c.op.attrs.dim;
+  T<I> pos = positions<I>(x.shape(), dim, x.device());
+  T<I> at = x.eq(c.y).select(pos, pos.zeros_like()).with_dim(OpCode::CumMax, dim);
+  OpAttrs a;
+  a.dim = dim;
+  a.flag = true;  // scatter-add
+  return {T<I>::run(OpCode::Scatter, a, {x.zeros_like(), at, c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_slice(const Ctx<I>& c) {
+  return {T<I>::run(OpCode::SliceAssign, c.op.attrs, {zeros(c.in[0], c.g), c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_cat(const Ctx<I>& c) {
+  Grads<I> out;
+  int64_t dim = c.op.attrs.dim, at = 0;
+  for (const TensorMeta& m : c.in) {
+    OpAttrs a;
+    a.dims = Dims(m.shape.rank(), 0);
+    a.ends = c.g.shape().dims();
+    a.dims[dim] = at;
+    a.ends[dim] = at + m.shape[dim];
+    at += m.shape[dim];
+    out.push_back(T<I>::run(OpCode::Slice, a, {c.g}));
+  }
+  return out;
+}
+
+template <Backend I>
+Grads<I> grad_slice_assign(const Ctx<I>& c) {
+  T<I> gx = T<I>::run(OpCode::SliceAssign, c.op.attrs, {c.g, zeros(c.in[1], c.g)});
+  return {gx, T<I>::run(OpCode::Slice, c.op.attrs, {c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_gather(const Ctx<I>& c) {
+  OpAttrs a;
+  a.dim = c.op.attrs.dim;
+  a.flag = true;
+  return {T<I>::run(OpCode::Scatter, a, {zeros(c.in[0], c.g), c.xs[1], c.g}), T<I>{}};
+}
+
+template <Backend I>
+Grads<I> grad_scatter(const Ctx<I>& c) {
+  OpAttrs a;
+  a.dim = c.op.attrs.dim;
+  T<I> gv = T<I>::run(OpCode::Gather, a, {c.g, c.xs[1]});
+  if (c.op.attrs.flag) return {c.g, T<I>{}, gv};
+  T<I> gx = T<I>::run(OpCode::Scatter, a, {c.g, c.xs[1], zeros(c.in[2], c.g)});
+  return {gx, T<I>{}, gv};
+}
+
+template <Backend I>
+Grads<I> grad_index_select(const Ctx<I>& c) {
+  OpAttrs a;
+  a.dim = c.op.attrs.dim;
+  return {T<I>::run(OpCode::IndexAdd, a, {zeros(c.in[0], c.g), c.xs[1], c.g}), T<I>{}};
+}
+
+template <Backend I>
+Grads<I> grad_index_add(const Ctx<I>& c) {
+  OpAttrs a;
+  a.dim = c.op.attrs.dim;
+  return {c.g, T<I>{}, T<I>::run(OpCode::IndexSelect, a, {c.g, c.xs[1]})};
+}
+
+template <Backend I>
+Grads<I> grad_silu(const Ctx<I>& c) {
+  const T<I>& x = c.xs[0];
+  T<I> s = x.sigmoid();
+  return {c.g * s * (x * (1.0 - s) + 1.0)};
+}
+
+/// The gradients of op's inputs, from the op table's grad column. An undefined entry means
+/// no gradient flows to that input.
+template <Backend I>
+Grads<I> backward_rule(const Ctx<I>& c) {
+  [[maybe_unused]] const Op& op = c.op;
+  [[maybe_unused]] std::span<const TensorMeta> in = c.in;
+  [[maybe_unused]] const T<I>& g = c.g;
+  [[maybe_unused]] const T<I>& y = c.y;
+  [[maybe_unused]] T<I> x = c.xs.size() > 0 ? c.xs[0] : T<I>{};
+  [[maybe_unused]] T<I> x1 = c.xs.size() > 1 ? c.xs[1] : T<I>{};
+  [[maybe_unused]] T<I> x2 = c.xs.size() > 2 ? c.xs[2] : T<I>{};
+  switch (op.code) {
+#define NONE return {};
+#define GRADS(...) return {__VA_ARGS__};
+#define CALL(f) return f<I>(c);
+#define SKIP T<I>{}
+#define EMBER_OP(code, family, arity, accepts, result, save, rule) \
+  case OpCode::code: {                                             \
+    rule                                                           \
+  }
+#include "ember/ops/op_table.def"
+#undef EMBER_OP
+#undef NONE
+#undef GRADS
+#undef CALL
+#undef SKIP
+  }
+  return {};
+}
+
+}  // namespace ember::grad
