@@ -1,0 +1,146 @@
+// ember's CPU ops under Google Benchmark. Run through scripts/bench.sh cpu, which runs the
+// PyTorch peer in the same run and merges both into bench/out/cpu.json; see
+// docs/benchmarks.md. Every op here returns a new tensor (inputs are kept alive by the
+// benchmark, so ember cannot reuse their buffers), as the PyTorch peer does.
+#include <string>
+
+#include "bench/cpu_bench.h"
+#include "ember/core/thread_pool.h"
+#include "ember/ember.h"
+
+namespace {
+
+using namespace ember;
+using benchmark::State;
+using bench::kElems;
+using bench::kSquare;
+
+constexpr double kF32 = sizeof(float);
+
+template <Backend B, int D>
+Tensor<B, D> uniform(Shape s) {
+  return Tensor<B, D>::random(std::move(s), Distribution::uniform(-1, 1));
+}
+
+// Per-op overhead: the kernel is trivial, so this is the cost of the path from the Tensor
+// API down to the kernel and back (shape inference, allocation, dispatch).
+template <Backend B>
+void bm_add_tiny(State& st) {
+  auto a = uniform<B, 1>({bench::kTiny}), b = uniform<B, 1>({bench::kTiny});
+  for (auto _ : st) {
+    auto c = a + b;
+    benchmark::DoNotOptimize(c);
+  }
+  bench::set_ops(st, 1);
+}
+
+void bm_add(State& st) {
+  auto a = uniform<Cpu, 1>({kElems}), b = uniform<Cpu, 1>({kElems});
+  for (auto _ : st) {
+    auto c = a + b;
+    benchmark::DoNotOptimize(c);
+  }
+  bench::set_bytes(st, 3 * kF32 * kElems);
+}
+
+void bm_exp(State& st) {
+  auto x = uniform<Cpu, 1>({kElems});
+  for (auto _ : st) {
+    auto y = x.exp();
+    benchmark::DoNotOptimize(y);
+  }
+  bench::set_bytes(st, 2 * kF32 * kElems);
+}
+
+void bm_sum(State& st) {
+  auto x = uniform<Cpu, 1>({bench::kSumElems});
+  for (auto _ : st) {
+    auto s = x.sum();
+    benchmark::DoNotOptimize(s);
+  }
+  bench::set_bytes(st, kF32 * bench::kSumElems);
+}
+
+void bm_sum_dim(State& st) {
+  auto x = uniform<Cpu, 2>({kSquare, kSquare});
+  for (auto _ : st) {
+    auto s = x.sum_dim(1);
+    benchmark::DoNotOptimize(s);
+  }
+  bench::set_bytes(st, kF32 * (kSquare * kSquare + kSquare));
+}
+
+void bm_softmax(State& st) {
+  auto x = Tensor<Cpu, 2>::random({bench::kSoftmaxRows, bench::kSoftmaxCols},
+                                  Distribution::normal(0, 1));
+  for (auto _ : st) {
+    auto y = activation::softmax(x, 1);
+    benchmark::DoNotOptimize(y);
+  }
+  // The least traffic any softmax can have: read x once, write y once.
+  bench::set_bytes(st, 2 * kF32 * bench::kSoftmaxRows * bench::kSoftmaxCols);
+}
+
+// ember has no contiguous(); flattening a transposed view cannot be a view, so it copies.
+void bm_transpose_copy(State& st) {
+  auto x = uniform<Cpu, 2>({kSquare, kSquare});
+  for (auto _ : st) {
+    auto y = x.transpose().reshape<1>({kSquare * kSquare});
+    benchmark::DoNotOptimize(y);
+  }
+  bench::set_bytes(st, 2 * kF32 * kSquare * kSquare);
+}
+
+void bm_matmul(State& st, int64_t n) {
+  auto a = uniform<Cpu, 2>({n, n}), b = uniform<Cpu, 2>({n, n});
+  for (auto _ : st) {
+    auto c = a.matmul(b);
+    benchmark::DoNotOptimize(c);
+  }
+  bench::set_flop(st, 2.0 * n * n * n);
+}
+
+void reg(const std::string& name, void (*fn)(State&), benchmark::TimeUnit unit) {
+  benchmark::RegisterBenchmark(name.c_str(), fn)->UseRealTime()->Unit(unit);
+}
+
+// Registration order is run order (see main): the tiny op first, matmul apart and last.
+void register_ember_benchmarks() {
+  using benchmark::kMicrosecond;
+  using benchmark::kMillisecond;
+  const std::string big = std::to_string(kElems >> 20) + "M";
+  const std::string sq = std::to_string(kSquare) + "x" + std::to_string(kSquare);
+  reg("cpu/add/" + std::to_string(bench::kTiny), bm_add_tiny<Cpu>, kMicrosecond);
+  reg("dispatch/add/" + std::to_string(bench::kTiny), bm_add_tiny<Dispatch>, kMicrosecond);
+  reg("cpu/add/" + big, bm_add, kMillisecond);
+  reg("cpu/exp/" + big, bm_exp, kMillisecond);
+  reg("cpu/sum/" + std::to_string(bench::kSumElems >> 20) + "M", bm_sum, kMillisecond);
+  reg("cpu/sum_dim/" + sq, bm_sum_dim, kMillisecond);
+  reg("cpu/softmax/" + std::to_string(bench::kSoftmaxRows) + "x" +
+          std::to_string(bench::kSoftmaxCols),
+      bm_softmax, kMillisecond);
+  reg("cpu/transpose_copy/" + sq, bm_transpose_copy, kMillisecond);
+}
+
+void register_ember_matmul_benchmarks() {
+  for (int64_t n : bench::kMatmulSizes)
+    benchmark::RegisterBenchmark(("cpu/matmul/" + std::to_string(n)).c_str(), bm_matmul, n)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_ember_benchmarks();
+  bench::register_copy_benchmarks();
+  register_ember_matmul_benchmarks();
+  bench::register_blas_benchmarks();
+  benchmark::AddCustomContext("ember_threads", std::to_string(ember::num_threads()));
+  benchmark::AddCustomContext("ember_matmul", EMBER_BENCH_MATMUL);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""The PyTorch peer of bench/cpu_bench.cpp: the same ops, sizes and names ("<op>/<size>"),
+timed in this process, printed (or written) as JSON for bench/merge_bench.py.
+
+Run by scripts/bench.sh cpu with Debian's python3-torch (/usr/bin/python3):
+    /usr/bin/python3 bench/peer_torch_cpu.py --threads 2 [--reps 7] [--min-time 0.2] [--out F]
+
+Each op is warmed up, then timed `reps` times; one sample runs the op back to back until it
+has taken at least `min_time` seconds and counts the mean of that batch. The reported time is
+the median of the samples, as Google Benchmark's median aggregate is for ember. Every op
+returns a new tensor, like ember's, and runs under torch.inference_mode() (no autograd
+bookkeeping; ember's CPU backend has none either).
+"""
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+
+import torch
+
+TINY = 16
+ELEMS = 16 << 20
+SUM_ELEMS = 64 << 20
+SOFTMAX_ROWS, SOFTMAX_COLS = 4096, 1024
+SQUARE = 4096
+MATMUL_SIZES = (1024, 2048)
+
+
+def uniform(*shape):
+    return torch.empty(*shape, dtype=torch.float32).uniform_(-1, 1)
+
+
+def cases():
+    """(name, make) pairs; make() builds the inputs and returns the op to time."""
+
+    def add(n):
+        a, b = uniform(n), uniform(n)
+        return lambda: torch.add(a, b)
+
+    def exp():
+        x = uniform(ELEMS)
+        return lambda: torch.exp(x)
+
+    def total():
+        x = uniform(SUM_ELEMS)
+        return lambda: torch.sum(x)
+
+    def sum_dim():
+        x = uniform(SQUARE, SQUARE)
+        return lambda: torch.sum(x, dim=1, keepdim=True)
+
+    def softmax():
+        x = torch.randn(SOFTMAX_ROWS, SOFTMAX_COLS)
+        return lambda: torch.softmax(x, dim=1)
+
+    def transpose_copy():
+        x = uniform(SQUARE, SQUARE)
+        return lambda: x.t().contiguous()
+
+    def matmul(n):
+        a, b = uniform(n, n), uniform(n, n)
+        return lambda: torch.matmul(a, b)
+
+    sq = f"{SQUARE}x{SQUARE}"
+    yield f"add/{TINY}", lambda: add(TINY)
+    yield f"add/{ELEMS >> 20}M", lambda: add(ELEMS)
+    yield f"exp/{ELEMS >> 20}M", exp
+    yield f"sum/{SUM_ELEMS >> 20}M", total
+    yield f"sum_dim/{sq}", sum_dim
+    yield f"softmax/{SOFTMAX_ROWS}x{SOFTMAX_COLS}", softmax
+    yield f"transpose_copy/{sq}", transpose_copy
+    for n in MATMUL_SIZES:
+        yield f"matmul/{n}", lambda n=n: matmul(n)
+
+
+def time_op(fn, reps, min_time):
+    """Median seconds per call, and the batch size used."""
+    clock = time.perf_counter
+    start, calls = clock(), 0
+    while calls < 3 or clock() - start < min_time:  # warm-up, and a first estimate
+        fn()
+        calls += 1
+    per_call = (clock() - start) / calls
+    batch = max(1, math.ceil(min_time / per_call))
+    samples = []
+    for _ in range(reps):
+        t0 = clock()
+        for _ in range(batch):
+            fn()
+        samples.append((clock() - t0) / batch)
+    return statistics.median(samples), samples, batch
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, required=True)
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--min-time", type=float, default=0.2, help="seconds per sample")
+    p.add_argument("--filter", default="", help="only names containing this")
+    p.add_argument("--out", help="write JSON here instead of stdout")
+    args = p.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    results = []
+    with torch.inference_mode():
+        for name, make in cases():
+            if args.filter not in name:
+                continue
+            fn = make()
+            median, samples, batch = time_op(fn, args.reps, args.min_time)
+            del fn
+            results.append({"name": name, "ms": median * 1e3,
+                            "samples_ms": [s * 1e3 for s in samples], "batch": batch})
+            print(f"peer_torch_cpu: {name}: {median * 1e3:.4g} ms", file=sys.stderr)
+    report = {"peer": "torch", "version": torch.__version__, "threads": torch.get_num_threads(),
+              "python": platform.python_version(), "results": results}
+    text = json.dumps(report, indent=1)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
