@@ -1,5 +1,5 @@
-// The Dispatch stack is instantiated here once; ember/backend/extern.h tells user code not
-// to instantiate it again.
+// The Dispatch and Autodiff<Dispatch> stacks are instantiated here once; extern.h tells user
+// code not to instantiate them again.
 #include "ember/backend/extern.h"
 #include "ember/ops/decompose.h"
 
@@ -8,4 +8,10 @@ template Dispatch::Handle apply<Dispatch>(Op, std::span<Dispatch::Handle>, Devic
 template Dispatch::Handle apply<Dispatch>(Op, std::span<Dispatch::Handle>);
 template Dispatch::Handle decompose<Dispatch>(const Op&, std::span<Dispatch::Handle>,
                                               const TensorMeta&);
+template class Autodiff<Dispatch>;
+template AutodiffDispatch::Handle apply<AutodiffDispatch>(Op, std::span<AutodiffDispatch::Handle>,
+                                                          Device);
+template AutodiffDispatch::Handle apply<AutodiffDispatch>(Op, std::span<AutodiffDispatch::Handle>);
+template AutodiffDispatch::Handle decompose<AutodiffDispatch>(
+    const Op&, std::span<AutodiffDispatch::Handle>, const TensorMeta&);
 }  // namespace ember
