@@ -159,3 +159,37 @@ TEST(Property, RandomIsSeededAndBackendIndependent) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+// The vectorized f32 exp/sigmoid/tanh against the C library in double, over a wide range
+// including overflow, underflow, subnormal results and NaN.
+TEST(Property, VectorizedTranscendentalsMatchLibm) {
+  std::vector<float> xs;
+  for (int i = -200000; i <= 200000; ++i) xs.push_back(static_cast<float>(i) * 5.5e-4f);
+  for (float v : {-105.0f, -103.9f, -95.0f, -87.5f, 88.7f, 88.8f, 1e-30f, -1e-30f, 0.0f})
+    xs.push_back(v);
+  xs.push_back(NAN);
+  auto x = Tensor<Cpu, 1>::from_values(xs, Shape{int64_t(xs.size())});
+  auto e = x.exp().to_vec<float>(), s = x.sigmoid().to_vec<float>(), t = x.tanh().to_vec<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double v = xs[i];
+    auto close = [](double got, double exact) {
+      double want = static_cast<float>(exact);  // the correctly rounded float result
+      if (std::isnan(want)) return std::isnan(got);
+      if (std::isinf(want)) return got == want;
+      return std::abs(got - want) <= 3e-7 * std::abs(want) + 1e-38;
+    };
+    ASSERT_TRUE(close(e[i], std::exp(v))) << "exp(" << v << ") = " << e[i];
+    ASSERT_TRUE(close(s[i], 1 / (1 + std::exp(-v)))) << "sigmoid(" << v << ") = " << s[i];
+    if (std::isnan(v)) {
+      ASSERT_TRUE(std::isnan(t[i]));
+      continue;
+    }
+    ASSERT_NEAR(t[i], std::tanh(v), 4e-7 * std::abs(std::tanh(v)) + 1e-38) << "tanh(" << v << ")";
+  }
+}
+
+}  // namespace
+}  // namespace ember

@@ -1,12 +1,97 @@
-// Fused CPU kernels for composite ops. Ops not listed here use their decomposition.
+// Fused CPU kernels for composite ops: softmax and log_softmax in one pass over the data
+// (max, exp-sum, scale) instead of five separate ops. Other composites use their
+// decomposition.
+#include <cmath>
+#include <vector>
+
+#include "ember/backends/cpu/elementwise.h"
 #include "ember/backends/cpu/kernels.h"
+#include "ember/backends/cpu/vmath.h"
 
 namespace ember::cpu {
 
-bool has_composite_kernel(OpCode) { return false; }
+namespace {
 
-CpuTensor composite(const Op& op, Inputs, const TensorMeta&) {
-  throw Error("[" + std::string(name(op.code)) + "] has no cpu kernel");
+// One softmax row: y = exp(x - max) / sum (log: x - max - log(sum)), x and y contiguous.
+void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
+  float m = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);  // NaN handled by exp below
+  if (std::isinf(m) && m < 0) m = 0;  // an all -inf row: exp gives 0s, like the decomposition
+  double sum = 0;
+  vmath::map_f32(
+      x, y, n, [m](vmath::vf8 v) { return vmath::exp8(v - m); },
+      [m](float v) { return std::exp(v - m); });
+  for (int64_t i = 0; i < n; ++i) sum += y[i];
+  if (log) {
+    float shift = m + static_cast<float>(std::log(sum));
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+  } else {
+    float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+  }
+}
+
+// The general case over [outer, n, inner] in the compute type C.
+template <class T>
+void softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  parallel_for(outer, std::max<int64_t>(1, kGrain / std::max<int64_t>(n * inner, 1)),
+               [&](int64_t b, int64_t e) {
+                 std::vector<C> m(inner), s(inner);
+                 for (int64_t o = b; o < e; ++o) {
+                   const T* xs = x + o * n * inner;
+                   T* ys = y + o * n * inner;
+                   std::fill(m.begin(), m.end(), -INFINITY);
+                   std::fill(s.begin(), s.end(), C(0));
+                   for (int64_t k = 0; k < n; ++k)
+                     for (int64_t j = 0; j < inner; ++j) {
+                       C v = static_cast<C>(xs[k * inner + j]);
+                       m[j] = v > m[j] || std::isnan(v) ? v : m[j];
+                     }
+                   for (auto& v : m)
+                     if (std::isinf(v) && v < 0) v = 0;
+                   for (int64_t k = 0; k < n; ++k)
+                     for (int64_t j = 0; j < inner; ++j)
+                       s[j] += std::exp(static_cast<C>(xs[k * inner + j]) - m[j]);
+                   for (int64_t k = 0; k < n; ++k)
+                     for (int64_t j = 0; j < inner; ++j) {
+                       C v = static_cast<C>(xs[k * inner + j]) - m[j];
+                       ys[k * inner + j] =
+                           static_cast<T>(log ? v - std::log(s[j]) : std::exp(v) / s[j]);
+                     }
+                 }
+               });
+}
+
+}  // namespace
+
+bool has_composite_kernel(OpCode c) { return c == OpCode::Softmax || c == OpCode::LogSoftmax; }
+
+CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
+  bool log = op.code == OpCode::LogSoftmax;
+  CpuTensor x = contiguous(in[0]);
+  CpuTensor y = empty(out);
+  int64_t outer = 1, n = 1, inner = 1, dim = op.attrs.dim;
+  const Shape& s = out.shape;
+  for (size_t d = 0; d < s.rank(); ++d) {
+    if (int64_t(d) < dim) outer *= s[d];
+    else if (int64_t(d) == dim) n = s[d];
+    else inner *= s[d];
+  }
+  if (s.numel() == 0) return y;
+  if (out.dtype == DType::F32 && inner == 1) {
+    const float* xp = x.data<float>();
+    float* yp = y.data<float>();
+    parallel_for(outer, std::max<int64_t>(1, kGrain / n), [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) softmax_row_f32(xp + o * n, yp + o * n, n, log);
+    });
+    return y;
+  }
+  dispatch_dtype(out.dtype, [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>)
+      softmax_strided(x.data<T>(), y.data<T>(), outer, n, inner, log);
+  });
+  return y;
 }
 
 }  // namespace ember::cpu

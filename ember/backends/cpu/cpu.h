@@ -44,6 +44,8 @@ class Cpu {
   /// Buffers allocated by the CPU backend and not yet freed (for leak tests).
   static int64_t live_buffers();
   static int64_t live_bytes();
+  /// Returns cached free buffers to the system (see EMBER_CPU_CACHE_MB).
+  static void empty_cache();
 };
 
 static_assert(Backend<Cpu>);

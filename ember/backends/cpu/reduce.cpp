@@ -80,7 +80,7 @@ struct ArgR {
   }
 };
 
-constexpr int64_t kLanes = 8;
+constexpr int64_t kLanes = 32;  // 4 vector registers of floats: hides the add latency
 constexpr int64_t kBlock = 4096;
 
 // Reduces x[0..n) (stride 1) into an accumulator; indices start at k0.

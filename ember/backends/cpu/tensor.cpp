@@ -1,7 +1,8 @@
 // CpuTensor storage, data transfer, and the op switch.
-#include <atomic>
+#include <cstdlib>
 #include <cstring>
 
+#include "ember/backends/cpu/allocator.h"
 #include "ember/backends/cpu/kernels.h"
 
 namespace ember {
@@ -19,35 +20,9 @@ bool CpuTensor::is_contiguous() const {
 
 namespace cpu {
 
-namespace {
-std::atomic<int64_t> g_live_buffers{0};
-std::atomic<int64_t> g_live_bytes{0};
-
-// Counts buffers alive; the count lives with the buffer's single allocation.
-template <class T>
-struct CountingAllocator {
-  using value_type = T;
-  CountingAllocator() = default;
-  template <class U>
-  CountingAllocator(const CountingAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
-  T* allocate(size_t n) {
-    ++g_live_buffers;
-    g_live_bytes += static_cast<int64_t>(n * sizeof(T));
-    return std::allocator<T>().allocate(n);
-  }
-  void deallocate(T* p, size_t n) {
-    --g_live_buffers;
-    g_live_bytes -= static_cast<int64_t>(n * sizeof(T));
-    std::allocator<T>().deallocate(p, n);
-  }
-  friend bool operator==(const CountingAllocator&, const CountingAllocator&) { return true; }
-};
-}  // namespace
-
 CpuTensor empty(const TensorMeta& meta) {
   size_t bytes = static_cast<size_t>(meta.shape.numel()) * size_of(meta.dtype);
-  return CpuTensor{std::allocate_shared_for_overwrite<std::byte[]>(CountingAllocator<std::byte>(), bytes),
-                   meta, contiguous_strides(meta.shape), 0};
+  return CpuTensor{allocate(bytes), meta, contiguous_strides(meta.shape), 0};
 }
 
 Dims broadcast_strides(const CpuTensor& t, const Shape& shape) {
@@ -63,12 +38,48 @@ bool reusable(const CpuTensor& t, const TensorMeta& out) {
 }
 
 namespace {
+constexpr int64_t kTile = 32;
+
+// dst[i, j] = src[i, j] over the last two loop dims in kTile x kTile tiles, for copies whose
+// source and destination run along different dims (transposes): both stay in cache.
+template <class E>
+void copy_tiled(const Loop<2>& L, E* d, const E* s) {
+  size_t r = L.shape.size();
+  int64_t rows = L.shape[r - 2], cols = L.shape[r - 1];
+  int64_t dr = L.strides[0][r - 2], dc = L.strides[0][r - 1];
+  int64_t sr = L.strides[1][r - 2], sc = L.strides[1][r - 1];
+  int64_t outer = 1;
+  for (size_t k = 0; k + 2 < r; ++k) outer *= L.shape[k];
+  int64_t tiles_r = (rows + kTile - 1) / kTile, tiles_c = (cols + kTile - 1) / kTile;
+  parallel_for(outer * tiles_r * tiles_c, 16, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      int64_t o = t / (tiles_r * tiles_c), tr = (t / tiles_c) % tiles_r, tc = t % tiles_c;
+      int64_t od = L.base[0], os = L.base[1], rem = o;
+      for (size_t k = r - 2; k-- > 0;) {
+        int64_t i = rem % L.shape[k];
+        rem /= L.shape[k];
+        od += i * L.strides[0][k];
+        os += i * L.strides[1][k];
+      }
+      int64_t i1 = std::min(rows, (tr + 1) * kTile), j1 = std::min(cols, (tc + 1) * kTile);
+      for (int64_t i = tr * kTile; i < i1; ++i)
+        for (int64_t j = tc * kTile; j < j1; ++j) d[od + i * dr + j * dc] = s[os + i * sr + j * sc];
+    }
+  });
+}
+
 template <class E>
 void copy_elems(const CpuTensor& src, const CpuTensor& dst) {
   auto L = make_loop<2>(dst.meta.shape, {&dst.strides, &src.strides}, {dst.offset, src.offset});
   E* d = reinterpret_cast<E*>(dst.storage.get());
   const E* s = reinterpret_cast<const E*>(src.storage.get());
   int64_t sd = L.inner(0), ss = L.inner(1);
+  size_t r = L.shape.size();
+  if (r >= 2 && ss != 1 && std::abs(L.strides[1][r - 2]) == 1 && L.shape[r - 1] >= kTile &&
+      L.shape[r - 2] >= kTile) {
+    copy_tiled(L, d, s);
+    return;
+  }
   run_loop(L, [&](const std::array<int64_t, 2>& o, int64_t n) {
     if (sd == 1 && ss == 1) {
       std::memcpy(d + o[0], s + o[1], n * sizeof(E));
@@ -110,8 +121,9 @@ TensorData Cpu::to_data(const CpuTensor& h) {
   return d;
 }
 
-int64_t Cpu::live_buffers() { return cpu::g_live_buffers.load(); }
-int64_t Cpu::live_bytes() { return cpu::g_live_bytes.load(); }
+int64_t Cpu::live_buffers() { return cpu::live_buffers(); }
+int64_t Cpu::live_bytes() { return cpu::live_bytes(); }
+void Cpu::empty_cache() { cpu::empty_cache(); }
 
 bool Cpu::supports(OpCode c) { return cpu::has_composite_kernel(c); }
 

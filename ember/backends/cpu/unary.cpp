@@ -3,6 +3,7 @@
 
 #include "ember/backends/cpu/elementwise.h"
 #include "ember/backends/cpu/kernels.h"
+#include "ember/backends/cpu/vmath.h"
 
 namespace ember::cpu {
 
@@ -61,10 +62,27 @@ void int_unary(OpCode c, const CpuTensor& x, const CpuTensor& o) {
   }
 }
 
+// Vectorized f32 kernels for the hot transcendental ops, on contiguous data.
+bool unary_f32_fast(OpCode c, const CpuTensor& x, const CpuTensor& o) {
+  if (x.meta.dtype != DType::F32 || !x.is_contiguous() || !o.is_contiguous()) return false;
+  void (*f)(const float*, float*, int64_t) = nullptr;
+  switch (c) {
+    case OpCode::Exp: f = vmath::exp_f32; break;
+    case OpCode::Sigmoid: f = vmath::sigmoid_f32; break;
+    case OpCode::Tanh: f = vmath::tanh_f32; break;
+    default: return false;
+  }
+  const float* xp = x.data<float>();
+  float* yp = o.data<float>();
+  parallel_for(x.meta.shape.numel(), kGrain, [&](int64_t b, int64_t e) { f(xp + b, yp + b, e - b); });
+  return true;
+}
+
 }  // namespace
 
 CpuTensor unary(const Op& op, Inputs in, const TensorMeta& out) {
   CpuTensor o = output_for(in[0], out);
+  if (unary_f32_fast(op.code, in[0], o)) return o;
   DType t = in[0].meta.dtype;
   if (is_bool(t)) {
     map1<bool, bool>(in[0], o, [](bool v) { return !v; });
