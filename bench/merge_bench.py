@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 
-EMBER_BACKENDS = ("cpu", "dispatch")
+EMBER_BACKENDS = ("cpu", "dispatch", "autodiff_cpu", "autodiff_dispatch")
 NATIVE_PEERS = ("openblas", "onednn", "copy")
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 WORK_COUNTERS = ("flop", "bytes", "ops")
@@ -103,7 +103,7 @@ def fmt_rate(rec, prefix):
 
 def print_table(records, ember_report, peer_reports, reps):
     ctx = ember_report.get("context", {})
-    print(f"ember CPU suite: {ctx.get('ember_threads', '?')} threads "
+    print(f"ember suite: {ctx.get('ember_threads', '?')} threads "
           f"(EMBER_NUM_THREADS = OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = torch.set_num_threads); "
           f"medians of {reps} repetitions")
     caches = ", ".join(f"L{c['level']} {c['size'] // 1024} KiB" for c in ctx.get("caches", [])

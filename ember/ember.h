@@ -7,6 +7,7 @@
 #include "ember/backend/dispatch.h"
 #include "ember/backend/extern.h"
 #include "ember/backends/cpu/cpu.h"
+#include "ember/core/thread_pool.h"
 #include "ember/tensor/activation.h"
 #include "ember/tensor/ops.h"
 #include "ember/tensor/tensor.h"

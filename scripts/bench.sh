@@ -2,20 +2,21 @@
 # Builds a benchmark suite, runs it and its peers in the same run with the same thread count,
 # prints a table of medians and ratios and writes it as JSON to bench/out/SUITE.json.
 # See docs/benchmarks.md.
-#   scripts/bench.sh cpu     # ember's CPU ops vs PyTorch (CPU), raw OpenBLAS and memcpy
+#   scripts/bench.sh cpu       # ember's CPU ops vs PyTorch (CPU), raw OpenBLAS and memcpy
+#   scripts/bench.sh autodiff  # MLP forward + backward on Autodiff<Cpu> vs PyTorch autograd
 # Environment: BENCH_THREADS (default: nproc), BENCH_REPS (repetitions, default 7),
 # BENCH_MIN_TIME (seconds per repetition, default 0.2), BENCH_EMBER_BLAS (default OFF).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-suites="cpu"
+suites="cpu autodiff"
 if [ $# -ne 1 ]; then
   echo "usage: scripts/bench.sh SUITE   (suites: $suites)" >&2
   exit 2
 fi
 suite=$1
 case "$suite" in
-  cpu) ;;
+  cpu | autodiff) ;;
   *) echo "bench.sh: unknown suite '$suite' (suites: $suites)" >&2; exit 2 ;;
 esac
 
@@ -23,7 +24,7 @@ scripts/setup.sh --bench
 # ember as shipped: its own GEMM (a build dir configured before that default changed may still
 # cache EMBER_BLAS=ON). BENCH_EMBER_BLAS=ON measures ember's matmul through OpenBLAS instead.
 cmake --preset release -DEMBER_BLAS="${BENCH_EMBER_BLAS:-OFF}" >/dev/null
-cmake --build --preset release --target cpu_bench
+cmake --build --preset release --target "${suite}_bench"
 
 threads=${BENCH_THREADS:-$(nproc)}
 reps=${BENCH_REPS:-7}
@@ -44,12 +45,12 @@ run() {
     OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads" "$@"
 }
 
-echo "bench.sh: ember (build/bench/cpu_bench), $threads threads, $reps repetitions" >&2
-run build/bench/cpu_bench --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" \
-  --benchmark_report_aggregates_only=true --benchmark_format=json >"$out/cpu.ember.json"
-echo "bench.sh: PyTorch (bench/peer_torch_cpu.py)" >&2
-run /usr/bin/python3 bench/peer_torch_cpu.py --threads "$threads" --reps "$reps" \
-  --min-time "$min_time" --out "$out/cpu.torch.json"
-/usr/bin/python3 bench/merge_bench.py --ember "$out/cpu.ember.json" --peer "$out/cpu.torch.json" \
-  --reps "$reps" --out "$out/cpu.json" | tee "$out/cpu.txt"
-echo "bench.sh: wrote $out/cpu.json (raw: $out/cpu.ember.json, $out/cpu.torch.json)" >&2
+echo "bench.sh: ember (build/bench/${suite}_bench), $threads threads, $reps repetitions" >&2
+run "build/bench/${suite}_bench" --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" \
+  --benchmark_report_aggregates_only=true --benchmark_format=json >"$out/$suite.ember.json"
+echo "bench.sh: PyTorch (bench/peer_torch_$suite.py)" >&2
+run /usr/bin/python3 "bench/peer_torch_$suite.py" --threads "$threads" --reps "$reps" \
+  --min-time "$min_time" --out "$out/$suite.torch.json"
+/usr/bin/python3 bench/merge_bench.py --ember "$out/$suite.ember.json" \
+  --peer "$out/$suite.torch.json" --reps "$reps" --out "$out/$suite.json" | tee "$out/$suite.txt"
+echo "bench.sh: wrote $out/$suite.json (raw: $out/$suite.ember.json, $out/$suite.torch.json)" >&2

@@ -31,7 +31,7 @@ class TensorData {
   static TensorData from(std::span<const T> values, Shape shape) {
     check_count(values.size(), shape);
     TensorData d(shape, dtype_of<T>());
-    std::memcpy(d.bytes_.data(), values.data(), values.size() * sizeof(T));
+    if (!values.empty()) std::memcpy(d.bytes_.data(), values.data(), values.size() * sizeof(T));
     return d;
   }
   template <class T>

@@ -200,6 +200,17 @@ std::map<std::string, OpFn<B>>& golden_ops() {
     ops["triu"] = [](const A& a) { return a.template f<2>(0).triu(1).handle(); };
     ops["pad"] = [](const A& a) { return a.template f<3>(0).pad({1, 2, 0, 1}, 0.5).handle(); };
     ops["unfold"] = [](const A& a) { return a.template f<3>(0).unfold(1, 3, 2).handle(); };
+    OP("is_finite", FLT, x.is_finite());
+    OP("is_close", FLT, x.is_close(Y, 1e-3, 1e-4));
+    ops["dot"] = [](const A& a) { return a.template f<1>(0).dot(a.template f<1>(1)).handle(); };
+    ops["cross"] = [](const A& a) { return a.template f<2>(0).cross(a.template f<2>(1), 1).handle(); };
+    ops["cov"] = [](const A& a) { return a.template f<2>(0).cov().handle(); };
+    ops["one_hot_fill"] = [](const A& a) {
+      return a.template i<2>(0).template one_hot_fill<3, Float>(4, 1.5, -0.5, 0).handle();
+    };
+    ops["tril_mask"] = [](const A&) { return Tensor<B, 2, Bool>::tril_mask(3, 5, 1).handle(); };
+    ops["triu_mask"] = [](const A&) { return Tensor<B, 2, Bool>::triu_mask(3, 5, 0).handle(); };
+    ops["diag_mask"] = [](const A&) { return Tensor<B, 2, Bool>::diag_mask(3, 5, 0).handle(); };
     ops["eye"] = [](const A&) { return Tensor<B, 2>::eye(4).handle(); };
     ops["arange"] = [](const A&) {
       return Tensor<B, 1, Int>::arange(int64_t{2}, int64_t{11}, int64_t{3}).handle();

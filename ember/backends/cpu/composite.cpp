@@ -15,19 +15,25 @@ namespace {
 // One softmax row: y = exp(x - max) / sum (log: x - max - log(sum)), x and y contiguous.
 void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
   float m = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);  // NaN handled by exp below
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;  // a NaN comes back from exp below
   if (std::isinf(m) && m < 0) m = 0;  // an all -inf row: exp gives 0s, like the decomposition
-  double sum = 0;
   vmath::map_f32(
       x, y, n, [m](vmath::vf8 v) { return vmath::exp8(v - m); },
       [m](float v) { return std::exp(v - m); });
-  for (int64_t i = 0; i < n; ++i) sum += y[i];
+  float lanes[32] = {};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int j = 0; j < 32; ++j) lanes[j] += y[i + j];
+  double sum = 0;
+  for (; i < n; ++i) sum += y[i];
+  for (float l : lanes) sum += l;
   if (log) {
     float shift = m + static_cast<float>(std::log(sum));
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+    for (int64_t k = 0; k < n; ++k) y[k] = x[k] - shift;
   } else {
     float inv = static_cast<float>(1.0 / sum);
-    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+    for (int64_t k = 0; k < n; ++k) y[k] *= inv;
   }
 }
 
