@@ -11,6 +11,12 @@
 
 namespace ember {
 
+// GCC 12 reports -Warray-bounds false positives on the inline buffer after deep inlining.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#endif
+
 template <class T, size_t N>
 class SmallVec {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -115,5 +121,9 @@ class SmallVec {
   size_t size_ = 0;
   size_t cap_ = N;
 };
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace ember

@@ -5,6 +5,7 @@
 namespace ember {
 
 void convert_elements(const void* src, DType from, void* dst, DType to, size_t n) {
+  if (n == 0) return;
   if (from == to) {
     std::memcpy(dst, src, n * size_of(from));
     return;

@@ -145,6 +145,7 @@ CpuTensor index(const Op& op, Inputs in, const TensorMeta& out) {
       CpuTensor x = add ? writable_copy(in[0], out) : contiguous(in[0]);
       CpuTensor v = add ? contiguous(in[2]) : empty(out);
       int64_t es = size_of(out.dtype);
+      if (out.shape.numel() == 0) return add ? x : v;
       if (!add) {
         parallel_for(p.outer * m, std::max<int64_t>(1, kGrain / std::max<int64_t>(p.inner, 1)),
                      [&](int64_t b, int64_t e) {
