@@ -22,7 +22,9 @@ int default_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// One job at a time (ops run one after another); workers take chunk indices from a counter.
+// One job at a time (ops run one after another). A job lives on the caller's stack; workers
+// join it under the lock and the caller returns only once every chunk is done and no worker
+// still holds the job, so a late worker can never take chunks of the next job.
 class Pool {
  public:
   explicit Pool(int n) { resize(n); }
@@ -38,47 +40,62 @@ class Pool {
 
   void run(int64_t chunks, const std::function<void(int64_t)>& body) {
     std::lock_guard run_lock(run_mu_);  // callers from several threads take turns
+    Job job(&body, chunks);
     {
       std::lock_guard lk(mu_);
-      body_ = &body;
-      chunks_.store(chunks);
-      next_.store(0);
-      done_.store(0);
+      job_ = &job;
       ++generation_;
     }
     cv_.notify_all();
-    work();
+    work(job);
     std::unique_lock lk(mu_);
-    done_cv_.wait(lk, [&] { return done_.load() == chunks_; });
-    body_ = nullptr;
-    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    job_ = nullptr;  // no worker joins from here on
+    done_cv_.wait(lk, [&] { return job.done.load() == job.chunks && job.users == 0; });
+    if (job.error) std::rethrow_exception(job.error);
   }
 
  private:
-  void work() {
-    for (int64_t c; (c = next_.fetch_add(1)) < chunks_;) {
+  struct Job {
+    Job(const std::function<void(int64_t)>* b, int64_t n) : body(b), chunks(n) {}
+    const std::function<void(int64_t)>* body;
+    int64_t chunks;
+    std::atomic<int64_t> next{0}, done{0};
+    int users = 0;  // workers inside work(); guarded by mu_
+    std::exception_ptr error;
+  };
+
+  void work(Job& job) {
+    for (int64_t c; (c = job.next.fetch_add(1)) < job.chunks;) {
       try {
-        (*body_)(c);
+        (*job.body)(c);
       } catch (...) {  // the first error reaches the caller of run()
         std::lock_guard lk(mu_);
-        if (!error_) error_ = std::current_exception();
+        if (!job.error) job.error = std::current_exception();
       }
-      if (done_.fetch_add(1) + 1 == chunks_) {
+      if (job.done.fetch_add(1) + 1 == job.chunks) {
         std::lock_guard lk(mu_);
-        done_cv_.notify_one();
+        done_cv_.notify_all();
       }
     }
   }
   void loop() {
     uint64_t seen = 0;
     for (;;) {
+      Job* job;
       {
         std::unique_lock lk(mu_);
-        cv_.wait(lk, [&] { return quit_ || generation_ != seen; });
+        cv_.wait(lk, [&] { return quit_ || (generation_ != seen && job_ != nullptr); });
         if (quit_) return;
         seen = generation_;
+        job = job_;
+        ++job->users;
       }
-      work();
+      work(*job);
+      {
+        std::lock_guard lk(mu_);
+        --job->users;
+      }
+      done_cv_.notify_all();
     }
   }
   void stop() {
@@ -94,11 +111,9 @@ class Pool {
   std::vector<std::thread> workers_;
   std::mutex mu_, run_mu_;
   std::condition_variable cv_, done_cv_;
-  const std::function<void(int64_t)>* body_ = nullptr;
-  std::atomic<int64_t> chunks_{0}, next_{0}, done_{0};
+  Job* job_ = nullptr;
   uint64_t generation_ = 0;
   bool quit_ = false;
-  std::exception_ptr error_;
 };
 
 Pool& pool() {

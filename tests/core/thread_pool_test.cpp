@@ -26,3 +26,18 @@ TEST(ThreadPool, ErrorsReachTheCaller) {
   parallel_for(1000, 10, [&](int64_t b, int64_t e) { sum += e - b; });
   EXPECT_EQ(sum.load(), 1000);
 }
+
+// Back-to-back jobs of different sizes: every chunk of every job runs exactly once (a late
+// worker must never take chunks of the next job).
+TEST(ThreadPool, BackToBackJobsRunEachChunkOnce) {
+  for (int job = 0; job < 20000; ++job) {
+    int64_t n = 1 + job % 7;
+    std::vector<std::atomic<int>> hits(n);
+    parallel_for(n, 1, [&](int64_t b, int64_t e) {
+      volatile int spin = 0;  // enough work that the workers join in
+      for (int k = 0; k < 300; ++k) spin = spin + k;
+      for (int64_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "job " << job;
+  }
+}

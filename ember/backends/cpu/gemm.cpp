@@ -39,9 +39,9 @@ struct Blocking {
   static constexpr int kW = sizeof(V) / sizeof(T);  // lanes
   static constexpr int kMR = 6;
   static constexpr int kNR = 2 * kW;
-  static constexpr int64_t kKC = 256;
-  static constexpr int64_t kMC = 96;
-  static constexpr int64_t kNC = 3072;
+  static constexpr int64_t kKC = 320;
+  static constexpr int64_t kMC = 120;
+  static constexpr int64_t kNC = 2048;
 };
 
 template <class V, class T>
@@ -74,6 +74,7 @@ void micro_kernel(int64_t kc, const T* __restrict ap, const T* __restrict bp, T*
   using V = typename Bk::V;
   constexpr int W = Bk::kW, MR = Bk::kMR;
   V acc[MR][2] = {};
+#pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     V b0 = load<V>(bp), b1 = load<V>(bp + W);
     for (int i = 0; i < MR; ++i) {
