@@ -11,9 +11,9 @@
 namespace {
 
 using namespace ember;
-using benchmark::State;
 using bench::kElems;
 using bench::kSquare;
+using benchmark::State;
 
 constexpr double kF32 = sizeof(float);
 

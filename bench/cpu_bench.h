@@ -10,11 +10,11 @@
 
 namespace bench {
 
-inline constexpr int64_t kTiny = 16;             // per-op overhead
-inline constexpr int64_t kElems = 16 << 20;      // add, exp: 16M floats
-inline constexpr int64_t kSumElems = 64 << 20;   // full sum: 64M floats
+inline constexpr int64_t kTiny = 16;            // per-op overhead
+inline constexpr int64_t kElems = 16 << 20;     // add, exp: 16M floats
+inline constexpr int64_t kSumElems = 64 << 20;  // full sum: 64M floats
 inline constexpr int64_t kSoftmaxRows = 4096, kSoftmaxCols = 1024;
-inline constexpr int64_t kSquare = 4096;         // sum_dim and transpose copy: [4096, 4096]
+inline constexpr int64_t kSquare = 4096;  // sum_dim and transpose copy: [4096, 4096]
 inline constexpr int64_t kMatmulSizes[] = {1024, 2048};
 
 // Work per iteration, read by merge_bench.py to turn the median time into a rate. Exactly one

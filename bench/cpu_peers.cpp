@@ -56,8 +56,8 @@ void openblas_matmul(State& st, int64_t n) {
   auto a = random_matrix(n, 1), b = random_matrix(n, 2);
   std::vector<float> c(n * n);
   for (auto _ : st) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
-                b.data(), n, 0.0f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
     benchmark::ClobberMemory();
   }
   set_flop(st, 2.0 * n * n * n);

@@ -105,9 +105,9 @@ class Autodiff {
     std::vector<TensorMeta> in_meta;
     std::vector<InnerHandle> saved_in;  // inputs the rule needs (or that recompute needs)
     std::vector<bool> has_in;
-    InnerHandle out{};                  // the output, when kept
+    InnerHandle out{};  // the output, when kept
     bool has_out = false;
-    bool recompute = false;             // output recomputed from the parents in backward
+    bool recompute = false;  // output recomputed from the parents in backward
   };
 
   struct Handle {
@@ -172,8 +172,8 @@ typename Autodiff<B>::Handle Autodiff<B>::run(const Op& op, std::span<Handle> in
                                               const TensorMeta& out, Device dev) {
   bool tracked = false;
   for (const Handle& h : in) tracked = tracked || h.node != nullptr;
-  tracked = tracked && autodiff::grad_enabled() && info(op.code).differentiable &&
-            is_float(out.dtype);
+  tracked =
+      tracked && autodiff::grad_enabled() && info(op.code).differentiable && is_float(out.dtype);
   std::array<InnerHandle, 4> few;
   std::vector<InnerHandle> many;
   InnerHandle* vals = few.data();

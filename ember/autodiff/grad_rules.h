@@ -88,9 +88,13 @@ Grads<I> grad_extreme_pair(const Ctx<I>& c, bool max) {
   return {tie.select(half, a_wins.select(c.g, zero)), tie.select(half, b_wins.select(c.g, zero))};
 }
 template <Backend I>
-Grads<I> grad_maximum(const Ctx<I>& c) { return grad_extreme_pair(c, true); }
+Grads<I> grad_maximum(const Ctx<I>& c) {
+  return grad_extreme_pair(c, true);
+}
 template <Backend I>
-Grads<I> grad_minimum(const Ctx<I>& c) { return grad_extreme_pair(c, false); }
+Grads<I> grad_minimum(const Ctx<I>& c) {
+  return grad_extreme_pair(c, false);
+}
 
 template <Backend I>
 Grads<I> grad_cast(const Ctx<I>& c) {
@@ -204,7 +208,8 @@ Grads<I> backward_rule(const Ctx<I>& c) {
 #define NONE return {};
 #define GRADS(...) return {__VA_ARGS__};
 #define CALL(f) return f<I>(c);
-#define SKIP T<I>{}
+#define SKIP \
+  T<I> {}
 #define EMBER_OP(code, family, arity, accepts, result, save, rule) \
   case OpCode::code: {                                             \
     rule                                                           \

@@ -10,8 +10,7 @@
 namespace ember {
 
 template <Backend B>
-typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
-                             const TensorMeta& out);
+typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in, const TensorMeta& out);
 
 template <Backend B>
 typename B::Handle apply(Op op, std::span<typename B::Handle> in, Device dev) {

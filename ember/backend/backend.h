@@ -30,22 +30,24 @@
 namespace ember {
 
 template <class B>
-concept Backend =
-    std::copyable<typename B::Handle> &&
+concept Backend = std::copyable<typename B::Handle> &&
     requires(const typename B::Handle& h, const Op& op, std::span<typename B::Handle> in,
              const TensorMeta& m, const TensorData& d, Device dev) {
-      { B::name() } -> std::convertible_to<std::string_view>;
-      { B::default_device() } -> std::same_as<Device>;
-      { B::meta(h) } -> std::same_as<const TensorMeta&>;
-      { B::device(h) } -> std::same_as<Device>;
-      { B::from_data(d, dev) } -> std::same_as<typename B::Handle>;
-      { B::to_data(h) } -> std::same_as<TensorData>;
-      { B::run(op, in, m, dev) } -> std::same_as<typename B::Handle>;
-      { B::supports(op.code) } -> std::same_as<bool>;
-    };
+  { B::name() } -> std::convertible_to<std::string_view>;
+  { B::default_device() } -> std::same_as<Device>;
+  { B::meta(h) } -> std::same_as<const TensorMeta&>;
+  { B::device(h) } -> std::same_as<Device>;
+  { B::from_data(d, dev) } -> std::same_as<typename B::Handle>;
+  { B::to_data(h) } -> std::same_as<TensorData>;
+  { B::run(op, in, m, dev) } -> std::same_as<typename B::Handle>;
+  { B::supports(op.code) } -> std::same_as<bool>;
+};
 
 /// A backend that records a graph and can run `backward()` (see Autodiff<B>).
 template <class B>
-concept AutodiffBackend = Backend<B> && requires { typename B::Inner; B::kIsAutodiff; };
+concept AutodiffBackend = Backend<B> && requires {
+  typename B::Inner;
+  B::kIsAutodiff;
+};
 
 }  // namespace ember

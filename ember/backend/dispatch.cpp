@@ -15,7 +15,9 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::array<std::unique_ptr<DeviceBackend>, kNumDeviceKinds> backends;
-  Registry() { backends[static_cast<int>(DeviceKind::Cpu)] = std::make_unique<DeviceBackendFor<Cpu>>(1); }
+  Registry() {
+    backends[static_cast<int>(DeviceKind::Cpu)] = std::make_unique<DeviceBackendFor<Cpu>>(1);
+  }
 };
 
 Registry& registry() {
@@ -64,7 +66,8 @@ DispatchHandle Dispatch::run(const Op& op, std::span<Handle> in, const TensorMet
   DeviceBackend& b = device_backend(dev);
   if (g_ir_check.load(std::memory_order_relaxed)) {
     Op back = ir::decode_op(ir::encode(op));
-    if (!(back == op)) throw Error("[ir] op '" + std::string(ember::name(op.code)) + "' did not round-trip");
+    if (!(back == op))
+      throw Error("[ir] op '" + std::string(ember::name(op.code)) + "' did not round-trip");
     return b.run(back, in, out, dev);
   }
   return b.run(op, in, out, dev);

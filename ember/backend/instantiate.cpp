@@ -12,6 +12,7 @@ template class Autodiff<Dispatch>;
 template AutodiffDispatch::Handle apply<AutodiffDispatch>(Op, std::span<AutodiffDispatch::Handle>,
                                                           Device);
 template AutodiffDispatch::Handle apply<AutodiffDispatch>(Op, std::span<AutodiffDispatch::Handle>);
-template AutodiffDispatch::Handle decompose<AutodiffDispatch>(
-    const Op&, std::span<AutodiffDispatch::Handle>, const TensorMeta&);
+template AutodiffDispatch::Handle decompose<AutodiffDispatch>(const Op&,
+                                                              std::span<AutodiffDispatch::Handle>,
+                                                              const TensorMeta&);
 }  // namespace ember

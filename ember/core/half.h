@@ -21,7 +21,7 @@ inline uint16_t float_to_half_bits(float f) {
     return sign | static_cast<uint16_t>(std::bit_cast<uint32_t>(a) - 0x3f000000u);
   }
   uint32_t odd = (mag >> 13) & 1u;  // round to nearest even
-  mag += 0xc8000fffu + odd;          // rebias exponent (-112 << 23) and add rounding bias
+  mag += 0xc8000fffu + odd;         // rebias exponent (-112 << 23) and add rounding bias
   return static_cast<uint16_t>(sign | (mag >> 13));
 }
 inline float half_bits_to_float(uint16_t h) {
@@ -37,8 +37,9 @@ inline float half_bits_to_float(uint16_t h) {
 }
 inline uint16_t float_to_bf16_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
-  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+  x += 0x7fffu + ((x >> 16) & 1u);                    // round to nearest even
   return static_cast<uint16_t>(x >> 16);
 }
 inline float bf16_bits_to_float(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
@@ -51,8 +52,8 @@ struct f16 {
   f16(float f) : bits(detail::float_to_half_bits(f)) {}  // NOLINT(google-explicit-constructor)
   f16(double f) : f16(static_cast<float>(f)) {}          // NOLINT(google-explicit-constructor)
   template <class I>
-    requires std::is_integral_v<I>
-  f16(I i) : f16(static_cast<float>(i)) {}  // NOLINT(google-explicit-constructor)
+  requires std::is_integral_v<I> f16(I i)
+      : f16(static_cast<float>(i)) {}  // NOLINT(google-explicit-constructor)
   operator float() const { return detail::half_bits_to_float(bits); }  // NOLINT
   static f16 from_bits(uint16_t b) {
     f16 h;
@@ -68,8 +69,8 @@ struct bf16 {
   bf16(float f) : bits(detail::float_to_bf16_bits(f)) {}  // NOLINT(google-explicit-constructor)
   bf16(double f) : bf16(static_cast<float>(f)) {}         // NOLINT(google-explicit-constructor)
   template <class I>
-    requires std::is_integral_v<I>
-  bf16(I i) : bf16(static_cast<float>(i)) {}  // NOLINT(google-explicit-constructor)
+  requires std::is_integral_v<I> bf16(I i)
+      : bf16(static_cast<float>(i)) {}  // NOLINT(google-explicit-constructor)
   operator float() const { return detail::bf16_bits_to_float(bits); }  // NOLINT
   static bf16 from_bits(uint16_t b) {
     bf16 h;

@@ -33,10 +33,7 @@ class SmallVec {
     std::fill(begin(), end(), v);
   }
   template <class It>
-    requires(!std::is_integral_v<It>)
-  SmallVec(It first, It last) {
-    assign(first, last);
-  }
+  requires(!std::is_integral_v<It>) SmallVec(It first, It last) { assign(first, last); }
   SmallVec(std::span<const T> s) { assign(s.begin(), s.end()); }  // NOLINT
   SmallVec(const SmallVec& o) { assign(o.begin(), o.end()); }
   SmallVec(SmallVec&& o) noexcept { *this = std::move(o); }

@@ -8,7 +8,7 @@
 namespace ember::ir {
 
 namespace {
-constexpr size_t kMaxDims = 64;       // a longer list in a message is malformed
+constexpr size_t kMaxDims = 64;  // a longer list in a message is malformed
 constexpr size_t kMaxString = 1 << 20;
 constexpr size_t kMaxInputs = 1 << 16;
 }  // namespace

@@ -21,21 +21,31 @@ std::string shapes_of(Metas in) {
 
 bool accepts(Accepts a, DType t) {
   switch (a) {
-    case Accepts::Float: return is_float(t);
-    case Accepts::Numeric: return is_float(t) || is_int(t);
-    case Accepts::Integer: return is_int(t);
-    case Accepts::Bool: return is_bool(t);
-    default: return true;
+    case Accepts::Float:
+      return is_float(t);
+    case Accepts::Numeric:
+      return is_float(t) || is_int(t);
+    case Accepts::Integer:
+      return is_int(t);
+    case Accepts::Bool:
+      return is_bool(t);
+    default:
+      return true;
   }
 }
 
 std::string_view accepts_name(Accepts a) {
   switch (a) {
-    case Accepts::Float: return "a float";
-    case Accepts::Numeric: return "a numeric";
-    case Accepts::Integer: return "an integer";
-    case Accepts::Bool: return "a bool";
-    default: return "any";
+    case Accepts::Float:
+      return "a float";
+    case Accepts::Numeric:
+      return "a numeric";
+    case Accepts::Integer:
+      return "an integer";
+    case Accepts::Bool:
+      return "a bool";
+    default:
+      return "any";
   }
 }
 
@@ -82,12 +92,12 @@ TensorMeta reduce_rule(Op& op, const TensorMeta& x) {
   Dims out;
   for (size_t i = 0; i < x.shape.rank(); ++i) {
     bool reduced = all || std::find(a.dims.begin(), a.dims.end(), int64_t(i)) != a.dims.end();
-    if (reduced && x.shape[i] == 0 &&
-        (op.code == OpCode::Max || op.code == OpCode::Min || arg))
-      throw ValueError(tag(op) + "cannot reduce over a zero-size dim of " +
-                       x.shape.to_string());
-    if (!reduced) out.push_back(x.shape[i]);
-    else if (a.flag) out.push_back(1);
+    if (reduced && x.shape[i] == 0 && (op.code == OpCode::Max || op.code == OpCode::Min || arg))
+      throw ValueError(tag(op) + "cannot reduce over a zero-size dim of " + x.shape.to_string());
+    if (!reduced)
+      out.push_back(x.shape[i]);
+    else if (a.flag)
+      out.push_back(1);
   }
   DType dt = op.code == OpCode::ArgMax || op.code == OpCode::ArgMin ? DType::I64 : x.dtype;
   return {Shape(out), dt};
@@ -152,8 +162,8 @@ TensorMeta movement_rule(Op& op, const TensorMeta& x) {
     }
     case OpCode::Permute: {
       if (a.dims.size() != s.rank())
-        throw ShapeError(tag(op) + "order has " + std::to_string(a.dims.size()) +
-                         " dims, tensor " + s.to_string());
+        throw ShapeError(tag(op) + "order has " + std::to_string(a.dims.size()) + " dims, tensor " +
+                         s.to_string());
       normalize_dims(op, a.dims, s.rank());
       Dims out(s.rank());
       for (size_t i = 0; i < out.size(); ++i) out[i] = s[a.dims[i]];
@@ -198,8 +208,8 @@ TensorMeta index_rule(Op& op, Metas in) {
         for (size_t d = 0; ok && d < s.rank(); ++d)
           ok = d == static_cast<size_t>(a.dim) || t[d] == s[d];
         if (!ok)
-          throw ShapeError(tag(op) + "shapes differ outside dim " + std::to_string(a.dim) +
-                           ": " + shapes_of(in));
+          throw ShapeError(tag(op) + "shapes differ outside dim " + std::to_string(a.dim) + ": " +
+                           shapes_of(in));
         out[a.dim] += t[a.dim];
       }
       return {Shape(out), x.dtype};
@@ -234,8 +244,10 @@ TensorMeta index_rule(Op& op, Metas in) {
       bool ok = is.rank() == s.rank() && in[2]->shape == is;
       for (size_t d = 0; ok && d < s.rank(); ++d) ok = d == size_t(a.dim) || is[d] <= s[d];
       if (!ok)
-        throw ShapeError(tag(op) + "indices and values must have one shape that fits the "
-                         "tensor: " + shapes_of(in));
+        throw ShapeError(tag(op) +
+                         "indices and values must have one shape that fits the "
+                         "tensor: " +
+                         shapes_of(in));
       return x;
     }
     case OpCode::IndexSelect:
@@ -255,7 +267,8 @@ TensorMeta index_rule(Op& op, Metas in) {
                          in[2]->shape.to_string());
       return x;
     }
-    default: throw Error(tag(op) + "no index rule");
+    default:
+      throw Error(tag(op) + "no index rule");
   }
 }
 
@@ -279,8 +292,7 @@ TensorMeta matmul_rule(const Op& op, Metas in) {
 TensorMeta create_rule(Op& op) {
   auto& a = op.attrs;
   check_shape_values(op, a.shape);
-  if (op.code == OpCode::Arange && a.shape.size() != 1)
-    throw ValueError(tag(op) + "takes a count");
+  if (op.code == OpCode::Arange && a.shape.size() != 1) throw ValueError(tag(op) + "takes a count");
   if (op.code == OpCode::RandomBernoulli && !(a.scalar.f >= 0 && a.scalar.f <= 1))
     throw ValueError(tag(op) + "p must be in [0, 1], got " + std::to_string(a.scalar.f));
   if (op.code == OpCode::RandomNormal && !(a.scalar2.f >= 0))
@@ -301,8 +313,8 @@ TensorMeta infer(Op& op, Metas in) {
   if (in.empty()) throw ValueError(tag(op) + "needs at least one input");
   const TensorMeta& x = *in[0];
   if (!accepts(oi.accepts, x.dtype))
-    throw DTypeError(tag(op) + "needs " + std::string(accepts_name(oi.accepts)) +
-                     " tensor, got " + std::string(name(x.dtype)) + " " + x.shape.to_string());
+    throw DTypeError(tag(op) + "needs " + std::string(accepts_name(oi.accepts)) + " tensor, got " +
+                     std::string(name(x.dtype)) + " " + x.shape.to_string());
   auto& a = op.attrs;
   switch (oi.family) {
     case OpFamily::Unary:
@@ -319,21 +331,27 @@ TensorMeta infer(Op& op, Metas in) {
       s = broadcast_shapes(s, in[2]->shape, "where");
       return {s, in[1]->dtype};
     }
-    case OpFamily::Cast: return {x.shape, a.dtype};
-    case OpFamily::Reduce: return reduce_rule(op, x);
+    case OpFamily::Cast:
+      return {x.shape, a.dtype};
+    case OpFamily::Reduce:
+      return reduce_rule(op, x);
     case OpFamily::Scan:
     case OpFamily::Sort:
       a.dim = wrap(op, a.dim, x.shape.rank());
       return {x.shape, oi.result == ResultType::ToI64 ? DType::I64 : x.dtype};
-    case OpFamily::Movement: return movement_rule(op, x);
-    case OpFamily::Index: return index_rule(op, in);
-    case OpFamily::Matmul: return matmul_rule(op, in);
+    case OpFamily::Movement:
+      return movement_rule(op, x);
+    case OpFamily::Index:
+      return index_rule(op, in);
+    case OpFamily::Matmul:
+      return matmul_rule(op, in);
     case OpFamily::Composite:
       if (op.code == OpCode::Mean || op.code == OpCode::LogSumExp) return reduce_rule(op, x);
       if (op.code == OpCode::Softmax || op.code == OpCode::LogSoftmax)
         a.dim = wrap(op, a.dim, x.shape.rank());
       return x;
-    default: throw Error(tag(op) + "no shape rule");
+    default:
+      throw Error(tag(op) + "no shape rule");
   }
 }
 

@@ -30,10 +30,10 @@ struct Table {
 #define NONE false
 #define GRADS(...) true
 #define CALL(...) true
-#define EMBER_OP(code, family, arity, accepts, result, save, grad)                       \
-  names[i] = snake_case(#code);                                                          \
-  infos[i] = OpInfo{names[i], OpFamily::family, arity, Accepts::accepts,                 \
-                    ResultType::result, Save::save, grad};                               \
+#define EMBER_OP(code, family, arity, accepts, result, save, grad)                 \
+  names[i] = snake_case(#code);                                                    \
+  infos[i] = OpInfo{names[i],           OpFamily::family, arity, Accepts::accepts, \
+                    ResultType::result, Save::save,       grad};                   \
   ++i;
 #include "ember/ops/op_table.def"
 #undef EMBER_OP
@@ -65,8 +65,10 @@ bool is_elementwise(OpCode c) {
     case OpFamily::Binary:
     case OpFamily::Compare:
     case OpFamily::Where:
-    case OpFamily::Cast: return true;
-    default: return false;
+    case OpFamily::Cast:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -28,7 +28,18 @@ inline constexpr int kNumOps = 0
     ;
 
 enum class OpFamily : uint8_t {
-  Create, Unary, Binary, Compare, Where, Cast, Reduce, Scan, Sort, Movement, Index, Matmul,
+  Create,
+  Unary,
+  Binary,
+  Compare,
+  Where,
+  Cast,
+  Reduce,
+  Scan,
+  Sort,
+  Movement,
+  Index,
+  Matmul,
   Composite
 };
 /// Element types an op accepts for its first input.
@@ -66,22 +77,24 @@ struct Scalar {
   Scalar(double v) : f(v), i(static_cast<int64_t>(v)) {}  // NOLINT(google-explicit-constructor)
   Scalar(float v) : Scalar(static_cast<double>(v)) {}     // NOLINT(google-explicit-constructor)
   template <class I>
-    requires std::is_integral_v<I>
-  Scalar(I v) : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), is_int(true) {}  // NOLINT
+  requires std::is_integral_v<I> Scalar(I v)
+      : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), is_int(true) {}  // NOLINT
   template <class T>
   T as() const {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(is_int ? i : static_cast<int64_t>(f));
-    else return T(f);
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(is_int ? i : static_cast<int64_t>(f));
+    else
+      return T(f);
   }
   friend bool operator==(const Scalar&, const Scalar&) = default;
 };
 
 /// Attributes; each op uses the fields its table row names and leaves the rest at default.
 struct OpAttrs {
-  Dims shape;    // Full, Random*, Reshape, Expand: a target shape; Arange: {count}
-  Dims dims;     // Permute: order; Sum..Min, Flip: dims; Slice/SliceAssign: starts
-  Dims ends;     // Slice/SliceAssign: ends (exclusive, already clamped)
-  Dims steps;    // Slice/SliceAssign: steps (> 0)
+  Dims shape;      // Full, Random*, Reshape, Expand: a target shape; Arange: {count}
+  Dims dims;       // Permute: order; Sum..Min, Flip: dims; Slice/SliceAssign: starts
+  Dims ends;       // Slice/SliceAssign: ends (exclusive, already clamped)
+  Dims steps;      // Slice/SliceAssign: steps (> 0)
   Scalar scalar;   // Full: value; Arange: start; Random*: low / mean / p
   Scalar scalar2;  // Arange: step; Random*: high / std
   int64_t dim = 0;

@@ -18,10 +18,14 @@ Tensor<B, D> composite(OpCode c, const Tensor<B, D>& x, OpAttrs a = {}) {
 }  // namespace detail
 
 template <Backend B, int D>
-Tensor<B, D> relu(const Tensor<B, D>& x) { return detail::composite(OpCode::Relu, x); }
+Tensor<B, D> relu(const Tensor<B, D>& x) {
+  return detail::composite(OpCode::Relu, x);
+}
 /// Exact (erf) GELU.
 template <Backend B, int D>
-Tensor<B, D> gelu(const Tensor<B, D>& x) { return detail::composite(OpCode::Gelu, x); }
+Tensor<B, D> gelu(const Tensor<B, D>& x) {
+  return detail::composite(OpCode::Gelu, x);
+}
 /// GELU with the tanh approximation.
 template <Backend B, int D>
 Tensor<B, D> gelu_tanh(const Tensor<B, D>& x) {
@@ -30,11 +34,17 @@ Tensor<B, D> gelu_tanh(const Tensor<B, D>& x) {
   return x * 0.5 * (inner.tanh() + 1.0);
 }
 template <Backend B, int D>
-Tensor<B, D> silu(const Tensor<B, D>& x) { return detail::composite(OpCode::Silu, x); }
+Tensor<B, D> silu(const Tensor<B, D>& x) {
+  return detail::composite(OpCode::Silu, x);
+}
 template <Backend B, int D>
-Tensor<B, D> sigmoid(const Tensor<B, D>& x) { return x.sigmoid(); }
+Tensor<B, D> sigmoid(const Tensor<B, D>& x) {
+  return x.sigmoid();
+}
 template <Backend B, int D>
-Tensor<B, D> tanh(const Tensor<B, D>& x) { return x.tanh(); }
+Tensor<B, D> tanh(const Tensor<B, D>& x) {
+  return x.tanh();
+}
 template <Backend B, int D>
 Tensor<B, D> softmax(const Tensor<B, D>& x, int64_t dim) {
   OpAttrs a;
@@ -48,7 +58,9 @@ Tensor<B, D> log_softmax(const Tensor<B, D>& x, int64_t dim) {
   return detail::composite(OpCode::LogSoftmax, x, a);
 }
 template <Backend B, int D>
-Tensor<B, D> softmin(const Tensor<B, D>& x, int64_t dim) { return softmax(x.neg(), dim); }
+Tensor<B, D> softmin(const Tensor<B, D>& x, int64_t dim) {
+  return softmax(x.neg(), dim);
+}
 /// Softmax whose weights may all be zero: exp(x - max) / (1 + sum), as in "quiet" attention.
 template <Backend B, int D>
 Tensor<B, D> quiet_softmax(const Tensor<B, D>& x, int64_t dim) {
@@ -64,7 +76,9 @@ Tensor<B, D> softplus(const Tensor<B, D>& x, double beta = 1.0, double threshold
   return detail::composite(OpCode::Softplus, x, a);
 }
 template <Backend B, int D>
-Tensor<B, D> mish(const Tensor<B, D>& x) { return x * softplus(x).tanh(); }
+Tensor<B, D> mish(const Tensor<B, D>& x) {
+  return x * softplus(x).tanh();
+}
 template <Backend B, int D>
 Tensor<B, D> leaky_relu(const Tensor<B, D>& x, double slope = 0.01) {
   return x.mask_where(x.lower_elem(0.0), x * slope);
@@ -89,10 +103,14 @@ Tensor<B, D> hard_sigmoid(const Tensor<B, D>& x, double alpha = 1.0 / 6.0, doubl
   return (x * alpha + beta).clamp(0.0, 1.0);
 }
 template <Backend B, int D>
-Tensor<B, D> hard_swish(const Tensor<B, D>& x) { return x * hard_sigmoid(x); }
+Tensor<B, D> hard_swish(const Tensor<B, D>& x) {
+  return x * hard_sigmoid(x);
+}
 /// log(sigmoid(x)), computed stably as -softplus(-x).
 template <Backend B, int D>
-Tensor<B, D> log_sigmoid(const Tensor<B, D>& x) { return softplus(x.neg()).neg(); }
+Tensor<B, D> log_sigmoid(const Tensor<B, D>& x) {
+  return softplus(x.neg()).neg();
+}
 /// x > 0 ? x : weight * x, `weight` broadcast (one value or one per channel in dim 1).
 template <Backend B, int D>
 Tensor<B, D> prelu(const Tensor<B, D>& x, const Tensor<B, D>& weight) {

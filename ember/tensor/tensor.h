@@ -62,8 +62,7 @@ class Tensor {
   static Tensor from_values(const std::vector<T>& v, Shape s, Device dev = B::default_device()) {
     return from_data(TensorData::from<T>(v, std::move(s)), dev);
   }
-  static Tensor full(Shape s, Scalar v, Device dev = B::default_device(),
-                     DType t = K::kDefault) {
+  static Tensor full(Shape s, Scalar v, Device dev = B::default_device(), DType t = K::kDefault) {
     OpAttrs a;
     a.shape = s.dims();
     a.scalar = v;
@@ -82,9 +81,8 @@ class Tensor {
   }
   /// [start, end) by step (rank 1).
   static Tensor arange(Scalar start, Scalar end, Scalar step = Scalar(int64_t{1}),
-                       Device dev = B::default_device(), DType t = K::kDefault)
-    requires(D == 1 && Numeric<K>)
-  {
+                       Device dev = B::default_device(),
+                       DType t = K::kDefault) requires(D == 1 && Numeric<K>) {
     double n = (end.f - start.f) / step.f;
     if (step.f == 0 || !(n == n))
       throw ValueError("[arange] bad range " + std::to_string(start.f) + ".." +
@@ -97,9 +95,8 @@ class Tensor {
     return create(OpCode::Arange, std::move(a), dev);
   }
   /// The n×n identity.
-  static Tensor eye(int64_t n, Device dev = B::default_device(), DType t = K::kDefault)
-    requires(D == 2 && Numeric<K>)
-  {
+  static Tensor eye(int64_t n, Device dev = B::default_device(),
+                    DType t = K::kDefault) requires(D == 2 && Numeric<K>) {
     auto i = Tensor<B, 1, Int>::arange(int64_t{0}, n, int64_t{1}, dev);
     auto eq = i.template unsqueeze_dim<2>(1).equal(i.template unsqueeze_dim<2>(0));
     return Tensor(eq.template cast_to<K>(t).handle());
@@ -112,8 +109,14 @@ class Tensor {
     a.seed = next_seed();
     OpCode c = OpCode::RandomUniform;
     switch (dist.kind) {
-      case Distribution::Kind::Default: a.scalar = 0.0; a.scalar2 = 1.0; break;
-      case Distribution::Kind::Uniform: a.scalar = dist.a; a.scalar2 = dist.b; break;
+      case Distribution::Kind::Default:
+        a.scalar = 0.0;
+        a.scalar2 = 1.0;
+        break;
+      case Distribution::Kind::Uniform:
+        a.scalar = dist.a;
+        a.scalar2 = dist.b;
+        break;
       case Distribution::Kind::Normal:
         c = OpCode::RandomNormal;
         a.scalar = dist.a;
@@ -161,13 +164,9 @@ class Tensor {
       throw ShapeError("[into_scalar] needs one element, shape " + shape().to_string());
     return to_vec<T>()[0];
   }
-  Tensor to_device(Device dev) const {
-    return dev == device() ? *this : from_data(to_data(), dev);
-  }
+  Tensor to_device(Device dev) const { return dev == device() ? *this : from_data(to_data(), dev); }
   std::string to_string() const { return format_tensor(to_data(), device().to_string()); }
-  friend std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-    return os << t.to_string();
-  }
+  friend std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
   // ---- casts ---------------------------------------------------------------------------
   /// Same kind, another element type: `x.cast(DType::F16)`.
@@ -181,11 +180,11 @@ class Tensor {
     return Tensor<B, D, K2>(h_);
   }
 
+#include "ember/tensor/tensor_autodiff.inc"
+#include "ember/tensor/tensor_index.inc"
 #include "ember/tensor/tensor_math.inc"
 #include "ember/tensor/tensor_reduce.inc"
 #include "ember/tensor/tensor_shape.inc"
-#include "ember/tensor/tensor_index.inc"
-#include "ember/tensor/tensor_autodiff.inc"
 
  private:
   template <Backend, int, TensorKind>

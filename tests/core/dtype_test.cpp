@@ -26,8 +26,8 @@ TEST(DType, NamesRoundTrip) {
 TEST(Half, KnownEncodings) {
   EXPECT_EQ(f16(1.0f).bits, 0x3c00);
   EXPECT_EQ(f16(-2.0f).bits, 0xc000);
-  EXPECT_EQ(f16(65504.0f).bits, 0x7bff);     // largest finite half
-  EXPECT_EQ(f16(65520.0f).bits, 0x7c00);     // rounds to inf
+  EXPECT_EQ(f16(65504.0f).bits, 0x7bff);                // largest finite half
+  EXPECT_EQ(f16(65520.0f).bits, 0x7c00);                // rounds to inf
   EXPECT_EQ(f16(5.960464477539063e-08f).bits, 0x0001);  // smallest subnormal
   EXPECT_EQ(f16(0.1f).bits, 0x2e66);
   EXPECT_TRUE(std::isnan(static_cast<float>(f16(NAN))));

@@ -17,9 +17,10 @@ TEST(ThreadPool, CoversRangeOnce) {
 }
 
 TEST(ThreadPool, ErrorsReachTheCaller) {
-  EXPECT_THROW(parallel_for(100000, 10, [&](int64_t b, int64_t) {
-                 if (b > 50000) throw ValueError("boom");
-               }),
+  EXPECT_THROW(parallel_for(100000, 10,
+                            [&](int64_t b, int64_t) {
+                              if (b > 50000) throw ValueError("boom");
+                            }),
                ValueError);
   // the pool still works afterwards
   std::atomic<int64_t> sum{0};

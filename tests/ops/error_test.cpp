@@ -25,21 +25,30 @@ void expect_error(F f, const std::string& needle) {
 
 TEST(Errors, ShapesAndDims) {
   auto a = T2::ones({2, 3}), b = T2::ones({4, 5});
-  expect_error<ShapeError>([&] { a.matmul(b); }, "[matmul] inner dims differ: lhs [2, 3], rhs [4, 5]");
+  expect_error<ShapeError>([&] { a.matmul(b); },
+                           "[matmul] inner dims differ: lhs [2, 3], rhs [4, 5]");
   expect_error<ShapeError>([&] { a.add(b); }, "[add] shapes do not broadcast: [2, 3] and [4, 5]");
   expect_error<ShapeError>([&] { a.reshape<2>({4, -1}); }, "[reshape] cannot reshape [2, 3]");
   expect_error<IndexError>([&] { a.sum_dim(2); }, "[sum] dim 2 out of range for rank 2");
   expect_error<IndexError>([&] { a.swap_dims(0, 5); }, "[swap_dims] dim 5");
   expect_error<ShapeError>([&] { a.squeeze<1>(0); }, "[squeeze] dim 0 of [2, 3] is not 1");
   expect_error<ShapeError>([&] { a.expand<2>({4, 3}); }, "[expand] cannot expand [2, 3] to [4, 3]");
-  expect_error<ShapeError>([&] { cat<B, 2, Float>({a, b}, 0); }, "[cat] shapes differ outside dim 0");
+  expect_error<ShapeError>(
+      [&] {
+        cat<B, 2, Float>({a, b}, 0);
+      },
+      "[cat] shapes differ outside dim 0");
   expect_error<ValueError>([&] { cat<B, 2, Float>({}, 0); }, "[cat] needs at least one tensor");
   expect_error<IndexError>([&] { a.narrow(1, 2, 2); }, "[narrow] range 2+2 out of dim 1 of [2, 3]");
   expect_error<ValueError>([&] { a.slice({Slice(0, 2, 0)}); }, "[slice] step must not be 0");
-  expect_error<ShapeError>([&] { a.slice_assign({Slice(0, 1)}, T2::ones({2, 3})); },
-                           "[slice_assign] values [2, 3] do not fill the slice [1, 3]");
+  expect_error<ShapeError>(
+      [&] {
+        a.slice_assign({Slice(0, 1)}, T2::ones({2, 3}));
+      },
+      "[slice_assign] values [2, 3] do not fill the slice [1, 3]");
   expect_error<ValueError>([&] { T2::zeros({-1, 2}); }, "[full] negative dim in shape [-1, 2]");
-  expect_error<ValueError>([&] { a.max_dim(0).narrow(0, 0, 0).max(); }, "[max] cannot reduce over a zero-size dim");
+  expect_error<ValueError>([&] { a.max_dim(0).narrow(0, 0, 0).max(); },
+                           "[max] cannot reduce over a zero-size dim");
   expect_error<ValueError>([&] { a.topk(4, 1); }, "[topk] k = 4 out of range");
   expect_error<ValueError>([&] { a.split(0, 1); }, "[split] size must be positive");
   expect_error<ValueError>([&] { a.pad({1}); }, "[pad] needs pairs");
@@ -57,13 +66,21 @@ TEST(Errors, DTypes) {
 TEST(Errors, IndexValuesAreChecked) {
   auto x = T2::ones({2, 3});
   auto bad = I2::from_values<int64_t>({0, 5, 1, 2}, {2, 2});
-  expect_error<IndexError>([&] { x.gather(1, bad); }, "[gather] index 5 out of range for dim 1 of size 3");
+  expect_error<IndexError>([&] { x.gather(1, bad); },
+                           "[gather] index 5 out of range for dim 1 of size 3");
   expect_error<IndexError>([&] { x.scatter(1, bad, T2::ones({2, 2})); }, "[scatter] index 5");
   auto neg = Tensor<B, 1, Int>::from_values<int64_t>({-1}, {1});
   expect_error<IndexError>([&] { x.select(0, neg); }, "[index_select] index -1 out of range");
-  expect_error<IndexError>([&] { Tensor<B, 1, Int>::from_values<int64_t>({0, 7}, {2}).one_hot(3); },
-                           "[one_hot] class index 7 out of range for 3 classes");
-  expect_error<ShapeError>([&] { x.gather(1, Tensor<B, 2, Int>::zeros({3, 2})); }, "[gather] indices [3, 2] do not fit [2, 3]");
+  expect_error<IndexError>(
+      [&] {
+        Tensor<B, 1, Int>::from_values<int64_t>({0, 7}, {2}).one_hot(3);
+      },
+      "[one_hot] class index 7 out of range for 3 classes");
+  expect_error<ShapeError>(
+      [&] {
+        x.gather(1, Tensor<B, 2, Int>::zeros({3, 2}));
+      },
+      "[gather] indices [3, 2] do not fit [2, 3]");
 }
 
 TEST(Errors, IntegerDivisionByZero) {

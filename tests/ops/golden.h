@@ -20,13 +20,21 @@ struct Args {
   const nlohmann::json* attrs;
 
   template <int D, TensorKind K = Float>
-  Tensor<B, D, K> t(size_t i) const { return Tensor<B, D, K>(in.at(i)); }
+  Tensor<B, D, K> t(size_t i) const {
+    return Tensor<B, D, K>(in.at(i));
+  }
   template <int D>
-  Tensor<B, D> f(size_t i) const { return Tensor<B, D>(in.at(i)); }
+  Tensor<B, D> f(size_t i) const {
+    return Tensor<B, D>(in.at(i));
+  }
   template <int D>
-  Tensor<B, D, Int> i(size_t i) const { return Tensor<B, D, Int>(in.at(i)); }
+  Tensor<B, D, Int> i(size_t i) const {
+    return Tensor<B, D, Int>(in.at(i));
+  }
   template <int D>
-  Tensor<B, D, Bool> b(size_t i) const { return Tensor<B, D, Bool>(in.at(i)); }
+  Tensor<B, D, Bool> b(size_t i) const {
+    return Tensor<B, D, Bool>(in.at(i));
+  }
   int64_t ia(const char* k) const { return attrs->at(k).get<int64_t>(); }
   double fa(const char* k) const { return attrs->at(k).get<double>(); }
   bool ba(const char* k) const { return attrs->at(k).get<bool>(); }
@@ -47,7 +55,8 @@ Args<B> load_inputs(const nlohmann::json& c, Device dev, DType float_as = DType:
     TensorData d = golden_tensor(in);
     if (float_as != DType::F32 && d.dtype() == DType::F32) d = d.convert(float_as);
     typename B::Handle h = B::from_data(d, dev);
-    if (in.value("layout", "contiguous") == "transposed") {  // stored with the last two dims swapped
+    if (in.value("layout", "contiguous") ==
+        "transposed") {  // stored with the last two dims swapped
       Op sw{OpCode::Permute, {}};
       size_t r = d.shape().rank();
       for (size_t k = 0; k < r; ++k) sw.attrs.dims.push_back(static_cast<int64_t>(k));
@@ -69,12 +78,18 @@ std::map<std::string, OpFn<B>>& golden_ops();
 template <class K, Backend B, class F>
 typename B::Handle with_rank(const Args<B>& a, size_t rank, F& f) {
   switch (rank) {
-    case 0: return f.template operator()<0, K>(a.template t<0, K>(0)).handle();
-    case 1: return f.template operator()<1, K>(a.template t<1, K>(0)).handle();
-    case 2: return f.template operator()<2, K>(a.template t<2, K>(0)).handle();
-    case 3: return f.template operator()<3, K>(a.template t<3, K>(0)).handle();
-    case 4: return f.template operator()<4, K>(a.template t<4, K>(0)).handle();
-    default: throw ValueError("[golden] rank > 4 not wired");
+    case 0:
+      return f.template operator()<0, K>(a.template t<0, K>(0)).handle();
+    case 1:
+      return f.template operator()<1, K>(a.template t<1, K>(0)).handle();
+    case 2:
+      return f.template operator()<2, K>(a.template t<2, K>(0)).handle();
+    case 3:
+      return f.template operator()<3, K>(a.template t<3, K>(0)).handle();
+    case 4:
+      return f.template operator()<4, K>(a.template t<4, K>(0)).handle();
+    default:
+      throw ValueError("[golden] rank > 4 not wired");
   }
 }
 

@@ -6,9 +6,9 @@ namespace ember::test {
 
 namespace act = ember::activation;
 
-#define OP(key, kinds, expr)                                                                   \
-  ops[key] = [](const A& a) {                                                                 \
-    return each<kinds>(a, [&]<int D, class K>(const Tensor<B, D, K>& x) { return (expr); });  \
+#define OP(key, kinds, expr)                                                                 \
+  ops[key] = [](const A& a) {                                                                \
+    return each<kinds>(a, [&]<int D, class K>(const Tensor<B, D, K>& x) { return (expr); }); \
   }
 #define FLT Float
 #define NUM Float, Int
@@ -104,7 +104,8 @@ std::map<std::string, OpFn<B>>& golden_ops() {
     OP("lower_equal_elem", NUM, x.lower_equal_elem(a.fa("s")));
     ops["where"] = [](const A& a) {
       DType t = B::meta(a.in[1]).dtype;
-      if (is_float(t)) return where(a.template b<3>(0), a.template f<3>(1), a.template f<3>(2)).handle();
+      if (is_float(t))
+        return where(a.template b<3>(0), a.template f<3>(1), a.template f<3>(2)).handle();
       return where(a.template b<2>(0), a.template i<2>(1), a.template i<2>(2)).handle();
     };
     OP("mask_fill", FLT, x.mask_fill(a.template t<D, Bool>(1), a.fa("v")));
@@ -148,15 +149,23 @@ std::map<std::string, OpFn<B>>& golden_ops() {
     OP("topk", NUM, x.topk(a.ia("k"), a.ia("dim")));
     OP("matmul", NUM, x.matmul(Y));
     // shape and movement (fixed ranks, as the cases give them)
-    ops["reshape"] = [](const A& a) { return a.template f<3>(0).template reshape<2>({4, -1}).handle(); };
-    ops["flatten"] = [](const A& a) { return a.template f<3>(0).template flatten<2>(1, 2).handle(); };
+    ops["reshape"] = [](const A& a) {
+      return a.template f<3>(0).template reshape<2>({4, -1}).handle();
+    };
+    ops["flatten"] = [](const A& a) {
+      return a.template f<3>(0).template flatten<2>(1, 2).handle();
+    };
     ops["permute"] = [](const A& a) { return a.template f<3>(0).permute({2, 0, 1}).handle(); };
     ops["transpose"] = [](const A& a) { return a.template f<3>(0).transpose().handle(); };
     ops["swap_dims"] = [](const A& a) { return a.template f<3>(0).swap_dims(0, 2).handle(); };
     ops["movedim"] = [](const A& a) { return a.template f<3>(0).movedim(0, 2).handle(); };
-    ops["unsqueeze_dim"] = [](const A& a) { return a.template f<2>(0).template unsqueeze_dim<3>(1).handle(); };
+    ops["unsqueeze_dim"] = [](const A& a) {
+      return a.template f<2>(0).template unsqueeze_dim<3>(1).handle();
+    };
     ops["squeeze"] = [](const A& a) { return a.template f<3>(0).template squeeze<2>(1).handle(); };
-    ops["expand"] = [](const A& a) { return a.template f<2>(0).template expand<3>({2, 3, 4}).handle(); };
+    ops["expand"] = [](const A& a) {
+      return a.template f<2>(0).template expand<3>({2, 3, 4}).handle();
+    };
     ops["repeat"] = [](const A& a) { return a.template f<3>(0).repeat({2, 1, 3}).handle(); };
     ops["flip"] = [](const A& a) { return a.template f<3>(0).flip({0, 2}).handle(); };
     ops["roll_dim"] = [](const A& a) {
@@ -165,17 +174,22 @@ std::map<std::string, OpFn<B>>& golden_ops() {
     ops["narrow"] = [](const A& a) { return a.template f<3>(0).narrow(1, 1, 2).handle(); };
     ops["slice"] = [](const A& a) {
       if (a.rank(0) == 3)
-        return a.template f<3>(0).slice({Slice(0, 2), Slice(0, INT64_MAX, 2), Slice(1, -1)}).handle();
+        return a.template f<3>(0)
+            .slice({Slice(0, 2), Slice(0, INT64_MAX, 2), Slice(1, -1)})
+            .handle();
       return a.template f<2>(0).slice({Slice::from(-2), Slice(1, INT64_MAX, 3)}).handle();
     };
     ops["slice_reversed"] = [](const A& a) {
       return a.template f<2>(0).slice({Slice::all(), Slice(1, 4, -1)}).handle();
     };
     ops["slice_assign"] = [](const A& a) {
-      return a.template f<2>(0).slice_assign({Slice(0, 2), Slice(1, 5, 2)}, a.template f<2>(1)).handle();
+      return a.template f<2>(0)
+          .slice_assign({Slice(0, 2), Slice(1, 5, 2)}, a.template f<2>(1))
+          .handle();
     };
     ops["cat"] = [](const A& a) {
-      if (a.rank(0) == 3) return cat<B, 3, Float>({a.template f<3>(0), a.template f<3>(1)}, 1).handle();
+      if (a.rank(0) == 3)
+        return cat<B, 3, Float>({a.template f<3>(0), a.template f<3>(1)}, 1).handle();
       return cat<B, 2, Int>({a.template i<2>(0), a.template i<2>(1)}, 0).handle();
     };
     ops["stack"] = [](const A& a) {
@@ -183,8 +197,12 @@ std::map<std::string, OpFn<B>>& golden_ops() {
     };
     ops["chunk1"] = [](const A& a) { return a.template f<2>(0).chunk(3, 1).at(1).handle(); };
     ops["split_last"] = [](const A& a) { return a.template f<2>(0).split(3, 0).back().handle(); };
-    ops["gather"] = [](const A& a) { return a.template f<2>(0).gather(1, a.template i<2>(1)).handle(); };
-    ops["scatter"] = [](const A& a) { return a.template f<2>(0).scatter(1, a.template i<2>(1), a.template f<2>(2)).handle(); };
+    ops["gather"] = [](const A& a) {
+      return a.template f<2>(0).gather(1, a.template i<2>(1)).handle();
+    };
+    ops["scatter"] = [](const A& a) {
+      return a.template f<2>(0).scatter(1, a.template i<2>(1), a.template f<2>(2)).handle();
+    };
     ops["scatter_add"] = [](const A& a) {
       return a.template f<2>(0).scatter_add(0, a.template i<2>(1), a.template f<2>(2)).handle();
     };
@@ -195,7 +213,9 @@ std::map<std::string, OpFn<B>>& golden_ops() {
     ops["gather_nd"] = [](const A& a) {
       return a.template f<3>(0).template gather_nd<2>(a.template i<2>(1)).handle();
     };
-    ops["one_hot"] = [](const A& a) { return a.template i<1>(0).template one_hot<2, Float>(5).handle(); };
+    ops["one_hot"] = [](const A& a) {
+      return a.template i<1>(0).template one_hot<2, Float>(5).handle();
+    };
     ops["tril"] = [](const A& a) { return a.template f<3>(0).tril(0).handle(); };
     ops["triu"] = [](const A& a) { return a.template f<2>(0).triu(1).handle(); };
     ops["pad"] = [](const A& a) { return a.template f<3>(0).pad({1, 2, 0, 1}, 0.5).handle(); };
@@ -203,7 +223,9 @@ std::map<std::string, OpFn<B>>& golden_ops() {
     OP("is_finite", FLT, x.is_finite());
     OP("is_close", FLT, x.is_close(Y, 1e-3, 1e-4));
     ops["dot"] = [](const A& a) { return a.template f<1>(0).dot(a.template f<1>(1)).handle(); };
-    ops["cross"] = [](const A& a) { return a.template f<2>(0).cross(a.template f<2>(1), 1).handle(); };
+    ops["cross"] = [](const A& a) {
+      return a.template f<2>(0).cross(a.template f<2>(1), 1).handle();
+    };
     ops["cov"] = [](const A& a) { return a.template f<2>(0).cov().handle(); };
     ops["one_hot_fill"] = [](const A& a) {
       return a.template i<2>(0).template one_hot_fill<3, Float>(4, 1.5, -0.5, 0).handle();
@@ -237,7 +259,8 @@ std::map<std::string, OpFn<B>>& golden_ops() {
     OP("log_softmax", FLT, act::log_softmax(x, a.ia("dim")));
     OP("softmin", FLT, act::softmin(x, a.ia("dim")));
     ops["prelu"] = [](const A& a) {
-      return act::prelu(a.template f<3>(0), a.template f<1>(1).template reshape<3>({1, -1, 1})).handle();
+      return act::prelu(a.template f<3>(0), a.template f<1>(1).template reshape<3>({1, -1, 1}))
+          .handle();
     };
     return ops;
   }();

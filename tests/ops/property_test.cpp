@@ -119,7 +119,8 @@ TEST(Property, ViewsMatchNaive) {
     for (int64_t i = 0; i < n[0]; ++i)
       for (int64_t j = n[1]; j-- > 0;)
         for (int64_t k = 0; k < n[2]; ++k) {
-          double want = v[((st[0] + i * sp[0]) * s[1] + st[1] + j * sp[1]) * s[2] + st[2] + k * sp[2]];
+          double want =
+              v[((st[0] + i * sp[0]) * s[1] + st[1] + j * sp[1]) * s[2] + st[2] + k * sp[2]];
           ASSERT_EQ(vy[at_++], want) << trial;
         }
   }

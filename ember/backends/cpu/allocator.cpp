@@ -44,7 +44,7 @@ class Cache {
   void clear() {
     std::lock_guard lk(mu_);
     for (auto& [size, blocks] : free_)
-      for (void* p : blocks) ::operator delete(p, std::align_val_t{kAlign});
+      for (void* p : blocks) ::operator delete (p, std::align_val_t{kAlign});
     free_.clear();
     held_ = 0;
   }
@@ -97,7 +97,7 @@ struct LargeDeleter {
   void operator()(std::byte* p) const {
     --g_live_buffers;
     g_live_bytes -= static_cast<int64_t>(bytes);
-    if (!cache().give(p, bytes)) ::operator delete(p, std::align_val_t{kAlign});
+    if (!cache().give(p, bytes)) ::operator delete (p, std::align_val_t{kAlign});
   }
 };
 
@@ -107,7 +107,7 @@ std::shared_ptr<std::byte[]> allocate(size_t bytes) {
   if (bytes < kLarge)  // one allocation for the control block and the data
     return std::allocate_shared_for_overwrite<std::byte[]>(CountingAllocator<std::byte>(), bytes);
   void* p = cache().take(bytes);
-  if (!p) p = ::operator new(bytes, std::align_val_t{kAlign});
+  if (!p) p = ::operator new (bytes, std::align_val_t{kAlign});
   ++g_live_buffers;
   g_live_bytes += static_cast<int64_t>(bytes);
   return std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), LargeDeleter{bytes});

@@ -51,7 +51,8 @@ void check_no_zero(const Op& op, const CpuTensor& b) {
   CpuTensor c = contiguous(b);
   const T* p = c.data<T>();
   for (int64_t i = 0, n = c.meta.shape.numel(); i < n; ++i)
-    if (p[i] == T(0)) throw ValueError("[" + std::string(name(op.code)) + "] integer division by zero");
+    if (p[i] == T(0))
+      throw ValueError("[" + std::string(name(op.code)) + "] integer division by zero");
 }
 
 template <class T>
@@ -60,16 +61,26 @@ void float_binary(OpCode c, const CpuTensor& a, const CpuTensor& b, const CpuTen
   using F = compute_t<T>;
   auto m = [&](auto f) { map2<T, T>(a, b, o, f); };
   switch (c) {
-    case C::Add: return m([](F x, F y) { return x + y; });
-    case C::Sub: return m([](F x, F y) { return x - y; });
-    case C::Mul: return m([](F x, F y) { return x * y; });
-    case C::Div: return m([](F x, F y) { return x / y; });
-    case C::Remainder: return m([](F x, F y) { return float_remainder(x, y); });
-    case C::Pow: return m([](F x, F y) { return std::pow(x, y); });
-    case C::Maximum: return m([](F x, F y) { return nan_max(x, y); });
-    case C::Minimum: return m([](F x, F y) { return nan_min(x, y); });
-    case C::Atan2: return m([](F x, F y) { return std::atan2(x, y); });
-    default: throw Error("[" + std::string(name(c)) + "] not a float binary op");
+    case C::Add:
+      return m([](F x, F y) { return x + y; });
+    case C::Sub:
+      return m([](F x, F y) { return x - y; });
+    case C::Mul:
+      return m([](F x, F y) { return x * y; });
+    case C::Div:
+      return m([](F x, F y) { return x / y; });
+    case C::Remainder:
+      return m([](F x, F y) { return float_remainder(x, y); });
+    case C::Pow:
+      return m([](F x, F y) { return std::pow(x, y); });
+    case C::Maximum:
+      return m([](F x, F y) { return nan_max(x, y); });
+    case C::Minimum:
+      return m([](F x, F y) { return nan_min(x, y); });
+    case C::Atan2:
+      return m([](F x, F y) { return std::atan2(x, y); });
+    default:
+      throw Error("[" + std::string(name(c)) + "] not a float binary op");
   }
 }
 
@@ -78,9 +89,12 @@ void int_binary(const Op& op, const CpuTensor& a, const CpuTensor& b, const CpuT
   using C = OpCode;
   auto m = [&](auto f) { map2<T, T>(a, b, o, f); };
   switch (op.code) {
-    case C::Add: return m([](T x, T y) { return wrap_add(x, y); });
-    case C::Sub: return m([](T x, T y) { return wrap_sub(x, y); });
-    case C::Mul: return m([](T x, T y) { return wrap_mul(x, y); });
+    case C::Add:
+      return m([](T x, T y) { return wrap_add(x, y); });
+    case C::Sub:
+      return m([](T x, T y) { return wrap_sub(x, y); });
+    case C::Mul:
+      return m([](T x, T y) { return wrap_mul(x, y); });
     case C::Div:
       check_no_zero<T>(op, b);
       return m([](T x, T y) { return y == T(-1) ? wrap_sub(T(0), x) : T(x / y); });
@@ -91,15 +105,24 @@ void int_binary(const Op& op, const CpuTensor& a, const CpuTensor& b, const CpuT
         T r = T(x % y);
         return (r != 0 && ((r < 0) != (y < 0))) ? T(r + y) : r;
       });
-    case C::Pow: return m([](T x, T y) { return int_pow(x, y); });
-    case C::Maximum: return m([](T x, T y) { return x > y ? x : y; });
-    case C::Minimum: return m([](T x, T y) { return x < y ? x : y; });
-    case C::BitwiseAnd: return m([](T x, T y) { return T(x & y); });
-    case C::BitwiseOr: return m([](T x, T y) { return T(x | y); });
-    case C::BitwiseXor: return m([](T x, T y) { return T(x ^ y); });
-    case C::ShiftLeft: return m([](T x, T y) { return shift_left(x, y); });
-    case C::ShiftRight: return m([](T x, T y) { return shift_right(x, y); });
-    default: throw Error("[" + std::string(name(op.code)) + "] not an integer binary op");
+    case C::Pow:
+      return m([](T x, T y) { return int_pow(x, y); });
+    case C::Maximum:
+      return m([](T x, T y) { return x > y ? x : y; });
+    case C::Minimum:
+      return m([](T x, T y) { return x < y ? x : y; });
+    case C::BitwiseAnd:
+      return m([](T x, T y) { return T(x & y); });
+    case C::BitwiseOr:
+      return m([](T x, T y) { return T(x | y); });
+    case C::BitwiseXor:
+      return m([](T x, T y) { return T(x ^ y); });
+    case C::ShiftLeft:
+      return m([](T x, T y) { return shift_left(x, y); });
+    case C::ShiftRight:
+      return m([](T x, T y) { return shift_right(x, y); });
+    default:
+      throw Error("[" + std::string(name(op.code)) + "] not an integer binary op");
   }
 }
 
@@ -109,23 +132,34 @@ void compare(OpCode c, const CpuTensor& a, const CpuTensor& b, const CpuTensor& 
   using F = compute_t<T>;
   auto m = [&](auto f) { map2<T, bool>(a, b, o, f); };
   switch (c) {
-    case C::Equal: return m([](F x, F y) { return x == y; });
-    case C::NotEqual: return m([](F x, F y) { return x != y; });
-    case C::Less: return m([](F x, F y) { return x < y; });
-    case C::LessEqual: return m([](F x, F y) { return x <= y; });
-    case C::Greater: return m([](F x, F y) { return x > y; });
-    case C::GreaterEqual: return m([](F x, F y) { return x >= y; });
-    default: throw Error("[" + std::string(name(c)) + "] not a comparison");
+    case C::Equal:
+      return m([](F x, F y) { return x == y; });
+    case C::NotEqual:
+      return m([](F x, F y) { return x != y; });
+    case C::Less:
+      return m([](F x, F y) { return x < y; });
+    case C::LessEqual:
+      return m([](F x, F y) { return x <= y; });
+    case C::Greater:
+      return m([](F x, F y) { return x > y; });
+    case C::GreaterEqual:
+      return m([](F x, F y) { return x >= y; });
+    default:
+      throw Error("[" + std::string(name(c)) + "] not a comparison");
   }
 }
 
 void bool_binary(OpCode c, const CpuTensor& a, const CpuTensor& b, const CpuTensor& o) {
   auto m = [&](auto f) { map2<bool, bool>(a, b, o, f); };
   switch (c) {
-    case OpCode::LogicalAnd: return m([](bool x, bool y) { return x && y; });
-    case OpCode::LogicalOr: return m([](bool x, bool y) { return x || y; });
-    case OpCode::LogicalXor: return m([](bool x, bool y) { return x != y; });
-    default: throw Error("[" + std::string(name(c)) + "] not a logical op");
+    case OpCode::LogicalAnd:
+      return m([](bool x, bool y) { return x && y; });
+    case OpCode::LogicalOr:
+      return m([](bool x, bool y) { return x || y; });
+    case OpCode::LogicalXor:
+      return m([](bool x, bool y) { return x != y; });
+    default:
+      throw Error("[" + std::string(name(c)) + "] not a logical op");
   }
 }
 
@@ -140,8 +174,10 @@ CpuTensor binary(const Op& op, Inputs in, const TensorMeta& out) {
     bool_binary(op.code, in[0], in[1], o);
   } else {
     dispatch_dtype(t, [&]<class T>() {
-      if constexpr (is_half_v<T> || std::is_floating_point_v<T>) float_binary<T>(op.code, in[0], in[1], o);
-      else if constexpr (!std::is_same_v<T, bool>) int_binary<T>(op, in[0], in[1], o);
+      if constexpr (is_half_v<T> || std::is_floating_point_v<T>)
+        float_binary<T>(op.code, in[0], in[1], o);
+      else if constexpr (!std::is_same_v<T, bool>)
+        int_binary<T>(op, in[0], in[1], o);
     });
   }
   return o;

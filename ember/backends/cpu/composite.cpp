@@ -80,9 +80,12 @@ CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   int64_t outer = 1, n = 1, inner = 1, dim = op.attrs.dim;
   const Shape& s = out.shape;
   for (size_t d = 0; d < s.rank(); ++d) {
-    if (int64_t(d) < dim) outer *= s[d];
-    else if (int64_t(d) == dim) n = s[d];
-    else inner *= s[d];
+    if (int64_t(d) < dim)
+      outer *= s[d];
+    else if (int64_t(d) == dim)
+      n = s[d];
+    else
+      inner *= s[d];
   }
   if (s.numel() == 0) return y;
   if (out.dtype == DType::F32 && inner == 1) {

@@ -22,13 +22,15 @@ CpuTensor create(const Op& op, const TensorMeta& out) {
   dispatch_dtype(out.dtype, [&]<class T>() {
     switch (op.code) {
       case OpCode::Full: {
-        T v = is_float(out.dtype) ? cast_value<T>(a.scalar.f) : cast_value<T>(a.scalar.as<int64_t>());
+        T v =
+            is_float(out.dtype) ? cast_value<T>(a.scalar.f) : cast_value<T>(a.scalar.as<int64_t>());
         fill<T>(o, [v](int64_t) { return v; });
         break;
       }
       case OpCode::Arange:
         if (is_float(out.dtype)) {
-          fill<T>(o, [&](int64_t i) { return cast_value<T>(a.scalar.f + a.scalar2.f * double(i)); });
+          fill<T>(o,
+                  [&](int64_t i) { return cast_value<T>(a.scalar.f + a.scalar2.f * double(i)); });
         } else {
           int64_t s = a.scalar.as<int64_t>(), st = a.scalar2.as<int64_t>();
           fill<T>(o, [=](int64_t i) { return cast_value<T>(s + st * i); });
@@ -38,7 +40,9 @@ CpuTensor create(const Op& op, const TensorMeta& out) {
         double lo = a.scalar.f, hi = a.scalar2.f;
         uint64_t seed = a.seed;
         if (is_float(out.dtype)) {
-          fill<T>(o, [=](int64_t i) { return cast_value<T>(lo + (hi - lo) * rng::uniform01(seed, i)); });
+          fill<T>(o, [=](int64_t i) {
+            return cast_value<T>(lo + (hi - lo) * rng::uniform01(seed, i));
+          });
         } else {  // integers in [lo, hi)
           fill<T>(o, [=](int64_t i) {
             return cast_value<T>(std::floor(lo + (hi - lo) * rng::uniform01(seed, i)));
@@ -58,7 +62,8 @@ CpuTensor create(const Op& op, const TensorMeta& out) {
         fill<T>(o, [=](int64_t i) { return cast_value<T>(rng::uniform01(seed, i) < p ? 1 : 0); });
         break;
       }
-      default: throw Error("[" + std::string(name(op.code)) + "] not a creation op");
+      default:
+        throw Error("[" + std::string(name(op.code)) + "] not a creation op");
     }
   });
   return o;

@@ -16,19 +16,22 @@ template <class T>
 T wrap_add(T a, T b) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
     return static_cast<T>(static_cast<wide_t<T>>(a) + static_cast<wide_t<T>>(b));
-  else return a + b;
+  else
+    return a + b;
 }
 template <class T>
 T wrap_sub(T a, T b) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
     return static_cast<T>(static_cast<wide_t<T>>(a) - static_cast<wide_t<T>>(b));
-  else return a - b;
+  else
+    return a - b;
 }
 template <class T>
 T wrap_mul(T a, T b) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
     return static_cast<T>(static_cast<wide_t<T>>(a) * static_cast<wide_t<T>>(b));
-  else return a * b;
+  else
+    return a * b;
 }
 
 /// out[i] = f(x[i]) with x of type In, out of type Out; f works on compute_t<In>.
@@ -42,7 +45,8 @@ void map1(const CpuTensor& x, const CpuTensor& out, F f) {
     Out* dp = d + o[0];
     const In* sp = s + o[1];
     if (sd == 1 && ss == 1) {
-      for (int64_t i = 0; i < n; ++i) dp[i] = static_cast<Out>(f(static_cast<compute_t<In>>(sp[i])));
+      for (int64_t i = 0; i < n; ++i)
+        dp[i] = static_cast<Out>(f(static_cast<compute_t<In>>(sp[i])));
     } else {
       for (int64_t i = 0; i < n; ++i)
         dp[i * sd] = static_cast<Out>(f(static_cast<compute_t<In>>(sp[i * ss])));

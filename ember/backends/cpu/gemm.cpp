@@ -55,8 +55,10 @@ inline V load(const T* p) {
 template <class V, class T>
 inline V broadcast(const T* p) {
 #if defined(__AVX__)
-  if constexpr (std::is_same_v<T, float>) return (V)_mm256_broadcast_ss(p);
-  else return (V)_mm256_broadcast_sd(p);
+  if constexpr (std::is_same_v<T, float>)
+    return (V)_mm256_broadcast_ss(p);
+  else
+    return (V)_mm256_broadcast_sd(p);
 #else
   return V{} + *p;
 #endif
@@ -130,8 +132,8 @@ void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, 
 template <class T>
 struct Aligned {
   explicit Aligned(size_t n)
-      : p(static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64}))) {}
-  ~Aligned() { ::operator delete(p, std::align_val_t{64}); }
+      : p(static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}))) {}
+  ~Aligned() { ::operator delete (p, std::align_val_t{64}); }
   Aligned(const Aligned&) = delete;
   Aligned& operator=(const Aligned&) = delete;
   T* p;
@@ -163,7 +165,8 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64
       // Work items: (MC block of rows) x (group of B panels), so 2+ threads share even
       // a single row block.
       int64_t mblocks = (m + Bk::kMC - 1) / Bk::kMC;
-      int64_t pgroups = std::max<int64_t>(1, std::min<int64_t>(npanels, num_threads() * 2 / std::max<int64_t>(mblocks, 1)));
+      int64_t pgroups = std::max<int64_t>(
+          1, std::min<int64_t>(npanels, num_threads() * 2 / std::max<int64_t>(mblocks, 1)));
       int64_t per_group = (npanels + pgroups - 1) / pgroups;
       parallel_for(mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
         Aligned<T> apack(static_cast<size_t>(Bk::kMC * kc));

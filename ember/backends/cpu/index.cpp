@@ -37,23 +37,10 @@ std::vector<int64_t> read_indices(const CpuTensor& idx) {
   return v;
 }
 
-struct Split {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-Split split_at(const Shape& s, int64_t dim) {
-  Split p;
-  for (size_t d = 0; d < s.rank(); ++d) {
-    if (int64_t(d) < dim) p.outer *= s[d];
-    else if (int64_t(d) == dim) p.n = s[d];
-    else p.inner *= s[d];
-  }
-  return p;
-}
-
 // Walks the index tensor's positions; calls f(x_offset_without_dim, idx_value, pos_offsets).
 template <class F>
-void for_each_index(const Op& op, const CpuTensor& x, const CpuTensor& idx,
-                    const CpuTensor& third, F f, bool serial) {
+void for_each_index(const Op& op, const CpuTensor& x, const CpuTensor& idx, const CpuTensor& third,
+                    F f, bool serial) {
   int64_t dim = op.attrs.dim;
   Dims xs = x.strides;
   xs[dim] = 0;
@@ -109,8 +96,8 @@ CpuTensor index(const Op& op, Inputs in, const TensorMeta& out) {
       dispatch_dtype(out.dtype, [&]<class T>() {
         const T* xp = reinterpret_cast<const T*>(in[0].storage.get());
         T* op_ = reinterpret_cast<T*>(o.storage.get());
-        for_each_index(op, in[0], in[1], o, [&](int64_t xo, int64_t oo) { op_[oo] = xp[xo]; },
-                       false);
+        for_each_index(
+            op, in[0], in[1], o, [&](int64_t xo, int64_t oo) { op_[oo] = xp[xo]; }, false);
       });
       return o;
     }
@@ -121,15 +108,18 @@ CpuTensor index(const Op& op, Inputs in, const TensorMeta& out) {
         T* dp = reinterpret_cast<T*>(o.storage.get());
         const T* vp = reinterpret_cast<const T*>(in[2].storage.get());
         if (a.flag) {
-          for_each_index(op, ox, in[1], in[2],
-                         [&](int64_t xo, int64_t vo) {
-                           if constexpr (std::is_same_v<T, bool>) dp[xo] = dp[xo] || vp[vo];
-                           else dp[xo] = static_cast<T>(wrap_add(compute_t<T>(dp[xo]), compute_t<T>(vp[vo])));
-                         },
-                         true);
+          for_each_index(
+              op, ox, in[1], in[2],
+              [&](int64_t xo, int64_t vo) {
+                if constexpr (std::is_same_v<T, bool>)
+                  dp[xo] = dp[xo] || vp[vo];
+                else
+                  dp[xo] = static_cast<T>(wrap_add(compute_t<T>(dp[xo]), compute_t<T>(vp[vo])));
+              },
+              true);
         } else {
-          for_each_index(op, ox, in[1], in[2], [&](int64_t xo, int64_t vo) { dp[xo] = vp[vo]; },
-                         true);
+          for_each_index(
+              op, ox, in[1], in[2], [&](int64_t xo, int64_t vo) { dp[xo] = vp[vo]; }, true);
         }
       });
       return o;
@@ -165,14 +155,17 @@ CpuTensor index(const Op& op, Inputs in, const TensorMeta& out) {
             T* dst = xp + (o * p.n + idx[k]) * p.inner;
             const T* src = vp + (o * m + k) * p.inner;
             for (int64_t j = 0; j < p.inner; ++j) {
-              if constexpr (std::is_same_v<T, bool>) dst[j] = dst[j] || src[j];
-              else dst[j] = static_cast<T>(wrap_add(compute_t<T>(dst[j]), compute_t<T>(src[j])));
+              if constexpr (std::is_same_v<T, bool>)
+                dst[j] = dst[j] || src[j];
+              else
+                dst[j] = static_cast<T>(wrap_add(compute_t<T>(dst[j]), compute_t<T>(src[j])));
             }
           }
       });
       return x;
     }
-    default: throw Error("[" + std::string(name(op.code)) + "] not an index op");
+    default:
+      throw Error("[" + std::string(name(op.code)) + "] not an index op");
   }
 }
 

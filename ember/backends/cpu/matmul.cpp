@@ -17,8 +17,8 @@ namespace {
 
 // A matrix operand: base pointer offset and layout of its last two dims.
 struct MatView {
-  int64_t ld;      // leading dimension
-  bool trans;      // stored column-major
+  int64_t ld;  // leading dimension
+  bool trans;  // stored column-major
 };
 
 // Makes the last two dims of `t` usable by gemm (row- or column-major), copying if needed.
@@ -66,8 +66,7 @@ void gemm_portable(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t
 }
 
 template <class T>
-void gemm(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64_t n,
-          int64_t k) {
+void gemm(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64_t n, int64_t k) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     std::fill(C, C + m * n, T(0));

@@ -16,8 +16,14 @@ bool view_strides(const CpuTensor& t, const Shape& shape, Dims& out) {
   out = Dims(shape.rank());
   size_t od = 0, nd = 0;
   while (od < os.rank() || nd < shape.rank()) {
-    if (od < os.rank() && os[od] == 1) { ++od; continue; }
-    if (nd < shape.rank() && shape[nd] == 1) { out[nd++] = 1; continue; }
+    if (od < os.rank() && os[od] == 1) {
+      ++od;
+      continue;
+    }
+    if (nd < shape.rank() && shape[nd] == 1) {
+      out[nd++] = 1;
+      continue;
+    }
     if (od >= os.rank() || nd >= shape.rank()) return false;
     int64_t chunk = os[od];
     size_t last = od;
@@ -90,7 +96,8 @@ CpuTensor movement(const Op& op, Inputs in, const TensorMeta& out) {
         t.strides[d] = -t.strides[d];
       }
       break;
-    default: throw Error("[" + std::string(name(op.code)) + "] not a movement op");
+    default:
+      throw Error("[" + std::string(name(op.code)) + "] not a movement op");
   }
   t.meta = out;
   return t;

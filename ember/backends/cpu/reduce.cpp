@@ -27,8 +27,10 @@ struct SumR {
 };
 template <class R>
 constexpr bool wide_merge() {
-  if constexpr (requires { R::kWideMerge; }) return R::kWideMerge;
-  else return false;
+  if constexpr (requires { R::kWideMerge; })
+    return R::kWideMerge;
+  else
+    return false;
 }
 
 template <class T>
@@ -43,10 +45,12 @@ template <class T, bool kMax>
 struct ExtR {
   using A = acc_t<T>;
   static A init() {
-    if constexpr (std::is_same_v<A, bool>) return !kMax;
+    if constexpr (std::is_same_v<A, bool>)
+      return !kMax;
     else if constexpr (std::numeric_limits<A>::has_infinity)
       return kMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
-    else return kMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
+    else
+      return kMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
   }
   static A step(A a, A v, int64_t) { return merge(a, v); }
   static A merge(A a, A b) {
@@ -75,8 +79,10 @@ struct ArgR {
   }
   static int64_t final(A a) { return a.i; }
   static bool is_nan(C v) {
-    if constexpr (std::is_floating_point_v<C>) return std::isnan(v);
-    else return false;
+    if constexpr (std::is_floating_point_v<C>)
+      return std::isnan(v);
+    else
+      return false;
   }
 };
 
@@ -101,8 +107,10 @@ typename R::A reduce_run(const T* x, int64_t n, int64_t k0) {
     for (; i < e; ++i) lanes[0] = R::step(lanes[0], static_cast<C>(x[i]), k0 + i);
     A blk = lanes[0];
     for (int64_t j = 1; j < kLanes; ++j) blk = R::merge(blk, lanes[j]);
-    if constexpr (wide_merge<R>()) total += static_cast<double>(blk);
-    else total = R::merge(total, blk);
+    if constexpr (wide_merge<R>())
+      total += static_cast<double>(blk);
+    else
+      total = R::merge(total, blk);
   }
   return static_cast<A>(total);
 }
@@ -115,7 +123,8 @@ void reduce_kernel(const T* x, O* out, int64_t outer, int64_t r, int64_t inner) 
     if (outer >= num_threads() || outer * r < kGrain) {
       parallel_for(outer, std::max<int64_t>(1, kGrain / std::max<int64_t>(r, 1)),
                    [&](int64_t b, int64_t e) {
-                     for (int64_t o = b; o < e; ++o) out[o] = R::final(reduce_run<R>(x + o * r, r, 0));
+                     for (int64_t o = b; o < e; ++o)
+                       out[o] = R::final(reduce_run<R>(x + o * r, r, 0));
                    });
       return;
     }
@@ -131,8 +140,10 @@ void reduce_kernel(const T* x, O* out, int64_t outer, int64_t r, int64_t inner) 
       });
       A acc = part[0];
       for (int64_t c = 1; c < chunks; ++c) {
-        if constexpr (wide_merge<R>()) acc = static_cast<float>(double(acc) + double(part[c]));
-        else acc = R::merge(acc, part[c]);
+        if constexpr (wide_merge<R>())
+          acc = static_cast<float>(double(acc) + double(part[c]));
+        else
+          acc = R::merge(acc, part[c]);
       }
       out[o] = R::final(acc);
     }
@@ -176,20 +187,27 @@ CpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   if (block) {
     x = contiguous(x0);
     for (size_t d = 0; d < rank; ++d) {
-      if (first >= 0 && int64_t(d) >= first && int64_t(d) <= last) r *= s[d];
-      else if (first >= 0 && int64_t(d) > last) inner *= s[d];
-      else outer *= s[d];
+      if (first >= 0 && int64_t(d) >= first && int64_t(d) <= last)
+        r *= s[d];
+      else if (first >= 0 && int64_t(d) > last)
+        inner *= s[d];
+      else
+        outer *= s[d];
     }
   } else {
     Dims order, shp;
-    for (size_t d = 0; d < rank; ++d) if (!red[d]) order.push_back(d);
-    for (size_t d = 0; d < rank; ++d) if (red[d]) order.push_back(d);
+    for (size_t d = 0; d < rank; ++d)
+      if (!red[d]) order.push_back(d);
+    for (size_t d = 0; d < rank; ++d)
+      if (red[d]) order.push_back(d);
     CpuTensor p = x0;
     for (size_t i = 0; i < rank; ++i) {
       p.strides[i] = x0.strides[order[i]];
       p.meta.shape[i] = s[order[i]];
-      if (red[order[i]]) r *= s[order[i]];
-      else outer *= s[order[i]];
+      if (red[order[i]])
+        r *= s[order[i]];
+      else
+        outer *= s[order[i]];
     }
     x = contiguous(p);
   }
@@ -198,19 +216,25 @@ CpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   dispatch_dtype(x.meta.dtype, [&]<class T>() {
     const T* xp = x.data<T>();
     switch (op.code) {
-      case OpCode::Max: return reduce_kernel<ExtR<T, true>>(xp, o.data<T>(), outer, r, inner);
-      case OpCode::Min: return reduce_kernel<ExtR<T, false>>(xp, o.data<T>(), outer, r, inner);
-      default: break;
+      case OpCode::Max:
+        return reduce_kernel<ExtR<T, true>>(xp, o.data<T>(), outer, r, inner);
+      case OpCode::Min:
+        return reduce_kernel<ExtR<T, false>>(xp, o.data<T>(), outer, r, inner);
+      default:
+        break;
     }
     if constexpr (!std::is_same_v<T, bool>) {
       switch (op.code) {
-        case OpCode::Sum: return reduce_kernel<SumR<T>>(xp, o.data<T>(), outer, r, inner);
-        case OpCode::Prod: return reduce_kernel<ProdR<T>>(xp, o.data<T>(), outer, r, inner);
+        case OpCode::Sum:
+          return reduce_kernel<SumR<T>>(xp, o.data<T>(), outer, r, inner);
+        case OpCode::Prod:
+          return reduce_kernel<ProdR<T>>(xp, o.data<T>(), outer, r, inner);
         case OpCode::ArgMax:
           return reduce_kernel<ArgR<T, true>>(xp, o.data<int64_t>(), outer, r, inner);
         case OpCode::ArgMin:
           return reduce_kernel<ArgR<T, false>>(xp, o.data<int64_t>(), outer, r, inner);
-        default: break;
+        default:
+          break;
       }
     }
     throw Error("[" + std::string(name(op.code)) + "] not a reduction for " +

@@ -11,19 +11,6 @@ namespace ember::cpu {
 
 namespace {
 
-struct Split {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-Split split_at(const Shape& s, int64_t dim) {
-  Split p;
-  for (size_t d = 0; d < s.rank(); ++d) {
-    if (int64_t(d) < dim) p.outer *= s[d];
-    else if (int64_t(d) == dim) p.n = s[d];
-    else p.inner *= s[d];
-  }
-  return p;
-}
-
 template <class T, class F>
 void scan_kernel(const T* x, T* y, Split p, F f) {
   using C = compute_t<T>;
@@ -45,8 +32,10 @@ void scan_kernel(const T* x, T* y, Split p, F f) {
 
 template <class C>
 bool is_nan_v(C v) {
-  if constexpr (std::is_floating_point_v<C>) return std::isnan(v);
-  else return false;
+  if constexpr (std::is_floating_point_v<C>)
+    return std::isnan(v);
+  else
+    return false;
 }
 
 }  // namespace
@@ -62,13 +51,16 @@ CpuTensor scan(const Op& op, Inputs in, const TensorMeta& out) {
       const T* xp = x.data<T>();
       T* yp = o.data<T>();
       switch (op.code) {
-        case OpCode::CumSum: return scan_kernel(xp, yp, p, [](C a, C b) { return wrap_add(a, b); });
-        case OpCode::CumProd: return scan_kernel(xp, yp, p, [](C a, C b) { return wrap_mul(a, b); });
+        case OpCode::CumSum:
+          return scan_kernel(xp, yp, p, [](C a, C b) { return wrap_add(a, b); });
+        case OpCode::CumProd:
+          return scan_kernel(xp, yp, p, [](C a, C b) { return wrap_mul(a, b); });
         case OpCode::CumMax:
           return scan_kernel(xp, yp, p, [](C a, C b) { return is_nan_v(a) || b < a ? a : b; });
         case OpCode::CumMin:
           return scan_kernel(xp, yp, p, [](C a, C b) { return is_nan_v(a) || b > a ? a : b; });
-        default: break;
+        default:
+          break;
       }
     }
     throw Error("[" + std::string(name(op.code)) + "] not a scan");
@@ -101,8 +93,11 @@ CpuTensor argsort(const Op& op, Inputs in, const TensorMeta& out) {
           if (is_nan_v(vc)) return true;
           return va < vc;
         };
-        if (desc) std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t c) { return less(c, a); });
-        else std::stable_sort(idx.begin(), idx.end(), less);
+        if (desc)
+          std::stable_sort(idx.begin(), idx.end(),
+                           [&](int64_t a, int64_t c) { return less(c, a); });
+        else
+          std::stable_sort(idx.begin(), idx.end(), less);
         for (int64_t k = 0; k < p.n; ++k) ip[base + k * p.inner] = idx[k];
       }
     });

@@ -91,6 +91,20 @@ void run_loop(const Loop<N>& L, F&& body, int64_t grain = kGrain) {
   });
 }
 
+/// A shape seen as [outer, n, inner] around one dim, the view every per-dim kernel uses.
+struct Split {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+inline Split split_at(const Shape& s, int64_t dim) {
+  Split p;
+  for (size_t d = 0; d < s.rank(); ++d) {
+    if (static_cast<int64_t>(d) < dim) p.outer *= s[d];
+    else if (static_cast<int64_t>(d) == dim) p.n = s[d];
+    else p.inner *= s[d];
+  }
+  return p;
+}
+
 /// Strides of `t` seen as broadcast to `shape` (0 along broadcast dims).
 Dims broadcast_strides(const CpuTensor& t, const Shape& shape);
 /// A fresh contiguous tensor of this meta (uninitialized).

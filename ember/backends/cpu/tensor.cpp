@@ -92,10 +92,18 @@ void copy_elems(const CpuTensor& src, const CpuTensor& dst) {
 
 void copy_into(const CpuTensor& src, const CpuTensor& dst) {
   switch (size_of(src.meta.dtype)) {
-    case 8: copy_elems<uint64_t>(src, dst); break;
-    case 4: copy_elems<uint32_t>(src, dst); break;
-    case 2: copy_elems<uint16_t>(src, dst); break;
-    default: copy_elems<uint8_t>(src, dst); break;
+    case 8:
+      copy_elems<uint64_t>(src, dst);
+      break;
+    case 4:
+      copy_elems<uint32_t>(src, dst);
+      break;
+    case 2:
+      copy_elems<uint16_t>(src, dst);
+      break;
+    default:
+      copy_elems<uint8_t>(src, dst);
+      break;
   }
 }
 
@@ -130,19 +138,31 @@ bool Cpu::supports(OpCode c) { return cpu::has_composite_kernel(c); }
 CpuTensor Cpu::run(const Op& op, std::span<CpuTensor> in, const TensorMeta& out, Device) {
   using namespace cpu;
   switch (info(op.code).family) {
-    case OpFamily::Create: return create(op, out);
-    case OpFamily::Unary: return unary(op, in, out);
+    case OpFamily::Create:
+      return create(op, out);
+    case OpFamily::Unary:
+      return unary(op, in, out);
     case OpFamily::Binary:
-    case OpFamily::Compare: return binary(op, in, out);
-    case OpFamily::Where: return where(in, out);
-    case OpFamily::Cast: return cast(in, out);
-    case OpFamily::Reduce: return reduce(op, in, out);
-    case OpFamily::Scan: return scan(op, in, out);
-    case OpFamily::Sort: return argsort(op, in, out);
-    case OpFamily::Movement: return movement(op, in, out);
-    case OpFamily::Index: return index(op, in, out);
-    case OpFamily::Matmul: return matmul(in, out);
-    case OpFamily::Composite: return composite(op, in, out);
+    case OpFamily::Compare:
+      return binary(op, in, out);
+    case OpFamily::Where:
+      return where(in, out);
+    case OpFamily::Cast:
+      return cast(in, out);
+    case OpFamily::Reduce:
+      return reduce(op, in, out);
+    case OpFamily::Scan:
+      return scan(op, in, out);
+    case OpFamily::Sort:
+      return argsort(op, in, out);
+    case OpFamily::Movement:
+      return movement(op, in, out);
+    case OpFamily::Index:
+      return index(op, in, out);
+    case OpFamily::Matmul:
+      return matmul(in, out);
+    case OpFamily::Composite:
+      return composite(op, in, out);
   }
   throw Error("[" + std::string(ember::name(op.code)) + "] not supported by the cpu backend");
 }

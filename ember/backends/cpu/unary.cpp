@@ -15,38 +15,70 @@ void float_unary(OpCode c, const CpuTensor& x, const CpuTensor& o) {
   using F = compute_t<T>;
   auto m = [&](auto f) { map1<T, T>(x, o, f); };
   switch (c) {
-    case C::Neg: return m([](F v) { return -v; });
-    case C::Abs: return m([](F v) { return std::abs(v); });
-    case C::Sign: return m([](F v) { return std::isnan(v) ? v : F((v > 0) - (v < 0)); });
-    case C::Exp: return m([](F v) { return std::exp(v); });
-    case C::Expm1: return m([](F v) { return std::expm1(v); });
-    case C::Log: return m([](F v) { return std::log(v); });
-    case C::Log1p: return m([](F v) { return std::log1p(v); });
-    case C::Log2: return m([](F v) { return std::log2(v); });
-    case C::Sqrt: return m([](F v) { return std::sqrt(v); });
-    case C::Rsqrt: return m([](F v) { return F(1) / std::sqrt(v); });
-    case C::Recip: return m([](F v) { return F(1) / v; });
-    case C::Sin: return m([](F v) { return std::sin(v); });
-    case C::Cos: return m([](F v) { return std::cos(v); });
-    case C::Tan: return m([](F v) { return std::tan(v); });
-    case C::Asin: return m([](F v) { return std::asin(v); });
-    case C::Acos: return m([](F v) { return std::acos(v); });
-    case C::Atan: return m([](F v) { return std::atan(v); });
-    case C::Sinh: return m([](F v) { return std::sinh(v); });
-    case C::Cosh: return m([](F v) { return std::cosh(v); });
-    case C::Tanh: return m([](F v) { return std::tanh(v); });
-    case C::Asinh: return m([](F v) { return std::asinh(v); });
-    case C::Acosh: return m([](F v) { return std::acosh(v); });
-    case C::Atanh: return m([](F v) { return std::atanh(v); });
-    case C::Erf: return m([](F v) { return std::erf(v); });
-    case C::Sigmoid: return m([](F v) { return F(1) / (F(1) + std::exp(-v)); });
-    case C::Floor: return m([](F v) { return std::floor(v); });
-    case C::Ceil: return m([](F v) { return std::ceil(v); });
-    case C::Round: return m([](F v) { return std::nearbyint(v); });
-    case C::Trunc: return m([](F v) { return std::trunc(v); });
-    case C::IsNan: return map1<T, bool>(x, o, [](F v) { return std::isnan(v); });
-    case C::IsInf: return map1<T, bool>(x, o, [](F v) { return std::isinf(v); });
-    default: throw Error("[" + std::string(name(c)) + "] not a float unary op");
+    case C::Neg:
+      return m([](F v) { return -v; });
+    case C::Abs:
+      return m([](F v) { return std::abs(v); });
+    case C::Sign:
+      return m([](F v) { return std::isnan(v) ? v : F((v > 0) - (v < 0)); });
+    case C::Exp:
+      return m([](F v) { return std::exp(v); });
+    case C::Expm1:
+      return m([](F v) { return std::expm1(v); });
+    case C::Log:
+      return m([](F v) { return std::log(v); });
+    case C::Log1p:
+      return m([](F v) { return std::log1p(v); });
+    case C::Log2:
+      return m([](F v) { return std::log2(v); });
+    case C::Sqrt:
+      return m([](F v) { return std::sqrt(v); });
+    case C::Rsqrt:
+      return m([](F v) { return F(1) / std::sqrt(v); });
+    case C::Recip:
+      return m([](F v) { return F(1) / v; });
+    case C::Sin:
+      return m([](F v) { return std::sin(v); });
+    case C::Cos:
+      return m([](F v) { return std::cos(v); });
+    case C::Tan:
+      return m([](F v) { return std::tan(v); });
+    case C::Asin:
+      return m([](F v) { return std::asin(v); });
+    case C::Acos:
+      return m([](F v) { return std::acos(v); });
+    case C::Atan:
+      return m([](F v) { return std::atan(v); });
+    case C::Sinh:
+      return m([](F v) { return std::sinh(v); });
+    case C::Cosh:
+      return m([](F v) { return std::cosh(v); });
+    case C::Tanh:
+      return m([](F v) { return std::tanh(v); });
+    case C::Asinh:
+      return m([](F v) { return std::asinh(v); });
+    case C::Acosh:
+      return m([](F v) { return std::acosh(v); });
+    case C::Atanh:
+      return m([](F v) { return std::atanh(v); });
+    case C::Erf:
+      return m([](F v) { return std::erf(v); });
+    case C::Sigmoid:
+      return m([](F v) { return F(1) / (F(1) + std::exp(-v)); });
+    case C::Floor:
+      return m([](F v) { return std::floor(v); });
+    case C::Ceil:
+      return m([](F v) { return std::ceil(v); });
+    case C::Round:
+      return m([](F v) { return std::nearbyint(v); });
+    case C::Trunc:
+      return m([](F v) { return std::trunc(v); });
+    case C::IsNan:
+      return map1<T, bool>(x, o, [](F v) { return std::isnan(v); });
+    case C::IsInf:
+      return map1<T, bool>(x, o, [](F v) { return std::isinf(v); });
+    default:
+      throw Error("[" + std::string(name(c)) + "] not a float unary op");
   }
 }
 
@@ -54,11 +86,16 @@ template <class T>
 void int_unary(OpCode c, const CpuTensor& x, const CpuTensor& o) {
   auto m = [&](auto f) { map1<T, T>(x, o, f); };
   switch (c) {
-    case OpCode::Neg: return m([](T v) { return wrap_sub(T(0), v); });
-    case OpCode::Abs: return m([](T v) { return v < T(0) ? wrap_sub(T(0), v) : v; });
-    case OpCode::Sign: return m([](T v) { return T((v > T(0)) - (v < T(0))); });
-    case OpCode::BitwiseNot: return m([](T v) { return T(~v); });
-    default: throw Error("[" + std::string(name(c)) + "] not an integer unary op");
+    case OpCode::Neg:
+      return m([](T v) { return wrap_sub(T(0), v); });
+    case OpCode::Abs:
+      return m([](T v) { return v < T(0) ? wrap_sub(T(0), v) : v; });
+    case OpCode::Sign:
+      return m([](T v) { return T((v > T(0)) - (v < T(0))); });
+    case OpCode::BitwiseNot:
+      return m([](T v) { return T(~v); });
+    default:
+      throw Error("[" + std::string(name(c)) + "] not an integer unary op");
   }
 }
 
@@ -67,14 +104,22 @@ bool unary_f32_fast(OpCode c, const CpuTensor& x, const CpuTensor& o) {
   if (x.meta.dtype != DType::F32 || !x.is_contiguous() || !o.is_contiguous()) return false;
   void (*f)(const float*, float*, int64_t) = nullptr;
   switch (c) {
-    case OpCode::Exp: f = vmath::exp_f32; break;
-    case OpCode::Sigmoid: f = vmath::sigmoid_f32; break;
-    case OpCode::Tanh: f = vmath::tanh_f32; break;
-    default: return false;
+    case OpCode::Exp:
+      f = vmath::exp_f32;
+      break;
+    case OpCode::Sigmoid:
+      f = vmath::sigmoid_f32;
+      break;
+    case OpCode::Tanh:
+      f = vmath::tanh_f32;
+      break;
+    default:
+      return false;
   }
   const float* xp = x.data<float>();
   float* yp = o.data<float>();
-  parallel_for(x.meta.shape.numel(), kGrain, [&](int64_t b, int64_t e) { f(xp + b, yp + b, e - b); });
+  parallel_for(x.meta.shape.numel(), kGrain,
+               [&](int64_t b, int64_t e) { f(xp + b, yp + b, e - b); });
   return true;
 }
 
@@ -88,8 +133,10 @@ CpuTensor unary(const Op& op, Inputs in, const TensorMeta& out) {
     map1<bool, bool>(in[0], o, [](bool v) { return !v; });
   } else {
     dispatch_dtype(t, [&]<class T>() {
-      if constexpr (is_half_v<T> || std::is_floating_point_v<T>) float_unary<T>(op.code, in[0], o);
-      else if constexpr (!std::is_same_v<T, bool>) int_unary<T>(op.code, in[0], o);
+      if constexpr (is_half_v<T> || std::is_floating_point_v<T>)
+        float_unary<T>(op.code, in[0], o);
+      else if constexpr (!std::is_same_v<T, bool>)
+        int_unary<T>(op.code, in[0], o);
     });
   }
   return o;
