@@ -6,14 +6,12 @@ way bench/peer_torch_cpu.py times ops, written as JSON for bench/merge_bench.py.
     /usr/bin/python3 bench/peer_torch_autodiff.py --threads 2 [--reps 7] [--min-time 0.2] [--out F]
 """
 import argparse
-import json
-import platform
 import sys
 
 import torch
 import torch.nn.functional as F
 
-from peer_torch_cpu import time_op
+from peer_torch_cpu import time_op, write_report
 
 BATCH, IN, HIDDEN, OUT = 64, 784, 256, 10
 
@@ -55,15 +53,7 @@ def main():
         results.append({"name": name, "ms": median * 1e3,
                         "samples_ms": [s * 1e3 for s in samples], "batch": batch})
         print(f"peer_torch_autodiff: {name}: {median * 1e3:.4g} ms", file=sys.stderr)
-    report = {"peer": "torch", "version": torch.__version__, "threads": torch.get_num_threads(),
-              "python": platform.python_version(), "results": results}
-    text = json.dumps(report, indent=1)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
-
+    write_report(results, args.out)
 
 if __name__ == "__main__":
     main()

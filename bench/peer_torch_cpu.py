@@ -94,6 +94,18 @@ def time_op(fn, reps, min_time):
     return statistics.median(samples), samples, batch
 
 
+def write_report(results, out):
+    """Writes the peer report merge_bench.py reads (to `out`, or stdout when None)."""
+    report = {"peer": "torch", "version": torch.__version__, "threads": torch.get_num_threads(),
+              "python": platform.python_version(), "results": results}
+    text = json.dumps(report, indent=1)
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, required=True)
@@ -116,15 +128,7 @@ def main():
             results.append({"name": name, "ms": median * 1e3,
                             "samples_ms": [s * 1e3 for s in samples], "batch": batch})
             print(f"peer_torch_cpu: {name}: {median * 1e3:.4g} ms", file=sys.stderr)
-    report = {"peer": "torch", "version": torch.__version__, "threads": torch.get_num_threads(),
-              "python": platform.python_version(), "results": results}
-    text = json.dumps(report, indent=1)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
-
+    write_report(results, args.out)
 
 if __name__ == "__main__":
     main()

@@ -159,12 +159,6 @@ class Autodiff {
     return is_elementwise(c) || info(c).family == OpFamily::Movement;
   }
   static InnerHandle value_of(Node& n, std::unordered_map<Node*, InnerHandle>& cache);
-  static InnerHandle run_inner(const Op& op, std::span<InnerHandle> in, const TensorMeta& out,
-                               Device dev) {
-    if (info(op.code).family == OpFamily::Composite && !B::supports(op.code))
-      return decompose<B>(op, in, out);
-    return B::run(op, in, out, dev);
-  }
 };
 
 template <Backend B>
@@ -183,7 +177,7 @@ typename Autodiff<B>::Handle Autodiff<B>::run(const Op& op, std::span<Handle> in
   }
   // untracked: hand the values over, so a temporary's buffer can be reused in place
   for (size_t i = 0; i < in.size(); ++i) vals[i] = tracked ? in[i].value : std::move(in[i].value);
-  InnerHandle result = run_inner(op, std::span<InnerHandle>(vals, in.size()), out, dev);
+  InnerHandle result = run_validated<B>(op, std::span<InnerHandle>(vals, in.size()), out, dev);
   if (!tracked) return {std::move(result), {}};
 
   auto n = std::make_shared<Node>();
@@ -228,7 +222,7 @@ typename B::Handle Autodiff<B>::value_of(Node& n, std::unordered_map<Node*, Inne
   SmallVec<const TensorMeta*, 4> metas;
   for (auto& h : ins) metas.push_back(&B::meta(h));
   TensorMeta out = infer(op, std::span<const TensorMeta* const>(metas.data(), metas.size()));
-  InnerHandle v = run_inner(op, std::span<InnerHandle>(ins), out, B::device(ins[0]));
+  InnerHandle v = run_validated<B>(op, std::span<InnerHandle>(ins), out, B::device(ins[0]));
   cache.emplace(&n, v);
   return v;
 }

@@ -12,6 +12,16 @@ namespace ember {
 template <Backend B>
 typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in, const TensorMeta& out);
 
+/// Runs a validated op on B: B's kernel, or the decomposition of a composite B has none for.
+/// Decorators call this for the backend they wrap.
+template <Backend B>
+typename B::Handle run_validated(const Op& op, std::span<typename B::Handle> in,
+                                 const TensorMeta& out, Device dev) {
+  if (info(op.code).family == OpFamily::Composite && !B::supports(op.code))
+    return decompose<B>(op, in, out);
+  return B::run(op, in, out, dev);
+}
+
 template <Backend B>
 typename B::Handle apply(Op op, std::span<typename B::Handle> in, Device dev) {
   SmallVec<const TensorMeta*, 4> metas;
@@ -22,9 +32,7 @@ typename B::Handle apply(Op op, std::span<typename B::Handle> in, Device dev) {
                         " and " + B::device(h).to_string());
   }
   TensorMeta out = infer(op, std::span<const TensorMeta* const>(metas.data(), metas.size()));
-  if (info(op.code).family == OpFamily::Composite && !B::supports(op.code))
-    return decompose<B>(op, in, out);
-  return B::run(op, in, out, dev);
+  return run_validated<B>(op, in, out, dev);
 }
 
 /// apply for ops with inputs: the device is the first input's.

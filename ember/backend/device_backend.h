@@ -56,9 +56,7 @@ class DeviceBackendFor final : public DeviceBackend {
     }
     for (size_t i = 0; i < in.size(); ++i) p[i] = unwrap(in[i]);
     std::span<H> s(p, in.size());
-    if (info(op.code).family == OpFamily::Composite && !B::supports(op.code))
-      return wrap(decompose<B>(op, s, out), dev);
-    return wrap(B::run(op, s, out, dev), dev);
+    return wrap(run_validated<B>(op, s, out, dev), dev);
   }
 
  private:
