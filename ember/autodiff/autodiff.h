@@ -168,16 +168,10 @@ typename Autodiff<B>::Handle Autodiff<B>::run(const Op& op, std::span<Handle> in
   for (const Handle& h : in) tracked = tracked || h.node != nullptr;
   tracked =
       tracked && autodiff::grad_enabled() && info(op.code).differentiable && is_float(out.dtype);
-  std::array<InnerHandle, 4> few;
-  std::vector<InnerHandle> many;
-  InnerHandle* vals = few.data();
-  if (in.size() > few.size()) {
-    many.resize(in.size());
-    vals = many.data();
-  }
+  detail::HandleBuffer<InnerHandle> vals(in.size());
   // untracked: hand the values over, so a temporary's buffer can be reused in place
   for (size_t i = 0; i < in.size(); ++i) vals[i] = tracked ? in[i].value : std::move(in[i].value);
-  InnerHandle result = run_validated<B>(op, std::span<InnerHandle>(vals, in.size()), out, dev);
+  InnerHandle result = run_validated<B>(op, vals.span(), out, dev);
   if (!tracked) return {std::move(result), {}};
 
   auto n = std::make_shared<Node>();

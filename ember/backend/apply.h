@@ -2,7 +2,9 @@
 // a device, validates and normalizes the op (`infer`), and runs it on the backend, or runs its
 // decomposition when the op is a composite the backend has no kernel for.
 #pragma once
+#include <array>
 #include <string>
+#include <vector>
 
 #include "ember/backend/backend.h"
 #include "ember/core/error.h"
@@ -11,6 +13,25 @@ namespace ember {
 
 template <Backend B>
 typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in, const TensorMeta& out);
+
+namespace detail {
+/// Handles of an op's inputs: inline up to 4 (every op but cat), on the heap beyond.
+template <class H>
+class HandleBuffer {
+ public:
+  explicit HandleBuffer(size_t n) : n_(n) {
+    if (n > few_.size()) many_.resize(n);
+  }
+  H& operator[](size_t i) { return data()[i]; }
+  std::span<H> span() { return {data(), n_}; }
+
+ private:
+  H* data() { return many_.empty() ? few_.data() : many_.data(); }
+  std::array<H, 4> few_{};
+  std::vector<H> many_;
+  size_t n_;
+};
+}  // namespace detail
 
 /// Runs a validated op on B: B's kernel, or the decomposition of a composite B has none for.
 /// Decorators call this for the backend they wrap.

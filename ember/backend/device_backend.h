@@ -46,17 +46,9 @@ class DeviceBackendFor final : public DeviceBackend {
   }
   DispatchHandle run(const Op& op, std::span<DispatchHandle> in, const TensorMeta& out,
                      Device dev) override {
-    using H = typename B::Handle;
-    std::array<H, 4> few;
-    std::vector<H> many;
-    H* p = few.data();
-    if (in.size() > few.size()) {
-      many.resize(in.size());
-      p = many.data();
-    }
-    for (size_t i = 0; i < in.size(); ++i) p[i] = unwrap(in[i]);
-    std::span<H> s(p, in.size());
-    return wrap(run_validated<B>(op, s, out, dev), dev);
+    detail::HandleBuffer<typename B::Handle> inner(in.size());
+    for (size_t i = 0; i < in.size(); ++i) inner[i] = unwrap(in[i]);
+    return wrap(run_validated<B>(op, inner.span(), out, dev), dev);
   }
 
  private:
