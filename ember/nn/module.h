@@ -157,15 +157,19 @@ M unfreeze(M m, std::string_view prefix = {}) {
 /// M<B, ...> rebound to backend B2: rebind_t<Linear<Autodiff<Cpu>>, Cpu> is Linear<Cpu>.
 /// A module whose template parameters are not (backend, values...) declares
 /// `template <class B2> using rebind = ...;`.
+/// A module that is not a template over the backend (Dropout, Relu) stays as it is.
 template <class M, class B2>
-struct rebind;
+struct rebind {
+  using type = M;
+};
 template <class M, class B2>
 requires requires { typename M::template rebind<B2>; }
 struct rebind<M, B2> {
   using type = typename M::template rebind<B2>;
 };
 template <template <class, auto...> class M, class B, auto... Vs, class B2>
-struct rebind<M<B, Vs...>, B2> {
+requires(Backend<B> &&
+         !requires { typename M<B, Vs...>::template rebind<B2>; }) struct rebind<M<B, Vs...>, B2> {
   using type = M<B2, Vs...>;
 };
 template <class M, class B2>

@@ -1,0 +1,232 @@
+// Normalization layers: LayerNorm, RmsNorm, GroupNorm, InstanceNorm and BatchNorm.
+//
+//   auto ln = nn::LayerNormConfig{512}.init<B>(dev);          // over the last dim
+//   auto bn = nn::BatchNormConfig{64}.init<B>(dev);           // [N, C, ...] per channel
+//   auto y = bn.forward(x);   // training (Autodiff backend): batch statistics, and the running
+//                             // statistics move; on the inner backend: running statistics
+//
+// All match PyTorch: biased variance for normalizing, unbiased for BatchNorm's running
+// variance, eps inside the square root.
+#pragma once
+#include "ember/nn/config.h"
+#include "ember/nn/init.h"
+#include "ember/nn/module.h"
+
+namespace ember::nn {
+
+namespace detail {
+template <Backend B>
+Param<Tensor<B, 1>> affine(int64_t n, double v, Device dev) {
+  return Param<Tensor<B, 1>>::lazy(
+      {n}, dev, [v](const Shape& s, Device d) { return Tensor<B, 1>::full(s, v, d); });
+}
+/// A [C] vector shaped to broadcast against [N, C, ...] of rank D.
+template <int D, Backend B>
+Tensor<B, D> per_channel(const Tensor<B, 1>& v) {
+  std::array<int64_t, D> s;
+  s.fill(1);
+  s[1] = v.dim(0);
+  return v.template reshape<D>(s);
+}
+/// A [C] vector shaped to broadcast against [..., C] of rank D.
+template <int D, Backend B>
+Tensor<B, D> last_dim(const Tensor<B, 1>& v) {
+  return v.template unsqueeze<D>();
+}
+template <Backend B, int D>
+void check_channels(const char* op, const Tensor<B, D>& x, int64_t c, int dim) {
+  if (x.dim(dim) != c)
+    throw ShapeError(std::string("[") + op + "] input " + x.shape().to_string() + " has " +
+                     std::to_string(x.dim(dim)) + " channels at dim " + std::to_string(dim) +
+                     ", the layer " + std::to_string(c));
+}
+}  // namespace detail
+
+// ---- LayerNorm ---------------------------------------------------------------------------
+
+template <Backend B>
+struct LayerNorm {
+  Param<Tensor<B, 1>> gamma, beta;
+  double epsilon = 1e-5;
+  EMBER_MODULE(LayerNorm, gamma, beta, epsilon)
+
+  template <int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    detail::check_channels("layer_norm", x, gamma.shape()[0], D - 1);
+    auto mean = x.mean_dim(D - 1);
+    auto c = x - mean;
+    auto var = c.square().mean_dim(D - 1);
+    auto y = c * (var + epsilon).rsqrt();
+    return y * detail::last_dim<D>(gamma.val()) + detail::last_dim<D>(beta.val());
+  }
+};
+
+struct LayerNormConfig {
+  int64_t d_model = 0;
+  double epsilon = 1e-5;
+  EMBER_CONFIG(LayerNormConfig, d_model, epsilon)
+  template <Backend B>
+  LayerNorm<B> init(Device dev = B::default_device()) const {
+    if (d_model <= 0) throw ValueError("[layer_norm] d_model must be positive");
+    return {detail::affine<B>(d_model, 1, dev), detail::affine<B>(d_model, 0, dev), epsilon};
+  }
+};
+
+// ---- RmsNorm -----------------------------------------------------------------------------
+
+template <Backend B>
+struct RmsNorm {
+  Param<Tensor<B, 1>> gamma;
+  double epsilon = 1e-5;
+  EMBER_MODULE(RmsNorm, gamma, epsilon)
+
+  /// x / sqrt(mean(x², last dim) + eps) · gamma, like torch.nn.RMSNorm.
+  template <int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    detail::check_channels("rms_norm", x, gamma.shape()[0], D - 1);
+    auto y = x * (x.square().mean_dim(D - 1) + epsilon).rsqrt();
+    return y * detail::last_dim<D>(gamma.val());
+  }
+};
+
+struct RmsNormConfig {
+  int64_t d_model = 0;
+  double epsilon = 1e-5;
+  EMBER_CONFIG(RmsNormConfig, d_model, epsilon)
+  template <Backend B>
+  RmsNorm<B> init(Device dev = B::default_device()) const {
+    if (d_model <= 0) throw ValueError("[rms_norm] d_model must be positive");
+    return {detail::affine<B>(d_model, 1, dev), epsilon};
+  }
+};
+
+// ---- GroupNorm and InstanceNorm ----------------------------------------------------------
+
+template <Backend B>
+struct GroupNorm {
+  std::optional<Param<Tensor<B, 1>>> gamma, beta;
+  int64_t num_groups = 1;
+  int64_t num_channels = 0;
+  double epsilon = 1e-5;
+  EMBER_MODULE(GroupNorm, gamma, beta, num_groups, num_channels, epsilon)
+
+  /// [N, C, ...] normalized over each group of C / num_groups channels and all positions.
+  template <int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    static_assert(D >= 2, "group norm needs [N, C, ...]");
+    detail::check_channels("group_norm", x, num_channels, 1);
+    const int64_t n = x.dim(0);
+    auto g = x.template reshape<3>({n, num_groups, -1});
+    auto mean = g.mean_dim(2);
+    auto c = g - mean;
+    auto var = c.square().mean_dim(2);
+    auto y = (c * (var + epsilon).rsqrt()).template reshape<D>(x.shape());
+    if (gamma) y = y * detail::per_channel<D>(gamma->val()) + detail::per_channel<D>(beta->val());
+    return y;
+  }
+};
+
+struct GroupNormConfig {
+  int64_t num_groups = 1;
+  int64_t num_channels = 0;
+  double epsilon = 1e-5;
+  bool affine = true;
+  EMBER_CONFIG(GroupNormConfig, num_groups, num_channels, epsilon, affine)
+  template <Backend B>
+  GroupNorm<B> init(Device dev = B::default_device()) const {
+    if (num_groups <= 0 || num_channels <= 0 || num_channels % num_groups != 0)
+      throw ValueError("[group_norm] " + std::to_string(num_groups) + " groups must divide " +
+                       std::to_string(num_channels) + " channels");
+    GroupNorm<B> m;
+    m.num_groups = num_groups;
+    m.num_channels = num_channels;
+    m.epsilon = epsilon;
+    if (affine) {
+      m.gamma = detail::affine<B>(num_channels, 1, dev);
+      m.beta = detail::affine<B>(num_channels, 0, dev);
+    }
+    return m;
+  }
+};
+
+/// InstanceNorm: GroupNorm with one group per channel (PyTorch's affine=True variant).
+struct InstanceNormConfig {
+  int64_t num_channels = 0;
+  double epsilon = 1e-5;
+  bool affine = true;
+  EMBER_CONFIG(InstanceNormConfig, num_channels, epsilon, affine)
+  template <Backend B>
+  GroupNorm<B> init(Device dev = B::default_device()) const {
+    return GroupNormConfig{num_channels, num_channels, epsilon, affine}.init<B>(dev);
+  }
+};
+template <Backend B>
+using InstanceNorm = GroupNorm<B>;
+
+// ---- BatchNorm ---------------------------------------------------------------------------
+
+template <Backend B>
+struct BatchNorm {
+  Param<Tensor<B, 1>> gamma, beta;
+  mutable Buffer<Tensor<B, 1>> running_mean, running_var;  // updated by training forwards
+  double momentum = 0.1;
+  double epsilon = 1e-5;
+  EMBER_MODULE(BatchNorm, gamma, beta, running_mean, running_var, momentum, epsilon)
+
+  /// [N, C, ...]. Training (an Autodiff backend with gradients on) normalizes with the batch
+  /// statistics and moves the running ones; otherwise it uses the running statistics.
+  template <int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    static_assert(D >= 2, "batch norm needs [N, C, ...]");
+    const int64_t c = gamma.shape()[0];
+    detail::check_channels("batch_norm", x, c, 1);
+    bool training = false;
+    if constexpr (AutodiffBackend<B>) training = autodiff::grad_enabled();
+    Tensor<B, D> y = [&] {
+      if (!training) {
+        auto mean = detail::per_channel<D>(running_mean.val());
+        auto var = detail::per_channel<D>(running_var.val());
+        return (x - mean) * (var + epsilon).rsqrt();
+      }
+      // Channels first, everything else flattened: [C, N * ...].
+      auto flat = x.swap_dims(0, 1).template reshape<2>({c, -1});
+      const int64_t count = flat.dim(1);
+      auto mean = flat.mean_dim(1);  // [C, 1]
+      auto centered = flat - mean;
+      auto var = centered.square().mean_dim(1);  // biased
+      if constexpr (AutodiffBackend<B>) {
+        autodiff::NoGradGuard ng;
+        double unbias = count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1) : 1;
+        auto m1 = mean.template reshape<1>({c}).detach();
+        auto v1 = var.template reshape<1>({c}).detach().mul_scalar(unbias);
+        running_mean.set(running_mean.val().mul_scalar(1 - momentum) + m1.mul_scalar(momentum));
+        running_var.set(running_var.val().mul_scalar(1 - momentum) + v1.mul_scalar(momentum));
+      }
+      auto m = detail::per_channel<D>(mean.template reshape<1>({c}));
+      auto v = detail::per_channel<D>(var.template reshape<1>({c}));
+      return (x - m) * (v + epsilon).rsqrt();
+    }();
+    return y * detail::per_channel<D>(gamma.val()) + detail::per_channel<D>(beta.val());
+  }
+};
+
+struct BatchNormConfig {
+  int64_t num_features = 0;
+  double epsilon = 1e-5;
+  double momentum = 0.1;
+  EMBER_CONFIG(BatchNormConfig, num_features, epsilon, momentum)
+  template <Backend B>
+  BatchNorm<B> init(Device dev = B::default_device()) const {
+    if (num_features <= 0) throw ValueError("[batch_norm] num_features must be positive");
+    BatchNorm<B> m;
+    m.gamma = detail::affine<B>(num_features, 1, dev);
+    m.beta = detail::affine<B>(num_features, 0, dev);
+    m.running_mean = Buffer<Tensor<B, 1>>(Tensor<B, 1>::zeros({num_features}, dev));
+    m.running_var = Buffer<Tensor<B, 1>>(Tensor<B, 1>::ones({num_features}, dev));
+    m.momentum = momentum;
+    m.epsilon = epsilon;
+    return m;
+  }
+};
+
+}  // namespace ember::nn

@@ -1,0 +1,148 @@
+// Layers against PyTorch: outputs, input and parameter gradients, and running statistics
+// (tests/nn/layer_goldens.json, from tools/gen_nn_goldens.py).
+#include "layer_golden.h"
+
+#include "ember/nn/layers/activation.h"
+#include "ember/nn/layers/dropout.h"
+#include "ember/nn/layers/embedding.h"
+#include "ember/nn/layers/linear.h"
+#include "ember/nn/layers/norm.h"
+#include "ember/nn/layers/pixel_shuffle.h"
+
+namespace ember::test {
+namespace {
+
+using nlohmann::json;
+
+template <int D, class Config>
+LayerFn unary_layer() {
+  return [](const json& c) {
+    auto m = build<Config>(c);
+    auto x = case_input<D>(c, 0);
+    check_case(c, m, m.forward(x), std::tuple(x));
+  };
+}
+
+const std::map<std::string, LayerFn>& layers() {
+  static const std::map<std::string, LayerFn> map = {
+      {"linear",
+       [](const json& c) {
+         auto m = build<nn::LinearConfig>(c);
+         if (c.at("inputs").at(0).at("shape").size() == 3) {
+           auto x = case_input<3>(c, 0);
+           check_case(c, m, m.forward(x), std::tuple(x));
+         } else {
+           auto x = case_input<2>(c, 0);
+           check_case(c, m, m.forward(x), std::tuple(x));
+         }
+       }},
+      {"embedding",
+       [](const json& c) {
+         auto m = build<nn::EmbeddingConfig>(c);
+         auto i = case_input<2, Int>(c, 0);
+         check_case(c, m, m.forward(i), std::tuple(i));
+       }},
+      {"layer_norm", unary_layer<3, nn::LayerNormConfig>()},
+      {"rms_norm", unary_layer<3, nn::RmsNormConfig>()},
+      {"group_norm",
+       [](const json& c) {
+         auto m = build<nn::GroupNormConfig>(c);
+         if (c.at("inputs").at(0).at("shape").size() == 4) {
+           auto x = case_input<4>(c, 0);
+           check_case(c, m, m.forward(x), std::tuple(x));
+         } else {
+           auto x = case_input<3>(c, 0);
+           check_case(c, m, m.forward(x), std::tuple(x));
+         }
+       }},
+      {"instance_norm", unary_layer<4, nn::InstanceNormConfig>()},
+      {"batch_norm_train",
+       [](const json& c) {
+         auto m = build<nn::BatchNormConfig>(c);
+         if (c.at("inputs").at(0).at("shape").size() == 4) {
+           auto x = case_input<4>(c, 0);
+           check_case(c, m, m.forward(x), std::tuple(x));
+         } else {
+           auto x = case_input<2>(c, 0);
+           check_case(c, m, m.forward(x), std::tuple(x));
+         }
+       }},
+      {"batch_norm_eval",
+       [](const json& c) {
+         auto m = nn::valid(build<nn::BatchNormConfig>(c));  // inference: running statistics
+         auto run = [&](auto x) {
+           auto y = m.forward(x);
+           expect_close(y.to_data(), c.at("output"), "output", 1e-4, 1e-5);
+         };
+         if (c.at("inputs").at(0).at("shape").size() == 4)
+           run(case_input<4, Float, Cpu>(c, 0));
+         else
+           run(case_input<2, Float, Cpu>(c, 0));
+       }},
+      {"prelu", unary_layer<3, nn::PReluConfig>()},
+      {"pixel_shuffle",
+       [](const json& c) {
+         nn::PixelShuffle m{c.at("config").at("factor").get<int64_t>()};
+         auto x = case_input<4>(c, 0);
+         check_case(c, m, m.forward(x), std::tuple(x));
+       }},
+      {"pixel_unshuffle",
+       [](const json& c) {
+         nn::PixelUnshuffle m{c.at("config").at("factor").get<int64_t>()};
+         auto x = case_input<4>(c, 0);
+         check_case(c, m, m.forward(x), std::tuple(x));
+       }},
+  };
+  return map;
+}
+
+TEST(LayerGoldens, MatchPyTorch) {
+  const json file = read_json(EMBER_LAYER_GOLDENS);
+  int n = 0;
+  for (const auto& c : file.at("cases")) {
+    SCOPED_TRACE(c.at("id").get<std::string>());
+    auto it = layers().find(c.at("key").get<std::string>());
+    ASSERT_NE(it, layers().end()) << "no layer for key " << c.at("key");
+    it->second(c);
+    ++n;
+  }
+  EXPECT_GE(n, 16);
+}
+
+TEST(Dropout, DropsAtRateAndScalesOnlyWhileTraining) {
+  auto x = Tensor<AD, 2>::ones({200, 200}).require_grad();
+  auto y = nn::DropoutConfig{0.3}.init().forward(x);
+  auto v = y.inner().to_vec<float>();
+  int64_t zeros = 0;
+  for (float e : v) {
+    if (e == 0)
+      ++zeros;
+    else
+      EXPECT_NEAR(e, 1 / 0.7, 1e-5);
+  }
+  EXPECT_NEAR(static_cast<double>(zeros) / static_cast<double>(v.size()), 0.3, 0.01);
+  {
+    autodiff::NoGradGuard ng;
+    EXPECT_EQ(nn::Dropout{0.3}.forward(x).inner().to_vec<float>(), x.inner().to_vec<float>());
+  }
+  auto xc = Tensor<Cpu, 2>::ones({3, 3});
+  EXPECT_EQ(nn::Dropout{0.3}.forward(xc).to_vec<float>(), xc.to_vec<float>());
+  EXPECT_THROW((nn::DropoutConfig{1.5}.init()), ValueError);
+}
+
+TEST(Layers, ShapeErrorsNameTheLayer) {
+  auto fc = nn::LinearConfig{4, 3}.init<Cpu>();
+  try {
+    fc.forward(Tensor<Cpu, 2>::zeros({2, 5}));
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[linear]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((nn::GroupNormConfig{4, 6}.init<Cpu>()), ValueError);
+  EXPECT_THROW((nn::LayerNormConfig{4}.init<Cpu>().forward(Tensor<Cpu, 2>::zeros({2, 5}))),
+               ShapeError);
+  EXPECT_THROW((nn::PixelShuffle{2}.forward(Tensor<Cpu, 4>::zeros({1, 3, 2, 2}))), ShapeError);
+}
+
+}  // namespace
+}  // namespace ember::test
