@@ -17,6 +17,10 @@ using nlohmann::json;
 
 // The header may not exceed this (the format's own readers use the same bound).
 constexpr uint64_t kMaxHeader = uint64_t{100} << 20;
+// Shapes may not describe more elements than this, even empty ones ([0, huge, ...]).
+constexpr uint64_t kMaxElements = uint64_t{1} << 60;
+// ...nor more dims than this (the op IR's bound).
+constexpr size_t kMaxRank = 64;
 
 constexpr std::pair<DType, const char*> kNames[] = {
     {DType::F64, "F64"}, {DType::F32, "F32"},  {DType::F16, "F16"}, {DType::BF16, "BF16"},
@@ -161,15 +165,28 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::s
         !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
       bad(where, "needs dtype, shape and data_offsets [begin, end]");
     Entry e{0, 0, name, st_dtype(v["dtype"].get<std::string>(), where), Shape{}};
-    uint64_t count = 1;
+    if (v["shape"].size() > kMaxRank)
+      bad(where, "shape has " + std::to_string(v["shape"].size()) + " dims, more than " +
+                     std::to_string(kMaxRank));
+    bool empty = false;  // a zero dim: no data, so the other dims are not bounded by the file
     for (const auto& d : v["shape"]) {
       if (!d.is_number_unsigned()) bad(where, "shape entries must be non-negative integers");
+      empty = empty || d.get<uint64_t>() == 0;
+    }
+    uint64_t count = 1;  // the product of the non-zero dims, kept small enough that no product
+                         // of dims (element counts, strides, byte sizes) overflows an int64
+    for (const auto& d : v["shape"]) {
       uint64_t x = d.get<uint64_t>();
-      if (x > data.size() && x != 0)
+      if (!empty && x > data.size())
         bad(where, "dim " + std::to_string(x) + " is larger than the file");
-      count = x == 0 ? 0 : (count > data.size() / x ? data.size() + 1 : count * x);
+      if (x != 0) {
+        if (count > kMaxElements / x)
+          bad(where, "shape " + v["shape"].dump() + " has more than 2^60 elements");
+        count *= x;
+      }
       e.shape.dims().push_back(static_cast<int64_t>(x));
     }
+    if (empty) count = 0;
     for (int i = 0; i < 2; ++i)
       if (!v["data_offsets"][i].is_number_unsigned()) bad(where, "data_offsets must be integers");
     e.begin = v["data_offsets"][0].get<uint64_t>();
@@ -192,6 +209,12 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::s
   if (expect != data.size())
     bad(what, "data section has " + std::to_string(data.size() - expect) + " stray bytes");
   for (const Entry& e : entries) {
+    if (e.dtype == DType::Bool)  // any other byte is not a bool: reading it would be undefined
+      for (uint64_t i = e.begin; i < e.end; ++i)
+        if (static_cast<uint8_t>(data[i]) > 1)
+          bad(what + " tensor '" + e.name + "'",
+              "BOOL byte " + std::to_string(i - e.begin) + " is " +
+                  std::to_string(static_cast<uint8_t>(data[i])) + ", not 0 or 1");
     std::vector<std::byte> b(data.begin() + static_cast<ptrdiff_t>(e.begin),
                              data.begin() + static_cast<ptrdiff_t>(e.end));
     file.tensors.emplace_back(e.name, TensorData(std::move(b), e.shape, e.dtype));
