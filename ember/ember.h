@@ -1,4 +1,4 @@
-// The umbrella header: tensors, the CPU backend, Dispatch and activations.
+// The umbrella header: tensors, the CPU backend, Dispatch, activations and nn ops.
 //
 //   #include "ember/ember.h"
 //   using B = ember::Dispatch;
@@ -9,5 +9,6 @@
 #include "ember/backends/cpu/cpu.h"
 #include "ember/core/thread_pool.h"
 #include "ember/tensor/activation.h"
+#include "ember/tensor/nn_ops.h"
 #include "ember/tensor/ops.h"
 #include "ember/tensor/tensor.h"

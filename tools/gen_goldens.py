@@ -331,6 +331,172 @@ case("softmin", lambda x, dim: F.softmin(x, dim), [A()], {"dim": 1})
 case("softplus_beta", lambda x: F.softplus(x, 2.0, 3.0), [A()])
 case("prelu", lambda x, w: F.prelu(x, w), [In(2, 3, 4), In(3)])
 
+# ---- nn ops: conv, pooling, interpolation, unfold/fold (ember/tensor/nn_ops.h) ----------
+# One key per op family; the input's rank picks 1-d, 2-d or 3-d on both sides.
+def conv_nd(x, w, stride, padding, dilation, groups):
+    f = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[x.dim()]
+    return f(x, w, None, stride, padding, dilation, groups)
+
+
+def conv_transpose_nd(x, w, stride, padding, output_padding, dilation, groups):
+    f = {3: F.conv_transpose1d, 4: F.conv_transpose2d, 5: F.conv_transpose3d}[x.dim()]
+    return f(x, w, None, stride, padding, output_padding, groups, dilation)
+
+
+def max_pool_nd(x, kernel, stride, padding, dilation, ceil_mode):
+    f = {3: F.max_pool1d, 4: F.max_pool2d, 5: F.max_pool3d}[x.dim()]
+    return f(x, kernel, stride, padding, dilation, ceil_mode)
+
+
+def avg_pool_nd(x, kernel, stride, padding, ceil_mode, count_include_pad):
+    f = {3: F.avg_pool1d, 4: F.avg_pool2d, 5: F.avg_pool3d}[x.dim()]
+    return f(x, kernel, stride, padding, ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool_nd(x, size):
+    f = {3: F.adaptive_avg_pool1d, 4: F.adaptive_avg_pool2d, 5: F.adaptive_avg_pool3d}[x.dim()]
+    return f(x, size)
+
+
+def conv_case(x, w, tag, stride=None, padding=None, dilation=None, groups=1, **kw):
+    r = len(x.shape) - 2
+    a = {"stride": stride or [1] * r, "padding": padding or [0] * r,
+         "dilation": dilation or [1] * r, "groups": groups}
+    kw.setdefault("atol", 1e-5)  # f32 sums over C_in * prod(kernel) terms, in another order
+    case("conv", conv_nd, [x, w], a, tag=tag, **kw)
+
+
+conv_case(In(2, 4, 9), In(6, 4, 3), "1d")
+conv_case(In(2, 4, 11), In(6, 2, 3), "1d_stride_pad_dilation_groups", [2], [2], [2], 2)
+conv_case(In(2, 3, 6, 6), In(4, 3, 3, 3), "2d_pad", padding=[1, 1])
+conv_case(In(4, 3, 7, 8), In(4, 3, 2, 3), "2d_stride_nonsquare_dilation", [2, 2], [1, 0], [1, 2])
+conv_case(In(4, 4, 5, 5), In(6, 2, 3, 3), "2d_groups", padding=[1, 1], groups=2)
+conv_case(In(2, 4, 6, 6), In(4, 1, 3, 3), "2d_depthwise", [2, 2], [1, 1], groups=4)
+conv_case(In(2, 4, 5, 5), In(8, 1, 3, 3), "2d_depthwise_multiplier", padding=[1, 1], groups=4)
+conv_case(In(2, 5, 4, 4), In(3, 5, 1, 1), "2d_1x1")
+conv_case(In(2, 5, 5, 5), In(3, 5, 1, 1), "2d_1x1_stride", [2, 2])
+conv_case(In(2, 3, 5, 6, layout="transposed"), In(4, 3, 3, 3), "2d_noncontig", padding=[1, 1])
+conv_case(In(2, 2, 4, 5, 5), In(3, 2, 2, 3, 3), "3d", [1, 2, 1], [1, 1, 0])
+conv_case(In(3, 2, 4, 4, 4), In(4, 1, 3, 3, 3), "3d_groups_dilation", [2, 1, 1], [1, 2, 2], [1, 2, 2], 2)
+conv_case(In(2, 3, 6, 6, dtype="f64"), In(4, 3, 3, 3, dtype="f64"), "2d_f64", padding=[1, 1], rtol=1e-12, atol=1e-12)
+conv_case(In(2, 3, 6, 6, dtype="f16"), In(4, 3, 3, 3, dtype="f16"), "2d_f16", padding=[1, 1], rtol=1e-2, atol=1e-2)
+conv_case(In(2, 3, 6, 6, dtype="bf16"), In(4, 3, 3, 3, dtype="bf16"), "2d_bf16", padding=[1, 1], rtol=2e-2, atol=2e-2)
+conv_case(In(0, 3, 6, 6), In(4, 3, 3, 3), "2d_empty_batch", padding=[1, 1])
+conv_case(In(8, 8, 12, 12), In(8, 8, 3, 3), "2d_batch8", padding=[1, 1], rtol=1e-4, atol=1e-4, fd=False)
+
+
+def conv_transpose_case(x, w, tag, stride=None, padding=None, output_padding=None, dilation=None,
+                        groups=1, **kw):
+    r = len(x.shape) - 2
+    a = {"stride": stride or [1] * r, "padding": padding or [0] * r,
+         "output_padding": output_padding or [0] * r, "dilation": dilation or [1] * r,
+         "groups": groups}
+    kw.setdefault("atol", 1e-5)
+    case("conv_transpose", conv_transpose_nd, [x, w], a, tag=tag, **kw)
+
+
+conv_transpose_case(In(2, 4, 5), In(4, 3, 3), "1d_stride_pad_outpad", [2], [1], [1])
+conv_transpose_case(In(2, 4, 4, 5), In(4, 3, 3, 2), "2d_nonsquare", [2, 1], [1, 0], [1, 0], [1, 2])
+conv_transpose_case(In(2, 4, 3, 3), In(4, 2, 3, 3), "2d_groups", [2, 2], groups=2)
+conv_transpose_case(In(4, 4, 3, 4), In(4, 1, 3, 3), "2d_depthwise", [2, 2], [1, 1], [1, 1], groups=4)
+conv_transpose_case(In(1, 2, 4, 4), In(2, 3, 3, 3), "2d_outpad_below_dilation", [1, 1], [1, 1], [1, 1], [2, 2])
+conv_transpose_case(In(2, 3, 4, 4), In(3, 2, 1, 1), "2d_1x1")
+conv_transpose_case(In(1, 2, 3, 3, 3), In(2, 2, 2, 2, 2), "3d", [2, 2, 2])
+conv_transpose_case(In(2, 3, 4, 4, dtype="f64"), In(3, 2, 3, 3, dtype="f64"), "2d_f64", [2, 2], [1, 1], rtol=1e-12, atol=1e-12)
+
+
+def max_pool_case(x, kernel, tag, stride=None, padding=None, dilation=None, ceil_mode=False, **kw):
+    r = len(x.shape) - 2
+    a = {"kernel": kernel, "stride": stride or kernel, "padding": padding or [0] * r,
+         "dilation": dilation or [1] * r, "ceil_mode": ceil_mode}
+    case("max_pool", max_pool_nd, [x], a, tag=tag, **kw)
+
+
+max_pool_case(In(2, 3, 10), [3], "1d_stride_pad", [2], [1])
+max_pool_case(In(2, 3, 10), [3], "1d_ceil", [2], ceil_mode=True)
+max_pool_case(In(2, 3, 8, 8), [2, 2], "2d")
+max_pool_case(In(2, 3, 9, 9), [3, 2], "2d_nonsquare_dilation", [2, 1], [1, 1], [1, 2])
+max_pool_case(In(2, 2, 7, 7), [3, 3], "2d_ceil_pad", [2, 2], [1, 1], ceil_mode=True)
+max_pool_case(In(2, 2, 6, 6, lo=0, hi=2, values=[float(v % 3) for v in range(144)]), [2, 2], "2d_ties", [1, 1], fd=False)
+max_pool_case(In(1, 2, 4, 5, 4), [2, 2, 2], "3d", [2, 2, 1])
+max_pool_case(In(2, 3, 8, 8, dtype="f64"), [3, 3], "2d_f64", [2, 2], [1, 1], rtol=1e-12, atol=1e-12)
+
+
+def avg_pool_case(x, kernel, tag, stride=None, padding=None, ceil_mode=False, count_include_pad=True, **kw):
+    r = len(x.shape) - 2
+    a = {"kernel": kernel, "stride": stride or kernel, "padding": padding or [0] * r,
+         "ceil_mode": ceil_mode, "count_include_pad": count_include_pad}
+    case("avg_pool", avg_pool_nd, [x], a, tag=tag, **kw)
+
+
+avg_pool_case(In(2, 3, 10), [3], "1d_stride_pad", [2], [1])
+avg_pool_case(In(2, 3, 10), [3], "1d_exclude_pad", [2], [1], count_include_pad=False)
+avg_pool_case(In(2, 3, 8, 8), [2, 2], "2d")
+avg_pool_case(In(2, 2, 8, 8), [3, 3], "2d_ceil_exclude_pad", [2, 2], [1, 1], True, False)
+avg_pool_case(In(2, 2, 7, 7), [3, 2], "2d_nonsquare_ceil", [1, 2], [1, 0], True, True)
+avg_pool_case(In(1, 2, 5, 4, 6), [2, 2, 3], "3d_pad", [2, 1, 2], [1, 0, 1], count_include_pad=False)
+
+case("adaptive_avg_pool", adaptive_avg_pool_nd, [In(2, 3, 10)], {"size": [4]}, tag="1d")
+case("adaptive_avg_pool", adaptive_avg_pool_nd, [In(2, 3, 7, 9)], {"size": [3, 4]}, tag="2d")
+case("adaptive_avg_pool", adaptive_avg_pool_nd, [In(2, 2, 3, 3)], {"size": [5, 4]}, tag="2d_up")
+case("adaptive_avg_pool", adaptive_avg_pool_nd, [In(2, 4, 6, 6)], {"size": [1, 1]}, tag="2d_global")
+case("adaptive_avg_pool", adaptive_avg_pool_nd, [In(1, 2, 5, 6, 4)], {"size": [2, 3, 2]}, tag="3d")
+
+
+def interp_case(x, size, mode, tag, align_corners=None, **kw):
+    a = {"size": size, "mode": mode}
+    if align_corners is not None:
+        a["align_corners"] = align_corners
+    kw.setdefault("atol", 1e-5)  # cubic weights summed in another order than PyTorch's
+    case("interpolate", lambda x, size, mode, align_corners=None: F.interpolate(x, size=size, mode=mode, align_corners=align_corners),
+         [x], a, tag=tag, **kw)
+
+
+interp_case(In(2, 3, 4, 5), [7, 9], "nearest", "nearest_up")
+interp_case(In(2, 3, 8, 7), [3, 5], "nearest", "nearest_down")
+interp_case(In(2, 3, 4, 5), [8, 10], "nearest", "nearest_double")
+interp_case(In(2, 3, 7), [12], "nearest", "nearest_1d")
+interp_case(In(1, 2, 3, 4, 5), [5, 3, 7], "nearest", "nearest_3d")
+for ac in (False, True):
+    t = "_align" if ac else ""
+    interp_case(In(2, 3, 4, 5), [7, 9], "bilinear", "bilinear_up" + t, ac)
+    interp_case(In(2, 3, 8, 7), [3, 5], "bilinear", "bilinear_down" + t, ac)
+    interp_case(In(2, 3, 7), [12], "linear", "linear_1d_up" + t, ac)
+    interp_case(In(2, 3, 9), [4], "linear", "linear_1d_down" + t, ac)
+    interp_case(In(2, 3, 4, 5), [7, 9], "bicubic", "bicubic_up" + t, ac)
+    interp_case(In(2, 3, 8, 7), [3, 5], "bicubic", "bicubic_down" + t, ac)
+    interp_case(In(1, 2, 3, 4, 3), [5, 3, 6], "trilinear", "trilinear" + t, ac)
+interp_case(In(2, 3, 4, 5), [1, 1], "bilinear", "bilinear_to_1x1_align", True)
+interp_case(In(2, 3, 5, 5), [5, 5], "bicubic", "bicubic_same")
+interp_case(In(2, 3, 6, 6, dtype="f64"), [9, 4], "bicubic", "bicubic_f64", rtol=1e-12, atol=1e-12)
+
+
+def unfold_case(x, kernel, tag, dilation=None, padding=None, stride=None, **kw):
+    r = len(x.shape) - 2
+    a = {"kernel": kernel, "dilation": dilation or [1] * r, "padding": padding or [0] * r,
+         "stride": stride or [1] * r}
+    case("nn_unfold", lambda x, kernel, dilation, padding, stride: F.unfold(x, kernel, dilation, padding, stride),
+         [x], a, tag=tag, **kw)
+
+
+def fold_case(c, size, kernel, tag, dilation=None, padding=None, stride=None, n=2, **kw):
+    r = len(size)
+    a = {"size": size, "kernel": kernel, "dilation": dilation or [1] * r, "padding": padding or [0] * r,
+         "stride": stride or [1] * r}
+    blocks = 1
+    for i in range(r):
+        blocks *= (size[i] + 2 * a["padding"][i] - a["dilation"][i] * (kernel[i] - 1) - 1) // a["stride"][i] + 1
+    k = math.prod(kernel)
+    case("nn_fold", lambda x, size, kernel, dilation, padding, stride: F.fold(x, size, kernel, dilation, padding, stride),
+         [In(n, c * k, blocks)], a, tag=tag, **kw)
+
+
+unfold_case(In(2, 3, 5, 6), [2, 3], "basic")
+unfold_case(In(2, 3, 6, 7), [2, 3], "stride_pad", padding=[1, 0], stride=[2, 1])
+unfold_case(In(2, 2, 7, 7), [3, 2], "dilation", dilation=[2, 1], padding=[1, 1], stride=[1, 2])
+fold_case(3, [5, 6], [2, 2], "basic")
+fold_case(2, [6, 7], [3, 2], "stride_pad_dilation", dilation=[1, 2], padding=[1, 1], stride=[2, 1])
+
 out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")
 with open(path, "w") as f:

@@ -193,6 +193,134 @@ Grads<I> grad_silu(const Ctx<I>& c) {
   return {c.g * s * (x * (1.0 - s) + 1.0)};
 }
 
+// ---- spatial ops (conv, pooling, interpolation, unfold/fold) ---------------------------
+
+/// The spatial dims of an [N, C, *spatial] shape.
+inline Dims spatial_dims(const Shape& s) {
+  return Dims(std::span<const int64_t>(s.dims().data() + 2, s.rank() - 2));
+}
+
+/// Attributes of a spatial op with window `w` (without output_padding) and target `shape`.
+inline OpAttrs window_attrs(const Window& w, Dims shape = {}) {
+  OpAttrs a;
+  a.window = w;
+  a.window.output_padding.clear();
+  a.shape = std::move(shape);
+  return a;
+}
+
+/// `t` cut, or zero-extended, at the end of each dim to the shape `want`.
+template <Backend I>
+T<I> fit_to(const T<I>& t, const Shape& want) {
+  if (t.shape() == want) return t;
+  OpAttrs a;
+  a.dims = Dims(want.rank(), 0);
+  for (size_t d = 0; d < want.rank(); ++d) a.ends.push_back(std::min(t.shape()[d], want[d]));
+  T<I> part = a.ends == t.shape().dims() ? t : T<I>::run(OpCode::Slice, a, {t});
+  if (a.ends == want.dims()) return part;
+  return T<I>::run(OpCode::SliceAssign, a, {zeros(TensorMeta{want, t.dtype()}, t), part});
+}
+
+/// conv's input gradient: conv_transpose of `g` with `w`, sized back to the input shape `x`
+/// (output_padding restores what the floor division of a stride dropped).
+template <Backend I>
+T<I> conv_input_grad(const T<I>& g, const T<I>& w, const Window& win, const Shape& x) {
+  OpAttrs a = window_attrs(win);
+  for (size_t i = 0; i < win.kernel.size(); ++i)
+    a.window.output_padding.push_back(x[i + 2] -
+                                      ((g.shape()[i + 2] - 1) * win.stride[i] - 2 * win.padding[i] +
+                                       win.dilation[i] * (win.kernel[i] - 1) + 1));
+  return T<I>::run(OpCode::ConvTranspose, a, {g, w});
+}
+
+template <Backend I>
+Grads<I> grad_conv(const Ctx<I>& c) {
+  const Window& win = c.op.attrs.window;
+  return {conv_input_grad(c.g, c.xs[1], win, c.in[0].shape),
+          T<I>::run(OpCode::ConvWeightGrad, window_attrs(win), {c.xs[0], c.g})};
+}
+
+// conv_transpose(., w) is the adjoint of conv(., w): the input gradient is conv(g, w), the
+// weight gradient is conv's weight gradient with the input and the output's gradient
+// swapped. An output_padding of a stride or more (allowed below the dilation) makes conv(g)
+// longer than x: its extra positions are cut, and x is zero-extended to match.
+template <Backend I>
+Grads<I> grad_conv_transpose(const Ctx<I>& c) {
+  const Window& win = c.op.attrs.window;
+  OpAttrs a = window_attrs(win);
+  const Shape& xs = c.in[0].shape;
+  Dims reach = xs.dims();
+  for (size_t i = 0; i < win.kernel.size(); ++i)
+    reach[i + 2] += win.output_padding[i] / win.stride[i];
+  T<I> gx = fit_to(T<I>::run(OpCode::Conv, a, {c.g, c.xs[1]}), xs);
+  T<I> gw = T<I>::run(OpCode::ConvWeightGrad, a, {c.g, fit_to(c.xs[0], Shape(reach))});
+  return {gx, gw};
+}
+
+// conv_weight_grad(x, g) is bilinear: with gw the gradient of its output (weight-shaped),
+// x gets conv_transpose(g, gw) and g gets conv(x, gw).
+template <Backend I>
+Grads<I> grad_conv_weight_grad(const Ctx<I>& c) {
+  const Window& win = c.op.attrs.window;
+  return {conv_input_grad(c.xs[1], c.g, win, c.in[0].shape),
+          T<I>::run(OpCode::Conv, window_attrs(win), {c.xs[0], c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_max_pool(const Ctx<I>& c) {
+  return {T<I>::run(OpCode::MaxPoolBackward, window_attrs(c.op.attrs.window), {c.xs[0], c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_avg_pool(const Ctx<I>& c) {
+  OpAttrs a = window_attrs(c.op.attrs.window, spatial_dims(c.in[0].shape));
+  return {T<I>::run(OpCode::AvgPoolBackward, a, {c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_avg_pool_backward(const Ctx<I>& c) {  // linear: the forward op is its adjoint
+  return {T<I>::run(OpCode::AvgPool, window_attrs(c.op.attrs.window), {c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_adaptive_avg_pool(const Ctx<I>& c) {
+  OpAttrs a = window_attrs({}, spatial_dims(c.in[0].shape));
+  return {T<I>::run(OpCode::AdaptiveAvgPoolBackward, a, {c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_adaptive_avg_pool_backward(const Ctx<I>& c) {
+  OpAttrs a = window_attrs({}, spatial_dims(c.in[0].shape));
+  return {T<I>::run(OpCode::AdaptiveAvgPool, a, {c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_interpolate(const Ctx<I>& c) {
+  OpAttrs a = window_attrs({}, spatial_dims(c.in[0].shape));
+  a.interp = c.op.attrs.interp;
+  a.flag = c.op.attrs.flag;
+  return {T<I>::run(OpCode::InterpolateBackward, a, {c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_interpolate_backward(const Ctx<I>& c) {
+  OpAttrs a = window_attrs({}, spatial_dims(c.in[0].shape));
+  a.interp = c.op.attrs.interp;
+  a.flag = c.op.attrs.flag;
+  return {T<I>::run(OpCode::Interpolate, a, {c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_unfold(const Ctx<I>& c) {
+  return {
+      T<I>::run(OpCode::Fold, window_attrs(c.op.attrs.window, spatial_dims(c.in[0].shape)), {c.g})};
+}
+
+template <Backend I>
+Grads<I> grad_fold(const Ctx<I>& c) {
+  return {T<I>::run(OpCode::Unfold, window_attrs(c.op.attrs.window), {c.g})};
+}
+
 /// The gradients of op's inputs, from the op table's grad column. An undefined entry means
 /// no gradient flows to that input.
 template <Backend I>

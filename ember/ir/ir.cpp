@@ -79,6 +79,36 @@ Scalar read_scalar(Reader& r) {
   s.is_int = r.u8() != 0;
   return s;
 }
+// The window of spatial ops, behind one byte that says whether it differs from the default,
+// so every other op pays one byte for it.
+void write_window(Writer& w, const Window& win) {
+  bool set = !(win == Window{});
+  w.u8(set);
+  if (!set) return;
+  w.dims(win.kernel);
+  w.dims(win.stride);
+  w.dims(win.padding);
+  w.dims(win.dilation);
+  w.dims(win.output_padding);
+  w.i64(win.groups);
+  w.u8(win.ceil_mode);
+  w.u8(win.count_include_pad);
+}
+Window read_window(Reader& r) {
+  Window win;
+  uint8_t set = r.u8();
+  if (set > 1) throw ValueError("[ir] bad window tag " + std::to_string(set));
+  if (!set) return win;
+  win.kernel = r.dims();
+  win.stride = r.dims();
+  win.padding = r.dims();
+  win.dilation = r.dims();
+  win.output_padding = r.dims();
+  win.groups = r.i64();
+  win.ceil_mode = r.u8() != 0;
+  win.count_include_pad = r.u8() != 0;
+  return win;
+}
 DType read_dtype(Reader& r) {
   uint8_t t = r.u8();
   if (t >= kNumDTypes) throw ValueError("[ir] bad dtype tag " + std::to_string(t));
@@ -99,6 +129,8 @@ void write(Writer& w, const Op& op) {
   w.u8(static_cast<uint8_t>(a.dtype));
   w.u8(a.flag);
   w.u64(a.seed);
+  write_window(w, a.window);
+  w.u8(static_cast<uint8_t>(a.interp));
 }
 
 Op read_op(Reader& r) {
@@ -116,6 +148,11 @@ Op read_op(Reader& r) {
   a.dtype = read_dtype(r);
   a.flag = r.u8() != 0;
   a.seed = r.u64();
+  a.window = read_window(r);
+  uint8_t mode = r.u8();
+  if (mode >= kNumInterpModes)
+    throw ValueError("[ir] bad interpolation mode " + std::to_string(mode));
+  a.interp = static_cast<InterpMode>(mode);
   return op;
 }
 

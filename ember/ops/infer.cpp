@@ -289,6 +289,239 @@ TensorMeta matmul_rule(const Op& op, Metas in) {
   return {out, in[0]->dtype};
 }
 
+// ---- spatial ops: [N, C, *spatial] with 1 to 3 spatial dims ----------------------------
+
+std::string list_str(const Dims& d) { return Shape(d).to_string(); }
+
+// A per-dim list: empty takes `def` in every dim, one entry is repeated; otherwise r entries.
+void fill_list(const Op& op, Dims& v, size_t r, const Dims& def, const char* what, int64_t min) {
+  if (v.empty())
+    v = def;
+  else if (v.size() == 1 && r > 1)
+    v = Dims(r, v[0]);
+  if (v.size() != r)
+    throw ValueError(tag(op) + what + " " + list_str(v) + " has " + std::to_string(v.size()) +
+                     " entries for " + std::to_string(r) + " spatial dims");
+  for (int64_t d : v)
+    if (d < min)
+      throw ValueError(tag(op) + what + " must be " + (min > 0 ? "positive" : "non-negative") +
+                       ", got " + list_str(v));
+}
+
+size_t spatial_rank(const Op& op, const Shape& s, const char* what = "input") {
+  if (s.rank() < 3 || s.rank() > 5)
+    throw ShapeError(tag(op) + "needs " + what +
+                     " [N, C, *spatial] with 1 to 3 spatial dims, got " + s.to_string());
+  return s.rank() - 2;
+}
+
+// Normalizes the window for r spatial dims; `pool`: the stride defaults to the kernel.
+void normalize_window(Op& op, size_t r, bool pool) {
+  Window& w = op.attrs.window;
+  if (w.kernel.empty()) throw ValueError(tag(op) + "needs a kernel size");
+  fill_list(op, w.kernel, r, {}, "kernel", 1);
+  fill_list(op, w.stride, r, pool ? w.kernel : Dims(r, 1), "stride", 1);
+  fill_list(op, w.padding, r, Dims(r, 0), "padding", 0);
+  fill_list(op, w.dilation, r, Dims(r, 1), "dilation", 1);
+  if (op.code == OpCode::ConvTranspose)
+    fill_list(op, w.output_padding, r, Dims(r, 0), "output_padding", 0);
+  else
+    w.output_padding.clear();
+  bool conv = op.code == OpCode::Conv || op.code == OpCode::ConvTranspose ||
+              op.code == OpCode::ConvWeightGrad;
+  if (!conv && w.groups != 1)
+    throw ValueError(tag(op) + "takes no groups, got " + std::to_string(w.groups));
+  if (w.groups < 1)
+    throw ValueError(tag(op) + "groups must be positive, got " + std::to_string(w.groups));
+  bool pooling = op.code == OpCode::MaxPool || op.code == OpCode::MaxPoolBackward ||
+                 op.code == OpCode::AvgPool || op.code == OpCode::AvgPoolBackward;
+  if (!pooling) w.ceil_mode = false;
+  if (op.code != OpCode::AvgPool && op.code != OpCode::AvgPoolBackward) w.count_include_pad = true;
+  if (pooling) {
+    for (size_t i = 0; i < r; ++i)
+      if (w.padding[i] > w.kernel[i] / 2)
+        throw ValueError(tag(op) + "padding " + list_str(w.padding) +
+                         " must be at most half the kernel " + list_str(w.kernel));
+  }
+  if ((op.code == OpCode::AvgPool || op.code == OpCode::AvgPoolBackward) &&
+      w.dilation != Dims(r, 1))
+    throw ValueError(tag(op) + "takes no dilation, got " + list_str(w.dilation));
+}
+
+// The output size of a window sliding over `in` (plus padding) in dim i; throws when the
+// dilated kernel does not fit the padded input.
+int64_t window_out(const Op& op, const Window& w, size_t i, int64_t in, Metas metas) {
+  int64_t k = w.dilation[i] * (w.kernel[i] - 1) + 1, padded = in + 2 * w.padding[i];
+  if (padded < k)
+    throw ShapeError(tag(op) + "kernel " + list_str(w.kernel) + " (dilation " +
+                     list_str(w.dilation) + ") is larger than the padded input in spatial dim " +
+                     std::to_string(i) + " (" + std::to_string(padded) + "); shapes " +
+                     shapes_of(metas));
+  int64_t s = w.stride[i], span = padded - k;
+  int64_t o = (span + (w.ceil_mode ? s - 1 : 0)) / s + 1;
+  // ceil mode: the last window must start inside the input or its left padding
+  if (w.ceil_mode && (o - 1) * s >= in + w.padding[i]) --o;
+  return o;
+}
+
+Dims window_outs(const Op& op, const Window& w, const Dims& in, Metas metas) {
+  Dims o(in.size());
+  for (size_t i = 0; i < in.size(); ++i) o[i] = window_out(op, w, i, in[i], metas);
+  return o;
+}
+
+Dims spatial_of(const Shape& s) {
+  return Dims(std::span<const int64_t>(s.dims().data() + 2, s.rank() - 2));
+}
+
+Shape nc_shape(int64_t n, int64_t c, const Dims& spatial) {
+  Dims d{n, c};
+  for (int64_t v : spatial) d.push_back(v);
+  return Shape(d);
+}
+
+void check_target_size(const Op& op, Dims& shape, size_t r, const char* what, Metas in) {
+  if (shape.size() == 1 && r > 1) shape = Dims(r, shape[0]);
+  if (shape.size() != r)
+    throw ValueError(tag(op) + what + " " + list_str(shape) + " needs " + std::to_string(r) +
+                     " entries for input " + shapes_of(in));
+  for (int64_t d : shape)
+    if (d < 1)
+      throw ValueError(tag(op) + what + " must be positive, got " + list_str(shape) +
+                       " for input " + shapes_of(in));
+}
+
+void check_channels_divide(const Op& op, int64_t c, const char* what, Metas in) {
+  int64_t g = op.attrs.window.groups;
+  if (c % g != 0)
+    throw ShapeError(tag(op) + "groups " + std::to_string(g) + " do not divide the " + what +
+                     " channels " + std::to_string(c) + " (shapes " + shapes_of(in) + ")");
+}
+
+TensorMeta spatial_rule(Op& op, Metas in) {
+  auto& a = op.attrs;
+  Window& w = a.window;
+  const Shape& xs = in[0]->shape;
+  if (in.size() > 1) check_same_dtype(op, in, 0);
+  DType dt = in[0]->dtype;
+  switch (op.code) {
+    case OpCode::Conv:
+    case OpCode::ConvTranspose: {
+      size_t r = spatial_rank(op, xs);
+      const Shape& ws = in[1]->shape;
+      if (ws.rank() != xs.rank())
+        throw ShapeError(tag(op) + "weight must have rank " + std::to_string(xs.rank()) +
+                         " like the input: shapes " + shapes_of(in));
+      w.kernel = spatial_of(ws);
+      normalize_window(op, r, false);
+      bool tr = op.code == OpCode::ConvTranspose;
+      int64_t g = w.groups, c_in = xs[1];
+      check_channels_divide(op, c_in, "input", in);
+      if (tr ? ws[0] != c_in : ws[1] * g != c_in)
+        throw ShapeError(tag(op) + "input channels " + std::to_string(c_in) +
+                         " do not match the weight " + ws.to_string() + " with groups " +
+                         std::to_string(g) + " (input " + xs.to_string() + ")");
+      if (!tr) check_channels_divide(op, ws[0], "output", in);
+      Dims out(r);
+      if (!tr) {
+        out = window_outs(op, w, spatial_of(xs), in);
+      } else {
+        for (size_t i = 0; i < r; ++i) {
+          if (w.output_padding[i] >= std::max(w.stride[i], w.dilation[i]))
+            throw ValueError(tag(op) + "output_padding " + list_str(w.output_padding) +
+                             " must be smaller than the stride or the dilation");
+          out[i] = (xs[i + 2] - 1) * w.stride[i] - 2 * w.padding[i] +
+                   w.dilation[i] * (w.kernel[i] - 1) + w.output_padding[i] + 1;
+          if (out[i] < 1)
+            throw ShapeError(tag(op) + "output size " + std::to_string(out[i]) +
+                             " in spatial dim " + std::to_string(i) + " is not positive (shapes " +
+                             shapes_of(in) + ")");
+        }
+      }
+      return {nc_shape(xs[0], tr ? ws[1] * g : ws[0], out), dt};
+    }
+    case OpCode::ConvWeightGrad: {
+      size_t r = spatial_rank(op, xs);
+      const Shape& gs = in[1]->shape;
+      normalize_window(op, r, false);
+      if (gs.rank() != xs.rank() || gs[0] != xs[0] ||
+          Shape(window_outs(op, w, spatial_of(xs), in)) != Shape(spatial_of(gs)))
+        throw ShapeError(tag(op) + "gradient " + gs.to_string() +
+                         " is not the conv output of input " + xs.to_string() + " with kernel " +
+                         list_str(w.kernel));
+      check_channels_divide(op, xs[1], "input", in);
+      check_channels_divide(op, gs[1], "output", in);
+      return {nc_shape(gs[1], xs[1] / w.groups, w.kernel), dt};
+    }
+    case OpCode::MaxPool:
+    case OpCode::AvgPool:
+    case OpCode::Unfold: {
+      size_t r = spatial_rank(op, xs);
+      normalize_window(op, r, op.code != OpCode::Unfold);
+      Dims out = window_outs(op, w, spatial_of(xs), in);
+      if (op.code != OpCode::Unfold) return {nc_shape(xs[0], xs[1], out), dt};
+      int64_t k = Shape(w.kernel).numel(), l = Shape(out).numel();
+      return {Shape{xs[0], xs[1] * k, l}, dt};
+    }
+    case OpCode::MaxPoolBackward: {
+      size_t r = spatial_rank(op, xs);
+      normalize_window(op, r, true);
+      if (in[1]->shape != nc_shape(xs[0], xs[1], window_outs(op, w, spatial_of(xs), in)))
+        throw ShapeError(tag(op) + "gradient " + in[1]->shape.to_string() +
+                         " is not the pooled shape of " + xs.to_string());
+      return {xs, dt};
+    }
+    case OpCode::AvgPoolBackward: {
+      size_t r = spatial_rank(op, xs, "gradient");
+      normalize_window(op, r, true);
+      check_target_size(op, a.shape, r, "input size", in);
+      if (Shape(window_outs(op, w, a.shape, in)) != Shape(spatial_of(xs)))
+        throw ShapeError(tag(op) + "gradient " + xs.to_string() +
+                         " is not the pooled shape of input size " + list_str(a.shape));
+      return {nc_shape(xs[0], xs[1], a.shape), dt};
+    }
+    case OpCode::Fold: {
+      if (xs.rank() != 3)
+        throw ShapeError(tag(op) + "needs input [N, C * prod(kernel), L], got " + xs.to_string());
+      size_t r = a.shape.size();
+      if (r < 1 || r > 3)
+        throw ValueError(tag(op) + "output size " + list_str(a.shape) +
+                         " needs 1 to 3 spatial dims");
+      check_target_size(op, a.shape, r, "output size", in);
+      normalize_window(op, r, false);
+      int64_t k = Shape(w.kernel).numel();
+      int64_t l = Shape(window_outs(op, w, a.shape, in)).numel();
+      if (xs[1] % k != 0 || xs[2] != l)
+        throw ShapeError(tag(op) + "input " + xs.to_string() + " is not [N, C * " +
+                         std::to_string(k) + ", " + std::to_string(l) + "] for output size " +
+                         list_str(a.shape) + " and kernel " + list_str(w.kernel));
+      return {nc_shape(xs[0], xs[1] / k, a.shape), dt};
+    }
+    case OpCode::AdaptiveAvgPool:
+    case OpCode::AdaptiveAvgPoolBackward:
+    case OpCode::Interpolate:
+    case OpCode::InterpolateBackward: {
+      bool bwd =
+          op.code == OpCode::AdaptiveAvgPoolBackward || op.code == OpCode::InterpolateBackward;
+      size_t r = spatial_rank(op, xs, bwd ? "gradient" : "input");
+      a.window = Window{};
+      check_target_size(op, a.shape, r, bwd ? "input size" : "output size", in);
+      for (int64_t d : spatial_of(xs))
+        if (d < 1)
+          throw ShapeError(tag(op) + "needs a non-empty spatial size, got " + xs.to_string());
+      if (op.code == OpCode::Interpolate || op.code == OpCode::InterpolateBackward) {
+        if (static_cast<int>(a.interp) >= kNumInterpModes)
+          throw ValueError(tag(op) + "unknown mode " + std::to_string(static_cast<int>(a.interp)));
+        if (a.interp == InterpMode::Nearest && a.flag)
+          throw ValueError(tag(op) + "align_corners applies to the linear and cubic modes only");
+      }
+      return {nc_shape(xs[0], xs[1], a.shape), dt};
+    }
+    default:
+      throw Error(tag(op) + "no spatial rule");
+  }
+}
+
 TensorMeta create_rule(Op& op) {
   auto& a = op.attrs;
   check_shape_values(op, a.shape);
@@ -345,6 +578,8 @@ TensorMeta infer(Op& op, Metas in) {
       return index_rule(op, in);
     case OpFamily::Matmul:
       return matmul_rule(op, in);
+    case OpFamily::Spatial:
+      return spatial_rule(op, in);
     case OpFamily::Composite:
       if (op.code == OpCode::Mean || op.code == OpCode::LogSumExp) return reduce_rule(op, x);
       if (op.code == OpCode::Softmax || op.code == OpCode::LogSoftmax)

@@ -40,6 +40,7 @@ enum class OpFamily : uint8_t {
   Movement,
   Index,
   Matmul,
+  Spatial,
   Composite
 };
 /// Element types an op accepts for its first input.
@@ -89,9 +90,29 @@ struct Scalar {
   friend bool operator==(const Scalar&, const Scalar&) = default;
 };
 
+/// The sliding window of a spatial op (conv, pooling, unfold/fold) on [N, C, *spatial]
+/// tensors: one entry per spatial dim. `infer` fills what the caller left empty (stride 1,
+/// or the kernel for pools; padding 0; dilation 1) and repeats a single entry for every dim.
+struct Window {
+  Dims kernel;             // pools, unfold, fold, conv_weight_grad; conv: filled from the weight
+  Dims stride;             // > 0
+  Dims padding;            // >= 0, added on both sides of each dim
+  Dims dilation;           // > 0, the spacing of the kernel's taps
+  Dims output_padding;     // conv_transpose: extra size at the end of each output dim
+  int64_t groups = 1;      // conv*: channels split into this many independent groups
+  bool ceil_mode = false;  // pools: output size rounds up instead of down
+  bool count_include_pad = true;  // avg_pool: padding counts in the divisor
+  friend bool operator==(const Window&, const Window&) = default;
+};
+
+/// How interpolate maps output positions to input positions (torch.nn.functional.interpolate).
+enum class InterpMode : uint8_t { Nearest, Linear, Cubic };
+inline constexpr int kNumInterpModes = 3;
+
 /// Attributes; each op uses the fields its table row names and leaves the rest at default.
 struct OpAttrs {
-  Dims shape;      // Full, Random*, Reshape, Expand: a target shape; Arange: {count}
+  Dims shape;      // Full, Random*, Reshape, Expand: a target shape; Arange: {count};
+                   // spatial ops: the output's spatial size where the inputs do not fix it
   Dims dims;       // Permute: order; Sum..Min, Flip: dims; Slice/SliceAssign: starts
   Dims ends;       // Slice/SliceAssign: ends (exclusive, already clamped)
   Dims steps;      // Slice/SliceAssign: steps (> 0)
@@ -99,8 +120,10 @@ struct OpAttrs {
   Scalar scalar2;  // Arange: step; Random*: high / std
   int64_t dim = 0;
   DType dtype = DType::F32;
-  bool flag = false;  // keepdim, descending, scatter-add
+  bool flag = false;  // keepdim, descending, scatter-add, align_corners
   uint64_t seed = 0;
+  Window window;                            // spatial ops: conv, pooling, unfold, fold
+  InterpMode interp = InterpMode::Nearest;  // interpolate
   friend bool operator==(const OpAttrs&, const OpAttrs&) = default;
 };
 

@@ -19,6 +19,8 @@ TEST(Ir, EveryOpRoundTrips) {
     op.attrs.dtype = DType::BF16;
     op.attrs.flag = true;
     op.attrs.seed = 0xdeadbeefcafef00dull;
+    op.attrs.window = {{3, 3}, {2, 1}, {1, 0}, {1, 2}, {1, 0}, 4, true, false};
+    op.attrs.interp = InterpMode::Cubic;
     auto bytes = ir::encode(op);
     EXPECT_EQ(ir::decode_op(bytes), op) << name(op.code);
     EXPECT_EQ(op_from_name(name(op.code)), op.code);

@@ -54,6 +54,106 @@ TEST(Errors, ShapesAndDims) {
   expect_error<ValueError>([&] { a.pad({1}); }, "[pad] needs pairs");
 }
 
+TEST(Errors, NnOps) {
+  using T3 = Tensor<B, 3>;
+  using T4 = Tensor<B, 4>;
+  auto x = T4::ones({2, 3, 5, 5});
+  expect_error<ShapeError>(
+      [&] {
+        conv2d(x, T4::ones({4, 2, 3, 3}));
+      },
+      "[conv] input channels 3 do not match the weight [4, 2, 3, 3] with "
+      "groups 1 (input [2, 3, 5, 5])");
+  expect_error<ShapeError>(
+      [&] {
+        conv2d(T4::ones({2, 4, 5, 5}), T4::ones({6, 2, 3, 3}), {.groups = 3});
+      },
+      "[conv] groups 3 do not divide the input channels 4 (shapes [2, 4, 5, 5], [6, 2, 3, 3])");
+  expect_error<ShapeError>(
+      [&] {
+        conv2d(T4::ones({2, 4, 5, 5}), T4::ones({3, 2, 3, 3}), {.groups = 2});
+      },
+      "[conv] groups 2 do not divide the output channels 3");
+  expect_error<ShapeError>(
+      [&] {
+        conv2d(T4::ones({1, 1, 2, 2}), T4::ones({1, 1, 5, 5}));
+      },
+      "[conv] kernel [5, 5] (dilation [1, 1]) is larger than the padded "
+      "input in spatial dim 0 (2); shapes [1, 1, 2, 2], [1, 1, 5, 5]");
+  expect_error<ShapeError>(
+      [&] {
+        max_pool2d(x, {8, 8}, {.padding = {1}});
+      },
+      "[max_pool] kernel [8, 8] (dilation [1, 1]) is larger than the "
+      "padded input in spatial dim 0 (7)");
+  expect_error<ValueError>(
+      [&] {
+        conv2d(x, T4::ones({4, 3, 3, 3}), {.stride = {1, 2, 3}});
+      },
+      "[conv] stride [1, 2, 3] has 3 entries for 2 spatial dims");
+  expect_error<ValueError>(
+      [&] {
+        conv2d(x, T4::ones({4, 3, 3, 3}), {.stride = {0}});
+      },
+      "[conv] stride must be positive, got [0, 0]");
+  expect_error<DTypeError>(
+      [&] {
+        conv2d(x, T4::ones({4, 3, 3, 3}, Device::cpu(), DType::F64));
+      },
+      "[conv] element types differ: f32 and f64");
+  expect_error<ShapeError>(
+      [&] {
+        conv_transpose2d(T4::ones({1, 1, 1, 1}), T4::ones({1, 1, 1, 1}), {.padding = {1}});
+      },
+      "[conv_transpose] output size -1 in spatial dim 0 is not positive");
+  expect_error<ValueError>(
+      [&] {
+        conv_transpose2d(x, T4::ones({3, 2, 3, 3}), {.stride = {2}, .output_padding = {2}});
+      },
+      "[conv_transpose] output_padding [2, 2] must be smaller than the stride or the dilation");
+  expect_error<ValueError>(
+      [&] {
+        max_pool2d(x, {3, 3}, {.padding = {2}});
+      },
+      "[max_pool] padding [2, 2] must be at most half the kernel [3, 3]");
+  expect_error<ValueError>(
+      [&] {
+        interpolate(x, {0, 3});
+      },
+      "[interpolate] output size must be positive, got [0, 3] for input "
+      "[2, 3, 5, 5]");
+  expect_error<ValueError>(
+      [&] {
+        interpolate(x, {4, 4, 4}, InterpMode::Linear);
+      },
+      "[interpolate] output size [4, 4, 4] needs 2 entries");
+  expect_error<ValueError>(
+      [&] {
+        interpolate(x, {4, 4}, InterpMode::Nearest, true);
+      },
+      "[interpolate] align_corners applies to the linear and cubic modes");
+  expect_error<ValueError>(
+      [&] {
+        adaptive_avg_pool2d(x, {-1, 2});
+      },
+      "[adaptive_avg_pool] output size must be positive, got [-1, 2]");
+  expect_error<ShapeError>(
+      [&] {
+        fold(T3::ones({1, 4, 5}), {4, 4}, {2, 2});
+      },
+      "[fold] input [1, 4, 5] is not [N, C * 4, 9] for output size [4, 4] "
+      "and kernel [2, 2]");
+  // through the op itself (the typed functions reject the rank at compile time)
+  expect_error<ShapeError>(
+      [&] {
+        Op op{OpCode::MaxPool, {}};
+        op.attrs.window.kernel = {2};
+        auto h = Tensor<B, 2>::ones({3, 5}).handle();
+        apply<B>(op, std::span<B::Handle>(&h, 1));
+      },
+      "[max_pool] needs input [N, C, *spatial] with 1 to 3 spatial dims, got [3, 5]");
+}
+
 TEST(Errors, DTypes) {
   auto f = T2::ones({2, 2});
   auto h = T2::ones({2, 2}, Device::cpu(), DType::F16);

@@ -18,6 +18,34 @@ namespace act = ember::activation;
 #define Y (a.template t<D, K>(1))
 #define Z (a.template t<D, K>(2))
 
+// Spatial ops: calls f.template operator()<D>() with D the rank of input 0 (3, 4 or 5).
+template <Backend B, class F>
+typename B::Handle by_spatial_rank(const Args<B>& a, F f) {
+  switch (a.rank(0)) {
+    case 3:
+      return f.template operator()<3>().handle();
+    case 4:
+      return f.template operator()<4>().handle();
+    case 5:
+      return f.template operator()<5>().handle();
+    default:
+      throw ValueError("[golden] spatial rank not wired");
+  }
+}
+
+template <Backend B>
+Dims dims_attr(const Args<B>& a, const char* k) {
+  return a.attrs->contains(k) ? Dims(a.va(k)) : Dims{};
+}
+
+template <Backend B>
+InterpMode interp_mode(const Args<B>& a) {
+  std::string m = a.attrs->at("mode").template get<std::string>();
+  if (m == "nearest") return InterpMode::Nearest;
+  if (m == "bicubic") return InterpMode::Cubic;
+  return InterpMode::Linear;  // linear, bilinear, trilinear
+}
+
 template <Backend B>
 std::map<std::string, OpFn<B>>& golden_ops() {
   using A = Args<B>;
@@ -261,6 +289,57 @@ std::map<std::string, OpFn<B>>& golden_ops() {
     ops["prelu"] = [](const A& a) {
       return act::prelu(a.template f<3>(0), a.template f<1>(1).template reshape<3>({1, -1, 1}))
           .handle();
+    };
+    // nn ops (ember/tensor/nn_ops.h); the input's rank picks 1-d, 2-d or 3-d
+    ops["conv"] = [](const A& a) {
+      return by_spatial_rank(a, [&]<int D>() {
+        ConvOptions o{dims_attr(a, "stride"), dims_attr(a, "padding"), dims_attr(a, "dilation"),
+                      a.ia("groups")};
+        return conv(a.template f<D>(0), a.template f<D>(1), o);
+      });
+    };
+    ops["conv_transpose"] = [](const A& a) {
+      return by_spatial_rank(a, [&]<int D>() {
+        ConvTransposeOptions o{dims_attr(a, "stride"), dims_attr(a, "padding"),
+                               dims_attr(a, "output_padding"), dims_attr(a, "dilation"),
+                               a.ia("groups")};
+        return conv_transpose(a.template f<D>(0), a.template f<D>(1), o);
+      });
+    };
+    ops["max_pool"] = [](const A& a) {
+      return by_spatial_rank(a, [&]<int D>() {
+        PoolOptions o{dims_attr(a, "stride"), dims_attr(a, "padding"), dims_attr(a, "dilation"),
+                      a.ba("ceil_mode")};
+        return max_pool(a.template f<D>(0), dims_attr(a, "kernel"), o);
+      });
+    };
+    ops["avg_pool"] = [](const A& a) {
+      return by_spatial_rank(a, [&]<int D>() {
+        PoolOptions o{dims_attr(a, "stride"),
+                      dims_attr(a, "padding"),
+                      {},
+                      a.ba("ceil_mode"),
+                      a.ba("count_include_pad")};
+        return avg_pool(a.template f<D>(0), dims_attr(a, "kernel"), o);
+      });
+    };
+    ops["adaptive_avg_pool"] = [](const A& a) {
+      return by_spatial_rank(
+          a, [&]<int D>() { return adaptive_avg_pool(a.template f<D>(0), dims_attr(a, "size")); });
+    };
+    ops["interpolate"] = [](const A& a) {
+      return by_spatial_rank(a, [&]<int D>() {
+        bool align = a.attrs->contains("align_corners") && a.ba("align_corners");
+        return interpolate(a.template f<D>(0), dims_attr(a, "size"), interp_mode(a), align);
+      });
+    };
+    ops["nn_unfold"] = [](const A& a) {
+      UnfoldOptions o{dims_attr(a, "dilation"), dims_attr(a, "padding"), dims_attr(a, "stride")};
+      return unfold(a.template f<4>(0), dims_attr(a, "kernel"), o).handle();
+    };
+    ops["nn_fold"] = [](const A& a) {
+      UnfoldOptions o{dims_attr(a, "dilation"), dims_attr(a, "padding"), dims_attr(a, "stride")};
+      return fold<4>(a.template f<3>(0), dims_attr(a, "size"), dims_attr(a, "kernel"), o).handle();
     };
     return ops;
   }();

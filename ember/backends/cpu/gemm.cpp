@@ -140,14 +140,23 @@ struct Aligned {
 };
 
 template <class T>
-void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64_t ldc) {
+void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64_t ldc,
+          bool add_to_c, bool parallel) {
   using Bk = Blocking<T>;
   constexpr int MR = Bk::kMR, NR = Bk::kNR;
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    if (!add_to_c)
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
+  auto for_range = [parallel](int64_t count, int64_t grain, auto&& f) {
+    if (parallel)
+      parallel_for(count, grain, f);
+    else if (count > 0)
+      f(int64_t{0}, count);
+  };
+  const int64_t threads = parallel ? num_threads() : 1;
   const int64_t nc_max = std::min<int64_t>(Bk::kNC, (n + NR - 1) / NR * NR);
   const int64_t kc_max = std::min<int64_t>(Bk::kKC, k);
   Aligned<T> bpack(static_cast<size_t>(nc_max * kc_max));
@@ -156,8 +165,8 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64
     int64_t npanels = (nc + NR - 1) / NR;
     for (int64_t pc = 0; pc < k; pc += Bk::kKC) {
       int64_t kc = std::min<int64_t>(Bk::kKC, k - pc);
-      bool accumulate = pc > 0;
-      parallel_for(npanels, 8, [&](int64_t b0, int64_t b1) {
+      bool accumulate = add_to_c || pc > 0;
+      for_range(npanels, 8, [&](int64_t b0, int64_t b1) {
         for (int64_t jp = b0; jp < b1; ++jp)
           pack_b_panel(b, pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR),
                        bpack.p + jp * NR * kc);
@@ -166,9 +175,9 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64
       // a single row block.
       int64_t mblocks = (m + Bk::kMC - 1) / Bk::kMC;
       int64_t pgroups = std::max<int64_t>(
-          1, std::min<int64_t>(npanels, num_threads() * 2 / std::max<int64_t>(mblocks, 1)));
+          1, std::min<int64_t>(npanels, threads * 2 / std::max<int64_t>(mblocks, 1)));
       int64_t per_group = (npanels + pgroups - 1) / pgroups;
-      parallel_for(mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
+      for_range(mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
         Aligned<T> apack(static_cast<size_t>(Bk::kMC * kc));
         T tile[MR * NR] = {};
         int64_t packed_block = -1;
@@ -207,12 +216,12 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64
 }  // namespace
 
 void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b, float* c,
-              int64_t ldc) {
-  gemm<float>(m, n, k, a, b, c, ldc);
+              int64_t ldc, bool accumulate, bool parallel) {
+  gemm<float>(m, n, k, a, b, c, ldc, accumulate, parallel);
 }
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> b, double* c,
-              int64_t ldc) {
-  gemm<double>(m, n, k, a, b, c, ldc);
+              int64_t ldc, bool accumulate, bool parallel) {
+  gemm<double>(m, n, k, a, b, c, ldc, accumulate, parallel);
 }
 
 }  // namespace ember::cpu

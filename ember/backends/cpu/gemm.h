@@ -13,10 +13,22 @@ struct MatRef {
   int64_t rs, cs;
 };
 
-/// C[m, n] (row stride ldc) = A[m, k] * B[k, n]. Multithreaded on the worker pool.
+/// C[m, n] (row stride ldc) = A[m, k] * B[k, n], or C += A * B with `accumulate`.
+/// Multithreaded on the worker pool unless `parallel` is false (for callers that are
+/// already running on the pool: it takes one job at a time).
 void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b, float* c,
-              int64_t ldc);
+              int64_t ldc, bool accumulate = false, bool parallel = true);
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> b, double* c,
-              int64_t ldc);
+              int64_t ldc, bool accumulate = false, bool parallel = true);
+
+/// gemm_f32 or gemm_f64 by element type.
+inline void gemm_t(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b, float* c,
+                   int64_t ldc, bool accumulate = false, bool parallel = true) {
+  gemm_f32(m, n, k, a, b, c, ldc, accumulate, parallel);
+}
+inline void gemm_t(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> b, double* c,
+                   int64_t ldc, bool accumulate = false, bool parallel = true) {
+  gemm_f64(m, n, k, a, b, c, ldc, accumulate, parallel);
+}
 
 }  // namespace ember::cpu

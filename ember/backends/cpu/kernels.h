@@ -17,6 +17,8 @@ CpuTensor argsort(const Op& op, Inputs in, const TensorMeta& out);
 CpuTensor movement(const Op& op, Inputs in, const TensorMeta& out);
 CpuTensor index(const Op& op, Inputs in, const TensorMeta& out);
 CpuTensor matmul(Inputs in, const TensorMeta& out);
+/// Conv, pooling, interpolation, unfold/fold (spatial.cpp, conv.cpp, pool.cpp, interpolate.cpp).
+CpuTensor spatial(const Op& op, Inputs in, const TensorMeta& out);
 /// Fused kernels for composite ops (softmax, log_softmax, ...).
 CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out);
 bool has_composite_kernel(OpCode c);

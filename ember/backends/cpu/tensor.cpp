@@ -161,6 +161,8 @@ CpuTensor Cpu::run(const Op& op, std::span<CpuTensor> in, const TensorMeta& out,
       return index(op, in, out);
     case OpFamily::Matmul:
       return matmul(in, out);
+    case OpFamily::Spatial:
+      return spatial(op, in, out);
     case OpFamily::Composite:
       return composite(op, in, out);
   }

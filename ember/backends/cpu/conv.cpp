@@ -1,0 +1,289 @@
+// Convolution through ember's GEMM: im2col turns each (image, group) into a column matrix
+// [C_in/groups * prod(kernel), L] and one GEMM with the weight gives the output (a 1x1 conv
+// with stride 1 and no padding multiplies the input directly). conv_transpose and the input
+// gradient run the same GEMM the other way and add the columns back (col2im); the weight
+// gradient multiplies the output's gradient by the transposed columns. unfold and fold are
+// im2col and col2im as ops.
+#include <mutex>
+
+#include "ember/backends/cpu/gemm.h"
+#include "ember/backends/cpu/spatial.h"
+
+namespace ember::cpu {
+
+namespace {
+
+// Rows of the column matrix per kernel tap: row = c * K + tap, tap = (kd, kh, kw) row-major.
+struct Tap {
+  int64_t c, kd, kh, kw;
+};
+inline Tap tap_of(const Geom& g, int64_t row) {
+  int64_t K = g.k_numel(), t = row % K;
+  return {row / K, t / (g.k[1] * g.k[2]), t / g.k[2] % g.k[1], t % g.k[2]};
+}
+
+// Visits the rows of output positions (od, oh) for one tap: f(out_row_offset, in_row_offset)
+// where the input row is inside the input, z(out_row_offset) where it is padding.
+template <class F, class Z>
+void for_tap_rows(const Geom& g, const Tap& t, F&& f, Z&& z) {
+  for (int64_t od = 0; od < g.out[0]; ++od) {
+    int64_t id = od * g.s[0] - g.p[0] + t.kd * g.d[0];
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      int64_t ih = oh * g.s[1] - g.p[1] + t.kh * g.d[1];
+      int64_t orow = (od * g.out[1] + oh) * g.out[2];
+      if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1])
+        z(orow);
+      else
+        f(orow, (id * g.in[1] + ih) * g.in[2]);
+    }
+  }
+}
+
+int64_t grain_for(int64_t work_per_item) {
+  return std::max<int64_t>(1, kGrain / std::max<int64_t>(work_per_item, 1));
+}
+
+}  // namespace
+
+template <class T>
+void im2col(const T* x, int64_t channels, const Geom& g, T* col, bool parallel) {
+  const int64_t L = g.out_numel(), Lin = g.in_numel(), o2 = g.out[2], sw = g.s[2];
+  auto rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      Tap t = tap_of(g, row);
+      const T* src = x + t.c * Lin;
+      T* dst = col + row * L;
+      auto [lo, hi] = valid_outputs(g, 2, t.kw);
+      int64_t woff = t.kw * g.d[2] - g.p[2];
+      for_tap_rows(
+          g, t,
+          [&](int64_t orow, int64_t irow) {
+            T* d = dst + orow;
+            std::fill(d, d + lo, T(0));
+            // input w = ow * sw + woff, inside the input for ow in [lo, hi)
+            if (sw == 1) {
+              if (hi > lo) std::memcpy(d + lo, src + irow + lo + woff, (hi - lo) * sizeof(T));
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) d[ow] = src[irow + ow * sw + woff];
+            }
+            std::fill(d + hi, d + o2, T(0));
+          },
+          [&](int64_t orow) { std::fill(dst + orow, dst + orow + o2, T(0)); });
+    }
+  };
+  int64_t n = channels * g.k_numel();
+  if (parallel)
+    parallel_for(n, grain_for(L), rows);
+  else
+    rows(0, n);
+}
+
+template <class T>
+void col2im(const T* col, int64_t channels, const Geom& g, T* x, bool parallel) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), Lin = g.in_numel(), sw = g.s[2];
+  // one channel's rows all land in that channel's plane: channels run in parallel
+  auto chans = [&](int64_t c0, int64_t c1) {
+    for (int64_t row = c0 * K; row < c1 * K; ++row) {
+      Tap t = tap_of(g, row);
+      T* dst = x + t.c * Lin;
+      const T* src = col + row * L;
+      auto [lo, hi] = valid_outputs(g, 2, t.kw);
+      int64_t woff = t.kw * g.d[2] - g.p[2];
+      for_tap_rows(
+          g, t,
+          [&](int64_t orow, int64_t irow) {
+            const T* s = src + orow;
+            if (sw == 1) {
+              T* d = dst + irow + woff;
+              for (int64_t ow = lo; ow < hi; ++ow) d[ow] += s[ow];
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) dst[irow + ow * sw + woff] += s[ow];
+            }
+          },
+          [](int64_t) {});
+    }
+  };
+  if (parallel)
+    parallel_for(channels, grain_for(K * L), chans);
+  else
+    chans(0, channels);
+}
+
+namespace {
+
+// A 1x1 window with stride 1 and no padding whose output is the input's size: the columns
+// are the input itself.
+bool pointwise(const Geom& g) {
+  for (int i = 0; i < 3; ++i)
+    if (g.k[i] != 1 || g.s[i] != 1 || g.p[i] != 0 || g.in[i] != g.out[i]) return false;
+  return true;
+}
+
+// y[n, grp] = w[grp] * columns(x[n, grp])
+template <class T>
+void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, const Window& win) {
+  const Shape &xs = x.meta.shape, &ys = y.meta.shape;
+  int64_t N = xs[0], c_in = xs[1], c_out = ys[1], G = win.groups;
+  int64_t cg = c_in / G, cog = c_out / G;
+  Geom g = make_geom(win, spatial_of(xs), spatial_of(ys));
+  int64_t L = g.out_numel(), Lin = g.in_numel(), ck = cg * g.k_numel();
+  bool direct = pointwise(g);
+  const T *X = x.data<T>(), *W = w.data<T>();
+  T* Y = y.data<T>();
+  for_items(N * G, [&](int64_t it, bool par) {
+    int64_t n = it / G, grp = it % G;
+    const T* xg = X + (n * c_in + grp * cg) * Lin;
+    T* yg = Y + (n * c_out + grp * cog) * L;
+    MatRef<T> wg{W + grp * cog * ck, ck, 1};
+    if (direct) {
+      gemm_t(cog, L, ck, wg, {xg, L, 1}, yg, L, false, par);
+      return;
+    }
+    Scratch<T> col(ck * L);
+    im2col(xg, cg, g, col.get(), par);
+    gemm_t(cog, L, ck, wg, {col.get(), L, 1}, yg, L, false, par);
+  });
+}
+
+// conv_transpose: columns[n, grp] = w[grp]^T * x[n, grp], added back into y by col2im. The
+// window runs over y (the conv's input) and lands on x's positions (the conv's output).
+template <class T>
+void conv_transpose_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y,
+                            const Window& win) {
+  const Shape &xs = x.meta.shape, &ys = y.meta.shape;
+  int64_t N = xs[0], c_in = xs[1], c_out = ys[1], G = win.groups;
+  int64_t cg = c_in / G, cog = c_out / G;
+  Geom g = make_geom(win, spatial_of(ys), spatial_of(xs));
+  int64_t Lx = g.out_numel(), Ly = g.in_numel(), ok = cog * g.k_numel();
+  bool direct = pointwise(g);
+  const T *X = x.data<T>(), *W = w.data<T>();
+  T* Y = y.data<T>();
+  for_items(N * G, [&](int64_t it, bool par) {
+    int64_t n = it / G, grp = it % G;
+    MatRef<T> xg{X + (n * c_in + grp * cg) * Lx, Lx, 1};
+    MatRef<T> wt{W + grp * cg * ok, 1, ok};  // w[grp] is [cg, ok]; this is its transpose
+    T* yg = Y + (n * c_out + grp * cog) * Ly;
+    if (direct) {
+      gemm_t(ok, Lx, cg, wt, xg, yg, Lx, false, par);
+      return;
+    }
+    Scratch<T> col(ok * Lx);
+    gemm_t(ok, Lx, cg, wt, xg, col.get(), Lx, false, par);
+    std::fill(yg, yg + cog * Ly, T(0));
+    col2im(col.get(), cog, g, yg, par);
+  });
+}
+
+// dw[grp] = sum over n of gy[n, grp] * columns(x[n, grp])^T
+template <class T>
+void conv_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& dw,
+                      const Window& win) {
+  const Shape &xs = x.meta.shape, &gs = gy.meta.shape;
+  int64_t N = xs[0], c_in = xs[1], c_out = gs[1], G = win.groups;
+  int64_t cg = c_in / G, cog = c_out / G;
+  Geom g = make_geom(win, spatial_of(xs), spatial_of(gs));
+  int64_t L = g.out_numel(), Lin = g.in_numel(), ck = cg * g.k_numel();
+  bool direct = pointwise(g);
+  const T *X = x.data<T>(), *GY = gy.data<T>();
+  T* DW = dw.data<T>();
+  std::fill(DW, DW + c_out * ck, T(0));
+  // adds image n, group grp into out (the group's [cog, ck] block)
+  auto add_item = [&](int64_t n, int64_t grp, T* out, T* col, bool par) {
+    const T* xg = X + (n * c_in + grp * cg) * Lin;
+    MatRef<T> gg{GY + (n * c_out + grp * cog) * L, L, 1};
+    if (!direct) im2col(xg, cg, g, col, par);
+    gemm_t(cog, ck, L, gg, {direct ? xg : col, 1, L}, out, ck, true, par);
+  };
+  int threads = num_threads();
+  int64_t col_n = direct ? 0 : ck * L;
+  if (threads > 1 && G >= 2 * threads) {  // groups write disjoint blocks
+    parallel_for(G, 1, [&](int64_t b, int64_t e) {
+      Scratch<T> col(col_n);
+      for (int64_t grp = b; grp < e; ++grp)
+        for (int64_t n = 0; n < N; ++n) add_item(n, grp, DW + grp * cog * ck, col.get(), false);
+    });
+  } else if (threads > 1 && N >= 2 * threads) {  // images into per-chunk sums, then added up
+    std::mutex mu;
+    parallel_for(N, 1, [&](int64_t b, int64_t e) {
+      Scratch<T> col(col_n), part(c_out * ck);
+      std::fill(part.get(), part.get() + c_out * ck, T(0));
+      for (int64_t n = b; n < e; ++n)
+        for (int64_t grp = 0; grp < G; ++grp)
+          add_item(n, grp, part.get() + grp * cog * ck, col.get(), false);
+      std::lock_guard lk(mu);
+      for (int64_t i = 0; i < c_out * ck; ++i) DW[i] += part.get()[i];
+    });
+  } else {
+    Scratch<T> col(col_n);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t grp = 0; grp < G; ++grp) add_item(n, grp, DW + grp * cog * ck, col.get(), true);
+  }
+}
+
+// The blocks of unfold/fold: the window over an image of spatial size `in`.
+Geom block_geom(const Window& w, const Dims& in) {
+  Dims out(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    out[i] = (in[i] + 2 * w.padding[i] - w.dilation[i] * (w.kernel[i] - 1) - 1) / w.stride[i] + 1;
+  return make_geom(w, in, out);
+}
+
+template <class T>
+void unfold_forward(const CpuTensor& x, const CpuTensor& y, const Window& win) {
+  const Shape& xs = x.meta.shape;
+  int64_t N = xs[0], C = xs[1];
+  Geom g = block_geom(win, spatial_of(xs));
+  int64_t Lin = g.in_numel(), rows = C * g.k_numel() * g.out_numel();
+  const T* X = x.data<T>();
+  T* Y = y.data<T>();
+  for_items(N, [&](int64_t n, bool par) { im2col(X + n * C * Lin, C, g, Y + n * rows, par); });
+}
+
+template <class T>
+void fold_forward(const CpuTensor& x, const CpuTensor& y, const Window& win) {
+  const Shape& ys = y.meta.shape;
+  int64_t N = ys[0], C = ys[1];
+  Geom g = block_geom(win, spatial_of(ys));
+  int64_t Lin = g.in_numel(), rows = C * g.k_numel() * g.out_numel();
+  const T* X = x.data<T>();
+  T* Y = y.data<T>();
+  for_items(N, [&](int64_t n, bool par) {
+    std::fill(Y + n * C * Lin, Y + (n + 1) * C * Lin, T(0));
+    col2im(X + n * rows, C, g, Y + n * C * Lin, par);
+  });
+}
+
+}  // namespace
+
+CpuTensor conv_family(const Op& op, Inputs in, const TensorMeta& out) {
+  CpuTensor o = empty(out);
+  const Window& w = op.attrs.window;
+  auto run = [&]<class T>() {
+    switch (op.code) {
+      case OpCode::Conv:
+        return conv_forward<T>(in[0], in[1], o, w);
+      case OpCode::ConvTranspose:
+        return conv_transpose_forward<T>(in[0], in[1], o, w);
+      case OpCode::ConvWeightGrad:
+        return conv_weight_grad<T>(in[0], in[1], o, w);
+      case OpCode::Unfold:
+        return unfold_forward<T>(in[0], o, w);
+      case OpCode::Fold:
+        return fold_forward<T>(in[0], o, w);
+      default:
+        throw Error("[" + std::string(name(op.code)) + "] is not a conv op");
+    }
+  };
+  if (out.dtype == DType::F64)
+    run.template operator()<double>();
+  else
+    run.template operator()<float>();
+  return o;
+}
+
+template void im2col<float>(const float*, int64_t, const Geom&, float*, bool);
+template void im2col<double>(const double*, int64_t, const Geom&, double*, bool);
+template void col2im<float>(const float*, int64_t, const Geom&, float*, bool);
+template void col2im<double>(const double*, int64_t, const Geom&, double*, bool);
+
+}  // namespace ember::cpu

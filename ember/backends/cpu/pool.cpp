@@ -1,0 +1,213 @@
+// Pooling: max, average and adaptive average over 1 to 3 spatial dims, and their backward
+// ops. Forward ops run in parallel over output rows; backward ops over (image, channel)
+// planes, since the windows of one plane overlap.
+#include <cmath>
+#include <limits>
+
+#include "ember/backends/cpu/spatial.h"
+
+namespace ember::cpu {
+
+namespace {
+
+// Kernel taps [lo, hi) of output position o along dim i that land inside the input.
+inline std::pair<int64_t, int64_t> valid_taps(const Geom& g, int i, int64_t o) {
+  int64_t start = o * g.s[i] - g.p[i];  // input = start + kk * d
+  int64_t lo = start >= 0 ? 0 : (-start + g.d[i] - 1) / g.d[i];
+  int64_t hi = start >= g.in[i] ? 0 : std::min<int64_t>(g.k[i], (g.in[i] - 1 - start) / g.d[i] + 1);
+  return {lo, std::max(lo, hi)};
+}
+
+// The argmax of output (od, oh, ow) within plane x, and its value: NaN wins, ties go to the
+// first maximum in window order (PyTorch's rule), padding is never picked.
+template <class T>
+std::pair<int64_t, T> window_max(const T* x, const Geom& g, int64_t od, int64_t oh, int64_t ow) {
+  auto [d0, d1] = valid_taps(g, 0, od);
+  auto [h0, h1] = valid_taps(g, 1, oh);
+  auto [w0, w1] = valid_taps(g, 2, ow);
+  int64_t sd = od * g.s[0] - g.p[0], sh = oh * g.s[1] - g.p[1], sw = ow * g.s[2] - g.p[2];
+  T best = -std::numeric_limits<T>::infinity();
+  int64_t at = ((sd + d0 * g.d[0]) * g.in[1] + sh + h0 * g.d[1]) * g.in[2] + sw + w0 * g.d[2];
+  for (int64_t kd = d0; kd < d1; ++kd) {
+    for (int64_t kh = h0; kh < h1; ++kh) {
+      int64_t row = ((sd + kd * g.d[0]) * g.in[1] + sh + kh * g.d[1]) * g.in[2] + sw;
+      for (int64_t kw = w0; kw < w1; ++kw) {
+        T v = x[row + kw * g.d[2]];
+        if (v > best || std::isnan(v)) {
+          best = v;
+          at = row + kw * g.d[2];
+        }
+      }
+    }
+  }
+  return {at, best};
+}
+
+template <class T>
+void max_pool(const T* X, T* Y, int64_t planes, const Geom& g) {
+  const int64_t Lin = g.in_numel(), o2 = g.out[2];
+  for_out_rows(planes, g, o2 * g.k_numel(), [&](int64_t p, int64_t od, int64_t oh) {
+    const T* x = X + p * Lin;
+    T* y = Y + ((p * g.out[0] + od) * g.out[1] + oh) * o2;
+    for (int64_t ow = 0; ow < o2; ++ow) y[ow] = window_max(x, g, od, oh, ow).second;
+  });
+}
+
+template <class T>
+void max_pool_backward(const T* X, const T* GY, T* GX, int64_t planes, const Geom& g) {
+  const int64_t Lin = g.in_numel(), L = g.out_numel();
+  for_planes(planes, L * g.k_numel(), [&](int64_t p) {
+    const T* x = X + p * Lin;
+    const T* gy = GY + p * L;
+    T* gx = GX + p * Lin;
+    std::fill(gx, gx + Lin, T(0));
+    for (int64_t od = 0, o = 0; od < g.out[0]; ++od)
+      for (int64_t oh = 0; oh < g.out[1]; ++oh)
+        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o)
+          gx[window_max(x, g, od, oh, ow).first] += gy[o];
+  });
+}
+
+// One output's average window along dim i: its first input, its end, and the divisor's factor.
+struct Span {
+  int64_t lo, hi, count;
+};
+inline Span avg_span(const Geom& g, int i, int64_t o, bool include_pad) {
+  int64_t lo = o * g.s[i] - g.p[i];
+  int64_t hi = std::min(lo + g.k[i], g.in[i] + g.p[i]);
+  int64_t padded = hi - lo;
+  lo = std::max<int64_t>(lo, 0);
+  hi = std::min(hi, g.in[i]);
+  return {lo, hi, include_pad ? padded : hi - lo};
+}
+
+template <class F>
+void for_avg_windows(const Geom& g, bool include_pad, int64_t od, int64_t oh, F&& f) {
+  Span a = avg_span(g, 0, od, include_pad), b = avg_span(g, 1, oh, include_pad);
+  for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+    Span c = avg_span(g, 2, ow, include_pad);
+    f(ow, a, b, c);
+  }
+}
+
+template <class T>
+void avg_pool(const T* X, T* Y, int64_t planes, const Geom& g, bool include_pad) {
+  const int64_t Lin = g.in_numel(), o2 = g.out[2];
+  for_out_rows(planes, g, o2 * g.k_numel(), [&](int64_t p, int64_t od, int64_t oh) {
+    const T* x = X + p * Lin;
+    T* y = Y + ((p * g.out[0] + od) * g.out[1] + oh) * o2;
+    for_avg_windows(g, include_pad, od, oh, [&](int64_t ow, Span a, Span b, Span c) {
+      T sum = 0;
+      for (int64_t id = a.lo; id < a.hi; ++id)
+        for (int64_t ih = b.lo; ih < b.hi; ++ih) {
+          const T* row = x + (id * g.in[1] + ih) * g.in[2];
+          for (int64_t iw = c.lo; iw < c.hi; ++iw) sum += row[iw];
+        }
+      y[ow] = sum / static_cast<T>(a.count * b.count * c.count);
+    });
+  });
+}
+
+template <class T>
+void avg_pool_backward(const T* GY, T* GX, int64_t planes, const Geom& g, bool include_pad) {
+  const int64_t Lin = g.in_numel(), L = g.out_numel();
+  for_planes(planes, L * g.k_numel(), [&](int64_t p) {
+    const T* gy = GY + p * L;
+    T* gx = GX + p * Lin;
+    std::fill(gx, gx + Lin, T(0));
+    for (int64_t od = 0; od < g.out[0]; ++od)
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const T* grow = gy + (od * g.out[1] + oh) * g.out[2];
+        for_avg_windows(g, include_pad, od, oh, [&](int64_t ow, Span a, Span b, Span c) {
+          T v = grow[ow] / static_cast<T>(a.count * b.count * c.count);
+          for (int64_t id = a.lo; id < a.hi; ++id)
+            for (int64_t ih = b.lo; ih < b.hi; ++ih) {
+              T* row = gx + (id * g.in[1] + ih) * g.in[2];
+              for (int64_t iw = c.lo; iw < c.hi; ++iw) row[iw] += v;
+            }
+        });
+      }
+  });
+}
+
+// Adaptive pooling: output o of n covers inputs [floor(o * in / n), ceil((o + 1) * in / n)).
+inline Span adaptive_span(int64_t o, int64_t in, int64_t n) {
+  int64_t lo = o * in / n, hi = ((o + 1) * in + n - 1) / n;
+  return {lo, hi, hi - lo};
+}
+
+template <class T, bool Backward>
+void adaptive_avg(const T* src, T* dst, int64_t planes, const Geom& g) {
+  // forward: src is the input, dst the output; backward: src is the output's gradient
+  const int64_t Lin = g.in_numel(), L = g.out_numel();
+  for_planes(planes, Lin + L, [&](int64_t p) {
+    const T* s = src + p * (Backward ? L : Lin);
+    T* d = dst + p * (Backward ? Lin : L);
+    if constexpr (Backward) std::fill(d, d + Lin, T(0));
+    for (int64_t od = 0, o = 0; od < g.out[0]; ++od) {
+      Span a = adaptive_span(od, g.in[0], g.out[0]);
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        Span b = adaptive_span(oh, g.in[1], g.out[1]);
+        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+          Span c = adaptive_span(ow, g.in[2], g.out[2]);
+          T count = static_cast<T>(a.count * b.count * c.count);
+          T sum = 0, v = Backward ? s[o] / count : T(0);
+          for (int64_t id = a.lo; id < a.hi; ++id)
+            for (int64_t ih = b.lo; ih < b.hi; ++ih) {
+              int64_t row = (id * g.in[1] + ih) * g.in[2];
+              for (int64_t iw = c.lo; iw < c.hi; ++iw) {
+                if constexpr (Backward)
+                  d[row + iw] += v;
+                else
+                  sum += s[row + iw];
+              }
+            }
+          if constexpr (!Backward) d[o] = sum / count;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+CpuTensor pool_family(const Op& op, Inputs in, const TensorMeta& out) {
+  CpuTensor o = empty(out);
+  const Window& w = op.attrs.window;
+  bool backward = op.code == OpCode::MaxPoolBackward || op.code == OpCode::AvgPoolBackward ||
+                  op.code == OpCode::AdaptiveAvgPoolBackward;
+  // the window runs from the forward op's input to its output
+  const Shape& big = backward ? out.shape : in[0].meta.shape;
+  const Shape& small = op.code == OpCode::MaxPoolBackward ? in[1].meta.shape
+                       : backward                         ? in[0].meta.shape
+                                                          : out.shape;
+  Geom g = make_geom(w, spatial_of(big), spatial_of(small));
+  int64_t planes = big[0] * big[1];
+  auto run = [&]<class T>() {
+    const T* x = in[0].data<T>();
+    T* y = o.data<T>();
+    switch (op.code) {
+      case OpCode::MaxPool:
+        return max_pool(x, y, planes, g);
+      case OpCode::MaxPoolBackward:
+        return max_pool_backward(x, in[1].data<T>(), y, planes, g);
+      case OpCode::AvgPool:
+        return avg_pool(x, y, planes, g, w.count_include_pad);
+      case OpCode::AvgPoolBackward:
+        return avg_pool_backward(x, y, planes, g, w.count_include_pad);
+      case OpCode::AdaptiveAvgPool:
+        return adaptive_avg<T, false>(x, y, planes, g);
+      case OpCode::AdaptiveAvgPoolBackward:
+        return adaptive_avg<T, true>(x, y, planes, g);
+      default:
+        throw Error("[" + std::string(name(op.code)) + "] is not a pooling op");
+    }
+  };
+  if (out.dtype == DType::F64)
+    run.template operator()<double>();
+  else
+    run.template operator()<float>();
+  return o;
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,113 @@
+// Internal: shared pieces of the spatial kernels (conv.cpp, pool.cpp, interpolate.cpp). Every
+// spatial op sees its tensors as [N, C, D, H, W]: 1-d and 2-d ops get leading spatial dims
+// of size 1 (kernel 1, stride 1, no padding), so one 3-d loop serves every rank.
+#pragma once
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "ember/backends/cpu/allocator.h"
+#include "ember/backends/cpu/kernels.h"
+
+namespace ember::cpu {
+
+/// A window sliding over `in` (3 spatial dims) to give `out` positions.
+struct Geom {
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  int64_t k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+  int64_t in_numel() const { return in[0] * in[1] * in[2]; }
+  int64_t out_numel() const { return out[0] * out[1] * out[2]; }
+  int64_t k_numel() const { return k[0] * k[1] * k[2]; }
+};
+
+/// The spatial dims of an [N, C, *spatial] shape.
+inline Dims spatial_of(const Shape& s) {
+  return Dims(std::span<const int64_t>(s.dims().data() + 2, s.rank() - 2));
+}
+
+/// The geometry of window `w` (infer has filled every list) from `in` to `out`.
+inline Geom make_geom(const Window& w, const Dims& in, const Dims& out) {
+  Geom g;
+  size_t r = in.size(), off = 3 - r;
+  for (size_t i = 0; i < r; ++i) {
+    g.in[off + i] = in[i];
+    g.out[off + i] = out[i];
+    if (!w.kernel.empty()) {
+      g.k[off + i] = w.kernel[i];
+      g.s[off + i] = w.stride[i];
+      g.p[off + i] = w.padding[i];
+      g.d[off + i] = w.dilation[i];
+    }
+  }
+  return g;
+}
+
+inline int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+
+/// Output positions [lo, hi) along dim i whose tap `kk` lands inside the input.
+inline std::pair<int64_t, int64_t> valid_outputs(const Geom& g, int i, int64_t kk) {
+  int64_t off = kk * g.d[i] - g.p[i];  // input = o * s + off
+  int64_t lo = std::max<int64_t>(0, floor_div(-off + g.s[i] - 1, g.s[i]));
+  int64_t hi = std::min<int64_t>(g.out[i], floor_div(g.in[i] - 1 - off, g.s[i]) + 1);
+  return {std::min(lo, g.out[i]), std::max(hi, std::min(lo, g.out[i]))};
+}
+
+/// A scratch buffer of n elements from the CPU allocator (large sizes are cached, so a
+/// repeated op does not fault in fresh pages every call).
+template <class T>
+struct Scratch {
+  explicit Scratch(int64_t n)
+      : buf(allocate(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(T))) {}
+  T* get() const { return reinterpret_cast<T*>(buf.get()); }
+  std::shared_ptr<std::byte[]> buf;
+};
+
+/// Runs f(item, parallel) for items [0, n): spread over the pool with serial insides when
+/// there are enough items to keep every thread busy, otherwise one after another with
+/// parallel insides (the pool takes one job at a time, so the two never nest).
+template <class F>
+void for_items(int64_t n, F&& f) {
+  int threads = num_threads();
+  if (threads > 1 && n >= 2 * threads) {
+    parallel_for(n, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) f(i, false);
+    });
+  } else {
+    for (int64_t i = 0; i < n; ++i) f(i, true);
+  }
+}
+
+/// Runs f(plane, od, oh) over every output row of `planes` planes, in parallel.
+template <class F>
+void for_out_rows(int64_t planes, const Geom& g, int64_t work_per_row, F&& f) {
+  int64_t rows = planes * g.out[0] * g.out[1];
+  parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(work_per_row, 1)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t r = b; r < e; ++r)
+                   f(r / (g.out[0] * g.out[1]), r / g.out[1] % g.out[0], r % g.out[1]);
+               });
+}
+
+/// Runs f(plane) for every plane, in parallel.
+template <class F>
+void for_planes(int64_t planes, int64_t work_per_plane, F&& f) {
+  parallel_for(planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(work_per_plane, 1)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t p = b; p < e; ++p) f(p);
+               });
+}
+
+/// Column matrix [C * k, L] of `channels` planes of x (x contiguous, [C, *in]).
+template <class T>
+void im2col(const T* x, int64_t channels, const Geom& g, T* col, bool parallel);
+/// The adjoint: adds the columns back into x ([C, *in], which the caller has zeroed).
+template <class T>
+void col2im(const T* col, int64_t channels, const Geom& g, T* x, bool parallel);
+
+CpuTensor conv_family(const Op& op, Inputs in, const TensorMeta& out);
+CpuTensor pool_family(const Op& op, Inputs in, const TensorMeta& out);
+CpuTensor interpolate_family(const Op& op, Inputs in, const TensorMeta& out);
+
+}  // namespace ember::cpu

@@ -1,0 +1,233 @@
+// Convolution, pooling, interpolation and unfold/fold on [N, C, *spatial] float tensors with
+// 1 to 3 spatial dims, as ops with CPU kernels and gradients (docs/nn-ops.md).
+//
+//   using T4 = ember::Tensor<ember::Cpu, 4>;
+//   auto x = T4::random({8, 3, 32, 32}, ember::Distribution::normal(0, 1));
+//   auto w = T4::random({16, 3, 3, 3}, ember::Distribution::normal(0, 0.1));
+//   auto y = ember::conv2d(x, w, {.stride = {2}, .padding = {1}});           // [8, 16, 16, 16]
+//   auto p = ember::max_pool2d(y, {2, 2});                                   // [8, 16, 8, 8]
+//   auto u = ember::interpolate(p, {16, 16}, ember::InterpMode::Linear);     // bilinear
+//   auto cols = ember::unfold(x, {3, 3}, {.padding = {1}});                  // [8, 27, 1024]
+//
+// Per-dim options take one entry per spatial dim, or one entry for all of them; empty ones
+// take PyTorch's defaults. Conv has no bias input: add it with a broadcast add.
+#pragma once
+#include "ember/tensor/tensor.h"
+
+namespace ember {
+
+struct ConvOptions {
+  Dims stride = {};    // default 1
+  Dims padding = {};   // default 0, on both sides
+  Dims dilation = {};  // default 1
+  int64_t groups = 1;
+};
+
+struct ConvTransposeOptions {
+  Dims stride = {};          // default 1
+  Dims padding = {};         // default 0: removed from both sides of the output
+  Dims output_padding = {};  // default 0: added at the end; below the stride or the dilation
+  Dims dilation = {};        // default 1
+  int64_t groups = 1;
+};
+
+struct PoolOptions {
+  Dims stride = {};               // default: the kernel
+  Dims padding = {};              // default 0; at most half the kernel
+  Dims dilation = {};             // max_pool only; default 1
+  bool ceil_mode = false;         // round the output size up
+  bool count_include_pad = true;  // avg_pool only: padding counts in the divisor
+};
+
+struct UnfoldOptions {
+  Dims dilation = {};  // default 1
+  Dims padding = {};   // default 0
+  Dims stride = {};    // default 1
+};
+
+namespace detail {
+template <int D2, Backend B, int D, int... Ds>
+Tensor<B, D2> run_spatial(OpCode c, OpAttrs a, const Tensor<B, D>& x,
+                          const Tensor<B, Ds>&... more) {
+  std::array<typename B::Handle, 1 + sizeof...(Ds)> in{x.handle(), more.handle()...};
+  return Tensor<B, D2>(apply<B>(Op{c, std::move(a)}, std::span<typename B::Handle>(in)));
+}
+template <int D>
+constexpr void check_spatial_rank() {
+  static_assert(D >= 3 && D <= 5, "spatial ops take [N, C, *spatial] with 1 to 3 spatial dims");
+}
+}  // namespace detail
+
+/// Convolution (cross-correlation, like torch.nn.functional.conv*d) of x [N, C_in, *s] with
+/// w [C_out, C_in / groups, *k]: [N, C_out, *o].
+template <Backend B, int D>
+Tensor<B, D> conv(const Tensor<B, D>& x, const Tensor<B, D>& w, const ConvOptions& o = {}) {
+  detail::check_spatial_rank<D>();
+  OpAttrs a;
+  a.window.stride = o.stride;
+  a.window.padding = o.padding;
+  a.window.dilation = o.dilation;
+  a.window.groups = o.groups;
+  return detail::run_spatial<D>(OpCode::Conv, std::move(a), x, w);
+}
+template <Backend B>
+Tensor<B, 3> conv1d(const Tensor<B, 3>& x, const Tensor<B, 3>& w, const ConvOptions& o = {}) {
+  return conv(x, w, o);
+}
+template <Backend B>
+Tensor<B, 4> conv2d(const Tensor<B, 4>& x, const Tensor<B, 4>& w, const ConvOptions& o = {}) {
+  return conv(x, w, o);
+}
+template <Backend B>
+Tensor<B, 5> conv3d(const Tensor<B, 5>& x, const Tensor<B, 5>& w, const ConvOptions& o = {}) {
+  return conv(x, w, o);
+}
+
+/// Transposed convolution of x [N, C_in, *s] with w [C_in, C_out / groups, *k]: the adjoint
+/// of conv, [N, C_out, (s - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1].
+template <Backend B, int D>
+Tensor<B, D> conv_transpose(const Tensor<B, D>& x, const Tensor<B, D>& w,
+                            const ConvTransposeOptions& o = {}) {
+  detail::check_spatial_rank<D>();
+  OpAttrs a;
+  a.window.stride = o.stride;
+  a.window.padding = o.padding;
+  a.window.output_padding = o.output_padding;
+  a.window.dilation = o.dilation;
+  a.window.groups = o.groups;
+  return detail::run_spatial<D>(OpCode::ConvTranspose, std::move(a), x, w);
+}
+template <Backend B>
+Tensor<B, 3> conv_transpose1d(const Tensor<B, 3>& x, const Tensor<B, 3>& w,
+                              const ConvTransposeOptions& o = {}) {
+  return conv_transpose(x, w, o);
+}
+template <Backend B>
+Tensor<B, 4> conv_transpose2d(const Tensor<B, 4>& x, const Tensor<B, 4>& w,
+                              const ConvTransposeOptions& o = {}) {
+  return conv_transpose(x, w, o);
+}
+template <Backend B>
+Tensor<B, 5> conv_transpose3d(const Tensor<B, 5>& x, const Tensor<B, 5>& w,
+                              const ConvTransposeOptions& o = {}) {
+  return conv_transpose(x, w, o);
+}
+
+/// Max over each window (padding never wins; NaN does; the gradient goes to the first
+/// maximum of a window).
+template <Backend B, int D>
+Tensor<B, D> max_pool(const Tensor<B, D>& x, Dims kernel, const PoolOptions& o = {}) {
+  detail::check_spatial_rank<D>();
+  OpAttrs a;
+  a.window.kernel = std::move(kernel);
+  a.window.stride = o.stride;
+  a.window.padding = o.padding;
+  a.window.dilation = o.dilation;
+  a.window.ceil_mode = o.ceil_mode;
+  return detail::run_spatial<D>(OpCode::MaxPool, std::move(a), x);
+}
+template <Backend B>
+Tensor<B, 3> max_pool1d(const Tensor<B, 3>& x, Dims kernel, const PoolOptions& o = {}) {
+  return max_pool(x, std::move(kernel), o);
+}
+template <Backend B>
+Tensor<B, 4> max_pool2d(const Tensor<B, 4>& x, Dims kernel, const PoolOptions& o = {}) {
+  return max_pool(x, std::move(kernel), o);
+}
+template <Backend B>
+Tensor<B, 5> max_pool3d(const Tensor<B, 5>& x, Dims kernel, const PoolOptions& o = {}) {
+  return max_pool(x, std::move(kernel), o);
+}
+
+/// Mean over each window; padding counts in the divisor unless count_include_pad is false.
+template <Backend B, int D>
+Tensor<B, D> avg_pool(const Tensor<B, D>& x, Dims kernel, const PoolOptions& o = {}) {
+  detail::check_spatial_rank<D>();
+  OpAttrs a;
+  a.window.kernel = std::move(kernel);
+  a.window.stride = o.stride;
+  a.window.padding = o.padding;
+  a.window.dilation = o.dilation;
+  a.window.ceil_mode = o.ceil_mode;
+  a.window.count_include_pad = o.count_include_pad;
+  return detail::run_spatial<D>(OpCode::AvgPool, std::move(a), x);
+}
+template <Backend B>
+Tensor<B, 3> avg_pool1d(const Tensor<B, 3>& x, Dims kernel, const PoolOptions& o = {}) {
+  return avg_pool(x, std::move(kernel), o);
+}
+template <Backend B>
+Tensor<B, 4> avg_pool2d(const Tensor<B, 4>& x, Dims kernel, const PoolOptions& o = {}) {
+  return avg_pool(x, std::move(kernel), o);
+}
+template <Backend B>
+Tensor<B, 5> avg_pool3d(const Tensor<B, 5>& x, Dims kernel, const PoolOptions& o = {}) {
+  return avg_pool(x, std::move(kernel), o);
+}
+
+/// Mean over adaptive windows giving exactly `size` outputs per spatial dim (output o of n
+/// covers inputs floor(o * in / n) to ceil((o + 1) * in / n)).
+template <Backend B, int D>
+Tensor<B, D> adaptive_avg_pool(const Tensor<B, D>& x, Dims size) {
+  detail::check_spatial_rank<D>();
+  OpAttrs a;
+  a.shape = std::move(size);
+  return detail::run_spatial<D>(OpCode::AdaptiveAvgPool, std::move(a), x);
+}
+template <Backend B>
+Tensor<B, 3> adaptive_avg_pool1d(const Tensor<B, 3>& x, Dims size) {
+  return adaptive_avg_pool(x, std::move(size));
+}
+template <Backend B>
+Tensor<B, 4> adaptive_avg_pool2d(const Tensor<B, 4>& x, Dims size) {
+  return adaptive_avg_pool(x, std::move(size));
+}
+template <Backend B>
+Tensor<B, 5> adaptive_avg_pool3d(const Tensor<B, 5>& x, Dims size) {
+  return adaptive_avg_pool(x, std::move(size));
+}
+
+/// Resizes the spatial dims to `size` like torch.nn.functional.interpolate(x, size, mode):
+/// Nearest ("nearest"), Linear ("linear", "bilinear", "trilinear" by rank), Cubic
+/// ("bicubic"); align_corners for Linear and Cubic only.
+template <Backend B, int D>
+Tensor<B, D> interpolate(const Tensor<B, D>& x, Dims size, InterpMode mode = InterpMode::Nearest,
+                         bool align_corners = false) {
+  detail::check_spatial_rank<D>();
+  OpAttrs a;
+  a.shape = std::move(size);
+  a.interp = mode;
+  a.flag = align_corners;
+  return detail::run_spatial<D>(OpCode::Interpolate, std::move(a), x);
+}
+
+/// The sliding blocks of x [N, C, *s] as columns: [N, C * prod(kernel), L], L the number of
+/// blocks (torch.nn.functional.unfold; im2col).
+template <Backend B, int D>
+Tensor<B, 3> unfold(const Tensor<B, D>& x, Dims kernel, const UnfoldOptions& o = {}) {
+  detail::check_spatial_rank<D>();
+  OpAttrs a;
+  a.window.kernel = std::move(kernel);
+  a.window.dilation = o.dilation;
+  a.window.padding = o.padding;
+  a.window.stride = o.stride;
+  return detail::run_spatial<3>(OpCode::Unfold, std::move(a), x);
+}
+
+/// The adjoint of unfold: adds columns [N, C * prod(kernel), L] back into [N, C, *output_size]
+/// (torch.nn.functional.fold; col2im). D is 2 + the number of spatial dims.
+template <int D = 4, Backend B>
+Tensor<B, D> fold(const Tensor<B, 3>& x, Dims output_size, Dims kernel,
+                  const UnfoldOptions& o = {}) {
+  detail::check_spatial_rank<D>();
+  OpAttrs a;
+  a.shape = std::move(output_size);
+  if (a.shape.size() == 1) a.shape = Dims(D - 2, a.shape[0]);  // one size for every dim
+  a.window.kernel = std::move(kernel);
+  a.window.dilation = o.dilation;
+  a.window.padding = o.padding;
+  a.window.stride = o.stride;
+  return detail::run_spatial<D>(OpCode::Fold, std::move(a), x);
+}
+
+}  // namespace ember
