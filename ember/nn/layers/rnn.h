@@ -136,20 +136,35 @@ void cell_step(CellKind kind, const Linear<B>& hh, const Tensor<B, 2>& gi, Tenso
   }
 }
 
+/// The steps of a time-major [T, N, F] sequence as T tensors [N, F]. The sequence is halved
+/// recursively: each slice's gradient is as large as the tensor it slices, so slicing every
+/// step out of the whole sequence would cost O(T²) in the backward pass; halving costs
+/// O(T log T).
+template <Backend B>
+void unbind_steps(const Tensor<B, 3>& x, std::vector<Tensor<B, 2>>& out) {
+  const int64_t T = x.dim(0);
+  if (T == 1) {
+    out.push_back(x.template reshape<2>({x.dim(1), x.dim(2)}));
+    return;
+  }
+  unbind_steps(x.narrow(0, 0, T / 2), out);
+  unbind_steps(x.narrow(0, T / 2, T - T / 2), out);
+}
+
 /// Runs one direction over a time-major sequence x [T, N, d_in] from the state (h, c);
 /// returns the hidden states [T, N, H] in time order and leaves the final state in (h, c).
 template <Backend B>
 Tensor<B, 3> run_direction(CellKind kind, const RecurrentDirection<B>& dir, const Tensor<B, 3>& x,
                            bool reverse, Tensor<B, 2>& h, std::optional<Tensor<B, 2>>& c) {
-  const int64_t T = x.dim(0), N = x.dim(1);
-  const int64_t GH = dir.ih.weight.shape()[1];
+  const int64_t T = x.dim(0);
   // The input projection of every step at once: [T * N, d_in] x [d_in, G * H].
-  Tensor<B, 3> gi = dir.ih.forward(x);
+  std::vector<Tensor<B, 2>> gi;
+  unbind_steps(dir.ih.forward(x), gi);
   std::vector<Tensor<B, 2>> outs(static_cast<size_t>(T), h);
   for (int64_t s = 0; s < T; ++s) {
-    const int64_t t = reverse ? T - 1 - s : s;
-    cell_step(kind, dir.hh, gi.narrow(0, t, 1).template reshape<2>({N, GH}), h, c);
-    outs[static_cast<size_t>(t)] = h;
+    const auto t = static_cast<size_t>(reverse ? T - 1 - s : s);
+    cell_step(kind, dir.hh, gi[t], h, c);
+    outs[t] = h;
   }
   return stack<3>(outs, 0);
 }
