@@ -400,6 +400,19 @@ TEST(SeqLayers, InferenceBackendMatchesTheTrainingOne) {
   EXPECT_TRUE(first.all_close(b.h_n.narrow(0, 1, 1).reshape<2>({2, 4}), 1e-6, 1e-7));
 }
 
+TEST(SeqLayers, DropoutActsOnlyWhileTraining) {
+  auto enc = nn::TransformerEncoderConfig{2, 8, 2, 16}.with_dropout(0.5).init<AD>();
+  auto gru = nn::GruConfig{8, 8}.with_num_layers(2).with_dropout(0.5).init<AD>();
+  auto x = Tensor<AD, 3>::random({2, 5, 8}, Distribution::uniform(-1, 1));
+  auto eval_enc = nn::valid(enc).forward(x.inner());
+  auto eval_gru = nn::valid(gru).forward(x.inner()).output;
+  EXPECT_FALSE(enc.forward(x).inner().all_close(eval_enc, 1e-4, 1e-5));
+  EXPECT_FALSE(gru.forward(x).output.inner().all_close(eval_gru, 1e-4, 1e-5));
+  autodiff::NoGradGuard ng;
+  EXPECT_TRUE(enc.forward(x).inner().all_close(eval_enc, 1e-6, 1e-7));
+  EXPECT_TRUE(gru.forward(x).output.inner().all_close(eval_gru, 1e-6, 1e-7));
+}
+
 TEST(Rotary, ScoresDependOnlyOnRelativePositions) {
   for (bool interleaved : {false, true}) {
     auto rope = nn::RotaryEncodingConfig{8}.with_interleaved(interleaved).init<Cpu>();
