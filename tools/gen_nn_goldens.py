@@ -93,4 +93,56 @@ C.add("prelu", {"num_parameters": 3}, [("weight", m.weight, same)], [rnd(2, 3, 4
 C.add("pixel_shuffle", {"factor": 2}, [], [rnd(2, 8, 3, 2)], tnn.PixelShuffle(2))
 C.add("pixel_unshuffle", {"factor": 2}, [], [rnd(2, 2, 4, 6)], tnn.PixelUnshuffle(2))
 
+# ---- convolutions (PyTorch's weight layout) -------------------------------------------------
+for n, (cin, cout, k, stride, pad, dil, groups, shape) in {
+        "1d": (4, 6, [3], [2], [1], [1], 2, (2, 4, 9)),
+        "2d": (3, 4, [3, 2], [1, 2], [1, 0], [2, 1], 1, (2, 3, 7, 6)),
+        "2d_depthwise": (4, 4, [3, 3], [1, 1], [1, 1], [1, 1], 4, (1, 4, 5, 5)),
+        "3d": (2, 3, [2, 2, 2], [1, 1, 1], [0, 1, 0], [1, 1, 1], 1, (1, 2, 3, 4, 3))}.items():
+    rank = len(k)
+    cls = [None, tnn.Conv1d, tnn.Conv2d, tnn.Conv3d][rank]
+    m = cls(cin, cout, k, stride=stride, padding=pad, dilation=dil, groups=groups)
+    C.add("conv%dd" % rank, {"channels": [cin, cout], "kernel_size": k, "stride": stride,
+                             "padding": pad, "dilation": dil, "groups": groups},
+          [("weight", m.weight, same), ("bias", m.bias, same)], [rnd(*shape)], m, tag=n)
+m = tnn.Conv2d(3, 2, 3, padding="same", bias=False)
+C.add("conv2d", {"channels": [3, 2], "kernel_size": [3, 3], "padding_mode": "same", "bias": False},
+      [("weight", m.weight, same)], [rnd(1, 3, 5, 4)], m, tag="same")
+for n, (cin, cout, k, stride, pad, opad, dil, groups, shape) in {
+        "1d": (4, 2, [3], [2], [1], [1], [1], 2, (2, 4, 5)),
+        "2d": (3, 4, [3, 2], [2, 1], [1, 0], [1, 0], [1, 2], 1, (2, 3, 4, 3))}.items():
+    rank = len(k)
+    cls = [None, tnn.ConvTranspose1d, tnn.ConvTranspose2d][rank]
+    m = cls(cin, cout, k, stride=stride, padding=pad, output_padding=opad, dilation=dil,
+            groups=groups)
+    C.add("conv_transpose%dd" % rank,
+          {"channels": [cin, cout], "kernel_size": k, "stride": stride, "padding": pad,
+           "padding_out": opad, "dilation": dil, "groups": groups},
+          [("weight", m.weight, same), ("bias", m.bias, same)], [rnd(*shape)], m, tag=n)
+
+# ---- pooling, interpolation, unfold/fold -------------------------------------------------
+C.add("max_pool2d", {"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 0]}, [],
+      [rnd(2, 3, 7, 5)], tnn.MaxPool2d((3, 2), stride=(2, 1), padding=(1, 0)))
+C.add("max_pool1d", {"kernel_size": [2], "ceil_mode": True}, [], [rnd(2, 3, 7)],
+      tnn.MaxPool1d(2, ceil_mode=True))
+C.add("avg_pool2d", {"kernel_size": [2, 2], "padding": [1, 1], "count_include_pad": False}, [],
+      [rnd(2, 3, 5, 4)], tnn.AvgPool2d(2, padding=1, count_include_pad=False))
+C.add("avg_pool1d", {"kernel_size": [3], "stride": [2]}, [], [rnd(2, 3, 8)],
+      tnn.AvgPool1d(3, stride=2))
+C.add("adaptive_avg_pool2d", {"output_size": [3, 2]}, [], [rnd(2, 3, 7, 5)],
+      tnn.AdaptiveAvgPool2d((3, 2)))
+C.add("adaptive_avg_pool1d", {"output_size": [4]}, [], [rnd(2, 3, 9)], tnn.AdaptiveAvgPool1d(4))
+for mode, ac in [("nearest", None), ("bilinear", False), ("bilinear", True), ("bicubic", False)]:
+    ember_mode = {"nearest": "nearest", "bilinear": "linear", "bicubic": "cubic"}[mode]
+    cfg = {"output_size": [7, 5], "mode": ember_mode}
+    if ac is not None:
+        cfg["align_corners"] = ac
+    C.add("interpolate", cfg, [], [rnd(1, 2, 4, 3)],
+          lambda x, mode=mode, ac=ac: F.interpolate(x, size=(7, 5), mode=mode, align_corners=ac),
+          tag=mode + ("_ac" if ac else ""))
+C.add("unfold", {"kernel_size": [2, 3], "stride": [1, 2], "padding": [1, 0], "dilation": [1, 1]},
+      [], [rnd(2, 3, 4, 5)], tnn.Unfold((2, 3), stride=(1, 2), padding=(1, 0)))
+C.add("fold", {"output_size": [4, 5], "kernel_size": [2, 2], "stride": [1, 1], "padding": [0, 0],
+               "dilation": [1, 1]}, [], [rnd(2, 12, 12)], tnn.Fold((4, 5), (2, 2)))
+
 C.write(os.path.join(os.path.dirname(__file__), "..", "tests", "nn", "layer_goldens.json"))

@@ -3,11 +3,13 @@
 #include "layer_golden.h"
 
 #include "ember/nn/layers/activation.h"
+#include "ember/nn/layers/conv.h"
 #include "ember/nn/layers/dropout.h"
 #include "ember/nn/layers/embedding.h"
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/layers/norm.h"
 #include "ember/nn/layers/pixel_shuffle.h"
+#include "ember/nn/layers/pool.h"
 
 namespace ember::test {
 namespace {
@@ -21,6 +23,20 @@ LayerFn unary_layer() {
     auto x = case_input<D>(c, 0);
     check_case(c, m, m.forward(x), std::tuple(x));
   };
+}
+
+/// A stateless layer built by its config's init() (no backend, no parameters).
+template <int D, class Config>
+LayerFn stateless_layer() {
+  return [](const json& c) {
+    auto m = nn::config_from_json<Config>(c.at("config").dump()).init();
+    auto x = case_input<D>(c, 0);
+    check_case(c, m, m.template forward<AD>(x), std::tuple(x));
+  };
+}
+
+std::vector<int64_t> ints(const json& c, const char* k) {
+  return c.at("config").at(k).get<std::vector<int64_t>>();
 }
 
 const std::map<std::string, LayerFn>& layers() {
@@ -80,6 +96,37 @@ const std::map<std::string, LayerFn>& layers() {
            run(case_input<2, Float, Cpu>(c, 0));
        }},
       {"prelu", unary_layer<3, nn::PReluConfig>()},
+      {"conv1d", unary_layer<3, nn::Conv1dConfig>()},
+      {"conv2d", unary_layer<4, nn::Conv2dConfig>()},
+      {"conv3d", unary_layer<5, nn::Conv3dConfig>()},
+      {"conv_transpose1d", unary_layer<3, nn::ConvTranspose1dConfig>()},
+      {"conv_transpose2d", unary_layer<4, nn::ConvTranspose2dConfig>()},
+      {"max_pool1d", stateless_layer<3, nn::MaxPool1dConfig>()},
+      {"max_pool2d", stateless_layer<4, nn::MaxPool2dConfig>()},
+      {"avg_pool1d", stateless_layer<3, nn::AvgPool1dConfig>()},
+      {"avg_pool2d", stateless_layer<4, nn::AvgPool2dConfig>()},
+      {"adaptive_avg_pool1d", stateless_layer<3, nn::AdaptiveAvgPool1dConfig>()},
+      {"adaptive_avg_pool2d", stateless_layer<4, nn::AdaptiveAvgPool2dConfig>()},
+      {"interpolate",
+       [](const json& c) {
+         auto m = nn::config_from_json<nn::InterpolateConfig>(c.at("config").dump()).init();
+         auto x = case_input<4>(c, 0);
+         check_case(c, m, m.forward(x), std::tuple(x));
+       }},
+      {"unfold",
+       [](const json& c) {
+         nn::Unfold m{ints(c, "kernel_size"), ints(c, "stride"), ints(c, "padding"),
+                      ints(c, "dilation")};
+         auto x = case_input<4>(c, 0);
+         check_case(c, m, m.forward(x), std::tuple(x));
+       }},
+      {"fold",
+       [](const json& c) {
+         nn::Fold m{ints(c, "output_size"), ints(c, "kernel_size"), ints(c, "stride"),
+                    ints(c, "padding"), ints(c, "dilation")};
+         auto x = case_input<3>(c, 0);
+         check_case(c, m, m.forward(x), std::tuple(x));
+       }},
       {"pixel_shuffle",
        [](const json& c) {
          nn::PixelShuffle m{c.at("config").at("factor").get<int64_t>()};
@@ -106,7 +153,7 @@ TEST(LayerGoldens, MatchPyTorch) {
     it->second(c);
     ++n;
   }
-  EXPECT_GE(n, 16);
+  EXPECT_GE(n, 35);
 }
 
 TEST(Dropout, DropsAtRateAndScalesOnlyWhileTraining) {

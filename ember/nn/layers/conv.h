@@ -1,0 +1,205 @@
+// Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d, on the conv ops of
+// ember/tensor/nn_ops.h (fast CPU kernels, gradients included).
+//
+//   auto conv = nn::Conv2dConfig{{3, 16}, {3, 3}}.with_padding({1, 1}).init<B>(dev);
+//   Tensor<B, 4> y = conv.forward(x);                  // [N, 3, H, W] -> [N, 16, H, W]
+//   auto same = nn::Conv1dConfig{{8, 8}, {5}}.with_padding_mode(nn::PaddingMode::Same);
+//   auto up = nn::ConvTranspose2dConfig{{16, 8}, {2, 2}}.with_stride({2, 2}).init<B>(dev);
+//
+// Weights are laid out like PyTorch's: conv [C_out, C_in / groups, *kernel], transposed conv
+// [C_in, C_out / groups, *kernel]. The default init is PyTorch's (uniform ±1/sqrt(fan_in)).
+#pragma once
+#include <numeric>
+
+#include "ember/nn/config.h"
+#include "ember/nn/init.h"
+#include "ember/nn/module.h"
+#include "ember/tensor/nn_ops.h"
+
+namespace ember::nn {
+
+/// Explicit: the `padding` values on both sides. Valid: no padding. Same: the output keeps
+/// the input's size (stride 1; the padding dilation * (kernel - 1) must be even).
+enum class PaddingMode { Explicit, Valid, Same };
+NLOHMANN_JSON_SERIALIZE_ENUM(PaddingMode, {{PaddingMode::Explicit, "explicit"},
+                                           {PaddingMode::Valid, "valid"},
+                                           {PaddingMode::Same, "same"}})
+
+namespace detail {
+template <size_t N>
+Dims to_dims(const std::array<int64_t, N>& a) {
+  return Dims(a.begin(), a.end());
+}
+template <size_t N>
+std::array<int64_t, N> ones() {
+  std::array<int64_t, N> a;
+  a.fill(1);
+  return a;
+}
+template <Backend B, int D>
+Param<Tensor<B, D>> lazy_param(Shape s, Device dev, Initializer ini, int64_t fan_in,
+                               int64_t fan_out) {
+  return Param<Tensor<B, D>>::lazy(std::move(s), dev, [=](const Shape& sh, Device d) {
+    return ini.template init<B, D>(sh, d, fan_in, fan_out);
+  });
+}
+/// The bias [C] as [1, C, 1, ...] for a rank-D activation.
+template <int D, Backend B>
+Tensor<B, D> channel_bias(const Tensor<B, 1>& b) {
+  std::array<int64_t, D> s;
+  s.fill(1);
+  s[1] = b.dim(0);
+  return b.template reshape<D>(s);
+}
+}  // namespace detail
+
+// ---- Conv ------------------------------------------------------------------------------------
+
+template <Backend B, int N>
+struct Conv {
+  static_assert(N >= 1 && N <= 3, "Conv has 1 to 3 spatial dims");
+  Param<Tensor<B, N + 2>> weight;           // [C_out, C_in / groups, *kernel]
+  std::optional<Param<Tensor<B, 1>>> bias;  // [C_out]
+  std::array<int64_t, N> stride{}, padding{}, dilation{};
+  int64_t groups = 1;
+  EMBER_MODULE(Conv, weight, bias, stride, padding, dilation, groups)
+
+  /// [batch, C_in, *spatial] -> [batch, C_out, *spatial_out].
+  Tensor<B, N + 2> forward(const Tensor<B, N + 2>& x) const {
+    auto y = conv(
+        x, weight.val(),
+        {detail::to_dims(stride), detail::to_dims(padding), detail::to_dims(dilation), groups});
+    if (bias) y = y + detail::channel_bias<N + 2>(bias->val());
+    return y;
+  }
+};
+
+template <int N>
+struct ConvConfig {
+  std::array<int64_t, 2> channels{};  // {C_in, C_out}
+  std::array<int64_t, N> kernel_size{};
+  std::array<int64_t, N> stride = detail::ones<N>();
+  std::array<int64_t, N> dilation = detail::ones<N>();
+  std::array<int64_t, N> padding{};
+  PaddingMode padding_mode = PaddingMode::Explicit;
+  int64_t groups = 1;
+  bool bias = true;
+  Initializer initializer = Initializer::kaiming_uniform(1.0 / std::sqrt(3.0));
+  EMBER_CONFIG(ConvConfig, channels, kernel_size, stride, dilation, padding, padding_mode, groups,
+               bias, initializer)
+
+  template <Backend B>
+  Conv<B, N> init(Device dev = B::default_device()) const {
+    const auto [cin, cout] = channels;
+    if (cin <= 0 || cout <= 0 || groups <= 0 || cin % groups != 0 || cout % groups != 0)
+      throw ValueError("[conv] channels " + std::to_string(cin) + " -> " + std::to_string(cout) +
+                       " must be positive and divisible by groups " + std::to_string(groups));
+    Conv<B, N> m;
+    m.stride = stride;
+    m.dilation = dilation;
+    m.groups = groups;
+    m.padding = padding_mode == PaddingMode::Explicit ? padding : std::array<int64_t, N>{};
+    int64_t k = 1;
+    for (int i = 0; i < N; ++i) {
+      if (kernel_size[i] <= 0) throw ValueError("[conv] kernel sizes must be positive");
+      k *= kernel_size[i];
+      if (padding_mode == PaddingMode::Same) {
+        int64_t total = dilation[i] * (kernel_size[i] - 1);
+        if (stride[i] != 1 || total % 2 != 0)
+          throw ValueError(
+              "[conv] 'same' padding needs stride 1 and an even dilation * (kernel - 1)");
+        m.padding[i] = total / 2;
+      }
+    }
+    Dims ws{cout, cin / groups};
+    for (auto s : kernel_size) ws.push_back(s);
+    const int64_t fan_in = cin / groups * k, fan_out = cout / groups * k;
+    m.weight = detail::lazy_param<B, N + 2>(Shape(ws), dev, initializer, fan_in, fan_out);
+    if (bias) m.bias = detail::lazy_param<B, 1>(Shape{cout}, dev, initializer, fan_in, fan_out);
+    return m;
+  }
+};
+
+template <Backend B>
+using Conv1d = Conv<B, 1>;
+template <Backend B>
+using Conv2d = Conv<B, 2>;
+template <Backend B>
+using Conv3d = Conv<B, 3>;
+using Conv1dConfig = ConvConfig<1>;
+using Conv2dConfig = ConvConfig<2>;
+using Conv3dConfig = ConvConfig<3>;
+
+// ---- ConvTranspose -----------------------------------------------------------------------
+
+template <Backend B, int N>
+struct ConvTranspose {
+  static_assert(N >= 1 && N <= 3, "ConvTranspose has 1 to 3 spatial dims");
+  Param<Tensor<B, N + 2>> weight;           // [C_in, C_out / groups, *kernel]
+  std::optional<Param<Tensor<B, 1>>> bias;  // [C_out]
+  std::array<int64_t, N> stride{}, padding{}, padding_out{}, dilation{};
+  int64_t groups = 1;
+  EMBER_MODULE(ConvTranspose, weight, bias, stride, padding, padding_out, dilation, groups)
+
+  Tensor<B, N + 2> forward(const Tensor<B, N + 2>& x) const {
+    auto y = conv_transpose(x, weight.val(),
+                            {detail::to_dims(stride), detail::to_dims(padding),
+                             detail::to_dims(padding_out), detail::to_dims(dilation), groups});
+    if (bias) y = y + detail::channel_bias<N + 2>(bias->val());
+    return y;
+  }
+};
+
+template <int N>
+struct ConvTransposeConfig {
+  std::array<int64_t, 2> channels{};  // {C_in, C_out}
+  std::array<int64_t, N> kernel_size{};
+  std::array<int64_t, N> stride = detail::ones<N>();
+  std::array<int64_t, N> dilation = detail::ones<N>();
+  std::array<int64_t, N> padding{};
+  std::array<int64_t, N> padding_out{};
+  int64_t groups = 1;
+  bool bias = true;
+  Initializer initializer = Initializer::kaiming_uniform(1.0 / std::sqrt(3.0));
+  EMBER_CONFIG(ConvTransposeConfig, channels, kernel_size, stride, dilation, padding, padding_out,
+               groups, bias, initializer)
+
+  template <Backend B>
+  ConvTranspose<B, N> init(Device dev = B::default_device()) const {
+    const auto [cin, cout] = channels;
+    if (cin <= 0 || cout <= 0 || groups <= 0 || cin % groups != 0 || cout % groups != 0)
+      throw ValueError("[conv_transpose] channels " + std::to_string(cin) + " -> " +
+                       std::to_string(cout) + " must be positive and divisible by groups " +
+                       std::to_string(groups));
+    ConvTranspose<B, N> m;
+    m.stride = stride;
+    m.padding = padding;
+    m.padding_out = padding_out;
+    m.dilation = dilation;
+    m.groups = groups;
+    int64_t k = 1;
+    for (auto s : kernel_size) {
+      if (s <= 0) throw ValueError("[conv_transpose] kernel sizes must be positive");
+      k *= s;
+    }
+    Dims ws{cin, cout / groups};
+    for (auto s : kernel_size) ws.push_back(s);
+    // PyTorch computes the fan from weight.shape[1] * prod(kernel) for transposed convs.
+    const int64_t fan_in = cout / groups * k, fan_out = cin / groups * k;
+    m.weight = detail::lazy_param<B, N + 2>(Shape(ws), dev, initializer, fan_in, fan_out);
+    if (bias) m.bias = detail::lazy_param<B, 1>(Shape{cout}, dev, initializer, fan_in, fan_out);
+    return m;
+  }
+};
+
+template <Backend B>
+using ConvTranspose1d = ConvTranspose<B, 1>;
+template <Backend B>
+using ConvTranspose2d = ConvTranspose<B, 2>;
+template <Backend B>
+using ConvTranspose3d = ConvTranspose<B, 3>;
+using ConvTranspose1dConfig = ConvTransposeConfig<1>;
+using ConvTranspose2dConfig = ConvTransposeConfig<2>;
+using ConvTranspose3dConfig = ConvTransposeConfig<3>;
+
+}  // namespace ember::nn
