@@ -293,8 +293,8 @@ TEST(Step, KeepsIdsAndMakesFreshLeaves) {
 
 TEST(Groups, LongestPrefixWinsAndPrefixesMatchWholeNames) {
   auto opt = SgdConfig{}.with_weight_decay(0.5).init<AD>();
-  opt.set_group("fc", {.lr_scale = 7});  // matches a module named "fc" only, not "fc1"
-  opt.set_group("fc1", {.lr_scale = 0.1});
+  opt.set_group("fc", {.lr_scale = 7, .weight_decay = {}});  // matches a module named "fc" only, not "fc1"
+  opt.set_group("fc1", {.lr_scale = 0.1, .weight_decay = {}});
   opt.set_group("fc1.bias", {.lr_scale = 0.2, .weight_decay = 0});
   EXPECT_EQ(opt.group_for("fc1.weight").lr_scale, 0.1);
   EXPECT_FALSE(opt.group_for("fc1.weight").weight_decay.has_value());
@@ -302,7 +302,7 @@ TEST(Groups, LongestPrefixWinsAndPrefixesMatchWholeNames) {
   EXPECT_EQ(opt.group_for("fc1.bias").weight_decay, 0.0);
   EXPECT_EQ(opt.group_for("fc2.weight").lr_scale, 1.0);
   EXPECT_EQ(opt.group_for("fc.weight").lr_scale, 7.0);
-  opt.set_group("fc1", {.lr_scale = 0.3});  // replaces
+  opt.set_group("fc1", {.lr_scale = 0.3, .weight_decay = {}});  // replaces
   EXPECT_EQ(opt.group_for("fc1.weight").lr_scale, 0.3);
 
   // lr_scale 0 holds a group still (and weight decay 0 keeps it from shrinking)
