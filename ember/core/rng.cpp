@@ -16,6 +16,13 @@ void seed(uint64_t s) {
   g_counter.store(0);
 }
 
+RngState rng_state() { return {g_seed.load(), g_counter.load()}; }
+
+void set_rng_state(RngState s) {
+  g_seed.store(s.seed);
+  g_counter.store(s.counter);
+}
+
 uint64_t next_seed() { return rng::bits(g_seed.load(), g_counter.fetch_add(1)); }
 
 double rng::normal(uint64_t seed, uint64_t i) {

@@ -14,6 +14,15 @@ void seed(uint64_t s);
 /// The next op seed from the global generator (thread-safe).
 uint64_t next_seed();
 
+/// The global generator's position, to save with a checkpoint and restore on resume so the
+/// random ops that follow (dropout, augmentation) replay exactly.
+struct RngState {
+  uint64_t seed = 0;
+  uint64_t counter = 0;
+};
+RngState rng_state();
+void set_rng_state(RngState s);
+
 namespace rng {
 /// A strong 64-bit mix (splitmix64 finalizer).
 constexpr uint64_t mix64(uint64_t x) {

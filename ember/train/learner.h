@@ -1,0 +1,331 @@
+// The Learner: epochs of training and validation for any module whose `step(batch)` returns
+// one of the outputs of output.h, with metrics, gradient accumulation, the LR schedule,
+// checkpoints (keep last N, keep best), exact resume, early stopping, and a renderer (the
+// live dashboard, or plain lines).
+//
+//   train::Learner learner(train::LearnerConfig{.num_epochs = 3, .dir = "runs/mnist"},
+//                          model, optim::AdamConfig{}.init<B>(),
+//                          optim::ConstantLrConfig{1e-3}.init());
+//   learner.with_metric(std::make_unique<train::Accuracy>());
+//   auto trained = learner.fit(train_loader, valid_loader);   // Model<B>
+//
+// The model's `step` is called on the training backend (Autodiff<I>) with training batches,
+// and on `nn::valid(model)` (backend I, no graph: Dropout off, BatchNorm on its running
+// statistics) with validation batches. A loader is anything a range-for can walk; if it has
+// `set_epoch(e)` it is told the epoch (per-epoch shuffles), and `size()` gives the progress
+// bar its length.
+#pragma once
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ember/core/rng.h"
+#include "ember/nn/record.h"
+#include "ember/optim.h"
+#include "ember/train/checkpoint.h"
+#include "ember/train/metrics.h"
+#include "ember/train/renderer.h"
+
+namespace ember::train {
+
+struct LearnerConfig {
+  int64_t num_epochs = 1;
+  int64_t grad_accumulation = 1;     // batches per optimizer step
+  std::string dir;                   // checkpoints/ and metric logs go here; empty: none
+  int64_t keep_last = 2;             // checkpoints kept (the best one is kept too)
+  std::string best_metric = "loss";  // valid metric for the best checkpoint and early stop
+  int64_t patience = 0;              // epochs without improvement before stopping; 0: never
+  double min_delta = 0;              // what counts as an improvement
+  uint64_t seed = 42;                // the global RNG seed (dropout, random init)
+  EMBER_CONFIG(LearnerConfig, num_epochs, grad_accumulation, dir, keep_last, best_metric, patience,
+               min_delta, seed)
+};
+
+/// Runs `model.step(batch)` over a loader (no gradients) and returns the metrics' values.
+template <class Model, class Loader>
+std::vector<MetricValue> evaluate(const Model& model, Loader& loader,
+                                  const std::vector<Metric*>& metrics) {
+  for (auto* m : metrics) m->reset();
+  for (auto&& batch : loader) {
+    MetricInput in = model.step(batch).metric_input();
+    for (auto* m : metrics) m->update(in);
+  }
+  std::vector<MetricValue> out;
+  for (auto* m : metrics) out.push_back({m->name(), m->last(), m->value(), m->higher_is_better()});
+  return out;
+}
+
+template <nn::Module Model, class Optim, class Sched>
+class Learner {
+ public:
+  using B = nn::backend_t<Model>;
+  static_assert(AutodiffBackend<B>, "the Learner trains on an Autodiff backend");
+  using Clock = std::chrono::steady_clock;
+
+  Learner(LearnerConfig config, Model model, Optim optim, Sched sched)
+      : cfg_(std::move(config)),
+        model_(std::move(model)),
+        optim_(std::move(optim)),
+        sched_(std::move(sched)),
+        renderer_(make_renderer(RendererKind::Auto)) {
+    if (cfg_.num_epochs < 1 || cfg_.grad_accumulation < 1)
+      throw ValueError("[learner] num_epochs and grad_accumulation must be >= 1");
+    add(std::make_unique<LossMetric>());
+  }
+
+  /// Adds a metric for both splits (each split gets its own copy).
+  Learner& with_metric(std::unique_ptr<Metric> m) {
+    add(std::move(m));
+    return *this;
+  }
+  Learner& with_renderer(std::unique_ptr<Renderer> r) {
+    renderer_ = std::move(r);
+    return *this;
+  }
+  /// Continue from the newest checkpoint in `dir`, if there is one.
+  Learner& resume(bool on = true) {
+    resume_ = on;
+    return *this;
+  }
+
+  template <class TrainLoader, class ValidLoader>
+  Model fit(TrainLoader& train, ValidLoader& valid) {
+    ember::seed(cfg_.seed);
+    int64_t first_epoch = 1, skip = 0;
+    if (resume_ && !cfg_.dir.empty()) std::tie(first_epoch, skip) = restore();
+    start_ = Clock::now();
+    stop_ = StopRequest::None;
+    for (int64_t epoch = first_epoch; epoch <= cfg_.num_epochs; ++epoch) {
+      const int64_t done = train_epoch(train, epoch, skip);
+      skip = 0;
+      if (stop_ != StopRequest::None) {
+        if (stop_ == StopRequest::StopAfterStep && !cfg_.dir.empty()) {
+          save_checkpoint(epoch, done);
+          renderer_->log("stopped after step " + std::to_string(done) + " of epoch " +
+                         std::to_string(epoch) + "; checkpoint written");
+        }
+        break;
+      }
+      valid_epoch(valid, epoch);
+      if (!cfg_.dir.empty()) save_checkpoint(epoch, 0);
+      if (early_stop(epoch)) {
+        renderer_->log("early stop: no " + cfg_.best_metric + " improvement in " +
+                       std::to_string(cfg_.patience) + " epochs");
+        break;
+      }
+    }
+    renderer_->finish(history_);
+    return model_;
+  }
+
+  const History& history() const { return history_; }
+  const Model& model() const { return model_; }
+  const Optim& optim() const { return optim_; }
+  std::optional<int64_t> best_epoch() const { return best_epoch_; }
+  bool stopped() const { return stop_ != StopRequest::None; }
+
+ private:
+  void add(std::unique_ptr<Metric> m) {
+    history_.higher_is_better[m->name()] = m->higher_is_better();
+    valid_metrics_.push_back(m->clone());
+    train_metrics_.push_back(std::move(m));
+  }
+
+  static std::vector<MetricValue> values(const std::vector<std::unique_ptr<Metric>>& ms) {
+    std::vector<MetricValue> out;
+    for (const auto& m : ms)
+      out.push_back({m->name(), m->last(), m->value(), m->higher_is_better()});
+    return out;
+  }
+
+  template <class L>
+  static int64_t loader_size(const L& l) {
+    if constexpr (requires { l.size(); })
+      return static_cast<int64_t>(l.size());
+    else
+      return 0;
+  }
+
+  template <class L>
+  int64_t train_epoch(L& loader, int64_t epoch, int64_t skip) {
+    if constexpr (requires { loader.set_epoch(epoch); }) loader.set_epoch(epoch);
+    for (auto& m : train_metrics_) m->reset();
+    optim::GradientsAccumulator<B> acc;
+    Progress p{"train", epoch, cfg_.num_epochs, 0, loader_size(loader)};
+    const auto t0 = Clock::now();
+    double lr = sched_.lr();
+    for (auto&& batch : loader) {
+      if (p.iteration < skip) {  // resuming mid-epoch: these batches were trained on
+        ++p.iteration;
+        continue;
+      }
+      auto out = model_.step(batch);
+      auto gp = optim::GradientsParams<B>::from_grads(out.loss.backward(), model_);
+      MetricInput in = out.metric_input();
+      if (cfg_.grad_accumulation > 1) {
+        acc.accumulate(gp);
+        if (acc.count() == cfg_.grad_accumulation) {
+          auto sum = acc.grads();
+          lr = sched_.step();
+          optim_.step(lr, model_, sum);
+        }
+      } else {
+        lr = sched_.step();
+        optim_.step(lr, model_, gp);
+      }
+      in.lr = lr;
+      for (auto& m : train_metrics_) m->update(in);
+      ++p.iteration;
+      p.items += in.batch_size;
+      p.elapsed_s = seconds(t0);
+      p.total_elapsed_s = seconds(start_);
+      renderer_->update(p, values(train_metrics_));
+      stop_ = renderer_->poll();
+      if (stop_ != StopRequest::None) return p.iteration;
+    }
+    if (cfg_.grad_accumulation > 1 && !acc.empty()) {  // a last partial accumulation
+      auto sum = acc.grads();
+      optim_.step(sched_.step(), model_, sum);
+    }
+    p.elapsed_s = seconds(t0);
+    end_epoch(p, train_metrics_);
+    return p.iteration;
+  }
+
+  template <class L>
+  void valid_epoch(L& loader, int64_t epoch) {
+    if constexpr (requires { loader.set_epoch(epoch); }) loader.set_epoch(epoch);
+    auto vm = nn::valid(model_);
+    for (auto& m : valid_metrics_) m->reset();
+    Progress p{"valid", epoch, cfg_.num_epochs, 0, loader_size(loader)};
+    const auto t0 = Clock::now();
+    for (auto&& batch : loader) {
+      MetricInput in = vm.step(batch).metric_input();
+      for (auto& m : valid_metrics_) m->update(in);
+      ++p.iteration;
+      p.items += in.batch_size;
+      p.elapsed_s = seconds(t0);
+      p.total_elapsed_s = seconds(start_);
+      renderer_->update(p, values(valid_metrics_));
+    }
+    p.elapsed_s = seconds(t0);
+    end_epoch(p, valid_metrics_);
+  }
+
+  void end_epoch(const Progress& p, const std::vector<std::unique_ptr<Metric>>& ms) {
+    auto vs = values(ms);
+    renderer_->epoch_end(p, vs);
+    nlohmann::json line{{"split", p.split}, {"epoch", p.epoch}, {"seconds", p.elapsed_s}};
+    for (const auto& v : vs) {
+      history_.epochs[p.split][v.name].push_back(v.epoch);
+      line[v.name] = v.epoch;
+    }
+    if (!cfg_.dir.empty()) {
+      std::filesystem::create_directories(cfg_.dir);
+      std::ofstream(std::filesystem::path(cfg_.dir) / "metrics.jsonl", std::ios::app)
+          << line.dump() << "\n";
+      const auto csv = std::filesystem::path(cfg_.dir) / "metrics.csv";
+      const bool fresh = !std::filesystem::exists(csv);
+      std::ofstream f(csv, std::ios::app);
+      if (fresh) f << "split,epoch,metric,value\n";
+      for (const auto& v : vs)
+        f << p.split << ',' << p.epoch << ',' << v.name << ',' << v.epoch << "\n";
+    }
+  }
+
+  double current_best_value() const {
+    auto& v = history_.epochs.at("valid").at(cfg_.best_metric);
+    return v.back();
+  }
+
+  /// Tracks the best epoch; true when training should stop.
+  bool early_stop(int64_t epoch) {
+    auto s = history_.epochs.find("valid");
+    if (s == history_.epochs.end() || !s->second.count(cfg_.best_metric)) return false;
+    const double v = current_best_value();
+    const bool higher = history_.higher_is_better[cfg_.best_metric];
+    const bool better = !best_value_ || (higher ? v > *best_value_ + cfg_.min_delta
+                                                : v < *best_value_ - cfg_.min_delta);
+    if (better) {
+      best_value_ = v;
+      best_epoch_ = epoch;
+      bad_epochs_ = 0;
+    } else {
+      ++bad_epochs_;
+    }
+    if (!cfg_.dir.empty()) {
+      CheckpointDir dir(std::filesystem::path(cfg_.dir) / "checkpoints");
+      dir.keep_last(cfg_.keep_last, best_epoch_);
+    }
+    return cfg_.patience > 0 && bad_epochs_ >= cfg_.patience;
+  }
+
+  void save_checkpoint(int64_t epoch, int64_t iteration) {
+    CheckpointDir dir(std::filesystem::path(cfg_.dir) / "checkpoints");
+    auto tmp = dir.begin_write(epoch);
+    nn::save_module(model_, tmp / "model.safetensors");
+    optim::save(optim_, model_, tmp / "optim.safetensors");
+    const RngState rs = rng_state();
+    nlohmann::json st{
+        {"epoch", epoch},           {"iteration", iteration},    {"scheduler", sched_.to_record()},
+        {"rng_seed", rs.seed},      {"rng_counter", rs.counter}, {"history", history_.epochs},
+        {"bad_epochs", bad_epochs_}};
+    if (best_value_) st["best_value"] = *best_value_;
+    if (best_epoch_) st["best_epoch"] = *best_epoch_;
+    write_text_atomic(tmp / "learner.json", st.dump(1));
+    dir.commit(epoch);
+    renderer_->log("checkpoint: " + dir.path(epoch).string());
+  }
+
+  /// Loads the newest checkpoint; returns (first epoch to run, batches of it to skip).
+  std::pair<int64_t, int64_t> restore() {
+    CheckpointDir dir(std::filesystem::path(cfg_.dir) / "checkpoints");
+    dir.clean_partial();
+    auto id = dir.latest();
+    if (!id) return {1, 0};
+    auto path = dir.path(*id);
+    nlohmann::json st;
+    try {
+      st = nlohmann::json::parse(read_text(path / "learner.json"));
+    } catch (const nlohmann::json::exception& e) {
+      throw ValueError("[learner] bad checkpoint " + path.string() + ": " + e.what());
+    }
+    nn::load_module(model_, path / "model.safetensors");
+    optim::load(optim_, model_, path / "optim.safetensors");
+    sched_.load_record(st.at("scheduler").get<optim::SchedulerRecord>());
+    set_rng_state({st.at("rng_seed").get<uint64_t>(), st.at("rng_counter").get<uint64_t>()});
+    history_.epochs = st.at("history").get<decltype(history_.epochs)>();
+    bad_epochs_ = st.at("bad_epochs").get<int64_t>();
+    if (st.contains("best_value")) best_value_ = st["best_value"].get<double>();
+    if (st.contains("best_epoch")) best_epoch_ = st["best_epoch"].get<int64_t>();
+    const int64_t epoch = st.at("epoch"), iteration = st.at("iteration");
+    renderer_->log("resumed from " + path.string());
+    return iteration > 0 ? std::pair{epoch, iteration} : std::pair{epoch + 1, int64_t{0}};
+  }
+
+  static double seconds(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  LearnerConfig cfg_;
+  Model model_;
+  Optim optim_;
+  Sched sched_;
+  std::unique_ptr<Renderer> renderer_;
+  std::vector<std::unique_ptr<Metric>> train_metrics_, valid_metrics_;
+  History history_;
+  std::optional<double> best_value_;
+  std::optional<int64_t> best_epoch_;
+  int64_t bad_epochs_ = 0;
+  bool resume_ = false;
+  StopRequest stop_ = StopRequest::None;
+  Clock::time_point start_ = Clock::now();
+};
+
+}  // namespace ember::train

@@ -1,0 +1,83 @@
+// What a model's train and valid steps return: the loss (which the Learner backpropagates)
+// and what the metrics need, in one of a few shapes of task.
+//
+//   template <Backend B>
+//   train::ClassificationOutput<B> step(const MnistBatch<B>& b) const {
+//     auto logits = forward(b.images);
+//     return {nn::CrossEntropyLossConfig{}.init().forward(logits, b.targets), logits, b.targets};
+//   }
+#pragma once
+#include "ember/tensor/tensor.h"
+#include "ember/train/metrics.h"
+
+namespace ember::train {
+
+/// Scores [N, C] and class targets [N].
+template <Backend B>
+struct ClassificationOutput {
+  Tensor<B, 0> loss;
+  Tensor<B, 2> output;
+  Tensor<B, 1, Int> targets;
+
+  MetricInput metric_input() const {
+    MetricInput in;
+    in.batch_size = output.dim(0);
+    in.num_classes = output.dim(1);
+    in.loss = loss.into_scalar();
+    in.scores = output.to_data().template to_vec<float>();
+    in.targets = targets.to_data().template to_vec<int64_t>();
+    return in;
+  }
+};
+
+/// Scores (logits) [N, C] and 0/1 targets [N, C].
+template <Backend B>
+struct MultiLabelOutput {
+  Tensor<B, 0> loss;
+  Tensor<B, 2> output;
+  Tensor<B, 2, Int> targets;
+
+  MetricInput metric_input() const {
+    MetricInput in;
+    in.batch_size = output.dim(0);
+    in.num_classes = output.dim(1);
+    in.multi_label = true;
+    in.loss = loss.into_scalar();
+    in.scores = output.to_data().template to_vec<float>();
+    in.targets = targets.to_data().template to_vec<int64_t>();
+    return in;
+  }
+};
+
+/// Predictions and float targets of the same shape [N, ...]: loss-based metrics only.
+template <Backend B, int D = 2>
+struct RegressionOutput {
+  Tensor<B, 0> loss;
+  Tensor<B, D> output;
+  Tensor<B, D> targets;
+
+  MetricInput metric_input() const {
+    MetricInput in;
+    in.batch_size = output.dim(0);
+    in.loss = loss.into_scalar();
+    return in;
+  }
+};
+
+/// Token scores [N * T, C] and token targets [N * T] (flattened sequences), with the number
+/// of tokens that count (perplexity, accuracy ignoring padding).
+template <Backend B>
+struct SequenceOutput {
+  Tensor<B, 0> loss;
+  Tensor<B, 2> output;
+  Tensor<B, 1, Int> targets;
+  int64_t tokens = 0;
+
+  MetricInput metric_input() const {
+    MetricInput in = ClassificationOutput<B>{loss, output, targets}.metric_input();
+    in.tokens = tokens ? tokens : in.batch_size;
+    return in;
+  }
+};
+
+}  // namespace ember::train
