@@ -291,9 +291,32 @@ TEST(Step, KeepsIdsAndMakesFreshLeaves) {
   EXPECT_THROW(opt.step(-1.0, net, grads), ValueError);
 }
 
+TEST(Step, SameUpdatesThroughDispatch) {
+  // nothing in the optimizers is CPU-specific: Autodiff<Dispatch> gives the same values
+  using DB = Autodiff<Dispatch>;
+  Problem pb(DType::F32);
+  Net<AD> net = pb.net();
+  Net<DB> dnet = nn::to_backend<DB>(net);
+  const auto& p = test::goldens()["problem"];
+  auto x = Tensor<DB, 2>::from_data(test::cpu_tensor<2>(p["x"], DType::F32).to_data());
+  auto y = Tensor<DB, 2>::from_data(test::cpu_tensor<2>(p["y"], DType::F32).to_data());
+  auto opt = MuonConfig{}.init<AD>();
+  auto dopt = MuonConfig{}.init<DB>();
+  for (int i = 0; i < 3; ++i) {
+    train_step(opt, net, pb, 0.02);
+    auto loss = (dnet.forward(x) - y).square().mean();
+    auto grads = GradientsParams<DB>::from_grads(loss.backward(), dnet);
+    dopt.step(0.02, dnet, grads);
+  }
+  auto a = test::values(net), b = test::values(dnet);
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t j = 0; j < a[i].size(); ++j) EXPECT_NEAR(a[i][j], b[i][j], 1e-6);
+}
+
 TEST(Groups, LongestPrefixWinsAndPrefixesMatchWholeNames) {
   auto opt = SgdConfig{}.with_weight_decay(0.5).init<AD>();
-  opt.set_group("fc", {.lr_scale = 7, .weight_decay = {}});  // matches a module named "fc" only, not "fc1"
+  opt.set_group(
+      "fc", {.lr_scale = 7, .weight_decay = {}});  // matches a module named "fc" only, not "fc1"
   opt.set_group("fc1", {.lr_scale = 0.1, .weight_decay = {}});
   opt.set_group("fc1.bias", {.lr_scale = 0.2, .weight_decay = 0});
   EXPECT_EQ(opt.group_for("fc1.weight").lr_scale, 0.1);
