@@ -100,6 +100,29 @@ void bm_matmul(State& st, int64_t n) {
   bench::set_flop(st, 2.0 * n * n * n);
 }
 
+void bm_conv2d(State& st, bench::Conv2dSize c) {
+  auto x = uniform<Cpu, 4>({c.n, c.c_in, c.hw, c.hw});
+  auto w = uniform<Cpu, 4>({c.c_out, c.c_in, c.k, c.k});
+  ConvOptions o{.padding = {(c.k - 1) / 2}};
+  for (auto _ : st) {
+    auto y = conv2d(x, w, o);
+    benchmark::DoNotOptimize(y);
+  }
+  bench::set_flop(st, 2.0 * c.n * c.c_out * c.hw * c.hw * c.c_in * c.k * c.k);
+}
+
+void bm_max_pool2d(State& st) {
+  using namespace bench;
+  auto x = uniform<Cpu, 4>({kPoolN, kPoolC, kPoolHW, kPoolHW});
+  PoolOptions o{.stride = {2}, .padding = {1}};
+  for (auto _ : st) {
+    auto y = max_pool2d(x, {3, 3}, o);
+    benchmark::DoNotOptimize(y);
+  }
+  int64_t out = kPoolN * kPoolC * (kPoolHW / 2) * (kPoolHW / 2);
+  bench::set_bytes(st, kF32 * (kPoolN * kPoolC * kPoolHW * kPoolHW + out));
+}
+
 void reg(const std::string& name, void (*fn)(State&), benchmark::TimeUnit unit) {
   benchmark::RegisterBenchmark(name.c_str(), fn)->UseRealTime()->Unit(unit);
 }
@@ -120,6 +143,17 @@ void register_ember_benchmarks() {
           std::to_string(bench::kSoftmaxCols),
       bm_softmax, kMillisecond);
   reg("cpu/transpose_copy/" + sq, bm_transpose_copy, kMillisecond);
+  reg("cpu/max_pool2d/" + std::to_string(bench::kPoolN) + "x" + std::to_string(bench::kPoolC) +
+          "x" + std::to_string(bench::kPoolHW) + "x" + std::to_string(bench::kPoolHW) + "_k3s2",
+      bm_max_pool2d, kMillisecond);
+}
+
+// Convolutions are GEMM-bound: they run after the bandwidth benchmarks, beside matmul.
+void register_ember_conv_benchmarks() {
+  for (const auto& c : bench::kConv2dSizes)
+    benchmark::RegisterBenchmark((std::string("cpu/conv2d/") + c.name).c_str(), bm_conv2d, c)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
 }
 
 void register_ember_matmul_benchmarks() {
@@ -135,6 +169,7 @@ int main(int argc, char** argv) {
   register_ember_benchmarks();
   bench::register_copy_benchmarks();
   register_ember_matmul_benchmarks();
+  register_ember_conv_benchmarks();
   bench::register_blas_benchmarks();
   benchmark::AddCustomContext("ember_threads", std::to_string(ember::num_threads()));
   benchmark::AddCustomContext("ember_matmul", EMBER_BENCH_MATMUL);

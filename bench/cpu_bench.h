@@ -17,6 +17,20 @@ inline constexpr int64_t kSoftmaxRows = 4096, kSoftmaxCols = 1024;
 inline constexpr int64_t kSquare = 4096;  // sum_dim and transpose copy: [4096, 4096]
 inline constexpr int64_t kMatmulSizes[] = {1024, 2048};
 
+/// A conv2d benchmark: x [n, c_in, hw, hw] with w [c_out, c_in, k, k], stride 1, padding
+/// (k - 1) / 2 (the size is kept). Named "conv2d/<name>" on both sides.
+struct Conv2dSize {
+  const char* name;
+  int64_t n, c_in, c_out, hw, k;
+};
+inline constexpr Conv2dSize kConv2dSizes[] = {
+    {"resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3},         // a ResNet stage-1 3x3 conv
+    {"cifar_3x3_32x3x32x32", 32, 3, 32, 32, 3},          // a first layer on CIFAR-sized images
+    {"resnet_1x1_8x64x56x56_to256", 8, 64, 256, 56, 1},  // a bottleneck's 1x1 expansion
+};
+/// max_pool2d: the ResNet stem's 3x3, stride 2, padding 1 pool of [8, 64, 112, 112].
+inline constexpr int64_t kPoolN = 8, kPoolC = 64, kPoolHW = 112;
+
 // Work per iteration, read by merge_bench.py to turn the median time into a rate. Exactly one
 // is set per benchmark: "flop" (GFLOP/s), "bytes" moved = read + written (GB/s), or "ops"
 // (microseconds per op).

@@ -27,6 +27,11 @@ SUM_ELEMS = 64 << 20
 SOFTMAX_ROWS, SOFTMAX_COLS = 4096, 1024
 SQUARE = 4096
 MATMUL_SIZES = (1024, 2048)
+# conv2d: (name, n, c_in, c_out, hw, k), stride 1, padding (k - 1) // 2; as bench/cpu_bench.h
+CONV2D_SIZES = (("resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3),
+                ("cifar_3x3_32x3x32x32", 32, 3, 32, 32, 3),
+                ("resnet_1x1_8x64x56x56_to256", 8, 64, 256, 56, 1))
+POOL_N, POOL_C, POOL_HW = 8, 64, 112  # max_pool2d 3x3, stride 2, padding 1
 
 
 def uniform(*shape):
@@ -64,6 +69,14 @@ def cases():
         a, b = uniform(n, n), uniform(n, n)
         return lambda: torch.matmul(a, b)
 
+    def conv2d(n, c_in, c_out, hw, k):
+        x, w = uniform(n, c_in, hw, hw), uniform(c_out, c_in, k, k)
+        return lambda: torch.nn.functional.conv2d(x, w, None, 1, (k - 1) // 2)
+
+    def max_pool2d():
+        x = uniform(POOL_N, POOL_C, POOL_HW, POOL_HW)
+        return lambda: torch.nn.functional.max_pool2d(x, 3, 2, 1)
+
     sq = f"{SQUARE}x{SQUARE}"
     yield f"add/{TINY}", lambda: add(TINY)
     yield f"add/{ELEMS >> 20}M", lambda: add(ELEMS)
@@ -72,8 +85,11 @@ def cases():
     yield f"sum_dim/{sq}", sum_dim
     yield f"softmax/{SOFTMAX_ROWS}x{SOFTMAX_COLS}", softmax
     yield f"transpose_copy/{sq}", transpose_copy
+    yield f"max_pool2d/{POOL_N}x{POOL_C}x{POOL_HW}x{POOL_HW}_k3s2", max_pool2d
     for n in MATMUL_SIZES:
         yield f"matmul/{n}", lambda n=n: matmul(n)
+    for name, *size in CONV2D_SIZES:
+        yield f"conv2d/{name}", lambda size=size: conv2d(*size)
 
 
 def time_op(fn, reps, min_time):

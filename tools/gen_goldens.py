@@ -419,6 +419,7 @@ max_pool_case(In(2, 3, 9, 9), [3, 2], "2d_nonsquare_dilation", [2, 1], [1, 1], [
 max_pool_case(In(2, 2, 7, 7), [3, 3], "2d_ceil_pad", [2, 2], [1, 1], ceil_mode=True)
 max_pool_case(In(2, 2, 6, 6, lo=0, hi=2, values=[float(v % 3) for v in range(144)]), [2, 2], "2d_ties", [1, 1], fd=False)
 max_pool_case(In(1, 2, 4, 5, 4), [2, 2, 2], "3d", [2, 2, 1])
+max_pool_case(In(1, 2, 5, 5, values=[float('nan') if v in (5, 40) else float('-inf') if v in (12, 13, 18, 19) else float((v * 7) % 11) for v in range(50)]), [2, 2], "2d_nan_neg_inf", [2, 2], [1, 1], fd=False)
 max_pool_case(In(2, 3, 8, 8, dtype="f64"), [3, 3], "2d_f64", [2, 2], [1, 1], rtol=1e-12, atol=1e-12)
 
 

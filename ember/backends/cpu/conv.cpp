@@ -5,6 +5,7 @@
 // gradient multiplies the output's gradient by the transposed columns. unfold and fold are
 // im2col and col2im as ops.
 #include <mutex>
+#include <vector>
 
 #include "ember/backends/cpu/gemm.h"
 #include "ember/backends/cpu/spatial.h"
@@ -119,6 +120,87 @@ bool pointwise(const Geom& g) {
   return true;
 }
 
+// What packing a row of the column matrix needs: the row's channel plane, its tap's offsets
+// along each dim, and the outputs [lo, hi) along w whose tap lands inside the input.
+struct ColRow {
+  int64_t plane, doff, hoff, woff, lo, hi;
+};
+
+// Packs panels of columns(x) straight from the image (implicit im2col): the GEMM reads each
+// input row once per tap from cache instead of a column matrix written out and read back.
+template <class T>
+class ColumnPacker {
+ public:
+  ColumnPacker(const T* x, const Geom& g, int64_t rows) : x_(x), g_(g), rows_(rows) {
+    for (int64_t r = 0; r < rows; ++r) {
+      Tap t = tap_of(g, r);
+      auto [lo, hi] = valid_outputs(g, 2, t.kw);
+      rows_[r] = {t.c * g.in_numel(),
+                  t.kd * g.d[0] - g.p[0],
+                  t.kh * g.d[1] - g.p[1],
+                  t.kw * g.d[2] - g.p[2],
+                  lo,
+                  hi};
+    }
+  }
+  void operator()(int64_t p0, int64_t j0, int64_t kc, int64_t cols, T* dst) const {
+    constexpr int NR = kGemmPanelWidth<T>;
+    const Geom& g = g_;
+    const int64_t o1 = g.out[1], o2 = g.out[2];
+    const int64_t ow0 = j0 % o2, oh0 = j0 / o2 % o1, od0 = j0 / (o2 * o1);
+    // the common case: a full panel inside one output row, stride 1 along w
+    const bool one_run = cols == NR && ow0 + NR <= o2 && g.s[2] == 1;
+    for (int64_t p = 0; p < kc; ++p, dst += NR) {
+      const ColRow& r = rows_[p0 + p];
+      if (one_run) {
+        int64_t id = od0 * g.s[0] + r.doff, ih = oh0 * g.s[1] + r.hoff;
+        if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && r.lo <= ow0 && ow0 + NR <= r.hi) {
+          std::memcpy(dst, x_ + r.plane + (id * g.in[1] + ih) * g.in[2] + r.woff + ow0,
+                      NR * sizeof(T));
+          continue;
+        }
+      }
+      pack_row(r, od0, oh0, ow0, cols, dst);
+    }
+  }
+
+ private:
+  // One row of a panel: `cols` outputs from (od, oh, ow) on, in runs along output rows.
+  void pack_row(const ColRow& r, int64_t od, int64_t oh, int64_t ow, int64_t cols, T* dst) const {
+    const Geom& g = g_;
+    const int64_t o1 = g.out[1], o2 = g.out[2], sw = g.s[2];
+    int64_t q = 0;
+    while (q < cols) {
+      int64_t run = std::min(cols - q, o2 - ow), end = ow + run;
+      int64_t id = od * g.s[0] + r.doff, ih = oh * g.s[1] + r.hoff;
+      T* d = dst + q - ow;  // d[o] is output o of this run
+      if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+        std::fill(d + ow, d + end, T(0));
+      } else {
+        const T* src = x_ + r.plane + (id * g.in[1] + ih) * g.in[2] + r.woff;
+        int64_t a = std::clamp(r.lo, ow, end), b = std::clamp(r.hi, a, end);
+        std::fill(d + ow, d + a, T(0));
+        if (sw == 1)
+          for (int64_t o = a; o < b; ++o) d[o] = src[o];
+        else
+          for (int64_t o = a; o < b; ++o) d[o] = src[o * sw];
+        std::fill(d + b, d + end, T(0));
+      }
+      q += run;
+      ow = 0;
+      if (++oh == o1) {
+        oh = 0;
+        ++od;
+      }
+    }
+    std::fill(dst + cols, dst + kGemmPanelWidth<T>, T(0));
+  }
+
+  const T* x_;
+  Geom g_;
+  std::vector<ColRow> rows_;
+};
+
 // y[n, grp] = w[grp] * columns(x[n, grp])
 template <class T>
 void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, const Window& win) {
@@ -139,9 +221,8 @@ void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
       gemm_t(cog, L, ck, wg, {xg, L, 1}, yg, L, false, par);
       return;
     }
-    Scratch<T> col(ck * L);
-    im2col(xg, cg, g, col.get(), par);
-    gemm_t(cog, L, ck, wg, {col.get(), L, 1}, yg, L, false, par);
+    ColumnPacker<T> cols(xg, g, ck);
+    gemm_t(cog, L, ck, wg, PackB<T>(std::cref(cols)), yg, L, false, par);
   });
 }
 

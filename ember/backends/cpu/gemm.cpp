@@ -139,8 +139,9 @@ struct Aligned {
   T* p;
 };
 
-template <class T>
-void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64_t ldc,
+// pack_b(pc, j, kc, cols, dst) packs B[pc.., j..] (kc x cols) into one NR-column panel.
+template <class T, class PackB>
+void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* c, int64_t ldc,
           bool add_to_c, bool parallel) {
   using Bk = Blocking<T>;
   constexpr int MR = Bk::kMR, NR = Bk::kNR;
@@ -159,26 +160,31 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64
   const int64_t threads = parallel ? num_threads() : 1;
   const int64_t nc_max = std::min<int64_t>(Bk::kNC, (n + NR - 1) / NR * NR);
   const int64_t kc_max = std::min<int64_t>(Bk::kKC, k);
-  Aligned<T> bpack(static_cast<size_t>(nc_max * kc_max));
+  // With a single block of rows, each B panel is used by one work item only: it is packed
+  // right where it is used (into a panel that stays in L1) instead of into a shared buffer.
+  const int64_t mblocks = (m + Bk::kMC - 1) / Bk::kMC;
+  const bool lazy_b = mblocks == 1;
+  Aligned<T> bpack(lazy_b ? 0 : static_cast<size_t>(nc_max * kc_max));
   for (int64_t jc = 0; jc < n; jc += Bk::kNC) {
     int64_t nc = std::min<int64_t>(Bk::kNC, n - jc);
     int64_t npanels = (nc + NR - 1) / NR;
     for (int64_t pc = 0; pc < k; pc += Bk::kKC) {
       int64_t kc = std::min<int64_t>(Bk::kKC, k - pc);
       bool accumulate = add_to_c || pc > 0;
-      for_range(npanels, 8, [&](int64_t b0, int64_t b1) {
-        for (int64_t jp = b0; jp < b1; ++jp)
-          pack_b_panel(b, pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR),
-                       bpack.p + jp * NR * kc);
-      });
+      if (!lazy_b)
+        for_range(npanels, 8, [&](int64_t b0, int64_t b1) {
+          for (int64_t jp = b0; jp < b1; ++jp)
+            pack_b(pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR),
+                   bpack.p + jp * NR * kc);
+        });
       // Work items: (MC block of rows) x (group of B panels), so 2+ threads share even
       // a single row block.
-      int64_t mblocks = (m + Bk::kMC - 1) / Bk::kMC;
       int64_t pgroups = std::max<int64_t>(
           1, std::min<int64_t>(npanels, threads * 2 / std::max<int64_t>(mblocks, 1)));
       int64_t per_group = (npanels + pgroups - 1) / pgroups;
       for_range(mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
         Aligned<T> apack(static_cast<size_t>(Bk::kMC * kc));
+        Aligned<T> bpanel(lazy_b ? static_cast<size_t>(NR * kc) : 0);
         T tile[MR * NR] = {};
         int64_t packed_block = -1;
         for (int64_t w = w0; w < w1; ++w) {
@@ -192,6 +198,10 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64
           for (int64_t jp = g * per_group; jp < p_end; ++jp) {
             int64_t j = jc + jp * NR, cols = std::min<int64_t>(NR, n - j);
             const T* bp = bpack.p + jp * NR * kc;
+            if (lazy_b) {
+              pack_b(pc, j, kc, cols, bpanel.p);
+              bp = bpanel.p;
+            }
             for (int64_t i0 = 0; i0 < mc; i0 += MR) {
               int64_t rows = std::min<int64_t>(MR, mc - i0);
               T* cp = c + (ic + i0) * ldc + j;
@@ -213,13 +223,33 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64
   }
 }
 
+template <class T>
+void gemm_matrix(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64_t ldc,
+                 bool accumulate, bool parallel) {
+  auto pack = [b](int64_t pc, int64_t j, int64_t kc, int64_t cols, T* dst) {
+    pack_b_panel(b, pc, j, kc, cols, dst);
+  };
+  gemm<T>(m, n, k, a, pack, c, ldc, accumulate, parallel);
+}
+
 }  // namespace
+
+static_assert(kGemmPanelWidth<float> == Blocking<float>::kNR);
+static_assert(kGemmPanelWidth<double> == Blocking<double>::kNR);
 
 void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b, float* c,
               int64_t ldc, bool accumulate, bool parallel) {
-  gemm<float>(m, n, k, a, b, c, ldc, accumulate, parallel);
+  gemm_matrix<float>(m, n, k, a, b, c, ldc, accumulate, parallel);
 }
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> b, double* c,
+              int64_t ldc, bool accumulate, bool parallel) {
+  gemm_matrix<double>(m, n, k, a, b, c, ldc, accumulate, parallel);
+}
+void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, const PackB<float>& b, float* c,
+              int64_t ldc, bool accumulate, bool parallel) {
+  gemm<float>(m, n, k, a, b, c, ldc, accumulate, parallel);
+}
+void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, const PackB<double>& b, double* c,
               int64_t ldc, bool accumulate, bool parallel) {
   gemm<double>(m, n, k, a, b, c, ldc, accumulate, parallel);
 }

@@ -3,6 +3,7 @@
 // source becomes AVX2/AVX-512 on x86, NEON on ARM and SIMD128 on WebAssembly.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 namespace ember::cpu {
 
@@ -21,6 +22,21 @@ void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b,
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> b, double* c,
               int64_t ldc, bool accumulate = false, bool parallel = true);
 
+/// The width of the panels B is packed into: the micro-kernel's column count.
+template <class T>
+inline constexpr int kGemmPanelWidth = 64 / sizeof(T);
+
+/// B given by what packs it, for operands that are never stored as a matrix (conv's columns,
+/// read straight from the image): pack(p0, j0, kc, cols, dst) writes B[p0 + p, j0 + q] to
+/// dst[p * kGemmPanelWidth<T> + q] for p < kc, q < cols, and zeros for q in [cols, width).
+/// It is called from pool threads, for disjoint panels.
+template <class T>
+using PackB = std::function<void(int64_t p0, int64_t j0, int64_t kc, int64_t cols, T* dst)>;
+void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, const PackB<float>& b, float* c,
+              int64_t ldc, bool accumulate = false, bool parallel = true);
+void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, const PackB<double>& b, double* c,
+              int64_t ldc, bool accumulate = false, bool parallel = true);
+
 /// gemm_f32 or gemm_f64 by element type.
 inline void gemm_t(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b, float* c,
                    int64_t ldc, bool accumulate = false, bool parallel = true) {
@@ -28,6 +44,14 @@ inline void gemm_t(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<floa
 }
 inline void gemm_t(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> b, double* c,
                    int64_t ldc, bool accumulate = false, bool parallel = true) {
+  gemm_f64(m, n, k, a, b, c, ldc, accumulate, parallel);
+}
+inline void gemm_t(int64_t m, int64_t n, int64_t k, MatRef<float> a, const PackB<float>& b,
+                   float* c, int64_t ldc, bool accumulate = false, bool parallel = true) {
+  gemm_f32(m, n, k, a, b, c, ldc, accumulate, parallel);
+}
+inline void gemm_t(int64_t m, int64_t n, int64_t k, MatRef<double> a, const PackB<double>& b,
+                   double* c, int64_t ldc, bool accumulate = false, bool parallel = true) {
   gemm_f64(m, n, k, a, b, c, ldc, accumulate, parallel);
 }
 

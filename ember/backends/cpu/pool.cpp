@@ -3,6 +3,7 @@
 // planes, since the windows of one plane overlap.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "ember/backends/cpu/spatial.h"
 
@@ -10,32 +11,48 @@ namespace ember::cpu {
 
 namespace {
 
-// Kernel taps [lo, hi) of output position o along dim i that land inside the input.
-inline std::pair<int64_t, int64_t> valid_taps(const Geom& g, int i, int64_t o) {
-  int64_t start = o * g.s[i] - g.p[i];  // input = start + kk * d
-  int64_t lo = start >= 0 ? 0 : (-start + g.d[i] - 1) / g.d[i];
-  int64_t hi = start >= g.in[i] ? 0 : std::min<int64_t>(g.k[i], (g.in[i] - 1 - start) / g.d[i] + 1);
-  return {lo, std::max(lo, hi)};
-}
+// For each output position along each dim: where its window starts in the input and the
+// kernel taps [lo, hi) that land inside the input. Computed once per op, so the inner loops
+// do no division.
+struct WindowTable {
+  struct Dim {
+    std::vector<int64_t> start, lo, hi;
+  };
+  Dim dim[3];
+  explicit WindowTable(const Geom& g) {
+    for (int i = 0; i < 3; ++i) {
+      Dim& t = dim[i];
+      for (int64_t o = 0; o < g.out[i]; ++o) {
+        int64_t start = o * g.s[i] - g.p[i];  // input = start + kk * d
+        int64_t lo = start >= 0 ? 0 : (-start + g.d[i] - 1) / g.d[i];
+        int64_t hi = start >= g.in[i] ? 0 : std::min(g.k[i], (g.in[i] - 1 - start) / g.d[i] + 1);
+        t.start.push_back(start);
+        t.lo.push_back(lo);
+        t.hi.push_back(std::max(lo, hi));
+      }
+    }
+  }
+};
 
-// The argmax of output (od, oh, ow) within plane x, and its value: NaN wins, ties go to the
-// first maximum in window order (PyTorch's rule), padding is never picked.
-template <class T>
-std::pair<int64_t, T> window_max(const T* x, const Geom& g, int64_t od, int64_t oh, int64_t ow) {
-  auto [d0, d1] = valid_taps(g, 0, od);
-  auto [h0, h1] = valid_taps(g, 1, oh);
-  auto [w0, w1] = valid_taps(g, 2, ow);
-  int64_t sd = od * g.s[0] - g.p[0], sh = oh * g.s[1] - g.p[1], sw = ow * g.s[2] - g.p[2];
+// The maximum of output (od, oh, ow)'s window within plane x and, with Index, where it is:
+// NaN wins, ties go to the first maximum in window order (PyTorch's rule), padding is never
+// picked.
+template <bool Index, class T>
+std::pair<int64_t, T> window_max(const T* x, const Geom& g, const WindowTable& t, int64_t od,
+                                 int64_t oh, int64_t ow) {
+  const auto &D = t.dim[0], &H = t.dim[1], &W = t.dim[2];
+  int64_t d0 = D.lo[od], d1 = D.hi[od], h0 = H.lo[oh], h1 = H.hi[oh], w0 = W.lo[ow], w1 = W.hi[ow];
+  int64_t sd = D.start[od], sh = H.start[oh], sw = W.start[ow];
   T best = -std::numeric_limits<T>::infinity();
   int64_t at = ((sd + d0 * g.d[0]) * g.in[1] + sh + h0 * g.d[1]) * g.in[2] + sw + w0 * g.d[2];
   for (int64_t kd = d0; kd < d1; ++kd) {
     for (int64_t kh = h0; kh < h1; ++kh) {
-      int64_t row = ((sd + kd * g.d[0]) * g.in[1] + sh + kh * g.d[1]) * g.in[2] + sw;
+      const int64_t row = ((sd + kd * g.d[0]) * g.in[1] + sh + kh * g.d[1]) * g.in[2] + sw;
       for (int64_t kw = w0; kw < w1; ++kw) {
         T v = x[row + kw * g.d[2]];
-        if (v > best || std::isnan(v)) {
+        if (v > best || v != v) {  // v != v: NaN
           best = v;
-          at = row + kw * g.d[2];
+          if constexpr (Index) at = row + kw * g.d[2];
         }
       }
     }
@@ -43,19 +60,50 @@ std::pair<int64_t, T> window_max(const T* x, const Geom& g, int64_t od, int64_t 
   return {at, best};
 }
 
+// acc = max(acc, v), where NaN sticks: a NaN input makes the window's result NaN.
+template <class T>
+inline T max_nan(T acc, T v) {
+  return v > acc || v != v ? v : acc;
+}
+
+// The forward op keeps no argmax, so it runs tap by tap over a whole output row: each pass is
+// a strided max over the row's outputs, which the compiler vectorizes.
 template <class T>
 void max_pool(const T* X, T* Y, int64_t planes, const Geom& g) {
-  const int64_t Lin = g.in_numel(), o2 = g.out[2];
+  const int64_t Lin = g.in_numel(), o2 = g.out[2], s2 = g.s[2];
+  WindowTable t(g);
+  std::vector<std::pair<int64_t, int64_t>> wrange(g.k[2]);  // outputs where tap kw is inside
+  for (int64_t kw = 0; kw < g.k[2]; ++kw) wrange[kw] = valid_outputs(g, 2, kw);
+  const auto &D = t.dim[0], &H = t.dim[1];
   for_out_rows(planes, g, o2 * g.k_numel(), [&](int64_t p, int64_t od, int64_t oh) {
     const T* x = X + p * Lin;
     T* y = Y + ((p * g.out[0] + od) * g.out[1] + oh) * o2;
-    for (int64_t ow = 0; ow < o2; ++ow) y[ow] = window_max(x, g, od, oh, ow).second;
+    std::fill(y, y + o2, -std::numeric_limits<T>::infinity());
+    auto taps = [&]<int64_t S>(int64_t stride) {
+      for (int64_t kd = D.lo[od]; kd < D.hi[od]; ++kd)
+        for (int64_t kh = H.lo[oh]; kh < H.hi[oh]; ++kh) {
+          const T* row =
+              x + ((D.start[od] + kd * g.d[0]) * g.in[1] + H.start[oh] + kh * g.d[1]) * g.in[2];
+          for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+            const T* src = row + kw * g.d[2] - g.p[2];  // input w = ow * stride + (this)
+            auto [lo, hi] = wrange[kw];
+            for (int64_t ow = lo; ow < hi; ++ow) y[ow] = max_nan(y[ow], src[ow * (S ? S : stride)]);
+          }
+        }
+    };
+    if (s2 == 1)
+      taps.template operator()<1>(1);
+    else if (s2 == 2)
+      taps.template operator()<2>(2);
+    else
+      taps.template operator()<0>(s2);
   });
 }
 
 template <class T>
 void max_pool_backward(const T* X, const T* GY, T* GX, int64_t planes, const Geom& g) {
   const int64_t Lin = g.in_numel(), L = g.out_numel();
+  WindowTable t(g);
   for_planes(planes, L * g.k_numel(), [&](int64_t p) {
     const T* x = X + p * Lin;
     const T* gy = GY + p * L;
@@ -64,7 +112,7 @@ void max_pool_backward(const T* X, const T* GY, T* GX, int64_t planes, const Geo
     for (int64_t od = 0, o = 0; od < g.out[0]; ++od)
       for (int64_t oh = 0; oh < g.out[1]; ++oh)
         for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o)
-          gx[window_max(x, g, od, oh, ow).first] += gy[o];
+          gx[window_max<true>(x, g, t, od, oh, ow).first] += gy[o];
   });
 }
 
