@@ -13,7 +13,12 @@
 namespace ember::data {
 
 namespace {
-std::string where(std::string_view what) { return "[" + std::string(what) + "] "; }
+std::string where(std::string_view what) {
+  std::string s(1, '[');
+  s.append(what);
+  s.append("] ");
+  return s;
+}
 }  // namespace
 
 std::vector<uint8_t> read_file(const std::filesystem::path& path, std::string_view what) {

@@ -21,6 +21,7 @@
 // that batch, as a LoaderError naming the item, batch and epoch, with the original exception
 // nested (std::rethrow_if_nested). The position stays at that batch.
 #pragma once
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -286,14 +287,14 @@ class DataLoader {
       return items;
     }
     Batch batch_of(std::vector<Item> items, size_t j) const {
-      size_t n = items.size();
       try {
         return std::invoke(*batcher_, std::move(items));
       } catch (...) {
         size_t begin = j * opt_.batch_size;
+        size_t end = std::min(order_.size(), begin + opt_.batch_size);
         throw LoaderError("[data_loader] batching batch " + std::to_string(j) + " of epoch " +
                               std::to_string(epoch_) + " (positions " + std::to_string(begin) +
-                              ".." + std::to_string(begin + n) +
+                              ".." + std::to_string(end) +
                               "): " + detail::exception_text(std::current_exception()),
                           LoaderError::npos, j, epoch_);
       }

@@ -378,3 +378,19 @@ TEST(Loader, DestroyMidEpochJoinsWorkers) {
   DataLoader b = std::move(a);
   EXPECT_EQ(*b.next(), (std::vector<int>{5, 6, 7, 8, 9}));
 }
+
+TEST(Loader, DocExampleCompilesAndRuns) {
+  // docs/data.md: designated options, a batcher built in place, progress during the loop.
+  std::vector<MnistItem> items(100);
+  for (size_t i = 0; i < items.size(); ++i) items[i].label = static_cast<uint8_t>(i % 10);
+  DataLoader loader(InMemoryDataset<MnistItem>(items), MnistBatcher<Cpu>().normalize_fashion(),
+                    {.batch_size = 64, .shuffle = true, .seed = 1, .workers = 2});
+  size_t n = 0;
+  for (auto& b : loader) {
+    n += static_cast<size_t>(b.targets.numel());
+    EXPECT_EQ(b.images.dim(1), 1);
+    EXPECT_EQ(loader.progress().items_done, loader.position().epoch == 0 ? 64u : 0u);
+  }
+  EXPECT_EQ(n, 100u);
+  EXPECT_EQ(loader.position(), (LoaderPosition{1, 0}));
+}
