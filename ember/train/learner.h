@@ -12,8 +12,9 @@
 // The model's `step` is called on the training backend (Autodiff<I>) with training batches,
 // and on `nn::valid(model)` (backend I, no graph: Dropout off, BatchNorm on its running
 // statistics) with validation batches. A loader is anything a range-for can walk; if it has
-// `set_epoch(e)` it is told the epoch (per-epoch shuffles), and `size()` gives the progress
-// bar its length.
+// `set_epoch(e)` it is told the epoch (per-epoch shuffles), a resumable loader (position() and
+// restore(), like data::DataLoader) is placed at the epoch and batch to run, and `size()` or
+// `len()` gives the progress bar its length.
 #pragma once
 #include <chrono>
 #include <filesystem>
@@ -148,16 +149,26 @@ class Learner {
   static int64_t loader_size(const L& l) {
     if constexpr (requires { l.size(); })
       return static_cast<int64_t>(l.size());
+    else if constexpr (requires { l.len(); })
+      return static_cast<int64_t>(l.len());
     else
       return 0;
   }
 
   template <class L>
   int64_t train_epoch(L& loader, int64_t epoch, int64_t skip) {
+    Progress p{"train", epoch, cfg_.num_epochs, 0, loader_size(loader)};
     if constexpr (requires { loader.set_epoch(epoch); }) loader.set_epoch(epoch);
+    if constexpr (requires { loader.restore(loader.position()); }) {
+      // A resumable loader (data::DataLoader) is put at (epoch, batch) directly: the same
+      // order and remaining batches as the interrupted run, without loading the skipped ones.
+      using P = decltype(loader.position());
+      loader.restore(P{static_cast<uint64_t>(epoch - 1), static_cast<size_t>(skip)});
+      p.iteration = skip;
+      skip = 0;
+    }
     for (auto& m : train_metrics_) m->reset();
     optim::GradientsAccumulator<B> acc;
-    Progress p{"train", epoch, cfg_.num_epochs, 0, loader_size(loader)};
     const auto t0 = Clock::now();
     double lr = sched_.lr();
     for (auto&& batch : loader) {
