@@ -33,7 +33,7 @@ const char* kUsage = R"(usage:
   mnist infer --model-dir DIR INPUT...
 
 train   trains on Fashion-MNIST, evaluates on the test set, and saves DIR/model.safetensors
-        (defaults: --model mlp --epochs 3 --batch-size 64 --lr 0.001 --out runs/mnist);
+        (defaults: --model cnn --epochs 3 --batch-size 64 --lr 0.001 --out runs/mnist);
         the last line printed is "test accuracy: 0.xxxx".
 infer   classifies each INPUT with a saved model: "test:N" is image N of the test set, any
         other INPUT a PNG/JPEG file (converted to 28x28 grayscale). One line per input.
@@ -42,7 +42,7 @@ The data are read from $EMBER_MNIST_DIR, or Debian's dataset-fashion-mnist files
 )";
 
 struct Args {
-  std::string cmd, model = "mlp", backend = "cpu", out = "runs/mnist", model_dir;
+  std::string cmd, model = "cnn", backend = "cpu", out = "runs/mnist", model_dir;
   int64_t epochs = 3, batch_size = 64, workers = 2, seed = 42;
   double lr = 1e-3;
   bool plain = false, resume = false;
