@@ -1,6 +1,7 @@
 // The autodiff suite: forward + backward of an MLP (784-256-10, ReLU, cross-entropy) at
-// batch 64 on Autodiff<Cpu> and Autodiff<Dispatch>, beside the forward pass alone. Run through
-// scripts/bench.sh autodiff, which times the same step in PyTorch in the same run.
+// batch 64 on Autodiff<Cpu> and Autodiff<Dispatch>, beside the forward pass alone; and
+// forward + backward of a ResNet-sized 3x3 conv (input and weight gradients). Run through
+// scripts/bench.sh autodiff, which times the same steps in PyTorch in the same run.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -56,12 +57,33 @@ void bm_mlp_forward(State& st) {
   st.counters["flop"] = 2.0 * kBatch * (kIn * kHidden + kHidden * kOut);
 }
 
+// conv2d [8, 64, 56, 56] * [64, 64, 3, 3], padding 1: the loss is the output's sum, so
+// backward runs the input gradient (conv_transpose) and the weight gradient.
+constexpr int64_t kConvN = 8, kConvC = 64, kConvHW = 56;
+
+void bm_conv2d_step(State& st) {
+  using B = Autodiff<Cpu>;
+  auto x = Tensor<B, 4>::random({kConvN, kConvC, kConvHW, kConvHW}, Distribution::uniform(-1, 1))
+               .require_grad();
+  auto w =
+      Tensor<B, 4>::random({kConvC, kConvC, 3, 3}, Distribution::uniform(-0.1, 0.1)).require_grad();
+  for (auto _ : st) {
+    auto grads = conv2d(x, w, {.padding = {1}}).sum().backward();
+    benchmark::DoNotOptimize(grads);
+  }
+  st.counters["flop"] = 3.0 * 2 * kConvN * kConvC * kConvHW * kConvHW * kConvC * 9;
+}
+
 }  // namespace
 
 // Names: "<backend>/<op>/<size>", paired by merge_bench.py with the peer's "<op>/<size>".
 BENCHMARK(bm_mlp_step<Autodiff<Cpu>>)->Name("autodiff_cpu/mlp_step/64")->UseRealTime();
 BENCHMARK(bm_mlp_step<Autodiff<Dispatch>>)->Name("autodiff_dispatch/mlp_step/64")->UseRealTime();
 BENCHMARK(bm_mlp_forward<Autodiff<Cpu>>)->Name("autodiff_cpu/mlp_forward/64")->UseRealTime();
+BENCHMARK(bm_conv2d_step)
+    ->Name("autodiff_cpu/conv2d_step/resnet_3x3_8x64x56x56")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("ember_threads", std::to_string(ember::num_threads()));

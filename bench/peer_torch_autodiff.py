@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The PyTorch peer of bench/autodiff_bench.cpp: an MLP (784-256-10, ReLU, cross-entropy) at
-batch 64, forward + backward ("mlp_step/64") and forward alone ("mlp_forward/64"), timed the
-way bench/peer_torch_cpu.py times ops, written as JSON for bench/merge_bench.py.
+batch 64, forward + backward ("mlp_step/64") and forward alone ("mlp_forward/64"), and a 3x3
+conv's forward + backward ("conv2d_step/..."), timed the way bench/peer_torch_cpu.py times
+ops, written as JSON for bench/merge_bench.py.
 
     /usr/bin/python3 bench/peer_torch_autodiff.py --threads 2 [--reps 7] [--min-time 0.2] [--out F]
 """
@@ -47,8 +48,15 @@ def main():
         with torch.no_grad():
             return loss()
 
+    cx = (torch.rand(8, 64, 56, 56) * 2 - 1).requires_grad_(True)
+    cw = (torch.rand(64, 64, 3, 3) * 0.2 - 0.1).requires_grad_(True)
+
+    def conv_step():  # input and weight gradients of the output's sum
+        return torch.autograd.grad(F.conv2d(cx, cw, None, 1, 1).sum(), (cx, cw))
+
     results = []
-    for name, fn in (("mlp_step/64", step), ("mlp_forward/64", forward)):
+    for name, fn in (("mlp_step/64", step), ("mlp_forward/64", forward),
+                     ("conv2d_step/resnet_3x3_8x64x56x56", conv_step)):
         median, samples, batch = time_op(fn, args.reps, args.min_time)
         results.append({"name": name, "ms": median * 1e3,
                         "samples_ms": [s * 1e3 for s in samples], "batch": batch})

@@ -95,8 +95,8 @@ void col2im(const T* col, int64_t channels, const Geom& g, T* x, bool parallel) 
           [&](int64_t orow, int64_t irow) {
             const T* s = src + orow;
             if (sw == 1) {
-              T* d = dst + irow + woff;
-              for (int64_t ow = lo; ow < hi; ++ow) d[ow] += s[ow];
+              T* d = dst + irow;
+              for (int64_t ow = lo; ow < hi; ++ow) d[ow + woff] += s[ow];
             } else {
               for (int64_t ow = lo; ow < hi; ++ow) dst[irow + ow * sw + woff] += s[ow];
             }
@@ -173,18 +173,16 @@ class ColumnPacker {
     while (q < cols) {
       int64_t run = std::min(cols - q, o2 - ow), end = ow + run;
       int64_t id = od * g.s[0] + r.doff, ih = oh * g.s[1] + r.hoff;
-      T* d = dst + q - ow;  // d[o] is output o of this run
+      T* d = dst + q;  // d[o - ow] is output o of this run
       if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-        std::fill(d + ow, d + end, T(0));
+        std::fill(d, d + run, T(0));
       } else {
-        const T* src = x_ + r.plane + (id * g.in[1] + ih) * g.in[2] + r.woff;
+        // input w = o * sw + woff, inside the input for o in [lo, hi)
+        const T* src = x_ + r.plane + (id * g.in[1] + ih) * g.in[2];
         int64_t a = std::clamp(r.lo, ow, end), b = std::clamp(r.hi, a, end);
-        std::fill(d + ow, d + a, T(0));
-        if (sw == 1)
-          for (int64_t o = a; o < b; ++o) d[o] = src[o];
-        else
-          for (int64_t o = a; o < b; ++o) d[o] = src[o * sw];
-        std::fill(d + b, d + end, T(0));
+        std::fill(d, d + (a - ow), T(0));
+        for (int64_t o = a; o < b; ++o) d[o - ow] = src[o * sw + r.woff];
+        std::fill(d + (b - ow), d + run, T(0));
       }
       q += run;
       ow = 0;

@@ -85,9 +85,10 @@ void max_pool(const T* X, T* Y, int64_t planes, const Geom& g) {
           const T* row =
               x + ((D.start[od] + kd * g.d[0]) * g.in[1] + H.start[oh] + kh * g.d[1]) * g.in[2];
           for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-            const T* src = row + kw * g.d[2] - g.p[2];  // input w = ow * stride + (this)
+            const int64_t off = kw * g.d[2] - g.p[2];  // input w = ow * stride + off
             auto [lo, hi] = wrange[kw];
-            for (int64_t ow = lo; ow < hi; ++ow) y[ow] = max_nan(y[ow], src[ow * (S ? S : stride)]);
+            for (int64_t ow = lo; ow < hi; ++ow)
+              y[ow] = max_nan(y[ow], row[ow * (S ? S : stride) + off]);
           }
         }
     };
