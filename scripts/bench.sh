@@ -4,19 +4,21 @@
 # See docs/benchmarks.md.
 #   scripts/bench.sh cpu       # ember's CPU ops vs PyTorch (CPU), raw OpenBLAS and memcpy
 #   scripts/bench.sh autodiff  # MLP forward + backward on Autodiff<Cpu> vs PyTorch autograd
+#   scripts/bench.sh mnist     # the main job (Fashion-MNIST MLP and CNN) vs the same in PyTorch:
+#                              # seconds per epoch and test accuracy (BENCH_EPOCHS, default 3)
 # Environment: BENCH_THREADS (default: nproc), BENCH_REPS (repetitions, default 7),
 # BENCH_MIN_TIME (seconds per repetition, default 0.2), BENCH_EMBER_BLAS (default OFF).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-suites="cpu autodiff"
+suites="cpu autodiff mnist"
 if [ $# -ne 1 ]; then
   echo "usage: scripts/bench.sh SUITE   (suites: $suites)" >&2
   exit 2
 fi
 suite=$1
 case "$suite" in
-  cpu | autodiff) ;;
+  cpu | autodiff | mnist) ;;
   *) echo "bench.sh: unknown suite '$suite' (suites: $suites)" >&2; exit 2 ;;
 esac
 
@@ -24,7 +26,11 @@ scripts/setup.sh --bench
 # ember as shipped: its own GEMM (a build dir configured before that default changed may still
 # cache EMBER_BLAS=ON). BENCH_EMBER_BLAS=ON measures ember's matmul through OpenBLAS instead.
 cmake --preset release -DEMBER_BLAS="${BENCH_EMBER_BLAS:-OFF}" >/dev/null
-cmake --build --preset release --target "${suite}_bench"
+if [ "$suite" = mnist ]; then
+  cmake --build --preset release --target mnist
+else
+  cmake --build --preset release --target "${suite}_bench"
+fi
 
 threads=${BENCH_THREADS:-$(nproc)}
 reps=${BENCH_REPS:-7}
@@ -44,6 +50,21 @@ run() {
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE EMBER_NUM_THREADS="$threads" \
     OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads" "$@"
 }
+
+if [ "$suite" = mnist ]; then
+  epochs=${BENCH_EPOCHS:-3}
+  for model in mlp cnn; do
+    echo "bench.sh: ember mnist $model, $epochs epochs, $threads threads" >&2
+    rm -rf "$out/mnist-ember-$model"
+    run build/examples/mnist train --model "$model" --epochs "$epochs" --plain --workers 1 \
+      --out "$out/mnist-ember-$model" >"$out/mnist-ember-$model.log"
+    echo "bench.sh: PyTorch mnist $model" >&2
+    run /usr/bin/python3 bench/peer_torch_mnist.py --model "$model" --epochs "$epochs" \
+      --threads "$threads" --out "$out/mnist.torch.$model.json" >/dev/null
+  done
+  /usr/bin/python3 bench/mnist_report.py --dir "$out" --out "$out/mnist.json" | tee "$out/mnist.txt"
+  exit 0
+fi
 
 echo "bench.sh: ember (build/bench/${suite}_bench), $threads threads, $reps repetitions" >&2
 run "build/bench/${suite}_bench" --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" \
