@@ -31,7 +31,7 @@ before=$(find "$corpus" -type f | wc -l)
 # New inputs go to the first folder; the kept corpus is read, never written, here.
 status=0
 nice "$fuzzer" "$found" "$corpus" -max_total_time="$seconds" -max_len=4096 \
-  -rss_limit_mb=2048 -malloc_limit_mb=256 -timeout=10 \
+  -rss_limit_mb=2048 -malloc_limit_mb=256 -timeout=10 -use_value_profile=1 \
   -dict="$root/tests/fuzz/safetensors.dict" -artifact_prefix="$crashes/" \
   -print_final_stats=1 "$@" || status=$?
 # Keep only what reaches edges the kept corpus does not (edges, not hit counts: the corpus
