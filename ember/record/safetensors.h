@@ -9,8 +9,8 @@
 // Writes are atomic: the data goes to a temporary file in the same folder, is flushed to disk
 // and renamed over the target, so a crash never leaves a half-written file in its place.
 // Reading maps the file and checks everything before trusting it: a truncated, malformed or
-// hostile file raises ValueError naming the file and the problem, never crashes, and never
-// allocates more than the file's size.
+// hostile file raises ValueError naming the file and the problem, never crashes, and only
+// allocates tensor data for byte ranges that lie inside the file.
 #pragma once
 #include <filesystem>
 #include <map>
