@@ -8,7 +8,8 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build ccache pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev nlohmann-json3-dev
           dataset-fashion-mnist python3 python3-numpy
-          libsqlite3-dev libstb-dev zlib1g-dev python3-sklearn)
+          libsqlite3-dev libstb-dev zlib1g-dev python3-sklearn
+          libncurses-dev tmux)
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(python3-torch) ;;

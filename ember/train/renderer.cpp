@@ -1,5 +1,7 @@
 #include "ember/train/renderer.h"
 
+#include "ember/train/dashboard.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -105,9 +107,10 @@ std::unique_ptr<Renderer> make_renderer(RendererKind kind) {
     case RendererKind::Plain:
       return plain_renderer(std::cout);
     case RendererKind::Dashboard:
+      return dashboard_renderer();
     case RendererKind::Auto:
-      // The live dashboard is not built yet: plain lines everywhere.
-      return plain_renderer(std::cout);
+      // The dashboard where stdout is a terminal that can address the cursor.
+      return terminal_supports_dashboard() ? dashboard_renderer() : plain_renderer(std::cout);
   }
   return plain_renderer(std::cout);
 }
