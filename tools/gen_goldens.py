@@ -385,6 +385,21 @@ conv_case(In(0, 3, 6, 6), In(4, 3, 3, 3), "2d_empty_batch", padding=[1, 1])
 conv_case(In(8, 8, 12, 12), In(8, 8, 3, 3), "2d_batch8", padding=[1, 1], rtol=1e-4, atol=1e-4, fd=False)
 
 
+def conv_weight_grad_nd(x, g, kernel, stride, padding, dilation, groups):
+    """conv's weight gradient for input x and output gradient g, itself differentiable."""
+    w = torch.zeros(g.shape[1], x.shape[1] // groups, *kernel, dtype=x.dtype, requires_grad=True)
+    y = conv_nd(x, w, stride, padding, dilation, groups)
+    return torch.autograd.grad(y, w, g, create_graph=True)[0]
+
+
+# conv_weight_grad as an op: its own gradient is what second derivatives of conv go through.
+case("conv_weight_grad", conv_weight_grad_nd, [In(2, 4, 7, 7), In(2, 6, 4, 2)],
+     {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 0], "dilation": [1, 2], "groups": 2},
+     tag="2d", atol=1e-5)
+case("conv_weight_grad", conv_weight_grad_nd, [In(3, 2, 9), In(3, 3, 9)],
+     {"kernel": [3], "stride": [1], "padding": [1], "dilation": [1], "groups": 1}, tag="1d", atol=1e-5)
+
+
 def conv_transpose_case(x, w, tag, stride=None, padding=None, output_padding=None, dilation=None,
                         groups=1, **kw):
     r = len(x.shape) - 2
@@ -470,6 +485,28 @@ for ac in (False, True):
 interp_case(In(2, 3, 4, 5), [1, 1], "bilinear", "bilinear_to_1x1_align", True)
 interp_case(In(2, 3, 5, 5), [5, 5], "bicubic", "bicubic_same")
 interp_case(In(2, 3, 6, 6, dtype="f64"), [9, 4], "bicubic", "bicubic_f64", rtol=1e-12, atol=1e-12)
+
+
+# The backward ops themselves (their own gradients are the forward ops): each is the
+# vector-Jacobian product of the forward op at an input of shape `in_shape`.
+def vjp_of(fwd, in_shape):
+    def fn(g, **a):
+        x = torch.zeros(*in_shape, dtype=g.dtype, requires_grad=True)
+        return torch.autograd.grad(fwd(x, **a), x, g, create_graph=True)[0]
+    return fn
+
+
+case("avg_pool_backward", lambda g, size, **a: vjp_of(avg_pool_nd, (2, 2, *size))(g, **a), [In(2, 2, 5, 5)],
+     {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": True,
+      "count_include_pad": False, "size": [8, 8]})
+case("adaptive_avg_pool_backward", lambda g, size: vjp_of(adaptive_avg_pool_nd, (2, 3, 7, 9))(g, size=[3, 4]),
+     [In(2, 3, 3, 4)], {"size": [7, 9]})
+case("interpolate_backward",
+     lambda g, size, mode, align_corners: vjp_of(lambda x: F.interpolate(x, size=[7, 9], mode=mode, align_corners=align_corners), (2, 3, 4, 5))(g),
+     [In(2, 3, 7, 9)], {"size": [4, 5], "mode": "bicubic", "align_corners": True}, tag="bicubic_align", atol=1e-5)
+case("interpolate_backward",
+     lambda g, size, mode, align_corners: vjp_of(lambda x: F.interpolate(x, size=[3, 5], mode=mode, align_corners=align_corners), (2, 3, 8, 7))(g),
+     [In(2, 3, 3, 5)], {"size": [8, 7], "mode": "bilinear", "align_corners": False}, tag="bilinear_down", atol=1e-5)
 
 
 def unfold_case(x, kernel, tag, dilation=None, padding=None, stride=None, **kw):

@@ -306,6 +306,19 @@ std::map<std::string, OpFn<B>>& golden_ops() {
         return conv_transpose(a.template f<D>(0), a.template f<D>(1), o);
       });
     };
+    ops["conv_weight_grad"] = [](const A& a) {  // the backward op itself
+      return by_spatial_rank(a, [&]<int D>() {
+        OpAttrs at;
+        at.window = {dims_attr(a, "kernel"),
+                     dims_attr(a, "stride"),
+                     dims_attr(a, "padding"),
+                     dims_attr(a, "dilation"),
+                     {},
+                     a.ia("groups")};
+        return detail::run_spatial<D>(OpCode::ConvWeightGrad, at, a.template f<D>(0),
+                                      a.template f<D>(1));
+      });
+    };
     ops["max_pool"] = [](const A& a) {
       return by_spatial_rank(a, [&]<int D>() {
         PoolOptions o{dims_attr(a, "stride"), dims_attr(a, "padding"), dims_attr(a, "dilation"),
@@ -332,6 +345,30 @@ std::map<std::string, OpFn<B>>& golden_ops() {
         bool align = a.attrs->contains("align_corners") && a.ba("align_corners");
         return interpolate(a.template f<D>(0), dims_attr(a, "size"), interp_mode(a), align);
       });
+    };
+    // backward ops run directly (2-d cases); attrs.shape is the forward input's size
+    ops["avg_pool_backward"] = [](const A& a) {
+      OpAttrs at;
+      at.window.kernel = dims_attr(a, "kernel");
+      at.window.stride = dims_attr(a, "stride");
+      at.window.padding = dims_attr(a, "padding");
+      at.window.ceil_mode = a.ba("ceil_mode");
+      at.window.count_include_pad = a.ba("count_include_pad");
+      at.shape = dims_attr(a, "size");
+      return detail::run_spatial<4>(OpCode::AvgPoolBackward, at, a.template f<4>(0)).handle();
+    };
+    ops["adaptive_avg_pool_backward"] = [](const A& a) {
+      OpAttrs at;
+      at.shape = dims_attr(a, "size");
+      return detail::run_spatial<4>(OpCode::AdaptiveAvgPoolBackward, at, a.template f<4>(0))
+          .handle();
+    };
+    ops["interpolate_backward"] = [](const A& a) {
+      OpAttrs at;
+      at.shape = dims_attr(a, "size");
+      at.interp = interp_mode(a);
+      at.flag = a.ba("align_corners");
+      return detail::run_spatial<4>(OpCode::InterpolateBackward, at, a.template f<4>(0)).handle();
     };
     ops["nn_unfold"] = [](const A& a) {
       UnfoldOptions o{dims_attr(a, "dilation"), dims_attr(a, "padding"), dims_attr(a, "stride")};
