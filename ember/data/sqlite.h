@@ -115,7 +115,7 @@ class SqliteDataset {
         reader_(std::make_shared<const detail::SqliteReader>(path, std::move(table),
                                                              codec_.columns())) {}
   T get(size_t i) const {
-    check_index(i, reader_->len(), "sqlite " + reader_->table());
+    if (i >= reader_->len()) check_index(i, reader_->len(), "sqlite " + reader_->table());
     return codec_.decode(reader_->read(i));
   }
   size_t len() const { return reader_->len(); }
