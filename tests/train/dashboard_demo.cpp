@@ -1,6 +1,7 @@
 // A small training run for the dashboard test: three Gaussian blobs, a two-layer network, a
 // Learner with the renderer make_renderer() picks, each step slowed down a little so the
-// screen gets drawn. It trains until stopped from the dashboard (or for --epochs).
+// screen gets drawn. It trains until stopped from the dashboard (or for --epochs), then writes
+// DIR/report.html.
 //
 //   dashboard_demo DIR [--epochs N] [--delay-ms M] [--renderer auto|dashboard|plain]
 //                      [--throw-at K [--uncaught]]
@@ -21,6 +22,7 @@
 #include "ember/train/dashboard.h"
 #include "ember/train/learner.h"
 #include "ember/train/output.h"
+#include "ember/train/report.h"
 
 namespace {
 
@@ -122,6 +124,12 @@ int run(int argc, char** argv) {
   std::cout << "demo finished: " << (learner.stopped() ? "stopped" : "completed") << std::endl;
   std::cout << "steps " << g_steps << " frames " << train::dashboard_detail::frames_drawn()
             << " seconds " << seconds(t0) << std::endl;
+  // The run as report.html, with the validation confusion matrix of the final model.
+  train::ConfusionMatrix confusion;
+  train::evaluate(nn::valid(learner.model()), valid_loader, {&confusion});
+  train::write_report(std::filesystem::path(dir) / "report.html", learner.history(),
+                      train::ConfusionCounts::from(confusion, {"blob x", "blob y", "blob z"}),
+                      "dashboard demo");
   return 0;
 }
 

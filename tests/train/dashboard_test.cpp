@@ -83,6 +83,11 @@ std::string run_capture(const std::string& cmd) {
   return out;
 }
 
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
 bool have_tmux() { return std::system("command -v tmux >/dev/null 2>&1") == 0; }
 
 /// A private tmux server running dashboard_demo in a 120x40 session.
@@ -215,13 +220,16 @@ TEST(Dashboard, DrawsAndStopsAfterStepWithCheckpoint) {
   EXPECT_TRUE(has(out, "best")) << out;
   EXPECT_TRUE(has(out, "valid   loss")) << out;
   EXPECT_TRUE(has(out, "train   accuracy")) << out;
+  // The report of the stopped run.
+  const std::string report = read_file(t.dir() / "run" / "report.html");
+  EXPECT_TRUE(has(report, "<h2>Confusion matrix</h2>"));
+  EXPECT_TRUE(has(report, "id=\"metric-accuracy\""));
   // The mid-epoch checkpoint: the newest folder holds a learner.json with iteration > 0.
   const fs::path ck = t.dir() / "run" / "checkpoints";
   ASSERT_TRUE(fs::exists(ck));
   bool mid_epoch = false;
   for (const auto& e : fs::directory_iterator(ck)) {
-    std::ifstream f(e.path() / "learner.json");
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string text = read_file(e.path() / "learner.json");
     mid_epoch |= has(text, "\"iteration\": ") && !has(text, "\"iteration\": 0");
   }
   EXPECT_TRUE(mid_epoch);
