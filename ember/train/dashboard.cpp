@@ -304,6 +304,8 @@ struct MetricState {
   };
   std::vector<Point> valid;
   double train_now = NAN, valid_now = NAN;
+  double ema = 0;     // the per-iteration values' moving average, before bias correction
+  int64_t ema_n = 0;  // finite values it has seen
   bool higher_is_better = true;
   explicit MetricState(size_t cap) : train(cap) {}
 };
@@ -323,7 +325,7 @@ class Dashboard final : public Renderer {
     for (const auto& m : ms) {
       auto& st = metric(m);
       if (p.split == "train") {
-        st.train.push(m.last);
+        st.train.push(smooth(st, m.last));
         st.train_now = m.epoch;
       } else {
         st.valid_now = m.epoch;
@@ -487,6 +489,16 @@ class Dashboard final : public Renderer {
     }
     it->second.higher_is_better = m.higher_is_better;
     return it->second;
+  }
+
+  /// The exponential moving average of a metric's per-iteration values, bias-corrected
+  /// (the first values are not pulled towards 0); non-finite values pass through.
+  double smooth(MetricState& st, double v) const {
+    const double beta = std::clamp(opt_.smoothing, 0.0, 0.999);
+    if (!std::isfinite(v) || beta == 0) return v;
+    st.ema = beta * st.ema + (1 - beta) * v;
+    ++st.ema_n;
+    return st.ema / (1 - std::pow(beta, static_cast<double>(st.ema_n)));
   }
 
   void read_keys() {
@@ -823,10 +835,7 @@ class Dashboard final : public Renderer {
     put(ax + 1, axis_x + 1 + cw - static_cast<int>(right.size()), right,
         static_cast<int>(right.size()), A_DIM);
     // Legend.
-    const double per_col = static_cast<double>(span) / dc;
-    std::string tl = " train (iterations";
-    if (per_col > 1.5) tl += ", mean of " + fmt_num(per_col, 3);
-    tl += ")";
+    std::string tl = opt_.smoothing > 0 ? " train (iterations, smoothed)" : " train (iterations)";
     int lx = axis_x + 1;
     put(ax + 2, lx, g.train_sample, 2, color(kTrain));
     put(ax + 2, lx + 2, tl, cw, A_NORMAL);

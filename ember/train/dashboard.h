@@ -7,8 +7,9 @@
 // What it shows, redrawn at most `max_fps` times a second (never once per iteration when
 // iterations are fast):
 //   - a status line (epoch, split, iteration, items/s, elapsed, ETA) and a progress bar;
-//   - a plot of one metric: the training series per iteration (averaged down to the plot's
-//     width) and the validation series per epoch, with y-axis labels and a legend;
+//   - a plot of one metric: the training series per iteration (an exponential moving
+//     average, averaged down to the plot's width) and the validation series per epoch, with
+//     y-axis labels and a legend;
 //     ←/→ or Tab switch metrics; beside it every metric's current values;
 //   - the last log lines;
 //   - `q` opens a prompt: `s` stops after this step (the Learner writes a checkpoint and
@@ -32,6 +33,7 @@ struct DashboardOptions {
   double max_fps = 10;          // redraws per second, at most
   size_t log_lines = 200;       // log lines kept (the screen shows the newest that fit)
   size_t series_points = 4096;  // per-iteration values kept per metric before merging
+  double smoothing = 0.6;       // per-iteration EMA weight of the past (0: raw values)
 };
 
 /// True when stdout is a terminal and TERM names a terminfo entry that can address the
