@@ -91,6 +91,10 @@ Taps<A> make_taps(InterpMode mode, bool align, int64_t in, int64_t out) {
   return t;
 }
 
+// The output is separable: for each output row (od, oh), the input rows its taps read are
+// first combined into one row (tmp[iw] = sum of w_d * w_h * x[id, ih, iw]), then each output
+// along w sums its taps of that row. The backward op runs the same two steps adjoint, per
+// plane (output rows of one plane add into shared input rows).
 template <class T>
 void interpolate(const Op& op, const T* src, T* dst, const Shape& big, const Shape& small,
                  bool backward) {
@@ -102,40 +106,57 @@ void interpolate(const Op& op, const T* src, T* dst, const Shape& big, const Sha
     taps[i] = make_taps<T>(i < static_cast<int>(off) ? InterpMode::Nearest : op.attrs.interp,
                            op.attrs.flag, g.in[i], g.out[i]);
   const Taps<T>&t0 = taps[0], &t1 = taps[1], &t2 = taps[2];
-  int64_t planes = big[0] * big[1], Lin = g.in_numel(), L = g.out_numel();
-  int64_t taps_per_out = t0.n * t1.n * t2.n;
-  auto visit = [&](int64_t od, int64_t oh, int64_t ow, auto&& f) {
-    for (int a = 0; a < t0.n; ++a) {
-      int64_t ia = t0.at[od * t0.n + a];
-      T wa = t0.w[od * t0.n + a];
-      for (int b = 0; b < t1.n; ++b) {
-        int64_t row = (ia * g.in[1] + t1.at[oh * t1.n + b]) * g.in[2];
-        T wab = wa * t1.w[oh * t1.n + b];
-        for (int c = 0; c < t2.n; ++c) f(row + t2.at[ow * t2.n + c], wab * t2.w[ow * t2.n + c]);
-      }
-    }
+  const int64_t planes = big[0] * big[1], Lin = g.in_numel(), L = g.out_numel();
+  const int64_t in1 = g.in[1], in2 = g.in[2], o1 = g.out[1], o2 = g.out[2];
+  // calls f(input row offset, weight) for the input rows of output row (od, oh)
+  auto rows_of = [&](int64_t od, int64_t oh, auto&& f) {
+    for (int a = 0; a < t0.n; ++a)
+      for (int b = 0; b < t1.n; ++b)
+        f((t0.at[od * t0.n + a] * in1 + t1.at[oh * t1.n + b]) * in2,
+          t0.w[od * t0.n + a] * t1.w[oh * t1.n + b]);
   };
+  const int n2 = t2.n;
+  const int64_t* at2 = t2.at.data();
+  const T* w2 = t2.w.data();
   if (!backward) {
-    for_out_rows(planes, g, g.out[2] * taps_per_out, [&](int64_t p, int64_t od, int64_t oh) {
-      const T* x = src + p * Lin;
-      T* y = dst + ((p * g.out[0] + od) * g.out[1] + oh) * g.out[2];
-      for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-        T acc = 0;
-        visit(od, oh, ow, [&](int64_t i, T w) { acc += w * x[i]; });
-        y[ow] = acc;
-      }
-    });
+    int64_t rows = planes * g.out[0] * o1;
+    int64_t work = in2 * t0.n * t1.n + o2 * n2;
+    parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(work, 1)),
+                 [&](int64_t b0, int64_t b1) {
+                   std::vector<T> tmp(static_cast<size_t>(in2));
+                   for (int64_t row = b0; row < b1; ++row) {
+                     int64_t p = row / (g.out[0] * o1), od = row / o1 % g.out[0], oh = row % o1;
+                     const T* x = src + p * Lin;
+                     std::fill(tmp.begin(), tmp.end(), T(0));
+                     rows_of(od, oh, [&](int64_t at, T w) {
+                       const T* xr = x + at;
+                       for (int64_t i = 0; i < in2; ++i) tmp[i] += w * xr[i];
+                     });
+                     T* y = dst + row * o2;
+                     for (int64_t ow = 0; ow < o2; ++ow) {
+                       T acc = 0;
+                       for (int c = 0; c < n2; ++c) acc += w2[ow * n2 + c] * tmp[at2[ow * n2 + c]];
+                       y[ow] = acc;
+                     }
+                   }
+                 });
   } else {
-    for_planes(planes, L * taps_per_out, [&](int64_t p) {
+    for_planes(planes, L * t0.n * t1.n * n2, [&](int64_t p) {
       const T* gy = src + p * L;
       T* gx = dst + p * Lin;
       std::fill(gx, gx + Lin, T(0));
-      for (int64_t od = 0, o = 0; od < g.out[0]; ++od)
-        for (int64_t oh = 0; oh < g.out[1]; ++oh)
-          for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
-            T v = gy[o];
-            visit(od, oh, ow, [&](int64_t i, T w) { gx[i] += w * v; });
-          }
+      std::vector<T> tmp(static_cast<size_t>(in2));
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < o1; ++oh) {
+          const T* grow = gy + (od * o1 + oh) * o2;
+          std::fill(tmp.begin(), tmp.end(), T(0));
+          for (int64_t ow = 0; ow < o2; ++ow)
+            for (int c = 0; c < n2; ++c) tmp[at2[ow * n2 + c]] += w2[ow * n2 + c] * grow[ow];
+          rows_of(od, oh, [&](int64_t at, T w) {
+            T* xr = gx + at;
+            for (int64_t i = 0; i < in2; ++i) xr[i] += w * tmp[i];
+          });
+        }
     });
   }
 }
