@@ -17,6 +17,7 @@
 #include "ember/nn/record.h"
 #include "ember/optim.h"
 #include "ember/train/learner.h"
+#include "ember/train/report.h"
 #include "model.h"
 
 namespace fs = std::filesystem;
@@ -164,7 +165,13 @@ int train_model(const Args& a) {
   fs::create_directories(a.out);
   const auto model_path = fs::path(a.out) / "model.safetensors";
   nn::save_module(eval, model_path, {.metadata = {{"mnist.model", a.model}}});
+  const auto report_path = fs::path(a.out) / "report.html";
+  train::write_report(
+      report_path, learner.history(),
+      train::ConfusionCounts::from(confusion, {std::begin(kClasses), std::end(kClasses)}),
+      "Fashion-MNIST, " + a.model + ", " + std::to_string(a.epochs) + " epochs");
   std::cout << "model: " << model_path.string() << "\n";
+  std::cout << "report: " << report_path.string() << "\n";
   std::cout << "metrics: " << (fs::path(a.out) / "metrics.jsonl").string() << "\n";
   std::cout << "test accuracy: " << std::fixed << std::setprecision(4) << acc.value() << "\n";
   return 0;
