@@ -535,6 +535,75 @@ unfold_case(In(2, 2, 7, 7), [3, 2], "dilation", dilation=[2, 1], padding=[1, 1],
 fold_case(3, [5, 6], [2, 2], "basic")
 fold_case(2, [6, 7], [3, 2], "stride_pad_dilation", dilation=[1, 2], padding=[1, 1], stride=[2, 1])
 
+
+# ---- scaled dot-product attention (ember::scaled_dot_product_attention) ------------------
+def attention_ref(q, k, v, mask=None, causal=False, scale=None):
+    """softmax(q k^T scale + mask) v in f64; rows with every key masked give 0 (not NaN)."""
+    s = scale if scale is not None else 1 / math.sqrt(q.shape[-1])
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    scores = q64 @ k64.transpose(-1, -2) * s
+    lq, lk = scores.shape[-2], scores.shape[-1]
+    masked = None
+    if mask is not None:
+        masked = mask.expand(scores.shape)
+    if causal:
+        c = torch.ones(lq, lk, dtype=torch.bool).triu(lk - lq + 1)
+        masked = c.expand(scores.shape) if masked is None else masked | c
+    if masked is None:
+        p = torch.softmax(scores, -1)
+    else:
+        none = masked.all(-1, keepdim=True)
+        scores = scores.masked_fill(masked, -math.inf).masked_fill(none, 0.0)
+        p = torch.softmax(scores, -1).masked_fill(none, 0.0)
+    return (p @ v64).to(q.dtype)
+
+
+def attention_case(tag, q, k, v, mask=None, causal=False, scale=None, **kw):
+    a = {"causal": causal}
+    if scale is not None:
+        a["scale"] = scale
+    kw.setdefault("rtol", 1e-4)
+    kw.setdefault("atol", 1e-5)
+    case("attention", attention_ref, [q, k, v] + ([mask] if mask is not None else []), a, tag=tag, **kw)
+
+
+def mask_rows(shape, full_rows=(), p=0.3):
+    """A bool mask of `shape` with about p of it true, and the listed rows (index tuples into
+    the leading dims and the query dim) all true."""
+    g = torch.Generator().manual_seed(len(CASES))
+    m = torch.rand(shape, generator=g) < p
+    for r in full_rows:
+        m[r] = True
+    return Bo(*shape, values=m.reshape(-1).tolist())
+
+
+attention_case("basic_rank4", In(2, 3, 5, 4), In(2, 3, 7, 4), In(2, 3, 7, 4))
+attention_case("rank3_dv", In(3, 6, 8), In(3, 4, 8), In(3, 4, 5))
+attention_case("scale", In(2, 4, 6), In(2, 5, 6), In(2, 5, 3), scale=0.7)
+attention_case("mask_over_heads", In(2, 3, 4, 4), In(2, 3, 6, 4), In(2, 3, 6, 5),
+               mask_rows((2, 1, 4, 6)))
+attention_case("mask_full", In(2, 2, 4, 3), In(2, 2, 5, 3), In(2, 2, 5, 3),
+               mask_rows((2, 2, 4, 5)))
+attention_case("mask_masked_row", In(2, 2, 4, 3), In(2, 2, 5, 3), In(2, 2, 5, 3),
+               mask_rows((2, 1, 4, 5), [(0, 0, 1), (1, 0, 3)]))
+attention_case("causal", In(2, 2, 6, 4), In(2, 2, 6, 4), In(2, 2, 6, 4), causal=True)
+attention_case("causal_cache", In(2, 2, 3, 4), In(2, 2, 7, 4), In(2, 2, 7, 5), causal=True)
+attention_case("causal_decode", In(2, 2, 1, 4), In(2, 2, 5, 4), In(2, 2, 5, 4), causal=True)
+attention_case("causal_more_queries", In(1, 2, 5, 4), In(1, 2, 3, 4), In(1, 2, 3, 4), causal=True)
+attention_case("causal_and_mask", In(2, 5, 4), In(2, 5, 4), In(2, 5, 4),
+               mask_rows((2, 1, 5), p=0.0, full_rows=[(0, 0, 3), (1, 0, 0)]), causal=True)
+attention_case("long", In(2, 5, 8), In(2, 300, 8), In(2, 300, 6), atol=2e-5)
+attention_case("long_causal_mask", In(1, 2, 70, 8), In(1, 2, 300, 8), In(1, 2, 300, 8),
+               mask_rows((1, 1, 1, 300), p=0.1), causal=True, fd=False, atol=2e-5)
+attention_case("noncontig", In(2, 4, 3, layout="transposed"), In(2, 5, 3, layout="transposed"),
+               In(2, 5, 4))
+attention_case("f64", In(2, 2, 5, 4, dtype="f64"), In(2, 2, 9, 4, dtype="f64"),
+               In(2, 2, 9, 3, dtype="f64"), mask_rows((1, 1, 5, 9), [(0, 0, 2)]), causal=True,
+               rtol=1e-12, atol=1e-12)
+attention_case("bf16", In(2, 4, 8, dtype="bf16"), In(2, 6, 8, dtype="bf16"),
+               In(2, 6, 8, dtype="bf16"), rtol=2e-2, atol=2e-2)
+attention_case("empty_queries", In(2, 0, 4), In(2, 3, 4), In(2, 3, 4))
+
 out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")
 with open(path, "w") as f:

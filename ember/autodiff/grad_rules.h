@@ -5,6 +5,7 @@
 #pragma once
 #include <vector>
 
+#include "ember/ops/decompose.h"
 #include "ember/ops/dyn.h"
 
 namespace ember::grad {
@@ -319,6 +320,24 @@ Grads<I> grad_unfold(const Ctx<I>& c) {
 template <Backend I>
 Grads<I> grad_fold(const Ctx<I>& c) {
   return {T<I>::run(OpCode::Unfold, window_attrs(c.op.attrs.window), {c.g})};
+}
+
+// Attention: the probabilities P are recomputed from q, k (and the mask); with g the output's
+// gradient, dV = P^T g, dP = g V^T, dS = P (dP - rowsum(dP P)), dQ = scale dS K,
+// dK = scale dS^T Q. Masked keys and fully masked rows have P = 0, so no gradient flows
+// through them; the mask gets none.
+template <Backend I>
+Grads<I> grad_attention(const Ctx<I>& c) {
+  const T<I>&q = c.xs[0], &k = c.xs[1], &v = c.xs[2];
+  const T<I> mask = detail::attention_mask<I>(c.op, q, k, c.xs.size() > 3 ? c.xs[3] : T<I>{});
+  const T<I> p = detail::attention_probs<I>(c.op, q, k, mask);
+  const int64_t last = q.rank() - 1;
+  const double scale = c.op.attrs.scalar.f;
+  T<I> dp = c.g.matmul(v.mT());
+  T<I> ds = p * (dp - (dp * p).sum_keep({last}));
+  Grads<I> out{ds.matmul(k) * scale, ds.mT().matmul(q) * scale, p.mT().matmul(c.g)};
+  if (c.xs.size() > 3) out.emplace_back();
+  return out;
 }
 
 /// The gradients of op's inputs, from the op table's grad column. An undefined entry means

@@ -7,6 +7,45 @@
 
 namespace ember {
 
+namespace detail {
+
+/// The keys the attention op `op` masks out, as a bool tensor broadcastable to the scores
+/// [..., Lq, Lk]: the mask input or'ed with the causal mask (key j is masked for query i when
+/// j > i + Lk - Lq); undefined when nothing is masked.
+template <Backend B>
+Dyn<B> attention_mask(const Op& op, const Dyn<B>& q, const Dyn<B>& k, const Dyn<B>& mask) {
+  if (!op.attrs.flag) return mask;
+  const int64_t r = q.rank(), lq = q.shape()[r - 2], lk = k.shape()[r - 2];
+  auto positions = [&](int64_t n, Dims shape) {
+    OpAttrs a;
+    a.shape = {n};
+    a.scalar = Scalar(int64_t{0});
+    a.scalar2 = Scalar(int64_t{1});
+    a.dtype = DType::I64;
+    Dyn<B> p(apply<B>(Op{OpCode::Arange, a}, std::span<typename B::Handle>(), q.device()));
+    return p.reshape(Shape(shape));
+  };
+  Dyn<B> causal = (positions(lk, {1, lk}) - positions(lq, {lq, 1})).gt(double(lk - lq));
+  if (!mask.defined()) return causal;
+  return Dyn<B>::run(OpCode::LogicalOr, {mask, causal});
+}
+
+/// The attention probabilities softmax(q k^T scale) over the last dim, with masked keys left
+/// out and rows whose keys are all masked all zero. `mask` as from attention_mask.
+template <Backend B>
+Dyn<B> attention_probs(const Op& op, const Dyn<B>& q, const Dyn<B>& k, const Dyn<B>& mask) {
+  const int64_t last = q.rank() - 1;
+  Dyn<B> s = q.matmul(k.mT()) * op.attrs.scalar.f;
+  if (!mask.defined()) return s.with_dim(OpCode::Softmax, last);
+  Dyn<B> none = mask.reduce(OpCode::Min, {mask.rank() - 1}, true);  // every key masked
+  s = mask.select(s.scalar(-INFINITY), s);
+  s = none.select(s.scalar(0.0), s);
+  Dyn<B> p = s.with_dim(OpCode::Softmax, last);
+  return none.select(p.scalar(0.0), p);
+}
+
+}  // namespace detail
+
 template <Backend B>
 typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
                              const TensorMeta& out) {
@@ -44,6 +83,10 @@ typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
       T finite = m.isinf().select(m.scalar(0.0), m);
       T r = (x - finite).exp().reduce(C::Sum, a.dims, true).log() + finite;
       return (a.flag ? r : r.reshape(out.shape)).handle();
+    }
+    case C::Attention: {  // softmax(q k^T scale, masked) v
+      const T mask = detail::attention_mask<B>(op, x, T(in[1]), in.size() > 3 ? T(in[3]) : T());
+      return detail::attention_probs<B>(op, x, T(in[1]), mask).matmul(T(in[2])).handle();
     }
     default: throw Error("[" + std::string(name(op.code)) + "] has no decomposition");
   }

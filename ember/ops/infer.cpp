@@ -535,6 +535,50 @@ TensorMeta create_rule(Op& op) {
   return {Shape(a.shape), a.dtype};
 }
 
+// attention(q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv][, mask]) -> [..., Lq, Dv].
+TensorMeta attention_rule(const Op& op, Metas in) {
+  if (in.size() != 3 && in.size() != 4)
+    throw ValueError(tag(op) + "takes q, k, v and an optional mask, got " +
+                     std::to_string(in.size()) + " inputs");
+  const TensorMeta &q = *in[0], &k = *in[1], &v = *in[2];
+  const std::string shapes = " (q " + q.shape.to_string() + ", k " + k.shape.to_string() + ", v " +
+                             v.shape.to_string() +
+                             (in.size() == 4 ? ", mask " + in[3]->shape.to_string() : "") + ")";
+  if (k.dtype != q.dtype || v.dtype != q.dtype)
+    throw DTypeError(tag(op) + "q, k and v need one element type, got " +
+                     std::string(name(q.dtype)) + ", " + std::string(name(k.dtype)) + " and " +
+                     std::string(name(v.dtype)) + shapes);
+  const size_t r = q.shape.rank();
+  if (r < 2 || k.shape.rank() != r || v.shape.rank() != r)
+    throw ShapeError(tag(op) + "q, k and v need one rank of at least 2" + shapes);
+  for (size_t d = 0; d + 2 < r; ++d)
+    if (k.shape[d] != q.shape[d] || v.shape[d] != q.shape[d])
+      throw ShapeError(tag(op) + "q, k and v need the same leading (batch, head) dims" + shapes);
+  if (k.shape[r - 1] != q.shape[r - 1])
+    throw ShapeError(tag(op) + "q and k need the same feature size" + shapes);
+  if (v.shape[r - 2] != k.shape[r - 2])
+    throw ShapeError(tag(op) + "k and v need the same length" + shapes);
+  Dims out = q.shape.dims();
+  out[r - 1] = v.shape[r - 1];
+  if (in.size() == 4) {
+    const TensorMeta& m = *in[3];
+    if (m.dtype != DType::Bool)
+      throw DTypeError(tag(op) + "the mask must be bool, got " + std::string(name(m.dtype)) +
+                       shapes);
+    Dims scores = q.shape.dims();
+    scores[r - 1] = k.shape[r - 2];
+    bool fits = m.shape.rank() <= r;
+    for (size_t i = 0; fits && i < m.shape.rank(); ++i) {
+      int64_t want = scores[r - m.shape.rank() + i];
+      fits = m.shape[i] == 1 || m.shape[i] == want;
+    }
+    if (!fits)
+      throw ShapeError(tag(op) + "the mask does not broadcast to the scores " +
+                       Shape(scores).to_string() + shapes);
+  }
+  return {Shape(out), q.dtype};
+}
+
 }  // namespace
 
 TensorMeta infer(Op& op, Metas in) {
@@ -582,6 +626,7 @@ TensorMeta infer(Op& op, Metas in) {
       return spatial_rule(op, in);
     case OpFamily::Composite:
       if (op.code == OpCode::Mean || op.code == OpCode::LogSumExp) return reduce_rule(op, x);
+      if (op.code == OpCode::Attention) return attention_rule(op, in);
       if (op.code == OpCode::Softmax || op.code == OpCode::LogSoftmax)
         a.dim = wrap(op, a.dim, x.shape.rank());
       return x;

@@ -1,5 +1,6 @@
 // Convolution, pooling, interpolation and unfold/fold on [N, C, *spatial] float tensors with
-// 1 to 3 spatial dims, as ops with CPU kernels and gradients (docs/nn-ops.md).
+// 1 to 3 spatial dims, and scaled dot-product attention, as ops with CPU kernels and
+// gradients (docs/nn-ops.md).
 //
 //   using T4 = ember::Tensor<ember::Cpu, 4>;
 //   auto x = T4::random({8, 3, 32, 32}, ember::Distribution::normal(0, 1));
@@ -12,6 +13,10 @@
 // Per-dim options take one entry per spatial dim, or one entry for all of them; empty ones
 // take PyTorch's defaults. Conv has no bias input: add it with a broadcast add.
 #pragma once
+#include <array>
+#include <cmath>
+#include <optional>
+
 #include "ember/tensor/tensor.h"
 
 namespace ember {
@@ -228,6 +233,40 @@ Tensor<B, D> fold(const Tensor<B, 3>& x, Dims output_size, Dims kernel,
   a.window.padding = o.padding;
   a.window.stride = o.stride;
   return detail::run_spatial<D>(OpCode::Fold, std::move(a), x);
+}
+
+template <Backend B, int D>
+struct AttentionOptions {
+  std::optional<Tensor<B, D, Bool>> mask = std::nullopt;  // broadcastable to [..., Lq, Lk];
+                                                          // true = masked out
+  bool causal = false;  // query i sees keys j <= i + Lk - Lq (aligned to the end: a KV cache)
+  std::optional<double> scale = std::nullopt;  // default 1 / sqrt(D)
+};
+
+/// Scaled dot-product attention softmax(q k^T * scale) v of q [..., Lq, D], k [..., Lk, D] and
+/// v [..., Lk, Dv] with the same leading (batch, head) dims: [..., Lq, Dv]. Masked keys (the
+/// mask's true entries, and with `causal` the keys after each query's position) get no weight;
+/// a query whose keys are all masked gets zeros (and zero gradients) where PyTorch gives NaN.
+/// The CPU backend runs it as one fused kernel with a streaming softmax over blocks of keys,
+/// never storing the [Lq, Lk] scores.
+///
+///   using T4 = ember::Tensor<ember::Cpu, 4>;
+///   auto q = T4::random({2, 8, 128, 64}, ember::Distribution::normal(0, 1));   // [N, h, L, D]
+///   auto y = ember::scaled_dot_product_attention(q, q, q, {.causal = true});   // [2, 8, 128, 64]
+///   ember::Tensor<ember::Cpu, 4, ember::Bool> pad = ...;                       // [2, 1, 1, 128]
+///   auto z = ember::scaled_dot_product_attention(q, q, q, {.mask = pad});
+template <Backend B, int D>
+Tensor<B, D> scaled_dot_product_attention(const Tensor<B, D>& q, const Tensor<B, D>& k,
+                                          const Tensor<B, D>& v,
+                                          const AttentionOptions<B, D>& o = {}) {
+  static_assert(D >= 2, "attention takes [..., L, D] tensors");
+  OpAttrs a;
+  a.scalar = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(q.dim(D - 1)));
+  a.flag = o.causal;
+  std::array<typename B::Handle, 4> in{q.handle(), k.handle(), v.handle(),
+                                       o.mask ? o.mask->handle() : typename B::Handle{}};
+  return Tensor<B, D>(apply<B>(Op{OpCode::Attention, std::move(a)},
+                               std::span<typename B::Handle>(in.data(), o.mask ? 4 : 3)));
 }
 
 }  // namespace ember

@@ -154,6 +154,61 @@ TEST(Errors, NnOps) {
       "[max_pool] needs input [N, C, *spatial] with 1 to 3 spatial dims, got [3, 5]");
 }
 
+TEST(Errors, Attention) {
+  using T3 = Tensor<B, 3>;
+  using T4 = Tensor<B, 4>;
+  using M4 = Tensor<B, 4, Bool>;
+  auto q = T4::ones({2, 3, 4, 8}), k = T4::ones({2, 3, 5, 8});
+  expect_error<ShapeError>(
+      [&] {
+        scaled_dot_product_attention(q, T4::ones({2, 2, 5, 8}), T4::ones({2, 2, 5, 8}));
+      },
+      "[attention] q, k and v need the same leading (batch, head) dims (q [2, 3, 4, 8], k [2, 2, "
+      "5, 8], v [2, 2, 5, 8])");
+  expect_error<ShapeError>(
+      [&] {
+        scaled_dot_product_attention(T3::ones({2, 4, 8}), T3::ones({2, 5, 6}), T3::ones({2, 5, 6}));
+      },
+      "[attention] q and k need the same feature size (q [2, 4, 8], k [2, 5, 6], v [2, 5, 6])");
+  expect_error<ShapeError>(
+      [&] {
+        scaled_dot_product_attention(q, k, T4::ones({2, 3, 6, 8}));
+      },
+      "[attention] k and v need the same length (q [2, 3, 4, 8], k [2, 3, "
+      "5, 8], v [2, 3, 6, 8])");
+  expect_error<ShapeError>(
+      [&] {
+        scaled_dot_product_attention(q, k, k, {.mask = M4::ones({2, 1, 3, 5})});
+      },
+      "[attention] the mask does not broadcast to the scores [2, 3, 4, 5] (q [2, 3, 4, 8], k "
+      "[2, 3, 5, 8], v [2, 3, 5, 8], mask [2, 1, 3, 5])");
+  expect_error<DTypeError>(
+      [&] {
+        scaled_dot_product_attention(q, k, T4::ones({2, 3, 5, 8}, Device::cpu(), DType::F64));
+      },
+      "[attention] q, k and v need one element type, got f32, f32 and f64");
+  auto run = [&](std::vector<B::Handle> in) {
+    Op op{OpCode::Attention, {}};
+    apply<B>(op, std::span<B::Handle>(in));
+  };
+  expect_error<ValueError>(
+      [&] {
+        run({q.handle(), k.handle()});
+      },
+      "[attention] takes q, k, v and an optional mask, got 2 inputs");
+  expect_error<DTypeError>(
+      [&] {
+        run({q.handle(), k.handle(), k.handle(), q.handle()});
+      },
+      "[attention] the mask must be bool, got f32");
+  expect_error<DTypeError>(
+      [&] {
+        auto i = Tensor<B, 4, Int>::ones({2, 3, 4, 8});
+        run({i.handle(), i.handle(), i.handle()});
+      },
+      "[attention] needs a float tensor, got i64 [2, 3, 4, 8]");
+}
+
 TEST(Errors, DTypes) {
   auto f = T2::ones({2, 2});
   auto h = T2::ones({2, 2}, Device::cpu(), DType::F16);

@@ -378,6 +378,21 @@ std::map<std::string, OpFn<B>>& golden_ops() {
       UnfoldOptions o{dims_attr(a, "dilation"), dims_attr(a, "padding"), dims_attr(a, "stride")};
       return fold<4>(a.template f<3>(0), dims_attr(a, "size"), dims_attr(a, "kernel"), o).handle();
     };
+    // attention on rank-3 or rank-4 inputs; the mask (input 3, optional) has the same rank
+    ops["attention"] = [](const A& a) {
+      auto run = [&]<int D>() {
+        AttentionOptions<B, D> o;
+        if (a.in.size() > 3) o.mask = a.template b<D>(3);
+        o.causal = a.attrs->contains("causal") && a.ba("causal");
+        if (a.attrs->contains("scale")) o.scale = a.fa("scale");
+        return scaled_dot_product_attention(a.template f<D>(0), a.template f<D>(1),
+                                            a.template f<D>(2), o)
+            .handle();
+      };
+      if (a.rank(0) == 3) return run.template operator()<3>();
+      if (a.rank(0) == 4) return run.template operator()<4>();
+      throw ValueError("[golden] attention rank not wired");
+    };
     return ops;
   }();
   return ops;
