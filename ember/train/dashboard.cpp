@@ -446,11 +446,12 @@ class Dashboard final : public Renderer {
     color_ = has_colors();
     if (color_) {
       start_color();
-      use_default_colors();
-      init_pair(kTrain, COLOR_CYAN, -1);
-      init_pair(kValid, COLOR_YELLOW, -1);
-      init_pair(kBar, COLOR_GREEN, -1);
-      init_pair(kTitle, COLOR_MAGENTA, -1);
+      // The terminal's own background where it has one (-1), black otherwise.
+      const short bg = use_default_colors() == OK ? -1 : COLOR_BLACK;
+      init_pair(kTrain, COLOR_CYAN, bg);
+      init_pair(kValid, COLOR_YELLOW, bg);
+      init_pair(kBar, COLOR_GREEN, bg);
+      init_pair(kTitle, COLOR_MAGENTA, bg);
       init_pair(kPrompt, COLOR_BLACK, COLOR_YELLOW);
     }
     install_guards();
