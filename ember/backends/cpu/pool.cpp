@@ -11,29 +11,6 @@ namespace ember::cpu {
 
 namespace {
 
-// For each output position along each dim: where its window starts in the input and the
-// kernel taps [lo, hi) that land inside the input. Computed once per op, so the inner loops
-// do no division.
-struct WindowTable {
-  struct Dim {
-    std::vector<int64_t> start, lo, hi;
-  };
-  Dim dim[3];
-  explicit WindowTable(const Geom& g) {
-    for (int i = 0; i < 3; ++i) {
-      Dim& t = dim[i];
-      for (int64_t o = 0; o < g.out[i]; ++o) {
-        int64_t start = o * g.s[i] - g.p[i];  // input = start + kk * d
-        int64_t lo = start >= 0 ? 0 : (-start + g.d[i] - 1) / g.d[i];
-        int64_t hi = start >= g.in[i] ? 0 : std::min(g.k[i], (g.in[i] - 1 - start) / g.d[i] + 1);
-        t.start.push_back(start);
-        t.lo.push_back(lo);
-        t.hi.push_back(std::max(lo, hi));
-      }
-    }
-  }
-};
-
 // The maximum of output (od, oh, ow)'s window within plane x and, with Index, where it is:
 // NaN wins, ties go to the first maximum in window order (PyTorch's rule), padding is never
 // picked.

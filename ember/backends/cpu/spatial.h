@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "ember/backends/cpu/allocator.h"
 #include "ember/backends/cpu/kernels.h"
@@ -53,6 +54,29 @@ inline std::pair<int64_t, int64_t> valid_outputs(const Geom& g, int i, int64_t k
   int64_t hi = std::min<int64_t>(g.out[i], floor_div(g.in[i] - 1 - off, g.s[i]) + 1);
   return {std::min(lo, g.out[i]), std::max(hi, std::min(lo, g.out[i]))};
 }
+
+/// For each output position along each dim: where its window starts in the input and the
+/// kernel taps [lo, hi) that land inside the input. Computed once per op, so the inner loops
+/// do no division.
+struct WindowTable {
+  struct Dim {
+    std::vector<int64_t> start, lo, hi;
+  };
+  Dim dim[3];
+  explicit WindowTable(const Geom& g) {
+    for (int i = 0; i < 3; ++i) {
+      Dim& t = dim[i];
+      for (int64_t o = 0; o < g.out[i]; ++o) {
+        int64_t start = o * g.s[i] - g.p[i];  // input = start + kk * d
+        int64_t lo = start >= 0 ? 0 : (-start + g.d[i] - 1) / g.d[i];
+        int64_t hi = start >= g.in[i] ? 0 : std::min(g.k[i], (g.in[i] - 1 - start) / g.d[i] + 1);
+        t.start.push_back(start);
+        t.lo.push_back(lo);
+        t.hi.push_back(std::max(lo, hi));
+      }
+    }
+  }
+};
 
 /// A scratch buffer of n elements from the CPU allocator (large sizes are cached, so a
 /// repeated op does not fault in fresh pages every call).
