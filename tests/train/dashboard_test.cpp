@@ -95,7 +95,7 @@ class Session {
  public:
   explicit Session(const std::string& name, const std::string& demo_args)
       : dir_(fs::temp_directory_path() / ("ember_dash_" + name + "_" + std::to_string(::getpid()))),
-        sock_("ember_dash_" + name + "_" + std::to_string(::getpid())) {
+        sock_((dir_ / "tmux.sock").string()) {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     // The program's exit status and whether the terminal modes came back as they were are
@@ -118,7 +118,7 @@ class Session {
   }
 
   std::string tmux(const std::string& args) const {
-    return run_capture("LC_ALL=C.UTF-8 tmux -u -L " + sock_ + " -f /dev/null " + args + " 2>&1");
+    return run_capture("LC_ALL=C.UTF-8 tmux -u -S '" + sock_ + "' -f /dev/null " + args + " 2>&1");
   }
   std::string screen() const { return tmux("capture-pane -p -t dash"); }
   /// The pane with its scrollback.
