@@ -30,7 +30,7 @@ enum class Precision { Full, F16, BF16 };
 
 struct SaveOptions {
   Precision precision = Precision::Full;
-  std::map<std::string, std::string> metadata;
+  std::map<std::string, std::string> metadata = {};
 };
 
 enum class LoadMode { Strict, Partial };
