@@ -514,6 +514,9 @@ TensorMeta spatial_rule(Op& op, Metas in) {
           throw ValueError(tag(op) + "unknown mode " + std::to_string(static_cast<int>(a.interp)));
         if (a.interp == InterpMode::Nearest && a.flag)
           throw ValueError(tag(op) + "align_corners applies to the linear and cubic modes only");
+        if (a.interp == InterpMode::Cubic && r != 2)
+          throw ValueError(tag(op) + "cubic mode takes 2 spatial dims (bicubic), got " +
+                           xs.to_string());
       }
       return {nc_shape(xs[0], xs[1], a.shape), dt};
     }

@@ -194,7 +194,7 @@ Tensor<B, 5> adaptive_avg_pool3d(const Tensor<B, 5>& x, Dims size) {
 
 /// Resizes the spatial dims to `size` like torch.nn.functional.interpolate(x, size, mode):
 /// Nearest ("nearest"), Linear ("linear", "bilinear", "trilinear" by rank), Cubic
-/// ("bicubic"); align_corners for Linear and Cubic only.
+/// ("bicubic", 2 spatial dims only); align_corners for Linear and Cubic only.
 template <Backend B, int D>
 Tensor<B, D> interpolate(const Tensor<B, D>& x, Dims size, InterpMode mode = InterpMode::Nearest,
                          bool align_corners = false) {

@@ -134,6 +134,11 @@ TEST(Errors, NnOps) {
       "[interpolate] align_corners applies to the linear and cubic modes");
   expect_error<ValueError>(
       [&] {
+        interpolate(T3::ones({1, 2, 5}), {7}, InterpMode::Cubic);
+      },
+      "[interpolate] cubic mode takes 2 spatial dims (bicubic), got [1, 2, 5]");
+  expect_error<ValueError>(
+      [&] {
         adaptive_avg_pool2d(x, {-1, 2});
       },
       "[adaptive_avg_pool] output size must be positive, got [-1, 2]");
