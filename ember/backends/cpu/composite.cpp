@@ -1,6 +1,6 @@
 // Fused CPU kernels for composite ops: softmax and log_softmax in one pass over the data
-// (max, exp-sum, scale) instead of five separate ops. Other composites use their
-// decomposition.
+// (max, exp-sum, scale) instead of five separate ops, and attention (attention.cpp). Other
+// composites use their decomposition.
 #include <cmath>
 #include <vector>
 
@@ -71,9 +71,12 @@ void softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, 
 
 }  // namespace
 
-bool has_composite_kernel(OpCode c) { return c == OpCode::Softmax || c == OpCode::LogSoftmax; }
+bool has_composite_kernel(OpCode c) {
+  return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::Attention;
+}
 
 CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
+  if (op.code == OpCode::Attention) return attention(op, in, out);
   bool log = op.code == OpCode::LogSoftmax;
   CpuTensor x = contiguous(in[0]);
   CpuTensor y = empty(out);

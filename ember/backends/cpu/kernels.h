@@ -22,6 +22,8 @@ CpuTensor spatial(const Op& op, Inputs in, const TensorMeta& out);
 /// Fused kernels for composite ops (softmax, log_softmax, ...).
 CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out);
 bool has_composite_kernel(OpCode c);
+/// The attention op, fused (attention.cpp).
+CpuTensor attention(const Op& op, Inputs in, const TensorMeta& out);
 
 /// Copies `src` (any strides) into `dst` (any strides) of the same shape and dtype.
 void copy_into(const CpuTensor& src, const CpuTensor& dst);
