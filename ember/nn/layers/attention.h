@@ -18,6 +18,10 @@
 // attention output is zero (the output layer's bias after projection) and its gradients are
 // zero; PyTorch returns NaN there, which ember never does.
 //
+// The attention itself is one op, scaled_dot_product_attention (ember/tensor/nn_ops.h; a fused
+// kernel on the CPU), unless the weights are needed: with `need_weights` or dropout while
+// training it is computed as matmul, softmax, dropout, matmul.
+//
 // Parameters: query/key/value/output.{weight [d_model, d_model], bias [d_model]} in ember's
 // Linear layout. PyTorch's packed in_proj_weight [3 d_model, d_model] is, row-block by
 // row-block, query.weight^T, key.weight^T, value.weight^T; in_proj_bias likewise. All weights
@@ -33,6 +37,7 @@
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/module.h"
 #include "ember/tensor/activation.h"
+#include "ember/tensor/nn_ops.h"
 
 namespace ember::nn {
 
@@ -115,8 +120,14 @@ struct MultiHeadAttention {
       }
     }
     const int64_t Lk = kh.dim(2);
-    auto mask = combined_mask(opt, N, Lq, Lk);
     const double scale = 1.0 / std::sqrt(static_cast<double>(E / n_heads));
+    if (!opt.need_weights && !dropout_active()) {  // one attention op: fused on the CPU
+      auto ctx = scaled_dot_product_attention(
+          qh, kh, vh,
+          {.mask = combined_mask(opt, N, Lq, Lk, false), .causal = opt.causal, .scale = scale});
+      return {output.forward(ctx.swap_dims(1, 2).template reshape<3>({N, Lq, E})), std::nullopt};
+    }
+    auto mask = combined_mask(opt, N, Lq, Lk, opt.causal);
     Tensor<B, 4> scores = qh.matmul(kh.transpose()) * scale;  // [N, h, Lq, Lk]
     Tensor<B, 4> w = [&] {
       if (!mask) return activation::softmax(scores, 3);
@@ -139,9 +150,17 @@ struct MultiHeadAttention {
     const int64_t N = x.dim(0), L = x.dim(1), E = x.dim(2);
     return x.template reshape<4>({N, L, n_heads, E / n_heads}).swap_dims(1, 2);
   }
-  /// The masks of `opt` as one bool mask broadcastable to [N, h, Lq, Lk] (rank 4).
+  /// Whether dropout changes the weights: training (see Dropout) with a positive rate.
+  bool dropout_active() const {
+    if constexpr (AutodiffBackend<B>)
+      return dropout > 0 && autodiff::grad_enabled();
+    else
+      return false;
+  }
+  /// The masks of `opt` (the causal one if `causal`) as one bool mask broadcastable to
+  /// [N, h, Lq, Lk] (rank 4).
   std::optional<Tensor<B, 4, Bool>> combined_mask(const MhaOptions<B>& opt, int64_t N, int64_t Lq,
-                                                  int64_t Lk) const {
+                                                  int64_t Lk, bool causal) const {
     std::optional<Tensor<B, 4, Bool>> m;
     auto add = [&](const Tensor<B, 4, Bool>& t) { m = m ? m->bool_or(t) : t; };
     if (opt.key_padding_mask) {
@@ -160,7 +179,7 @@ struct MultiHeadAttention {
                          std::to_string(Lk) + "]");
       add(a.template reshape<4>({1, 1, Lq, Lk}));
     }
-    if (opt.causal) {
+    if (causal) {
       auto dev = query.weight.device();
       add(Tensor<B, 2, Bool>::tril_mask(Lq, Lk, Lk - Lq, dev).template reshape<4>({1, 1, Lq, Lk}));
     }
