@@ -111,6 +111,18 @@ void bm_conv2d(State& st, bench::Conv2dSize c) {
   bench::set_flop(st, 2.0 * c.n * c.c_out * c.hw * c.hw * c.c_in * c.k * c.k);
 }
 
+void bm_attention(State& st, bench::AttentionSize a) {
+  auto q = uniform<Cpu, 3>({a.heads, a.len, a.d}), k = uniform<Cpu, 3>({a.heads, a.len, a.d}),
+       v = uniform<Cpu, 3>({a.heads, a.len, a.d});
+  for (auto _ : st) {
+    auto y = scaled_dot_product_attention(q, k, v, {.causal = a.causal});
+    benchmark::DoNotOptimize(y);
+  }
+  // q k^T and P v over the (query, key) pairs that are attended.
+  double pairs = a.causal ? a.len * (a.len + 1) / 2.0 : double(a.len) * a.len;
+  bench::set_flop(st, 4.0 * a.heads * pairs * a.d);
+}
+
 void bm_max_pool2d(State& st) {
   using namespace bench;
   auto x = uniform<Cpu, 4>({kPoolN, kPoolC, kPoolHW, kPoolHW});
@@ -152,6 +164,10 @@ void register_ember_benchmarks() {
 void register_ember_conv_benchmarks() {
   for (const auto& c : bench::kConv2dSizes)
     benchmark::RegisterBenchmark((std::string("cpu/conv2d/") + c.name).c_str(), bm_conv2d, c)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  for (const auto& a : bench::kAttentionSizes)
+    benchmark::RegisterBenchmark((std::string("cpu/attention/") + a.name).c_str(), bm_attention, a)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
 }

@@ -28,6 +28,18 @@ inline constexpr Conv2dSize kConv2dSizes[] = {
     {"cifar_3x3_32x3x32x32", 32, 3, 32, 32, 3},          // a first layer on CIFAR-sized images
     {"resnet_1x1_8x64x56x56_to256", 8, 64, 256, 56, 1},  // a bottleneck's 1x1 expansion
 };
+/// scaled_dot_product_attention forward of q = k = v [heads, len, d], f32, scale 1/sqrt(d),
+/// optionally causal. Named "attention/<name>" on both sides; the peer is matmul, softmax,
+/// matmul (with a masked_fill when causal).
+struct AttentionSize {
+  const char* name;
+  int64_t heads, len, d;
+  bool causal;
+};
+inline constexpr AttentionSize kAttentionSizes[] = {
+    {"8x512x64", 8, 512, 64, false},
+    {"8x1024x64_causal", 8, 1024, 64, true},
+};
 /// max_pool2d: the ResNet stem's 3x3, stride 2, padding 1 pool of [8, 64, 112, 112].
 inline constexpr int64_t kPoolN = 8, kPoolC = 64, kPoolHW = 112;
 

@@ -32,6 +32,9 @@ CONV2D_SIZES = (("resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3),
                 ("cifar_3x3_32x3x32x32", 32, 3, 32, 32, 3),
                 ("resnet_1x1_8x64x56x56_to256", 8, 64, 256, 56, 1))
 POOL_N, POOL_C, POOL_HW = 8, 64, 112  # max_pool2d 3x3, stride 2, padding 1
+# attention: (name, heads, len, d, causal), q = k = v shapes; as bench/cpu_bench.h
+ATTENTION_SIZES = (("8x512x64", 8, 512, 64, False),
+                   ("8x1024x64_causal", 8, 1024, 64, True))
 
 
 def uniform(*shape):
@@ -77,6 +80,19 @@ def cases():
         x = uniform(POOL_N, POOL_C, POOL_HW, POOL_HW)
         return lambda: torch.nn.functional.max_pool2d(x, 3, 2, 1)
 
+    def attention(heads, n, d, causal):
+        # torch 1.13 has no scaled_dot_product_attention: the same math as three ops
+        q, k, v = uniform(heads, n, d), uniform(heads, n, d), uniform(heads, n, d)
+        scale = 1 / math.sqrt(d)
+        mask = torch.ones(n, n, dtype=torch.bool).triu(1) if causal else None
+
+        def run():
+            s = torch.matmul(q, k.transpose(-1, -2)) * scale
+            if mask is not None:
+                s = s.masked_fill(mask, -math.inf)
+            return torch.matmul(torch.softmax(s, dim=-1), v)
+        return run
+
     sq = f"{SQUARE}x{SQUARE}"
     yield f"add/{TINY}", lambda: add(TINY)
     yield f"add/{ELEMS >> 20}M", lambda: add(ELEMS)
@@ -90,6 +106,8 @@ def cases():
         yield f"matmul/{n}", lambda n=n: matmul(n)
     for name, *size in CONV2D_SIZES:
         yield f"conv2d/{name}", lambda size=size: conv2d(*size)
+    for name, *size in ATTENTION_SIZES:
+        yield f"attention/{name}", lambda size=size: attention(*size)
 
 
 def time_op(fn, reps, min_time):
