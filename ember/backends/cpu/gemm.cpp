@@ -68,34 +68,56 @@ inline void store(T* p, V v) {
   std::memcpy(p, &v, sizeof(V));
 }
 
-// C tile (kMR x kNR) = (accumulate ? C : 0) + Ap * Bp over kc.
+// C tile (kMR x kNR) = (accumulate ? C : 0) + Ap * Bp over kc. The 12 accumulators are
+// named variables, not an array: GCC kept an array's rows in memory and stored them back on
+// every step of the loop.
 template <class T>
 void micro_kernel(int64_t kc, const T* __restrict ap, const T* __restrict bp, T* c, int64_t ldc,
                   bool accumulate) {
   using Bk = Blocking<T>;
   using V = typename Bk::V;
-  constexpr int W = Bk::kW, MR = Bk::kMR;
-  V acc[MR][2] = {};
+  constexpr int W = Bk::kW;
+  static_assert(Bk::kMR == 6, "the micro-kernel is written out for 6 rows");
+  V c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{}, c40{}, c41{}, c50{}, c51{};
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
-    V b0 = load<V>(bp), b1 = load<V>(bp + W);
-    for (int i = 0; i < MR; ++i) {
-      V a = broadcast<V>(ap + i);
-      acc[i][0] += a * b0;
-      acc[i][1] += a * b1;
-    }
-    ap += MR;
+    V b0 = load<V>(bp), b1 = load<V>(bp + W), a;
+    a = broadcast<V>(ap + 0);
+    c00 += a * b0;
+    c01 += a * b1;
+    a = broadcast<V>(ap + 1);
+    c10 += a * b0;
+    c11 += a * b1;
+    a = broadcast<V>(ap + 2);
+    c20 += a * b0;
+    c21 += a * b1;
+    a = broadcast<V>(ap + 3);
+    c30 += a * b0;
+    c31 += a * b1;
+    a = broadcast<V>(ap + 4);
+    c40 += a * b0;
+    c41 += a * b1;
+    a = broadcast<V>(ap + 5);
+    c50 += a * b0;
+    c51 += a * b1;
+    ap += 6;
     bp += 2 * W;
   }
-  for (int i = 0; i < MR; ++i) {
+  auto out = [&](int i, V lo, V hi) {
     T* row = c + i * ldc;
     if (accumulate) {
-      acc[i][0] += load<V>(row);
-      acc[i][1] += load<V>(row + W);
+      lo += load<V>(row);
+      hi += load<V>(row + W);
     }
-    store(row, acc[i][0]);
-    store(row + W, acc[i][1]);
-  }
+    store(row, lo);
+    store(row + W, hi);
+  };
+  out(0, c00, c01);
+  out(1, c10, c11);
+  out(2, c20, c21);
+  out(3, c30, c31);
+  out(4, c40, c41);
+  out(5, c50, c51);
 }
 
 // Packs A[ic.., pc..] (mc x kc) into MR-row panels, k-major within a panel, zero-padded.
