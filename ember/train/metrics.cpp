@@ -89,11 +89,15 @@ ClassificationScore::ClassificationScore(Kind kind, Averaging avg, double beta, 
     : kind_(kind), avg_(avg), beta_(beta), threshold_(threshold), logits_(scores_are_logits) {}
 
 std::string ClassificationScore::name() const {
-  std::string n = kind_ == Kind::Precision ? "precision"
-                  : kind_ == Kind::Recall  ? "recall"
-                  : beta_ == 1             ? "f1"
-                                           : "f" + std::to_string(beta_).substr(0, 3);
-  return n + (avg_ == Averaging::Micro ? "_micro" : "");
+  std::ostringstream os;
+  if (kind_ == Kind::Precision)
+    os << "precision";
+  else if (kind_ == Kind::Recall)
+    os << "recall";
+  else
+    os << 'f' << beta_;  // f1, f2, f0.5
+  if (avg_ == Averaging::Micro) os << "_micro";
+  return os.str();
 }
 
 void ClassificationScore::update(const MetricInput& in) {

@@ -96,3 +96,70 @@ TEST(Config, JsonRoundTripAndDefaults) {
 
 }  // namespace
 }  // namespace ember::nn
+
+namespace ember::nn {
+namespace {
+
+double mean_of(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+double std_of(const std::vector<float>& v) {
+  double m = mean_of(v), s = 0;
+  for (float x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size()));
+}
+
+TEST(Initializer, DistributionsMatchTheirFormulas) {
+  const Device dev = Cpu::default_device();
+  const int64_t fi = 400, fo = 100;
+  auto draw = [&](Initializer i) { return i.init<Cpu, 2>({fo, fi}, dev, fi, fo).to_vec<float>(); };
+  // Kaiming uniform with gain g: bound sqrt(3) * g / sqrt(fan_in), std g / sqrt(fan_in).
+  auto ku = draw(Initializer::kaiming_uniform(std::sqrt(2.0)));
+  const double bound = std::sqrt(3.0) * std::sqrt(2.0) / std::sqrt(fi);
+  for (float x : ku) ASSERT_LE(std::abs(x), bound + 1e-6);
+  EXPECT_NEAR(std_of(ku), std::sqrt(2.0 / fi), 0.02 * std::sqrt(2.0 / fi) * 5);
+  auto kn = draw(Initializer::kaiming_normal(1.0, /*fan_out_only=*/true));
+  EXPECT_NEAR(std_of(kn), 1.0 / std::sqrt(fo), 0.03 / std::sqrt(fo) * 5);
+  auto xu = draw(Initializer::xavier_uniform());
+  const double xb = std::sqrt(6.0 / (fi + fo));
+  for (float x : xu) ASSERT_LE(std::abs(x), xb + 1e-6);
+  EXPECT_NEAR(std_of(xu), xb / std::sqrt(3.0), 0.05 * xb);
+  auto xn = draw(Initializer::xavier_normal(2.0));
+  EXPECT_NEAR(std_of(xn), 2.0 * std::sqrt(2.0 / (fi + fo)), 0.05 * std::sqrt(2.0 / (fi + fo)) * 2);
+  auto n = draw(Initializer::normal(3, 0.5));
+  EXPECT_NEAR(mean_of(n), 3.0, 0.01);
+  EXPECT_NEAR(std_of(n), 0.5, 0.01);
+  for (float x : draw(Initializer::uniform(-1, 2))) ASSERT_TRUE(x >= -1 && x < 2);
+  for (float x : draw(Initializer::constant(0.25))) ASSERT_EQ(x, 0.25f);
+  for (float x : draw(Initializer::ones())) ASSERT_EQ(x, 1.0f);
+  for (float x : draw(Initializer::zeros())) ASSERT_EQ(x, 0.0f);
+  EXPECT_THROW((Initializer::kaiming_uniform().init<Cpu, 2>({3, 3}, dev)), ValueError);
+}
+
+TEST(Initializer, OrthogonalRowsOrColumnsAreOrthonormal) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{6, 4}, {4, 6}, {5, 5}}) {
+    auto w = Initializer::orthogonal(1.5).init<Cpu, 2>({rows, cols}, Cpu::default_device());
+    auto v = w.to_data().convert(DType::F64).to_vec<double>();
+    const bool wide = rows < cols;
+    const int64_t k = wide ? rows : cols, n = wide ? cols : rows;
+    for (int64_t a = 0; a < k; ++a)
+      for (int64_t b = 0; b < k; ++b) {
+        double dot = 0;
+        for (int64_t i = 0; i < n; ++i)
+          dot += wide ? v[a * cols + i] * v[b * cols + i] : v[i * cols + a] * v[i * cols + b];
+        EXPECT_NEAR(dot, a == b ? 1.5 * 1.5 : 0.0, 1e-5) << rows << "x" << cols;
+      }
+  }
+}
+
+TEST(Initializer, JsonRoundTrip) {
+  auto c = LinearConfig{3, 2}.with_initializer(Initializer::kaiming_normal(0.5, true));
+  auto j = config_json(c);
+  EXPECT_NE(j.find("\"kaiming_normal\""), std::string::npos) << j;
+  EXPECT_EQ(config_from_json<LinearConfig>(j), c);
+}
+
+}  // namespace
+}  // namespace ember::nn
