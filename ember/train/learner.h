@@ -38,7 +38,7 @@ namespace ember::train {
 struct LearnerConfig {
   int64_t num_epochs = 1;
   int64_t grad_accumulation = 1;     // batches per optimizer step
-  std::string dir;                   // checkpoints/ and metric logs go here; empty: none
+  std::string dir = {};              // checkpoints/ and metric logs go here; empty: none
   int64_t keep_last = 2;             // checkpoints kept (the best one is kept too)
   std::string best_metric = "loss";  // valid metric for the best checkpoint and early stop
   int64_t patience = 0;              // epochs without improvement before stopping; 0: never
