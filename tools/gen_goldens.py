@@ -386,6 +386,14 @@ conv_case(In(2, 3, 6, 6, dtype="f16"), In(4, 3, 3, 3, dtype="f16"), "2d_f16", pa
 conv_case(In(2, 3, 6, 6, dtype="bf16"), In(4, 3, 3, 3, dtype="bf16"), "2d_bf16", padding=[1, 1], rtol=2e-2, atol=2e-2)
 conv_case(In(0, 3, 6, 6), In(4, 3, 3, 3), "2d_empty_batch", padding=[1, 1])
 conv_case(In(8, 8, 12, 12), In(8, 8, 3, 3), "2d_batch8", padding=[1, 1], rtol=1e-4, atol=1e-4, fd=False)
+# stride 1 with one input channel per group: the "flat" depthwise path (wide rows, padding,
+# dilation, 3-d, f64), long enough for its vector loops and their tails
+conv_case(In(3, 1, 12, 11), In(8, 1, 3, 3), "2d_one_input_channel_flat")
+conv_case(In(2, 2, 9, 10), In(4, 1, 3, 2), "2d_depthwise_flat_pad_dilation", padding=[2, 1],
+          dilation=[2, 3], groups=2)
+conv_case(In(2, 2, 4, 5, 6), In(2, 1, 2, 3, 3), "3d_depthwise_flat", padding=[1, 1, 1], groups=2)
+conv_case(In(2, 1, 10, 10, dtype="f64"), In(3, 1, 3, 3, dtype="f64"), "2d_one_input_channel_flat_f64",
+          padding=[1, 1], rtol=1e-12, atol=1e-12)
 
 
 def conv_weight_grad_nd(x, g, kernel, stride, padding, dilation, groups):

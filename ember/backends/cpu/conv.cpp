@@ -225,141 +225,6 @@ void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
   });
 }
 
-// ---- one input channel per group (depthwise, or C_in = 1): direct loops -----------------
-// A GEMM with K = prod(kernel) would mostly pack; these run tap by tap over whole output
-// rows instead, loops the compiler vectorizes. Output channel co reads input channel
-// co / (C_out / groups) with the weights w[co] (the same index for conv and conv_transpose).
-
-// Calls f(kd, kh, input row offset) for the taps of output row (od, oh) inside the input.
-template <class F>
-void for_row_taps(const Geom& g, const WindowTable& t, int64_t od, int64_t oh, F&& f) {
-  const auto &D = t.dim[0], &H = t.dim[1];
-  for (int64_t kd = D.lo[od]; kd < D.hi[od]; ++kd)
-    for (int64_t kh = H.lo[oh]; kh < H.hi[oh]; ++kh)
-      f(kd, kh, ((D.start[od] + kd * g.d[0]) * g.in[1] + H.start[oh] + kh * g.d[1]) * g.in[2]);
-}
-
-// Runs f with the stride along w as a constant where it is 1 or 2 (vectorizable loops).
-template <class F>
-void with_stride(int64_t s, F&& f) {
-  if (s == 1)
-    f(std::integral_constant<int64_t, 1>{});
-  else if (s == 2)
-    f(std::integral_constant<int64_t, 2>{});
-  else
-    f(s);
-}
-
-struct Depthwise {
-  Geom g;
-  WindowTable t;
-  std::vector<std::pair<int64_t, int64_t>> wrange;  // outputs along w where tap kw is inside
-  int64_t planes_per_group;
-  Depthwise(const Geom& geom, int64_t per_group)
-      : g(geom), t(geom), wrange(geom.k[2]), planes_per_group(per_group) {
-    for (int64_t kw = 0; kw < g.k[2]; ++kw) wrange[kw] = valid_outputs(g, 2, kw);
-  }
-};
-
-// y[n, co] = sum over taps of w[co, tap] * x[n, co / per_group] shifted
-template <class T>
-void depthwise_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y,
-                       const Depthwise& dw) {
-  const Geom& g = dw.g;
-  const int64_t c_in = x.meta.shape[1], c_out = y.meta.shape[1], K = g.k_numel();
-  const int64_t Lin = g.in_numel(), o2 = g.out[2];
-  const T *X = x.data<T>(), *W = w.data<T>();
-  T* Y = y.data<T>();
-  for_out_rows(y.meta.shape[0] * c_out, g, o2 * K, [&](int64_t p, int64_t od, int64_t oh) {
-    int64_t n = p / c_out, co = p % c_out;
-    const T* xp = X + (n * c_in + co / dw.planes_per_group) * Lin;
-    const T* wk = W + co * K;
-    T* yr = Y + ((p * g.out[0] + od) * g.out[1] + oh) * o2;
-    std::fill(yr, yr + o2, T(0));
-    with_stride(g.s[2], [&](auto s) {
-      for_row_taps(g, dw.t, od, oh, [&](int64_t kd, int64_t kh, int64_t row) {
-        const T* xr = xp + row;
-        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-          T wv = wk[(kd * g.k[1] + kh) * g.k[2] + kw];
-          int64_t off = kw * g.d[2] - g.p[2];
-          auto [lo, hi] = dw.wrange[kw];
-          for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * s + off];
-        }
-      });
-    });
-  });
-}
-
-// conv_transpose with one input channel per group: y[n, co] gets w[co, tap] * x[n, co / per_group]
-// added at each tap's positions. The window runs over y (the conv's input).
-template <class T>
-void depthwise_transpose(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y,
-                         const Depthwise& dw) {
-  const Geom& g = dw.g;
-  const int64_t c_in = x.meta.shape[1], c_out = y.meta.shape[1], K = g.k_numel();
-  const int64_t Ly = g.in_numel(), Lx = g.out_numel(), o2 = g.out[2];
-  const T *X = x.data<T>(), *W = w.data<T>();
-  T* Y = y.data<T>();
-  for_planes(y.meta.shape[0] * c_out, Lx * K, [&](int64_t p) {
-    int64_t n = p / c_out, co = p % c_out;
-    const T* xp = X + (n * c_in + co / dw.planes_per_group) * Lx;
-    const T* wk = W + co * K;
-    T* yp = Y + p * Ly;
-    std::fill(yp, yp + Ly, T(0));
-    with_stride(g.s[2], [&](auto s) {
-      for (int64_t od = 0; od < g.out[0]; ++od)
-        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-          const T* xr = xp + (od * g.out[1] + oh) * o2;
-          for_row_taps(g, dw.t, od, oh, [&](int64_t kd, int64_t kh, int64_t row) {
-            T* yr = yp + row;
-            for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-              T wv = wk[(kd * g.k[1] + kh) * g.k[2] + kw];
-              int64_t off = kw * g.d[2] - g.p[2];
-              auto [lo, hi] = dw.wrange[kw];
-              for (int64_t ow = lo; ow < hi; ++ow) yr[ow * s + off] += wv * xr[ow];
-            }
-          });
-        }
-    });
-  });
-}
-
-// dw[co, tap] = sum over images and outputs of gy[n, co] * x[n, co / per_group] at the tap
-template <class T>
-void depthwise_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& dwt,
-                           const Depthwise& dw) {
-  const Geom& g = dw.g;
-  const int64_t N = x.meta.shape[0], c_in = x.meta.shape[1], c_out = gy.meta.shape[1];
-  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel(), o2 = g.out[2];
-  const T *X = x.data<T>(), *GY = gy.data<T>();
-  T* DW = dwt.data<T>();
-  for_planes(c_out, N * L * K, [&](int64_t co) {
-    T* acc = DW + co * K;
-    std::fill(acc, acc + K, T(0));
-    with_stride(g.s[2], [&](auto s) {
-      for (int64_t n = 0; n < N; ++n) {
-        const T* xp = X + (n * c_in + co / dw.planes_per_group) * Lin;
-        const T* gp = GY + (n * c_out + co) * L;
-        for (int64_t od = 0; od < g.out[0]; ++od)
-          for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-            const T* gr = gp + (od * g.out[1] + oh) * o2;
-            for_row_taps(g, dw.t, od, oh, [&](int64_t kd, int64_t kh, int64_t row) {
-              const T* xr = xp + row;
-              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                int64_t off = kw * g.d[2] - g.p[2];
-                auto [lo, hi] = dw.wrange[kw];
-                T sum = 0;
-#pragma omp simd reduction(+ : sum)
-                for (int64_t ow = lo; ow < hi; ++ow) sum += gr[ow] * xr[ow * s + off];
-                acc[(kd * g.k[1] + kh) * g.k[2] + kw] += sum;
-              }
-            });
-          }
-      }
-    });
-  });
-}
-
 // conv_transpose: columns[n, grp] = w[grp]^T * x[n, grp], added back into y by col2im. The
 // window runs over y (the conv's input) and lands on x's positions (the conv's output).
 template <class T>
@@ -485,19 +350,17 @@ CpuTensor conv_family(const Op& op, Inputs in, const TensorMeta& out) {
     const Shape& small = tr ? xs : op.code == OpCode::Conv ? out.shape : in[1].meta.shape;
     return make_geom(w, spatial_of(big), spatial_of(small));
   };
+  if (one_input_channel) {
+    depthwise_conv(op.code, in, o, conv_geom(), c_out / G);
+    return o;
+  }
   auto run = [&]<class T>() {
     switch (op.code) {
       case OpCode::Conv:
-        if (one_input_channel)
-          return depthwise_forward<T>(in[0], in[1], o, Depthwise(conv_geom(), c_out / G));
         return conv_forward<T>(in[0], in[1], o, w);
       case OpCode::ConvTranspose:
-        if (one_input_channel)
-          return depthwise_transpose<T>(in[0], in[1], o, Depthwise(conv_geom(), c_out / G));
         return conv_transpose_forward<T>(in[0], in[1], o, w);
       case OpCode::ConvWeightGrad:
-        if (one_input_channel)
-          return depthwise_weight_grad<T>(in[0], in[1], o, Depthwise(conv_geom(), c_out / G));
         return conv_weight_grad<T>(in[0], in[1], o, w);
       case OpCode::Unfold:
         return unfold_forward<T>(in[0], o, w);

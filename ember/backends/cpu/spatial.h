@@ -130,6 +130,11 @@ void im2col(const T* x, int64_t channels, const Geom& g, T* col, bool parallel);
 template <class T>
 void col2im(const T* col, int64_t channels, const Geom& g, T* x, bool parallel);
 
+/// conv, conv_transpose or conv_weight_grad (`code`) with one input channel per group
+/// (depthwise, or C_in = 1) into `out`: direct loops instead of a GEMM (depthwise.cpp). `g`
+/// runs from the conv's input to its output; `per_group` is C_out / groups.
+void depthwise_conv(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, int64_t per_group);
+
 CpuTensor conv_family(const Op& op, Inputs in, const TensorMeta& out);
 CpuTensor pool_family(const Op& op, Inputs in, const TensorMeta& out);
 CpuTensor interpolate_family(const Op& op, Inputs in, const TensorMeta& out);

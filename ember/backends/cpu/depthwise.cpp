@@ -1,0 +1,371 @@
+// Convolutions with one input channel per group (depthwise, or C_in = 1): a GEMM with
+// K = prod(kernel) would mostly pack, so these run direct loops. Output channel co reads
+// input channel co / (C_out / groups) with the weights w[co] (the same index for conv and
+// conv_transpose).
+//
+// With stride 1 along every dim (the common case) conv and its weight gradient run "flat":
+// over the input zero-padded to P = in + 2 * padding, output (od, oh, ow) reads input
+// (od + kd * dd, oh + kh * dh, ow + kw * dw). Laid out at the padded input's pitch ("wide"
+// position i = (od * P1 + oh) * P2 + ow), every tap is one flat offset, so each tap is a long
+// contiguous loop; the wide rows' extra P2 - O2 positions are computed and dropped. Other
+// strides run tap by tap over output rows.
+#include <type_traits>
+#include <vector>
+
+#include "ember/backends/cpu/spatial.h"
+
+namespace ember::cpu {
+
+namespace {
+
+template <class T>
+struct VecOf;
+template <>
+struct VecOf<float> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct VecOf<double> {
+  typedef double type __attribute__((vector_size(32)));
+};
+template <class T>
+using Vec = typename VecOf<T>::type;
+template <class T>
+constexpr int64_t kLanes = 32 / sizeof(T);
+
+template <class T>
+inline Vec<T> loadv(const T* p) {
+  Vec<T> v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class T>
+inline void storev(T* p, Vec<T> v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// ---- the flat path (stride 1) -----------------------------------------------------------
+
+struct Flat {
+  int64_t pad[3];            // the zero-padded input's dims
+  int64_t wide;              // wide output positions: up to the last real output
+  std::vector<int64_t> off;  // each tap's flat offset in the padded input
+  bool padded = false;
+
+  explicit Flat(const Geom& g) {
+    for (int i = 0; i < 3; ++i) {
+      pad[i] = g.in[i] + 2 * g.p[i];
+      padded = padded || g.p[i] != 0;
+    }
+    wide = ((g.out[0] - 1) * pad[1] + g.out[1] - 1) * pad[2] + g.out[2];
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw)
+          off.push_back((kd * g.d[0] * pad[1] + kh * g.d[1]) * pad[2] + kw * g.d[2]);
+  }
+  int64_t plane() const { return pad[0] * pad[1] * pad[2]; }
+
+  // Stride 1 everywhere, and outputs exactly as far as the window reaches.
+  static bool fits(const Geom& g) {
+    for (int i = 0; i < 3; ++i)
+      if (g.s[i] != 1 || g.out[i] != g.in[i] + 2 * g.p[i] - g.d[i] * (g.k[i] - 1) || g.out[i] < 1)
+        return false;
+    return true;
+  }
+
+  // x (a plane of g.in) copied into dst (a plane of pad) with zeros around it.
+  template <class T>
+  void pad_plane(const Geom& g, const T* x, T* dst) const {
+    std::fill(dst, dst + plane(), T(0));
+    for (int64_t d = 0; d < g.in[0]; ++d)
+      for (int64_t h = 0; h < g.in[1]; ++h)
+        std::memcpy(dst + ((d + g.p[0]) * pad[1] + h + g.p[1]) * pad[2] + g.p[2],
+                    x + (d * g.in[1] + h) * g.in[2], g.in[2] * sizeof(T));
+  }
+  // f(wide row offset, output row offset) for every output row.
+  template <class F>
+  void for_rows(const Geom& g, F&& f) const {
+    for (int64_t od = 0; od < g.out[0]; ++od)
+      for (int64_t oh = 0; oh < g.out[1]; ++oh)
+        f((od * pad[1] + oh) * pad[2], (od * g.out[1] + oh) * g.out[2]);
+  }
+};
+
+// out[i] = sum over taps t of w[t] * x[i + off[t]], for i in [0, n)
+template <class T>
+void tap_sum(const T* x, const T* w, const int64_t* off, int64_t K, int64_t n, T* out) {
+  using V = Vec<T>;
+  constexpr int64_t L = kLanes<T>;
+  int64_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    V a0{}, a1{}, a2{}, a3{};
+    for (int64_t t = 0; t < K; ++t) {
+      const V wv = V{} + w[t];
+      const T* s = x + i + off[t];
+      a0 += wv * loadv(s);
+      a1 += wv * loadv(s + L);
+      a2 += wv * loadv(s + 2 * L);
+      a3 += wv * loadv(s + 3 * L);
+    }
+    storev(out + i, a0);
+    storev(out + i + L, a1);
+    storev(out + i + 2 * L, a2);
+    storev(out + i + 3 * L, a3);
+  }
+  for (; i < n; ++i) {
+    T a = 0;
+    for (int64_t t = 0; t < K; ++t) a += w[t] * x[i + off[t]];
+    out[i] = a;
+  }
+}
+
+// sum over i in [0, n) of a[i] * b[i]
+template <class T>
+T dot(const T* a, const T* b, int64_t n) {
+  using V = Vec<T>;
+  constexpr int64_t L = kLanes<T>;
+  V s0{}, s1{}, s2{}, s3{};
+  int64_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    s0 += loadv(a + i) * loadv(b + i);
+    s1 += loadv(a + i + L) * loadv(b + i + L);
+    s2 += loadv(a + i + 2 * L) * loadv(b + i + 2 * L);
+    s3 += loadv(a + i + 3 * L) * loadv(b + i + 3 * L);
+  }
+  V s = (s0 + s1) + (s2 + s3);
+  T r = 0;
+  for (int64_t l = 0; l < L; ++l) r += s[l];
+  for (; i < n; ++i) r += a[i] * b[i];
+  return r;
+}
+
+// The padded plane of input channel (n, ci): x itself without padding, else `buf` filled.
+template <class T>
+const T* padded_plane(const Flat& f, const Geom& g, const T* x, T* buf) {
+  if (!f.padded) return x;
+  f.pad_plane(g, x, buf);
+  return buf;
+}
+
+template <class T>
+void flat_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, const Geom& g,
+                  int64_t per_group) {
+  const Flat f(g);
+  const int64_t N = x.meta.shape[0], c_in = x.meta.shape[1], c_out = y.meta.shape[1];
+  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
+  const T *X = x.data<T>(), *W = w.data<T>();
+  T* Y = y.data<T>();
+  const int64_t work = per_group * f.wide * K;
+  parallel_for(N * c_in, std::max<int64_t>(1, kGrain / std::max<int64_t>(work, 1)),
+               [&](int64_t b, int64_t e) {
+                 Scratch<T> pad(f.padded ? f.plane() : 0), wide(f.wide);
+                 for (int64_t item = b; item < e; ++item) {
+                   const int64_t n = item / c_in, ci = item % c_in;
+                   const T* xp = padded_plane(f, g, X + item * Lin, pad.get());
+                   for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
+                     tap_sum(xp, W + co * K, f.off.data(), K, f.wide, wide.get());
+                     T* yp = Y + (n * c_out + co) * L;
+                     f.for_rows(g, [&](int64_t wr, int64_t orow) {
+                       std::memcpy(yp + orow, wide.get() + wr, g.out[2] * sizeof(T));
+                     });
+                   }
+                 }
+               });
+}
+
+// Images (and input channels) are cut into a fixed number of chunks summed separately and
+// then in order, so the result does not depend on the thread count or on timing.
+template <class T>
+void flat_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& dw, const Geom& g,
+                      int64_t per_group) {
+  const Flat f(g);
+  const int64_t N = x.meta.shape[0], c_in = x.meta.shape[1], c_out = gy.meta.shape[1];
+  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel(), items = N * c_in;
+  const T *X = x.data<T>(), *GY = gy.data<T>();
+  T* DW = dw.data<T>();
+  const int64_t chunks = std::min<int64_t>(items, 16), size = c_out * K;
+  Scratch<T> parts(chunks * size);
+  parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+    Scratch<T> pad(f.padded ? f.plane() : 0), wide(f.wide);
+    T* gw = wide.get();
+    for (int64_t c = cb; c < ce; ++c) {
+      T* acc = parts.get() + c * size;
+      std::fill(acc, acc + size, T(0));
+      for (int64_t item = c * items / chunks; item < (c + 1) * items / chunks; ++item) {
+        const int64_t n = item / c_in, ci = item % c_in;
+        const T* xp = padded_plane(f, g, X + item * Lin, pad.get());
+        for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
+          // the output's gradient at the wide pitch, zero at the dropped positions
+          const T* gp = GY + (n * c_out + co) * L;
+          std::fill(gw, gw + f.wide, T(0));
+          f.for_rows(g, [&](int64_t wr, int64_t orow) {
+            std::memcpy(gw + wr, gp + orow, g.out[2] * sizeof(T));
+          });
+          for (int64_t t = 0; t < K; ++t) acc[co * K + t] += dot(gw, xp + f.off[t], f.wide);
+        }
+      }
+    }
+  });
+  std::copy(parts.get(), parts.get() + size, DW);
+  for (int64_t c = 1; c < chunks; ++c)
+    for (int64_t i = 0; i < size; ++i) DW[i] += parts.get()[c * size + i];
+}
+
+// ---- any stride: tap by tap over output rows --------------------------------------------
+
+// Calls f(kd, kh, input row offset) for the taps of output row (od, oh) inside the input.
+template <class F>
+void for_row_taps(const Geom& g, const WindowTable& t, int64_t od, int64_t oh, F&& f) {
+  const auto &D = t.dim[0], &H = t.dim[1];
+  for (int64_t kd = D.lo[od]; kd < D.hi[od]; ++kd)
+    for (int64_t kh = H.lo[oh]; kh < H.hi[oh]; ++kh)
+      f(kd, kh, ((D.start[od] + kd * g.d[0]) * g.in[1] + H.start[oh] + kh * g.d[1]) * g.in[2]);
+}
+
+// Runs f with the stride along w as a constant where it is 1 or 2 (vectorizable loops).
+template <class F>
+void with_stride(int64_t s, F&& f) {
+  if (s == 1)
+    f(std::integral_constant<int64_t, 1>{});
+  else if (s == 2)
+    f(std::integral_constant<int64_t, 2>{});
+  else
+    f(s);
+}
+
+struct Rows {
+  Geom g;
+  WindowTable t;
+  std::vector<std::pair<int64_t, int64_t>> wrange;  // outputs along w where tap kw is inside
+  int64_t planes_per_group;
+  Rows(const Geom& geom, int64_t per_group)
+      : g(geom), t(geom), wrange(geom.k[2]), planes_per_group(per_group) {
+    for (int64_t kw = 0; kw < g.k[2]; ++kw) wrange[kw] = valid_outputs(g, 2, kw);
+  }
+};
+
+// y[n, co] = sum over taps of w[co, tap] * x[n, co / per_group] shifted
+template <class T>
+void rows_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, const Rows& dw) {
+  const Geom& g = dw.g;
+  const int64_t c_in = x.meta.shape[1], c_out = y.meta.shape[1], K = g.k_numel();
+  const int64_t Lin = g.in_numel(), o2 = g.out[2];
+  const T *X = x.data<T>(), *W = w.data<T>();
+  T* Y = y.data<T>();
+  for_out_rows(y.meta.shape[0] * c_out, g, o2 * K, [&](int64_t p, int64_t od, int64_t oh) {
+    int64_t n = p / c_out, co = p % c_out;
+    const T* xp = X + (n * c_in + co / dw.planes_per_group) * Lin;
+    const T* wk = W + co * K;
+    T* yr = Y + ((p * g.out[0] + od) * g.out[1] + oh) * o2;
+    std::fill(yr, yr + o2, T(0));
+    with_stride(g.s[2], [&](auto s) {
+      for_row_taps(g, dw.t, od, oh, [&](int64_t kd, int64_t kh, int64_t row) {
+        const T* xr = xp + row;
+        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+          T wv = wk[(kd * g.k[1] + kh) * g.k[2] + kw];
+          int64_t off = kw * g.d[2] - g.p[2];
+          auto [lo, hi] = dw.wrange[kw];
+          for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * s + off];
+        }
+      });
+    });
+  });
+}
+
+// conv_transpose with one input channel per group: y[n, co] gets w[co, tap] * x[n, co / per_group]
+// added at each tap's positions. The window runs over y (the conv's input).
+template <class T>
+void rows_transpose(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, const Rows& dw) {
+  const Geom& g = dw.g;
+  const int64_t c_in = x.meta.shape[1], c_out = y.meta.shape[1], K = g.k_numel();
+  const int64_t Ly = g.in_numel(), Lx = g.out_numel(), o2 = g.out[2];
+  const T *X = x.data<T>(), *W = w.data<T>();
+  T* Y = y.data<T>();
+  for_planes(y.meta.shape[0] * c_out, Lx * K, [&](int64_t p) {
+    int64_t n = p / c_out, co = p % c_out;
+    const T* xp = X + (n * c_in + co / dw.planes_per_group) * Lx;
+    const T* wk = W + co * K;
+    T* yp = Y + p * Ly;
+    std::fill(yp, yp + Ly, T(0));
+    with_stride(g.s[2], [&](auto s) {
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          const T* xr = xp + (od * g.out[1] + oh) * o2;
+          for_row_taps(g, dw.t, od, oh, [&](int64_t kd, int64_t kh, int64_t row) {
+            T* yr = yp + row;
+            for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+              T wv = wk[(kd * g.k[1] + kh) * g.k[2] + kw];
+              int64_t off = kw * g.d[2] - g.p[2];
+              auto [lo, hi] = dw.wrange[kw];
+              for (int64_t ow = lo; ow < hi; ++ow) yr[ow * s + off] += wv * xr[ow];
+            }
+          });
+        }
+    });
+  });
+}
+
+// dw[co, tap] = sum over images and outputs of gy[n, co] * x[n, co / per_group] at the tap
+template <class T>
+void rows_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& dwt,
+                      const Rows& dw) {
+  const Geom& g = dw.g;
+  const int64_t N = x.meta.shape[0], c_in = x.meta.shape[1], c_out = gy.meta.shape[1];
+  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel(), o2 = g.out[2];
+  const T *X = x.data<T>(), *GY = gy.data<T>();
+  T* DW = dwt.data<T>();
+  for_planes(c_out, N * L * K, [&](int64_t co) {
+    T* acc = DW + co * K;
+    std::fill(acc, acc + K, T(0));
+    with_stride(g.s[2], [&](auto s) {
+      for (int64_t n = 0; n < N; ++n) {
+        const T* xp = X + (n * c_in + co / dw.planes_per_group) * Lin;
+        const T* gp = GY + (n * c_out + co) * L;
+        for (int64_t od = 0; od < g.out[0]; ++od)
+          for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+            const T* gr = gp + (od * g.out[1] + oh) * o2;
+            for_row_taps(g, dw.t, od, oh, [&](int64_t kd, int64_t kh, int64_t row) {
+              const T* xr = xp + row;
+              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                int64_t off = kw * g.d[2] - g.p[2];
+                auto [lo, hi] = dw.wrange[kw];
+                T sum = 0;
+#pragma omp simd reduction(+ : sum)
+                for (int64_t ow = lo; ow < hi; ++ow) sum += gr[ow] * xr[ow * s + off];
+                acc[(kd * g.k[1] + kh) * g.k[2] + kw] += sum;
+              }
+            });
+          }
+      }
+    });
+  });
+}
+
+template <class T>
+void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, int64_t per_group) {
+  const bool flat = Flat::fits(g);
+  switch (code) {
+    case OpCode::Conv:
+      if (flat) return flat_forward<T>(in[0], in[1], out, g, per_group);
+      return rows_forward<T>(in[0], in[1], out, Rows(g, per_group));
+    case OpCode::ConvTranspose:
+      return rows_transpose<T>(in[0], in[1], out, Rows(g, per_group));
+    case OpCode::ConvWeightGrad:
+      if (flat) return flat_weight_grad<T>(in[0], in[1], out, g, per_group);
+      return rows_weight_grad<T>(in[0], in[1], out, Rows(g, per_group));
+    default:
+      throw Error("[" + std::string(name(code)) + "] is not a depthwise conv op");
+  }
+}
+
+}  // namespace
+
+void depthwise_conv(OpCode code, Inputs in, const CpuTensor& out, const Geom& g,
+                    int64_t per_group) {
+  if (out.meta.dtype == DType::F64)
+    run_depthwise<double>(code, in, out, g, per_group);
+  else
+    run_depthwise<float>(code, in, out, g, per_group);
+}
+
+}  // namespace ember::cpu
