@@ -449,6 +449,15 @@ max_pool_case(In(2, 2, 6, 6, lo=0, hi=2, values=[float(v % 3) for v in range(144
 max_pool_case(In(1, 2, 4, 5, 4), [2, 2, 2], "3d", [2, 2, 1])
 max_pool_case(In(1, 2, 5, 5, values=[float('nan') if v in (5, 40) else float('-inf') if v in (12, 13, 18, 19) else float((v * 7) % 11) for v in range(50)]), [2, 2], "2d_nan_neg_inf", [2, 2], [1, 1], fd=False)
 max_pool_case(In(2, 3, 8, 8, dtype="f64"), [3, 3], "2d_f64", [2, 2], [1, 1], rtol=1e-12, atol=1e-12)
+# tiling windows (kernel == stride, no padding): the fast path, with leftover rows and
+# columns, ties, NaN and all -inf windows, 1-d, 3-d, a 3x3 and f64
+max_pool_case(In(2, 3, 11, 9), [2, 2], "2d_tiles_odd")
+max_pool_case(In(2, 2, 6, 6, lo=0, hi=2, values=[float(v % 3) for v in range(144)]), [2, 2], "2d_tiles_ties", fd=False)
+max_pool_case(In(1, 2, 4, 6, values=[float('nan') if v in (3, 9, 30) else float('-inf') if v in (12, 13, 18, 19) else float((v * 5) % 7) for v in range(48)]), [2, 2], "2d_tiles_nan_neg_inf", fd=False)
+max_pool_case(In(2, 3, 9), [3], "1d_tiles")
+max_pool_case(In(1, 2, 4, 5, 6), [2, 2, 3], "3d_tiles")
+max_pool_case(In(2, 2, 7, 9), [3, 3], "2d_tiles_3x3")
+max_pool_case(In(2, 3, 8, 8, dtype="f64"), [2, 2], "2d_tiles_f64", rtol=1e-12, atol=1e-12)
 
 
 def avg_pool_case(x, kernel, tag, stride=None, padding=None, ceil_mode=False, count_include_pad=True, **kw):

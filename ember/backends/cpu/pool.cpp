@@ -43,6 +43,85 @@ inline T max_nan(T acc, T v) {
   return v > acc || v != v ? v : acc;
 }
 
+// ---- tiling windows: kernel == stride, no padding or dilation, every window inside ------
+// (2x2 stride 2 and the like). Each input is in at most one window, so the backward op writes
+// every input once and needs no window table; 2-d windows of 2x2 get unrolled loops.
+
+bool tiles(const Geom& g) {
+  for (int i = 0; i < 3; ++i)
+    if (g.k[i] != g.s[i] || g.p[i] != 0 || g.d[i] != 1 || g.out[i] * g.k[i] > g.in[i]) return false;
+  return true;
+}
+
+// Calls f(output index, offset of the window's first input) for every window of a plane.
+template <class F>
+void for_tiles(const Geom& g, F&& f) {
+  for (int64_t od = 0, o = 0; od < g.out[0]; ++od)
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      const int64_t row = (od * g.k[0] * g.in[1] + oh * g.k[1]) * g.in[2];
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) f(o, row + ow * g.k[2]);
+    }
+}
+
+// The first maximum of the window at x (window order; NaN wins, as window_max): its offset.
+// Branch-free: on real data which input wins is a coin toss the branch predictor loses.
+template <int64_t K1, int64_t K2, class T>
+int64_t tile_argmax(const T* x, const Geom& g, int64_t at) {
+  const int64_t k1 = K1 ? K1 : g.k[1], k2 = K2 ? K2 : g.k[2];
+  T best = x[at];  // as a start of -inf: the first input wins unless a later one beats it
+  int64_t arg = at;
+  for (int64_t kd = 0; kd < g.k[0]; ++kd)
+    for (int64_t kh = 0; kh < k1; ++kh)
+      for (int64_t kw = 0; kw < k2; ++kw) {
+        const int64_t i = at + (kd * g.in[1] + kh) * g.in[2] + kw;
+        const bool wins = x[i] > best || x[i] != x[i];
+        best = wins ? x[i] : best;
+        arg = wins ? i : arg;
+      }
+  return arg;
+}
+
+template <class T>
+void max_pool_tiles(const T* X, T* Y, int64_t planes, const Geom& g) {
+  const int64_t Lin = g.in_numel(), L = g.out_numel();
+  if (g.k[0] == 1 && g.k[1] == 2 && g.k[2] == 2) {  // a row pair at a time, vectorizable
+    const int64_t w = g.in[2];
+    for_planes(planes, Lin, [&](int64_t p) {
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const T* r0 = X + p * Lin + 2 * oh * w;
+        const T* r1 = r0 + w;
+        T* y = Y + p * L + oh * g.out[2];
+        for (int64_t ow = 0; ow < g.out[2]; ++ow)
+          y[ow] = max_nan(max_nan(r0[2 * ow], r0[2 * ow + 1]), max_nan(r1[2 * ow], r1[2 * ow + 1]));
+      }
+    });
+    return;
+  }
+  for_planes(planes, Lin, [&](int64_t p) {
+    const T* x = X + p * Lin;
+    T* y = Y + p * L;
+    for_tiles(g, [&](int64_t o, int64_t at) { y[o] = x[tile_argmax<0, 0>(x, g, at)]; });
+  });
+}
+
+template <class T>
+void max_pool_tiles_backward(const T* X, const T* GY, T* GX, int64_t planes, const Geom& g) {
+  const int64_t Lin = g.in_numel(), L = g.out_numel();
+  auto run = [&]<int64_t K1, int64_t K2>() {
+    for_planes(planes, Lin, [&](int64_t p) {
+      const T* x = X + p * Lin;
+      const T* gy = GY + p * L;
+      T* gx = GX + p * Lin;
+      std::fill(gx, gx + Lin, T(0));
+      for_tiles(g, [&](int64_t o, int64_t at) { gx[tile_argmax<K1, K2>(x, g, at)] = gy[o]; });
+    });
+  };
+  if (g.k[0] == 1 && g.k[1] == 2 && g.k[2] == 2)
+    run.template operator()<2, 2>();
+  else
+    run.template operator()<0, 0>();
+}
+
 // The forward op keeps no argmax, so it runs tap by tap over a whole output row: each pass is
 // a strided max over the row's outputs, which the compiler vectorizes.
 template <class T>
@@ -214,8 +293,10 @@ CpuTensor pool_family(const Op& op, Inputs in, const TensorMeta& out) {
     T* y = o.data<T>();
     switch (op.code) {
       case OpCode::MaxPool:
+        if (tiles(g)) return max_pool_tiles(x, y, planes, g);
         return max_pool(x, y, planes, g);
       case OpCode::MaxPoolBackward:
+        if (tiles(g)) return max_pool_tiles_backward(x, in[1].data<T>(), y, planes, g);
         return max_pool_backward(x, in[1].data<T>(), y, planes, g);
       case OpCode::AvgPool:
         return avg_pool(x, y, planes, g, w.count_include_pad);
