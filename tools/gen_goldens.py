@@ -458,6 +458,11 @@ max_pool_case(In(2, 3, 9), [3], "1d_tiles")
 max_pool_case(In(1, 2, 4, 5, 6), [2, 2, 3], "3d_tiles")
 max_pool_case(In(2, 2, 7, 9), [3, 3], "2d_tiles_3x3")
 max_pool_case(In(2, 3, 8, 8, dtype="f64"), [2, 2], "2d_tiles_f64", rtol=1e-12, atol=1e-12)
+# rows of 2x2 windows wide enough for the vector loops (and their tails)
+max_pool_case(In(2, 2, 6, 37), [2, 2], "2d_tiles_wide")
+max_pool_case(In(2, 2, 4, 34, lo=0, hi=2, values=[float(v % 3) for v in range(544)]), [2, 2], "2d_tiles_wide_ties", fd=False)
+max_pool_case(In(1, 1, 4, 36, values=[float('nan') if v % 13 == 5 or v % 17 == 3 else float('-inf') if v % 11 == 4 else float((v * 5) % 7) for v in range(144)]), [2, 2], "2d_tiles_wide_nan_neg_inf", fd=False)
+max_pool_case(In(2, 2, 4, 20, dtype="f64", lo=0, hi=2, values=[float(v % 3) for v in range(320)]), [2, 2], "2d_tiles_wide_ties_f64", fd=False, rtol=1e-12, atol=1e-12)
 
 
 def avg_pool_case(x, kernel, tag, stride=None, padding=None, ceil_mode=False, count_include_pad=True, **kw):

@@ -12,37 +12,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "ember/backends/cpu/simd.h"
 #include "ember/backends/cpu/spatial.h"
 
 namespace ember::cpu {
 
 namespace {
-
-template <class T>
-struct VecOf;
-template <>
-struct VecOf<float> {
-  typedef float type __attribute__((vector_size(32)));
-};
-template <>
-struct VecOf<double> {
-  typedef double type __attribute__((vector_size(32)));
-};
-template <class T>
-using Vec = typename VecOf<T>::type;
-template <class T>
-constexpr int64_t kLanes = 32 / sizeof(T);
-
-template <class T>
-inline Vec<T> loadv(const T* p) {
-  Vec<T> v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <class T>
-inline void storev(T* p, Vec<T> v) {
-  std::memcpy(p, &v, sizeof v);
-}
 
 // ---- the flat path (stride 1) -----------------------------------------------------------
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "ember/backends/cpu/simd.h"
 #include "ember/backends/cpu/spatial.h"
 
 namespace ember::cpu {
@@ -42,6 +43,10 @@ template <class T>
 inline T max_nan(T acc, T v) {
   return v > acc || v != v ? v : acc;
 }
+template <class T>
+inline Vec<T> vmax_nan(Vec<T> acc, Vec<T> v) {
+  return ((v > acc) | (v != v)) ? v : acc;
+}
 
 // ---- tiling windows: kernel == stride, no padding or dilation, every window inside ------
 // (2x2 stride 2 and the like). Each input is in at most one window, so the backward op writes
@@ -65,14 +70,13 @@ void for_tiles(const Geom& g, F&& f) {
 
 // The first maximum of the window at x (window order; NaN wins, as window_max): its offset.
 // Branch-free: on real data which input wins is a coin toss the branch predictor loses.
-template <int64_t K1, int64_t K2, class T>
+template <class T>
 int64_t tile_argmax(const T* x, const Geom& g, int64_t at) {
-  const int64_t k1 = K1 ? K1 : g.k[1], k2 = K2 ? K2 : g.k[2];
   T best = x[at];  // as a start of -inf: the first input wins unless a later one beats it
   int64_t arg = at;
   for (int64_t kd = 0; kd < g.k[0]; ++kd)
-    for (int64_t kh = 0; kh < k1; ++kh)
-      for (int64_t kw = 0; kw < k2; ++kw) {
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
         const int64_t i = at + (kd * g.in[1] + kh) * g.in[2] + kw;
         const bool wins = x[i] > best || x[i] != x[i];
         best = wins ? x[i] : best;
@@ -91,7 +95,17 @@ void max_pool_tiles(const T* X, T* Y, int64_t planes, const Geom& g) {
         const T* r0 = X + p * Lin + 2 * oh * w;
         const T* r1 = r0 + w;
         T* y = Y + p * L + oh * g.out[2];
-        for (int64_t ow = 0; ow < g.out[2]; ++ow)
+        using V = Vec<T>;
+        constexpr int64_t VL = kLanes<T>;
+        int64_t ow = 0;
+        for (; ow + VL <= g.out[2]; ow += VL) {
+          const V x0 = loadv(r0 + 2 * ow), x1 = loadv(r0 + 2 * ow + VL);
+          const V y0 = loadv(r1 + 2 * ow), y1 = loadv(r1 + 2 * ow + VL);
+          const V a = even_lanes<T>(x0, x1), b = odd_lanes<T>(x0, x1);
+          const V c = even_lanes<T>(y0, y1), d = odd_lanes<T>(y0, y1);
+          storev(y + ow, vmax_nan<T>(vmax_nan<T>(a, b), vmax_nan<T>(c, d)));
+        }
+        for (; ow < g.out[2]; ++ow)
           y[ow] = max_nan(max_nan(r0[2 * ow], r0[2 * ow + 1]), max_nan(r1[2 * ow], r1[2 * ow + 1]));
       }
     });
@@ -100,26 +114,69 @@ void max_pool_tiles(const T* X, T* Y, int64_t planes, const Geom& g) {
   for_planes(planes, Lin, [&](int64_t p) {
     const T* x = X + p * Lin;
     T* y = Y + p * L;
-    for_tiles(g, [&](int64_t o, int64_t at) { y[o] = x[tile_argmax<0, 0>(x, g, at)]; });
+    for_tiles(g, [&](int64_t o, int64_t at) { y[o] = x[tile_argmax(x, g, at)]; });
   });
+}
+
+// A row pair of 2x2 windows: each input gets gy where it is its window's first maximum
+// (inputs a, b on row r0 and c, d on r1, in window order), branch-free.
+template <class T>
+void tiles_2x2_backward_rows(const T* r0, const T* r1, const T* gy, T* g0, T* g1, int64_t n) {
+  using V = Vec<T>;
+  constexpr int64_t L = kLanes<T>;
+  int64_t ow = 0;
+  for (; ow + L <= n; ow += L) {
+    const V x0 = loadv(r0 + 2 * ow), x1 = loadv(r0 + 2 * ow + L);
+    const V y0 = loadv(r1 + 2 * ow), y1 = loadv(r1 + 2 * ow + L);
+    const V a = even_lanes<T>(x0, x1), b = odd_lanes<T>(x0, x1);
+    const V c = even_lanes<T>(y0, y1), d = odd_lanes<T>(y0, y1), v = loadv(gy + ow);
+    const Mask<T> wb = (b > a) | (b != b);
+    V m = wb ? b : a;
+    const Mask<T> wc = (c > m) | (c != c);
+    m = wc ? c : m;
+    const Mask<T> wd = (d > m) | (d != d);
+    const V zero{};
+    const V ga = (wb | wc | wd) ? zero : v, gb = (wb & ~wc & ~wd) ? v : zero;
+    const V gc = (wc & ~wd) ? v : zero, gd = wd ? v : zero;
+    store_interleaved(g0 + 2 * ow, ga, gb);
+    store_interleaved(g1 + 2 * ow, gc, gd);
+  }
+  for (; ow < n; ++ow) {
+    const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1], v = gy[ow];
+    int k = b > a || b != b;
+    T m = k ? b : a;
+    if (c > m || c != c) {
+      m = c;
+      k = 2;
+    }
+    if (d > m || d != d) k = 3;
+    g0[2 * ow] = k == 0 ? v : T(0);
+    g0[2 * ow + 1] = k == 1 ? v : T(0);
+    g1[2 * ow] = k == 2 ? v : T(0);
+    g1[2 * ow + 1] = k == 3 ? v : T(0);
+  }
 }
 
 template <class T>
 void max_pool_tiles_backward(const T* X, const T* GY, T* GX, int64_t planes, const Geom& g) {
   const int64_t Lin = g.in_numel(), L = g.out_numel();
-  auto run = [&]<int64_t K1, int64_t K2>() {
-    for_planes(planes, Lin, [&](int64_t p) {
-      const T* x = X + p * Lin;
-      const T* gy = GY + p * L;
-      T* gx = GX + p * Lin;
-      std::fill(gx, gx + Lin, T(0));
-      for_tiles(g, [&](int64_t o, int64_t at) { gx[tile_argmax<K1, K2>(x, g, at)] = gy[o]; });
-    });
-  };
-  if (g.k[0] == 1 && g.k[1] == 2 && g.k[2] == 2)
-    run.template operator()<2, 2>();
-  else
-    run.template operator()<0, 0>();
+  const bool covered =
+      g.out[0] * g.k[0] == g.in[0] && g.out[1] * g.k[1] == g.in[1] && g.out[2] * g.k[2] == g.in[2];
+  const bool k2x2 = g.k[0] == 1 && g.k[1] == 2 && g.k[2] == 2;
+  for_planes(planes, Lin, [&](int64_t p) {
+    const T* x = X + p * Lin;
+    const T* gy = GY + p * L;
+    T* gx = GX + p * Lin;
+    if (!covered || !k2x2) std::fill(gx, gx + Lin, T(0));
+    if (k2x2) {
+      const int64_t w = g.in[2];
+      for (int64_t oh = 0; oh < g.out[1]; ++oh)
+        tiles_2x2_backward_rows(x + 2 * oh * w, x + (2 * oh + 1) * w, gy + oh * g.out[2],
+                                gx + 2 * oh * w, gx + (2 * oh + 1) * w, g.out[2]);
+      return;
+    }
+    for_tiles(g, [&](int64_t o, int64_t at) { gx[tile_argmax(x, g, at)] = gy[o]; });
+  });
 }
 
 // The forward op keeps no argmax, so it runs tap by tap over a whole output row: each pass is
