@@ -202,6 +202,13 @@ for key, fn in [("equal", torch.eq), ("not_equal", torch.ne), ("greater", torch.
     case(key + "_elem", lambda x, s, fn=fn: fn(x, s), [In(3, 4, lo=-1, hi=1)], {"s": 0.25})
 case("where", torch.where, [Bo(2, 3, 4), In(2, 3, 4), In(1, 3, 1)])
 case("where", torch.where, [Bo(3, 1), I(1, 4), I(3, 4)], tag="broadcast_i64")
+# contiguous runs, with either side one broadcast value: the vector loops and their tails
+# (the where key runs rank-3 tensors)
+case("where", torch.where, [Bo(2, 5, 9), In(2, 5, 9), In(2, 5, 9)], tag="contiguous")
+case("where", torch.where, [Bo(2, 5, 9), In(2, 5, 9), In(1, 1, 1)], tag="scalar_other")
+case("where", torch.where, [Bo(2, 5, 9), In(1, 1, 1), In(2, 5, 9)], tag="scalar_self")
+case("where", torch.where, [Bo(1, 1, 41), In(1, 1, 1), In(1, 1, 1)], tag="scalars")
+case("where", torch.where, [Bo(1, 3, 11), In(1, 3, 11, dtype="f64"), In(1, 1, 1, dtype="f64")], tag="f64_scalar_other")
 case("mask_fill", lambda x, m, v: x.masked_fill(m, v), [In(3, 4), Bo(3, 4)], {"v": -1.0})
 case("mask_where", lambda x, m, v: torch.where(m, v, x), [In(3, 4), Bo(3, 4), In(3, 4)])
 case("cast_i32", lambda x: x.to(torch.int32), [In(3, 4, lo=-10, hi=10)])

@@ -4,6 +4,7 @@
 
 #include "ember/backends/cpu/elementwise.h"
 #include "ember/backends/cpu/kernels.h"
+#include "ember/backends/cpu/simd.h"
 
 namespace ember::cpu {
 
@@ -196,6 +197,33 @@ CpuTensor where(Inputs in, const TensorMeta& out) {
     const bool* c = reinterpret_cast<const bool*>(in[0].storage.get());
     const T* a = reinterpret_cast<const T*>(in[1].storage.get());
     const T* b = reinterpret_cast<const T*>(in[2].storage.get());
+    // contiguous runs with a and b each contiguous or one broadcast value (a relu gradient's
+    // zero, say) get loops with constant strides, which the compiler vectorizes
+    auto runs = [&]<int64_t A, int64_t B>() {
+      run_loop(L, [&](const std::array<int64_t, 4>& off, int64_t n) {
+        T* dd = d + off[0];
+        const bool* cc = c + off[1];
+        const T *aa = a + off[2], *bb = b + off[3];
+        int64_t i = 0;
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+          // branch-free: which side wins is data, and a mispredicted branch per element
+          // costs more than the select
+          using V = Vec<T>;
+          constexpr int64_t VL = kLanes<T>;
+          for (; i + VL <= n; i += VL) {
+            const V av = A ? loadv(aa + i) : V{} + aa[0], bv = B ? loadv(bb + i) : V{} + bb[0];
+            storev(dd + i, load_mask<T>(cc + i) ? av : bv);
+          }
+        }
+        for (; i < n; ++i) dd[i] = cc[i] ? aa[i * A] : bb[i * B];
+      });
+    };
+    if (s0 == 1 && s1 == 1 && (s2 == 0 || s2 == 1) && (s3 == 0 || s3 == 1)) {
+      if (s2 == 1 && s3 == 1) return runs.template operator()<1, 1>();
+      if (s2 == 1) return runs.template operator()<1, 0>();
+      if (s3 == 1) return runs.template operator()<0, 1>();
+      return runs.template operator()<0, 0>();
+    }
     run_loop(L, [&](const std::array<int64_t, 4>& off, int64_t n) {
       for (int64_t i = 0; i < n; ++i)
         d[off[0] + i * s0] = c[off[1] + i * s1] ? a[off[2] + i * s2] : b[off[3] + i * s3];

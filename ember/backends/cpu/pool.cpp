@@ -85,6 +85,64 @@ int64_t tile_argmax(const T* x, const Geom& g, int64_t at) {
   return arg;
 }
 
+// A row pair of 2x2 windows: each input gets gy where it is its window's first maximum
+// (inputs a, b on row r0 and c, d on r1, in window order), branch-free: which input wins is
+// data, and mispredicted branches cost more than the selects. The last windows of a row run
+// through the same vector code on copies padded to a whole vector.
+template <class T>
+void tiles_2x2_backward_rows(const T* r0, const T* r1, const T* gy, T* g0, T* g1, int64_t n) {
+  using V = Vec<T>;
+  constexpr int64_t L = kLanes<T>;
+  auto windows = [](const T* r0, const T* r1, const T* gy, T* g0, T* g1) {
+    const V x0 = loadv(r0), x1 = loadv(r0 + L), y0 = loadv(r1), y1 = loadv(r1 + L);
+    const V a = even_lanes<T>(x0, x1), b = odd_lanes<T>(x0, x1);
+    const V c = even_lanes<T>(y0, y1), d = odd_lanes<T>(y0, y1), v = loadv(gy);
+    const Mask<T> wb = (b > a) | (b != b);
+    V m = wb ? b : a;
+    const Mask<T> wc = (c > m) | (c != c);
+    m = wc ? c : m;
+    const Mask<T> wd = (d > m) | (d != d);
+    const V zero{};
+    const V ga = (wb | wc | wd) ? zero : v, gb = (wb & ~wc & ~wd) ? v : zero;
+    const V gc = (wc & ~wd) ? v : zero, gd = wd ? v : zero;
+    store_interleaved(g0, ga, gb);
+    store_interleaved(g1, gc, gd);
+  };
+  int64_t ow = 0;
+  for (; ow + L <= n; ow += L) windows(r0 + 2 * ow, r1 + 2 * ow, gy + ow, g0 + 2 * ow, g1 + 2 * ow);
+  if (const int64_t rest = n - ow; rest > 0) {
+    T t0[2 * L] = {}, t1[2 * L] = {}, tg[L] = {}, o0[2 * L], o1[2 * L];
+    std::copy(r0 + 2 * ow, r0 + 2 * n, t0);
+    std::copy(r1 + 2 * ow, r1 + 2 * n, t1);
+    std::copy(gy + ow, gy + n, tg);
+    windows(t0, t1, tg, o0, o1);
+    std::copy(o0, o0 + 2 * rest, g0 + 2 * ow);
+    std::copy(o1, o1 + 2 * rest, g1 + 2 * ow);
+  }
+}
+
+// The maxima of a row pair of 2x2 windows (NaN sticks), the same way.
+template <class T>
+void tiles_2x2_rows(const T* r0, const T* r1, T* y, int64_t n) {
+  using V = Vec<T>;
+  constexpr int64_t L = kLanes<T>;
+  auto windows = [](const T* r0, const T* r1, T* y) {
+    const V x0 = loadv(r0), x1 = loadv(r0 + L), y0 = loadv(r1), y1 = loadv(r1 + L);
+    const V a = even_lanes<T>(x0, x1), b = odd_lanes<T>(x0, x1);
+    const V c = even_lanes<T>(y0, y1), d = odd_lanes<T>(y0, y1);
+    storev(y, vmax_nan<T>(vmax_nan<T>(a, b), vmax_nan<T>(c, d)));
+  };
+  int64_t ow = 0;
+  for (; ow + L <= n; ow += L) windows(r0 + 2 * ow, r1 + 2 * ow, y + ow);
+  if (const int64_t rest = n - ow; rest > 0) {
+    T t0[2 * L] = {}, t1[2 * L] = {}, o[L];
+    std::copy(r0 + 2 * ow, r0 + 2 * n, t0);
+    std::copy(r1 + 2 * ow, r1 + 2 * n, t1);
+    windows(t0, t1, o);
+    std::copy(o, o + rest, y + ow);
+  }
+}
+
 template <class T>
 void max_pool_tiles(const T* X, T* Y, int64_t planes, const Geom& g) {
   const int64_t Lin = g.in_numel(), L = g.out_numel();
@@ -94,19 +152,7 @@ void max_pool_tiles(const T* X, T* Y, int64_t planes, const Geom& g) {
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
         const T* r0 = X + p * Lin + 2 * oh * w;
         const T* r1 = r0 + w;
-        T* y = Y + p * L + oh * g.out[2];
-        using V = Vec<T>;
-        constexpr int64_t VL = kLanes<T>;
-        int64_t ow = 0;
-        for (; ow + VL <= g.out[2]; ow += VL) {
-          const V x0 = loadv(r0 + 2 * ow), x1 = loadv(r0 + 2 * ow + VL);
-          const V y0 = loadv(r1 + 2 * ow), y1 = loadv(r1 + 2 * ow + VL);
-          const V a = even_lanes<T>(x0, x1), b = odd_lanes<T>(x0, x1);
-          const V c = even_lanes<T>(y0, y1), d = odd_lanes<T>(y0, y1);
-          storev(y + ow, vmax_nan<T>(vmax_nan<T>(a, b), vmax_nan<T>(c, d)));
-        }
-        for (; ow < g.out[2]; ++ow)
-          y[ow] = max_nan(max_nan(r0[2 * ow], r0[2 * ow + 1]), max_nan(r1[2 * ow], r1[2 * ow + 1]));
+        tiles_2x2_rows(r0, r1, Y + p * L + oh * g.out[2], g.out[2]);
       }
     });
     return;
@@ -116,45 +162,6 @@ void max_pool_tiles(const T* X, T* Y, int64_t planes, const Geom& g) {
     T* y = Y + p * L;
     for_tiles(g, [&](int64_t o, int64_t at) { y[o] = x[tile_argmax(x, g, at)]; });
   });
-}
-
-// A row pair of 2x2 windows: each input gets gy where it is its window's first maximum
-// (inputs a, b on row r0 and c, d on r1, in window order), branch-free.
-template <class T>
-void tiles_2x2_backward_rows(const T* r0, const T* r1, const T* gy, T* g0, T* g1, int64_t n) {
-  using V = Vec<T>;
-  constexpr int64_t L = kLanes<T>;
-  int64_t ow = 0;
-  for (; ow + L <= n; ow += L) {
-    const V x0 = loadv(r0 + 2 * ow), x1 = loadv(r0 + 2 * ow + L);
-    const V y0 = loadv(r1 + 2 * ow), y1 = loadv(r1 + 2 * ow + L);
-    const V a = even_lanes<T>(x0, x1), b = odd_lanes<T>(x0, x1);
-    const V c = even_lanes<T>(y0, y1), d = odd_lanes<T>(y0, y1), v = loadv(gy + ow);
-    const Mask<T> wb = (b > a) | (b != b);
-    V m = wb ? b : a;
-    const Mask<T> wc = (c > m) | (c != c);
-    m = wc ? c : m;
-    const Mask<T> wd = (d > m) | (d != d);
-    const V zero{};
-    const V ga = (wb | wc | wd) ? zero : v, gb = (wb & ~wc & ~wd) ? v : zero;
-    const V gc = (wc & ~wd) ? v : zero, gd = wd ? v : zero;
-    store_interleaved(g0 + 2 * ow, ga, gb);
-    store_interleaved(g1 + 2 * ow, gc, gd);
-  }
-  for (; ow < n; ++ow) {
-    const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1], v = gy[ow];
-    int k = b > a || b != b;
-    T m = k ? b : a;
-    if (c > m || c != c) {
-      m = c;
-      k = 2;
-    }
-    if (d > m || d != d) k = 3;
-    g0[2 * ow] = k == 0 ? v : T(0);
-    g0[2 * ow + 1] = k == 1 ? v : T(0);
-    g1[2 * ow] = k == 2 ? v : T(0);
-    g1[2 * ow + 1] = k == 3 ? v : T(0);
-  }
 }
 
 template <class T>

@@ -42,6 +42,15 @@ inline void storev(T* p, Vec<T> v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+/// The mask of kLanes<T> bools at p (all ones where true).
+template <class T>
+inline Mask<T> load_mask(const bool* p) {
+  typedef uint8_t bytes __attribute__((vector_size(kLanes<T>)));
+  bytes b;
+  std::memcpy(&b, p, sizeof b);
+  return __builtin_convertvector(b, Mask<T>) != 0;
+}
+
 /// The even and the odd lanes of the 2 * kLanes values a then b.
 template <class T>
 inline Vec<T> even_lanes(Vec<T> a, Vec<T> b) {
