@@ -4,11 +4,11 @@
 // gradient run the same GEMM the other way and add the columns back (col2im); the weight
 // gradient multiplies the output's gradient by the transposed columns. unfold and fold are
 // im2col and col2im as ops.
-#include <mutex>
 #include <type_traits>
 #include <vector>
 
 #include "ember/backends/cpu/gemm.h"
+#include "ember/backends/cpu/simd.h"
 #include "ember/backends/cpu/spatial.h"
 
 namespace ember::cpu {
@@ -48,13 +48,13 @@ int64_t grain_for(int64_t work_per_item) {
 }  // namespace
 
 template <class T>
-void im2col(const T* x, int64_t channels, const Geom& g, T* col, bool parallel) {
+void im2col(const T* x, int64_t channels, const Geom& g, T* col, int64_t ld, bool parallel) {
   const int64_t L = g.out_numel(), Lin = g.in_numel(), o2 = g.out[2], sw = g.s[2];
   auto rows = [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
       Tap t = tap_of(g, row);
       const T* src = x + t.c * Lin;
-      T* dst = col + row * L;
+      T* dst = col + row * ld;
       auto [lo, hi] = valid_outputs(g, 2, t.kw);
       int64_t woff = t.kw * g.d[2] - g.p[2];
       for_tap_rows(
@@ -64,7 +64,7 @@ void im2col(const T* x, int64_t channels, const Geom& g, T* col, bool parallel) 
             std::fill(d, d + lo, T(0));
             // input w = ow * sw + woff, inside the input for ow in [lo, hi)
             if (sw == 1) {
-              if (hi > lo) std::memcpy(d + lo, src + irow + lo + woff, (hi - lo) * sizeof(T));
+              if (hi > lo) copy_short(src + irow + lo + woff, d + lo, hi - lo);
             } else {
               for (int64_t ow = lo; ow < hi; ++ow) d[ow] = src[irow + ow * sw + woff];
             }
@@ -81,14 +81,14 @@ void im2col(const T* x, int64_t channels, const Geom& g, T* col, bool parallel) 
 }
 
 template <class T>
-void col2im(const T* col, int64_t channels, const Geom& g, T* x, bool parallel) {
+void col2im(const T* col, int64_t channels, const Geom& g, T* x, int64_t ld, bool parallel) {
   const int64_t K = g.k_numel(), L = g.out_numel(), Lin = g.in_numel(), sw = g.s[2];
   // one channel's rows all land in that channel's plane: channels run in parallel
   auto chans = [&](int64_t c0, int64_t c1) {
     for (int64_t row = c0 * K; row < c1 * K; ++row) {
       Tap t = tap_of(g, row);
       T* dst = x + t.c * Lin;
-      const T* src = col + row * L;
+      const T* src = col + row * ld;
       auto [lo, hi] = valid_outputs(g, 2, t.kw);
       int64_t woff = t.kw * g.d[2] - g.p[2];
       for_tap_rows(
@@ -200,6 +200,38 @@ class ColumnPacker {
   std::vector<ColRow> rows_;
 };
 
+// ---- small images: one GEMM over a batch of images --------------------------------------
+// With few output positions per image (L) a GEMM per image is too thin to run at speed, and
+// its packing works on short rows. Images then go side by side in one column matrix
+// [C_in/groups * prod(kernel), nb * L] (image i in columns [i * L, (i + 1) * L)), so one
+// GEMM covers nb of them.
+
+// Images per batched GEMM, or 0 where a GEMM per image is wide enough. Batches run in
+// parallel, each on one thread: at least two per thread where there are enough images.
+int64_t batch_images(int64_t N, int64_t L, int64_t rows) {
+  if (L > 256 || N < 2) return 0;
+  // about a thousand columns per GEMM, and a column matrix that stays in the L2 cache
+  int64_t nb = std::max<int64_t>(1, 1024 / L);
+  nb = std::min(nb, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(rows * L, 1)));
+  return std::min(nb, std::max<int64_t>(1, N / (2 * num_threads())));
+}
+
+int64_t batch_count(int64_t N, int64_t nb) { return (N + nb - 1) / nb; }
+
+// Calls f(first image, images) for each batch of nb images, in parallel over batches.
+template <class F>
+void for_batches(int64_t N, int64_t nb, F&& f) {
+  parallel_for(batch_count(N, nb), 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) f(i * nb, std::min(nb, N - i * nb));
+  });
+}
+
+// `rows` rows of L values from src (row stride src_ld) to dst (row stride dst_ld).
+template <class T>
+void copy_rows(const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t rows, int64_t L) {
+  for (int64_t r = 0; r < rows; ++r) copy_short(src + r * src_ld, dst + r * dst_ld, L);
+}
+
 // y[n, grp] = w[grp] * columns(x[n, grp])
 template <class T>
 void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, const Window& win) {
@@ -211,6 +243,21 @@ void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
   bool direct = pointwise(g);
   const T *X = x.data<T>(), *W = w.data<T>();
   T* Y = y.data<T>();
+  if (int64_t nb = batch_images(N, L, ck)) {
+    for_batches(N, nb, [&](int64_t n0, int64_t m) {
+      const int64_t ld = m * L;
+      Scratch<T> cols(ck * ld), out(cog * ld);
+      for (int64_t grp = 0; grp < G; ++grp) {
+        for (int64_t i = 0; i < m; ++i)
+          im2col(X + ((n0 + i) * c_in + grp * cg) * Lin, cg, g, cols.get() + i * L, ld, false);
+        gemm_t(cog, ld, ck, {W + grp * cog * ck, ck, 1}, {cols.get(), ld, 1}, out.get(), ld, false,
+               false);
+        for (int64_t i = 0; i < m; ++i)
+          copy_rows(out.get() + i * L, ld, Y + ((n0 + i) * c_out + grp * cog) * L, L, cog, L);
+      }
+    });
+    return;
+  }
   for_items(N * G, [&](int64_t it, bool par) {
     int64_t n = it / G, grp = it % G;
     const T* xg = X + (n * c_in + grp * cg) * Lin;
@@ -238,6 +285,24 @@ void conv_transpose_forward(const CpuTensor& x, const CpuTensor& w, const CpuTen
   bool direct = pointwise(g);
   const T *X = x.data<T>(), *W = w.data<T>();
   T* Y = y.data<T>();
+  if (int64_t nb = batch_images(N, Lx, ok)) {
+    for_batches(N, nb, [&](int64_t n0, int64_t m) {
+      const int64_t ld = m * Lx;
+      Scratch<T> xb(cg * ld), col(ok * ld);
+      for (int64_t grp = 0; grp < G; ++grp) {
+        for (int64_t i = 0; i < m; ++i)
+          copy_rows(X + ((n0 + i) * c_in + grp * cg) * Lx, Lx, xb.get() + i * Lx, ld, cg, Lx);
+        gemm_t(ok, ld, cg, {W + grp * cg * ok, 1, ok}, {xb.get(), ld, 1}, col.get(), ld, false,
+               false);
+        for (int64_t i = 0; i < m; ++i) {
+          T* yg = Y + ((n0 + i) * c_out + grp * cog) * Ly;
+          std::fill(yg, yg + cog * Ly, T(0));
+          col2im(col.get() + i * Lx, cog, g, yg, ld, false);
+        }
+      }
+    });
+    return;
+  }
   for_items(N * G, [&](int64_t it, bool par) {
     int64_t n = it / G, grp = it % G;
     MatRef<T> xg{X + (n * c_in + grp * cg) * Lx, Lx, 1};
@@ -250,7 +315,7 @@ void conv_transpose_forward(const CpuTensor& x, const CpuTensor& w, const CpuTen
     Scratch<T> col(ok * Lx);
     gemm_t(ok, Lx, cg, wt, xg, col.get(), Lx, false, par);
     std::fill(yg, yg + cog * Ly, T(0));
-    col2im(col.get(), cog, g, yg, par);
+    col2im(col.get(), cog, g, yg, Lx, par);
   });
 }
 
@@ -267,11 +332,29 @@ void conv_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
   const T *X = x.data<T>(), *GY = gy.data<T>();
   T* DW = dw.data<T>();
   std::fill(DW, DW + c_out * ck, T(0));
+  if (int64_t nb = batch_images(N, L, ck)) {
+    // batches summed apart and then in order (sum_in_chunks)
+    sum_in_chunks<T>(batch_count(N, nb), c_out * ck, DW, [&](int64_t b, int64_t e, T* part) {
+      Scratch<T> cols(ck * nb * L), gyb(cog * nb * L);
+      for (int64_t batch = b; batch < e; ++batch) {
+        const int64_t n0 = batch * nb, m = std::min(nb, N - n0), ld = m * L;
+        for (int64_t grp = 0; grp < G; ++grp) {
+          for (int64_t i = 0; i < m; ++i) {
+            im2col(X + ((n0 + i) * c_in + grp * cg) * Lin, cg, g, cols.get() + i * L, ld, false);
+            copy_rows(GY + ((n0 + i) * c_out + grp * cog) * L, L, gyb.get() + i * L, ld, cog, L);
+          }
+          gemm_t(cog, ck, ld, {gyb.get(), ld, 1}, {cols.get(), 1, ld}, part + grp * cog * ck, ck,
+                 true, false);
+        }
+      }
+    });
+    return;
+  }
   // adds image n, group grp into out (the group's [cog, ck] block)
   auto add_item = [&](int64_t n, int64_t grp, T* out, T* col, bool par) {
     const T* xg = X + (n * c_in + grp * cg) * Lin;
     MatRef<T> gg{GY + (n * c_out + grp * cog) * L, L, 1};
-    if (!direct) im2col(xg, cg, g, col, par);
+    if (!direct) im2col(xg, cg, g, col, L, par);
     gemm_t(cog, ck, L, gg, {direct ? xg : col, 1, L}, out, ck, true, par);
   };
   int threads = num_threads();
@@ -282,16 +365,12 @@ void conv_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
       for (int64_t grp = b; grp < e; ++grp)
         for (int64_t n = 0; n < N; ++n) add_item(n, grp, DW + grp * cog * ck, col.get(), false);
     });
-  } else if (threads > 1 && N >= 2 * threads) {  // images into per-chunk sums, then added up
-    std::mutex mu;
-    parallel_for(N, 1, [&](int64_t b, int64_t e) {
-      Scratch<T> col(col_n), part(c_out * ck);
-      std::fill(part.get(), part.get() + c_out * ck, T(0));
+  } else if (threads > 1 && N >= 2 * threads) {  // images in chunks summed apart, then in order
+    sum_in_chunks<T>(N, c_out * ck, DW, [&](int64_t b, int64_t e, T* part) {
+      Scratch<T> col(col_n);
       for (int64_t n = b; n < e; ++n)
         for (int64_t grp = 0; grp < G; ++grp)
-          add_item(n, grp, part.get() + grp * cog * ck, col.get(), false);
-      std::lock_guard lk(mu);
-      for (int64_t i = 0; i < c_out * ck; ++i) DW[i] += part.get()[i];
+          add_item(n, grp, part + grp * cog * ck, col.get(), false);
     });
   } else {
     Scratch<T> col(col_n);
@@ -316,7 +395,9 @@ void unfold_forward(const CpuTensor& x, const CpuTensor& y, const Window& win) {
   int64_t Lin = g.in_numel(), rows = C * g.k_numel() * g.out_numel();
   const T* X = x.data<T>();
   T* Y = y.data<T>();
-  for_items(N, [&](int64_t n, bool par) { im2col(X + n * C * Lin, C, g, Y + n * rows, par); });
+  for_items(N, [&](int64_t n, bool par) {
+    im2col(X + n * C * Lin, C, g, Y + n * rows, g.out_numel(), par);
+  });
 }
 
 template <class T>
@@ -329,7 +410,7 @@ void fold_forward(const CpuTensor& x, const CpuTensor& y, const Window& win) {
   T* Y = y.data<T>();
   for_items(N, [&](int64_t n, bool par) {
     std::fill(Y + n * C * Lin, Y + (n + 1) * C * Lin, T(0));
-    col2im(X + n * rows, C, g, Y + n * C * Lin, par);
+    col2im(X + n * rows, C, g, Y + n * C * Lin, g.out_numel(), par);
   });
 }
 
@@ -377,9 +458,9 @@ CpuTensor conv_family(const Op& op, Inputs in, const TensorMeta& out) {
   return o;
 }
 
-template void im2col<float>(const float*, int64_t, const Geom&, float*, bool);
-template void im2col<double>(const double*, int64_t, const Geom&, double*, bool);
-template void col2im<float>(const float*, int64_t, const Geom&, float*, bool);
-template void col2im<double>(const double*, int64_t, const Geom&, double*, bool);
+template void im2col<float>(const float*, int64_t, const Geom&, float*, int64_t, bool);
+template void im2col<double>(const double*, int64_t, const Geom&, double*, int64_t, bool);
+template void col2im<float>(const float*, int64_t, const Geom&, float*, int64_t, bool);
+template void col2im<double>(const double*, int64_t, const Geom&, double*, int64_t, bool);
 
 }  // namespace ember::cpu

@@ -54,8 +54,8 @@ struct Flat {
     std::fill(dst, dst + plane(), T(0));
     for (int64_t d = 0; d < g.in[0]; ++d)
       for (int64_t h = 0; h < g.in[1]; ++h)
-        std::memcpy(dst + ((d + g.p[0]) * pad[1] + h + g.p[1]) * pad[2] + g.p[2],
-                    x + (d * g.in[1] + h) * g.in[2], g.in[2] * sizeof(T));
+        copy_short(x + (d * g.in[1] + h) * g.in[2],
+                   dst + ((d + g.p[0]) * pad[1] + h + g.p[1]) * pad[2] + g.p[2], g.in[2]);
   }
   // f(wide row offset, output row offset) for every output row.
   template <class F>
@@ -141,49 +141,35 @@ void flat_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
                      tap_sum(xp, W + co * K, f.off.data(), K, f.wide, wide.get());
                      T* yp = Y + (n * c_out + co) * L;
                      f.for_rows(g, [&](int64_t wr, int64_t orow) {
-                       std::memcpy(yp + orow, wide.get() + wr, g.out[2] * sizeof(T));
+                       copy_short(wide.get() + wr, yp + orow, g.out[2]);
                      });
                    }
                  }
                });
 }
 
-// Images (and input channels) are cut into a fixed number of chunks summed separately and
-// then in order, so the result does not depend on the thread count or on timing.
 template <class T>
 void flat_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& dw, const Geom& g,
                       int64_t per_group) {
   const Flat f(g);
   const int64_t N = x.meta.shape[0], c_in = x.meta.shape[1], c_out = gy.meta.shape[1];
-  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel(), items = N * c_in;
+  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
   const T *X = x.data<T>(), *GY = gy.data<T>();
-  T* DW = dw.data<T>();
-  const int64_t chunks = std::min<int64_t>(items, 16), size = c_out * K;
-  Scratch<T> parts(chunks * size);
-  parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+  sum_in_chunks<T>(N * c_in, c_out * K, dw.data<T>(), [&](int64_t b, int64_t e, T* acc) {
     Scratch<T> pad(f.padded ? f.plane() : 0), wide(f.wide);
     T* gw = wide.get();
-    for (int64_t c = cb; c < ce; ++c) {
-      T* acc = parts.get() + c * size;
-      std::fill(acc, acc + size, T(0));
-      for (int64_t item = c * items / chunks; item < (c + 1) * items / chunks; ++item) {
-        const int64_t n = item / c_in, ci = item % c_in;
-        const T* xp = padded_plane(f, g, X + item * Lin, pad.get());
-        for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
-          // the output's gradient at the wide pitch, zero at the dropped positions
-          const T* gp = GY + (n * c_out + co) * L;
-          std::fill(gw, gw + f.wide, T(0));
-          f.for_rows(g, [&](int64_t wr, int64_t orow) {
-            std::memcpy(gw + wr, gp + orow, g.out[2] * sizeof(T));
-          });
-          for (int64_t t = 0; t < K; ++t) acc[co * K + t] += dot(gw, xp + f.off[t], f.wide);
-        }
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t n = item / c_in, ci = item % c_in;
+      const T* xp = padded_plane(f, g, X + item * Lin, pad.get());
+      for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
+        // the output's gradient at the wide pitch, zero at the dropped positions
+        const T* gp = GY + (n * c_out + co) * L;
+        std::fill(gw, gw + f.wide, T(0));
+        f.for_rows(g, [&](int64_t wr, int64_t orow) { copy_short(gp + orow, gw + wr, g.out[2]); });
+        for (int64_t t = 0; t < K; ++t) acc[co * K + t] += dot(gw, xp + f.off[t], f.wide);
       }
     }
   });
-  std::copy(parts.get(), parts.get() + size, DW);
-  for (int64_t c = 1; c < chunks; ++c)
-    for (int64_t i = 0; i < size; ++i) DW[i] += parts.get()[c * size + i];
 }
 
 // ---- any stride: tap by tap over output rows --------------------------------------------

@@ -112,12 +112,12 @@ void tiles_2x2_backward_rows(const T* r0, const T* r1, const T* gy, T* g0, T* g1
   for (; ow + L <= n; ow += L) windows(r0 + 2 * ow, r1 + 2 * ow, gy + ow, g0 + 2 * ow, g1 + 2 * ow);
   if (const int64_t rest = n - ow; rest > 0) {
     T t0[2 * L] = {}, t1[2 * L] = {}, tg[L] = {}, o0[2 * L], o1[2 * L];
-    std::copy(r0 + 2 * ow, r0 + 2 * n, t0);
-    std::copy(r1 + 2 * ow, r1 + 2 * n, t1);
-    std::copy(gy + ow, gy + n, tg);
+    copy_short(r0 + 2 * ow, t0, 2 * rest);
+    copy_short(r1 + 2 * ow, t1, 2 * rest);
+    copy_short(gy + ow, tg, rest);
     windows(t0, t1, tg, o0, o1);
-    std::copy(o0, o0 + 2 * rest, g0 + 2 * ow);
-    std::copy(o1, o1 + 2 * rest, g1 + 2 * ow);
+    copy_short(o0, g0 + 2 * ow, 2 * rest);
+    copy_short(o1, g1 + 2 * ow, 2 * rest);
   }
 }
 
@@ -136,10 +136,10 @@ void tiles_2x2_rows(const T* r0, const T* r1, T* y, int64_t n) {
   for (; ow + L <= n; ow += L) windows(r0 + 2 * ow, r1 + 2 * ow, y + ow);
   if (const int64_t rest = n - ow; rest > 0) {
     T t0[2 * L] = {}, t1[2 * L] = {}, o[L];
-    std::copy(r0 + 2 * ow, r0 + 2 * n, t0);
-    std::copy(r1 + 2 * ow, r1 + 2 * n, t1);
+    copy_short(r0 + 2 * ow, t0, 2 * rest);
+    copy_short(r1 + 2 * ow, t1, 2 * rest);
     windows(t0, t1, o);
-    std::copy(o, o + rest, y + ow);
+    copy_short(o, y + ow, rest);
   }
 }
 

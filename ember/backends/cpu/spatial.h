@@ -123,12 +123,36 @@ void for_planes(int64_t planes, int64_t work_per_plane, F&& f) {
                });
 }
 
-/// Column matrix [C * k, L] of `channels` planes of x (x contiguous, [C, *in]).
+/// Column matrix [C * k, L] (row stride ld) of `channels` planes of x (x contiguous, [C, *in]).
 template <class T>
-void im2col(const T* x, int64_t channels, const Geom& g, T* col, bool parallel);
+void im2col(const T* x, int64_t channels, const Geom& g, T* col, int64_t ld, bool parallel);
 /// The adjoint: adds the columns back into x ([C, *in], which the caller has zeroed).
 template <class T>
-void col2im(const T* col, int64_t channels, const Geom& g, T* x, bool parallel);
+void col2im(const T* col, int64_t channels, const Geom& g, T* x, int64_t ld, bool parallel);
+
+/// out[0, size) = the sum over items [0, n) of what add(begin, end, part) adds into `part`
+/// (zeroed) for the items [begin, end). The items are cut into a fixed number of chunks,
+/// summed apart in parallel and then in order, so the result does not depend on the thread
+/// count or on timing.
+template <class T, class F>
+void sum_in_chunks(int64_t n, int64_t size, T* out, F&& add) {
+  const int64_t chunks = std::min<int64_t>(n, 16);
+  if (chunks == 0) {
+    std::fill(out, out + size, T(0));
+    return;
+  }
+  Scratch<T> parts(chunks * size);
+  parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      T* part = parts.get() + c * size;
+      std::fill(part, part + size, T(0));
+      add(c * n / chunks, (c + 1) * n / chunks, part);
+    }
+  });
+  std::copy(parts.get(), parts.get() + size, out);
+  for (int64_t c = 1; c < chunks; ++c)
+    for (int64_t i = 0; i < size; ++i) out[i] += parts.get()[c * size + i];
+}
 
 /// conv, conv_transpose or conv_weight_grad (`code`) with one input channel per group
 /// (depthwise, or C_in = 1) into `out`: direct loops instead of a GEMM (depthwise.cpp). `g`

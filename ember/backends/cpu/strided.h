@@ -98,9 +98,12 @@ struct Split {
 inline Split split_at(const Shape& s, int64_t dim) {
   Split p;
   for (size_t d = 0; d < s.rank(); ++d) {
-    if (static_cast<int64_t>(d) < dim) p.outer *= s[d];
-    else if (static_cast<int64_t>(d) == dim) p.n = s[d];
-    else p.inner *= s[d];
+    if (static_cast<int64_t>(d) < dim)
+      p.outer *= s[d];
+    else if (static_cast<int64_t>(d) == dim)
+      p.n = s[d];
+    else
+      p.inner *= s[d];
   }
   return p;
 }
