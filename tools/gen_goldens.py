@@ -395,6 +395,9 @@ conv_case(In(0, 3, 6, 6), In(4, 3, 3, 3), "2d_empty_batch", padding=[1, 1])
 conv_case(In(8, 8, 12, 12), In(8, 8, 3, 3), "2d_batch8", padding=[1, 1], rtol=1e-4, atol=1e-4, fd=False)
 # stride 1 with one input channel per group: the "flat" depthwise path (wide rows, padding,
 # dilation, 3-d, f64), long enough for its vector loops and their tails
+# batches of small images in the wide layout: dilation without padding, and 3-d with padding
+conv_case(In(4, 3, 9, 10), In(5, 3, 3, 2), "2d_wide_dilation", dilation=[2, 3])
+conv_case(In(3, 2, 3, 4, 5), In(3, 2, 2, 2, 3), "3d_wide_pad", padding=[1, 0, 1])
 conv_case(In(3, 1, 12, 11), In(8, 1, 3, 3), "2d_one_input_channel_flat")
 conv_case(In(2, 2, 9, 10), In(4, 1, 3, 2), "2d_depthwise_flat_pad_dilation", padding=[2, 1],
           dilation=[2, 3], groups=2)

@@ -10,6 +10,7 @@
 #include "ember/backends/cpu/gemm.h"
 #include "ember/backends/cpu/simd.h"
 #include "ember/backends/cpu/spatial.h"
+#include "ember/backends/cpu/wide.h"
 
 namespace ember::cpu {
 
@@ -226,11 +227,71 @@ void for_batches(int64_t N, int64_t nb, F&& f) {
   });
 }
 
-// `rows` rows of L values from src (row stride src_ld) to dst (row stride dst_ld).
+// How a batch lays out each image's columns: im2col's, L per image, or with stride 1 the
+// wide layout (wide.h), where each row of the column matrix is one contiguous run of the
+// (padded) input and the outputs are at the padded input's pitch.
 template <class T>
-void copy_rows(const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t rows, int64_t L) {
-  for (int64_t r = 0; r < rows; ++r) copy_short(src + r * src_ld, dst + r * dst_ld, L);
-}
+class ImageColumns {
+ public:
+  explicit ImageColumns(const Geom& g) : g_(g), wide_(g) {
+    is_wide_ = Wide::fits(g);
+    width = is_wide_ ? wide_.wide : g.out_numel();
+  }
+  int64_t width;  // columns per image
+
+  // Scratch the calls below need (a padded plane).
+  int64_t scratch() const { return is_wide_ && wide_.padded ? wide_.plane() : 0; }
+
+  // The columns of `channels` planes of x into col (row stride ld).
+  void columns(const T* x, int64_t channels, T* col, int64_t ld, T* pad) const {
+    if (!is_wide_) return im2col(x, channels, g_, col, ld, false);
+    const int64_t K = g_.k_numel(), Lin = g_.in_numel();
+    for (int64_t c = 0; c < channels; ++c) {
+      const T* xp = padded_plane(wide_, g_, x + c * Lin, pad);
+      for (int64_t t = 0; t < K; ++t) copy_short(xp + wide_.off[t], col + (c * K + t) * ld, width);
+    }
+  }
+  // The adjoint: adds the columns back into x (`channels` planes, zeroed by the caller).
+  void add_back(const T* col, int64_t channels, T* x, int64_t ld, T* pad) const {
+    if (!is_wide_) return col2im(col, channels, g_, x, ld, false);
+    const int64_t K = g_.k_numel(), Lin = g_.in_numel();
+    for (int64_t c = 0; c < channels; ++c) {
+      T* xp = wide_.padded ? pad : x + c * Lin;
+      if (wide_.padded) std::fill(pad, pad + wide_.plane(), T(0));
+      for (int64_t t = 0; t < K; ++t) {
+        const T* src = col + (c * K + t) * ld;
+        T* dst = xp + wide_.off[t];
+        for (int64_t i = 0; i < width; ++i) dst[i] += src[i];
+      }
+      if (wide_.padded) wide_.unpad_plane(g_, pad, x + c * Lin);
+    }
+  }
+  // `rows` output planes into their columns of dst (row stride ld), zeros where none lands.
+  void outputs_in(const T* y, int64_t rows, T* dst, int64_t ld) const {
+    const int64_t L = g_.out_numel();
+    for (int64_t r = 0; r < rows; ++r) {
+      if (is_wide_)
+        wide_.widen(g_, y + r * L, dst + r * ld);
+      else
+        copy_short(y + r * L, dst + r * ld, L);
+    }
+  }
+  // The inverse: `rows` output planes out of their columns of src (row stride ld).
+  void outputs_out(const T* src, int64_t ld, int64_t rows, T* y) const {
+    const int64_t L = g_.out_numel();
+    for (int64_t r = 0; r < rows; ++r) {
+      if (is_wide_)
+        wide_.narrow(g_, src + r * ld, y + r * L);
+      else
+        copy_short(src + r * ld, y + r * L, L);
+    }
+  }
+
+ private:
+  const Geom& g_;
+  Wide wide_;
+  bool is_wide_;
+};
 
 // y[n, grp] = w[grp] * columns(x[n, grp])
 template <class T>
@@ -243,17 +304,18 @@ void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
   bool direct = pointwise(g);
   const T *X = x.data<T>(), *W = w.data<T>();
   T* Y = y.data<T>();
-  if (int64_t nb = batch_images(N, L, ck)) {
+  if (ImageColumns<T> cc(g); int64_t nb = batch_images(N, cc.width, ck)) {
     for_batches(N, nb, [&](int64_t n0, int64_t m) {
-      const int64_t ld = m * L;
-      Scratch<T> cols(ck * ld), out(cog * ld);
+      const int64_t ld = m * cc.width;
+      Scratch<T> cols(ck * ld), out(cog * ld), pad(cc.scratch());
       for (int64_t grp = 0; grp < G; ++grp) {
         for (int64_t i = 0; i < m; ++i)
-          im2col(X + ((n0 + i) * c_in + grp * cg) * Lin, cg, g, cols.get() + i * L, ld, false);
+          cc.columns(X + ((n0 + i) * c_in + grp * cg) * Lin, cg, cols.get() + i * cc.width, ld,
+                     pad.get());
         gemm_t(cog, ld, ck, {W + grp * cog * ck, ck, 1}, {cols.get(), ld, 1}, out.get(), ld, false,
                false);
         for (int64_t i = 0; i < m; ++i)
-          copy_rows(out.get() + i * L, ld, Y + ((n0 + i) * c_out + grp * cog) * L, L, cog, L);
+          cc.outputs_out(out.get() + i * cc.width, ld, cog, Y + ((n0 + i) * c_out + grp * cog) * L);
       }
     });
     return;
@@ -285,19 +347,19 @@ void conv_transpose_forward(const CpuTensor& x, const CpuTensor& w, const CpuTen
   bool direct = pointwise(g);
   const T *X = x.data<T>(), *W = w.data<T>();
   T* Y = y.data<T>();
-  if (int64_t nb = batch_images(N, Lx, ok)) {
+  if (ImageColumns<T> cc(g); int64_t nb = batch_images(N, cc.width, ok)) {
     for_batches(N, nb, [&](int64_t n0, int64_t m) {
-      const int64_t ld = m * Lx;
-      Scratch<T> xb(cg * ld), col(ok * ld);
+      const int64_t ld = m * cc.width;
+      Scratch<T> xb(cg * ld), col(ok * ld), pad(cc.scratch());
       for (int64_t grp = 0; grp < G; ++grp) {
         for (int64_t i = 0; i < m; ++i)
-          copy_rows(X + ((n0 + i) * c_in + grp * cg) * Lx, Lx, xb.get() + i * Lx, ld, cg, Lx);
+          cc.outputs_in(X + ((n0 + i) * c_in + grp * cg) * Lx, cg, xb.get() + i * cc.width, ld);
         gemm_t(ok, ld, cg, {W + grp * cg * ok, 1, ok}, {xb.get(), ld, 1}, col.get(), ld, false,
                false);
         for (int64_t i = 0; i < m; ++i) {
           T* yg = Y + ((n0 + i) * c_out + grp * cog) * Ly;
           std::fill(yg, yg + cog * Ly, T(0));
-          col2im(col.get() + i * Lx, cog, g, yg, ld, false);
+          cc.add_back(col.get() + i * cc.width, cog, yg, ld, pad.get());
         }
       }
     });
@@ -332,16 +394,18 @@ void conv_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
   const T *X = x.data<T>(), *GY = gy.data<T>();
   T* DW = dw.data<T>();
   std::fill(DW, DW + c_out * ck, T(0));
-  if (int64_t nb = batch_images(N, L, ck)) {
+  if (ImageColumns<T> cc(g); int64_t nb = batch_images(N, cc.width, ck)) {
     // batches summed apart and then in order (sum_in_chunks)
     sum_in_chunks<T>(batch_count(N, nb), c_out * ck, DW, [&](int64_t b, int64_t e, T* part) {
-      Scratch<T> cols(ck * nb * L), gyb(cog * nb * L);
+      Scratch<T> cols(ck * nb * cc.width), gyb(cog * nb * cc.width), pad(cc.scratch());
       for (int64_t batch = b; batch < e; ++batch) {
-        const int64_t n0 = batch * nb, m = std::min(nb, N - n0), ld = m * L;
+        const int64_t n0 = batch * nb, m = std::min(nb, N - n0), ld = m * cc.width;
         for (int64_t grp = 0; grp < G; ++grp) {
           for (int64_t i = 0; i < m; ++i) {
-            im2col(X + ((n0 + i) * c_in + grp * cg) * Lin, cg, g, cols.get() + i * L, ld, false);
-            copy_rows(GY + ((n0 + i) * c_out + grp * cog) * L, L, gyb.get() + i * L, ld, cog, L);
+            cc.columns(X + ((n0 + i) * c_in + grp * cg) * Lin, cg, cols.get() + i * cc.width, ld,
+                       pad.get());
+            cc.outputs_in(GY + ((n0 + i) * c_out + grp * cog) * L, cog, gyb.get() + i * cc.width,
+                          ld);
           }
           gemm_t(cog, ck, ld, {gyb.get(), ld, 1}, {cols.get(), 1, ld}, part + grp * cog * ck, ck,
                  true, false);

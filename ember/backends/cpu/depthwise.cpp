@@ -3,68 +3,21 @@
 // input channel co / (C_out / groups) with the weights w[co] (the same index for conv and
 // conv_transpose).
 //
-// With stride 1 along every dim (the common case) conv and its weight gradient run "flat":
-// over the input zero-padded to P = in + 2 * padding, output (od, oh, ow) reads input
-// (od + kd * dd, oh + kh * dh, ow + kw * dw). Laid out at the padded input's pitch ("wide"
-// position i = (od * P1 + oh) * P2 + ow), every tap is one flat offset, so each tap is a long
-// contiguous loop; the wide rows' extra P2 - O2 positions are computed and dropped. Other
-// strides run tap by tap over output rows.
+// With stride 1 along every dim (the common case) conv and its weight gradient run on the
+// wide layout (wide.h): each tap is one long contiguous loop. Other strides run tap by tap
+// over output rows.
 #include <type_traits>
 #include <vector>
 
 #include "ember/backends/cpu/simd.h"
 #include "ember/backends/cpu/spatial.h"
+#include "ember/backends/cpu/wide.h"
 
 namespace ember::cpu {
 
 namespace {
 
-// ---- the flat path (stride 1) -----------------------------------------------------------
-
-struct Flat {
-  int64_t pad[3];            // the zero-padded input's dims
-  int64_t wide;              // wide output positions: up to the last real output
-  std::vector<int64_t> off;  // each tap's flat offset in the padded input
-  bool padded = false;
-
-  explicit Flat(const Geom& g) {
-    for (int i = 0; i < 3; ++i) {
-      pad[i] = g.in[i] + 2 * g.p[i];
-      padded = padded || g.p[i] != 0;
-    }
-    wide = ((g.out[0] - 1) * pad[1] + g.out[1] - 1) * pad[2] + g.out[2];
-    for (int64_t kd = 0; kd < g.k[0]; ++kd)
-      for (int64_t kh = 0; kh < g.k[1]; ++kh)
-        for (int64_t kw = 0; kw < g.k[2]; ++kw)
-          off.push_back((kd * g.d[0] * pad[1] + kh * g.d[1]) * pad[2] + kw * g.d[2]);
-  }
-  int64_t plane() const { return pad[0] * pad[1] * pad[2]; }
-
-  // Stride 1 everywhere, and outputs exactly as far as the window reaches.
-  static bool fits(const Geom& g) {
-    for (int i = 0; i < 3; ++i)
-      if (g.s[i] != 1 || g.out[i] != g.in[i] + 2 * g.p[i] - g.d[i] * (g.k[i] - 1) || g.out[i] < 1)
-        return false;
-    return true;
-  }
-
-  // x (a plane of g.in) copied into dst (a plane of pad) with zeros around it.
-  template <class T>
-  void pad_plane(const Geom& g, const T* x, T* dst) const {
-    std::fill(dst, dst + plane(), T(0));
-    for (int64_t d = 0; d < g.in[0]; ++d)
-      for (int64_t h = 0; h < g.in[1]; ++h)
-        copy_short(x + (d * g.in[1] + h) * g.in[2],
-                   dst + ((d + g.p[0]) * pad[1] + h + g.p[1]) * pad[2] + g.p[2], g.in[2]);
-  }
-  // f(wide row offset, output row offset) for every output row.
-  template <class F>
-  void for_rows(const Geom& g, F&& f) const {
-    for (int64_t od = 0; od < g.out[0]; ++od)
-      for (int64_t oh = 0; oh < g.out[1]; ++oh)
-        f((od * pad[1] + oh) * pad[2], (od * g.out[1] + oh) * g.out[2]);
-  }
-};
+// ---- stride 1: the wide layout ----------------------------------------------------------
 
 // out[i] = sum over taps t of w[t] * x[i + off[t]], for i in [0, n)
 template <class T>
@@ -114,18 +67,10 @@ T dot(const T* a, const T* b, int64_t n) {
   return r;
 }
 
-// The padded plane of input channel (n, ci): x itself without padding, else `buf` filled.
 template <class T>
-const T* padded_plane(const Flat& f, const Geom& g, const T* x, T* buf) {
-  if (!f.padded) return x;
-  f.pad_plane(g, x, buf);
-  return buf;
-}
-
-template <class T>
-void flat_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, const Geom& g,
+void wide_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, const Geom& g,
                   int64_t per_group) {
-  const Flat f(g);
+  const Wide f(g);
   const int64_t N = x.meta.shape[0], c_in = x.meta.shape[1], c_out = y.meta.shape[1];
   const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
   const T *X = x.data<T>(), *W = w.data<T>();
@@ -139,19 +84,16 @@ void flat_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
                    const T* xp = padded_plane(f, g, X + item * Lin, pad.get());
                    for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
                      tap_sum(xp, W + co * K, f.off.data(), K, f.wide, wide.get());
-                     T* yp = Y + (n * c_out + co) * L;
-                     f.for_rows(g, [&](int64_t wr, int64_t orow) {
-                       copy_short(wide.get() + wr, yp + orow, g.out[2]);
-                     });
+                     f.narrow(g, wide.get(), Y + (n * c_out + co) * L);
                    }
                  }
                });
 }
 
 template <class T>
-void flat_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& dw, const Geom& g,
+void wide_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& dw, const Geom& g,
                       int64_t per_group) {
-  const Flat f(g);
+  const Wide f(g);
   const int64_t N = x.meta.shape[0], c_in = x.meta.shape[1], c_out = gy.meta.shape[1];
   const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
   const T *X = x.data<T>(), *GY = gy.data<T>();
@@ -163,9 +105,7 @@ void flat_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
       const T* xp = padded_plane(f, g, X + item * Lin, pad.get());
       for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
         // the output's gradient at the wide pitch, zero at the dropped positions
-        const T* gp = GY + (n * c_out + co) * L;
-        std::fill(gw, gw + f.wide, T(0));
-        f.for_rows(g, [&](int64_t wr, int64_t orow) { copy_short(gp + orow, gw + wr, g.out[2]); });
+        f.widen(g, GY + (n * c_out + co) * L, gw);
         for (int64_t t = 0; t < K; ++t) acc[co * K + t] += dot(gw, xp + f.off[t], f.wide);
       }
     }
@@ -304,15 +244,15 @@ void rows_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
 
 template <class T>
 void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, int64_t per_group) {
-  const bool flat = Flat::fits(g);
+  const bool wide = Wide::fits(g);
   switch (code) {
     case OpCode::Conv:
-      if (flat) return flat_forward<T>(in[0], in[1], out, g, per_group);
+      if (wide) return wide_forward<T>(in[0], in[1], out, g, per_group);
       return rows_forward<T>(in[0], in[1], out, Rows(g, per_group));
     case OpCode::ConvTranspose:
       return rows_transpose<T>(in[0], in[1], out, Rows(g, per_group));
     case OpCode::ConvWeightGrad:
-      if (flat) return flat_weight_grad<T>(in[0], in[1], out, g, per_group);
+      if (wide) return wide_weight_grad<T>(in[0], in[1], out, g, per_group);
       return rows_weight_grad<T>(in[0], in[1], out, Rows(g, per_group));
     default:
       throw Error("[" + std::string(name(code)) + "] is not a depthwise conv op");
