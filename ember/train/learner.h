@@ -171,7 +171,11 @@ class Learner {
     optim::GradientsAccumulator<B> acc;
     const auto t0 = Clock::now();
     double lr = sched_.lr();
-    for (auto&& batch : loader) {
+    // The loop by hand, to time the waits for the next batch (the loader's share of the epoch)
+    auto tw = Clock::now();
+    for (auto it = std::begin(loader); it != std::end(loader); tw = Clock::now(), ++it) {
+      auto&& batch = *it;
+      p.data_wait_s += seconds(tw);
       if (p.iteration < skip) {  // resuming mid-epoch: these batches were trained on
         ++p.iteration;
         continue;
@@ -216,7 +220,10 @@ class Learner {
     for (auto& m : valid_metrics_) m->reset();
     Progress p{"valid", epoch, cfg_.num_epochs, 0, loader_size(loader)};
     const auto t0 = Clock::now();
-    for (auto&& batch : loader) {
+    auto tw = Clock::now();
+    for (auto it = std::begin(loader); it != std::end(loader); tw = Clock::now(), ++it) {
+      auto&& batch = *it;
+      p.data_wait_s += seconds(tw);
       MetricInput in = vm.step(batch).metric_input();
       for (auto& m : valid_metrics_) m->update(in);
       ++p.iteration;
@@ -232,7 +239,10 @@ class Learner {
   void end_epoch(const Progress& p, const std::vector<std::unique_ptr<Metric>>& ms) {
     auto vs = values(ms);
     renderer_->epoch_end(p, vs);
-    nlohmann::json line{{"split", p.split}, {"epoch", p.epoch}, {"seconds", p.elapsed_s}};
+    nlohmann::json line{{"split", p.split},
+                        {"epoch", p.epoch},
+                        {"seconds", p.elapsed_s},
+                        {"data_seconds", p.data_wait_s}};
     for (const auto& v : vs) {
       history_.epochs[p.split][v.name].push_back(v.epoch);
       line[v.name] = v.epoch;

@@ -23,6 +23,7 @@ struct Progress {
   int64_t items = 0;           // items done in this epoch and split
   double elapsed_s = 0;        // since the split's epoch started
   double total_elapsed_s = 0;  // since training started
+  double data_wait_s = 0;      // of elapsed_s, waiting for the loader's next batch
 };
 
 struct MetricValue {
