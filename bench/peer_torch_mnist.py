@@ -3,7 +3,7 @@
 examples/mnist (batch 64, Adam 1e-3, the same normalization), trained for N epochs on the
 CPU; writes seconds per training epoch and the test accuracy after each epoch as JSON.
 
-    peer_torch_mnist.py --model cnn --epochs 3 --threads 2 --out bench/out/mnist.torch.cnn.json
+    peer_torch_mnist.py --model cnn --epochs 3 --threads 2 --seed 42 --out bench/out/mnist.torch.cnn.42.json
 """
 import argparse
 import gzip
@@ -50,12 +50,13 @@ def main():
     ap.add_argument("--model", default="cnn")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--data", default=os.environ.get("EMBER_MNIST_DIR",
                                                       "/usr/share/datasets/fashion-mnist"))
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    torch.manual_seed(42)
+    torch.manual_seed(a.seed)
     xtr, ytr = load(a.data, "train")
     xte, yte = load(a.data, "t10k")
     net = model(a.model)
@@ -80,7 +81,7 @@ def main():
         epochs.append({"seconds": secs, "test_accuracy": acc})
         print("torch %s epoch %d: %.2f s, test accuracy %.4f" % (a.model, len(epochs), secs, acc))
     with open(a.out, "w") as f:
-        json.dump({"model": a.model, "threads": a.threads, "epochs": epochs}, f)
+        json.dump({"model": a.model, "threads": a.threads, "seed": a.seed, "epochs": epochs}, f)
 
 
 main()

@@ -5,7 +5,9 @@
 #   scripts/bench.sh cpu       # ember's CPU ops vs PyTorch (CPU), raw OpenBLAS and memcpy
 #   scripts/bench.sh autodiff  # MLP forward + backward on Autodiff<Cpu> vs PyTorch autograd
 #   scripts/bench.sh mnist     # the main job (Fashion-MNIST MLP and CNN) vs the same in PyTorch:
-#                              # seconds per epoch and test accuracy (BENCH_EPOCHS, default 3)
+#                              # seconds per epoch and test accuracy (BENCH_EPOCHS, default 3;
+#                              # BENCH_SEEDS, comma-separated, default 42; BENCH_MODELS,
+#                              # default mlp,cnn)
 # Environment: BENCH_THREADS (default: nproc), BENCH_REPS (repetitions, default 7),
 # BENCH_MIN_TIME (seconds per repetition, default 0.2), BENCH_EMBER_BLAS (default OFF).
 set -euo pipefail
@@ -53,16 +55,22 @@ run() {
 
 if [ "$suite" = mnist ]; then
   epochs=${BENCH_EPOCHS:-3}
-  for model in mlp cnn; do
-    echo "bench.sh: ember mnist $model, $epochs epochs, $threads threads" >&2
-    rm -rf "$out/mnist-ember-$model"
-    run build/examples/mnist train --model "$model" --epochs "$epochs" --plain --workers 1 \
-      --out "$out/mnist-ember-$model" >"$out/mnist-ember-$model.log"
-    echo "bench.sh: PyTorch mnist $model" >&2
-    run /usr/bin/python3 bench/peer_torch_mnist.py --model "$model" --epochs "$epochs" \
-      --threads "$threads" --out "$out/mnist.torch.$model.json" >/dev/null
+  seeds=${BENCH_SEEDS:-42}
+  models=${BENCH_MODELS:-mlp,cnn}
+  for seed in ${seeds//,/ }; do
+    for model in ${models//,/ }; do
+      echo "bench.sh: ember mnist $model, $epochs epochs, seed $seed, $threads threads" >&2
+      rm -rf "$out/mnist-ember-$model-$seed"
+      run build/examples/mnist train --model "$model" --epochs "$epochs" --plain --workers 1 \
+        --seed "$seed" --out "$out/mnist-ember-$model-$seed" >"$out/mnist-ember-$model-$seed.log"
+      echo "bench.sh: PyTorch mnist $model, seed $seed" >&2
+      run /usr/bin/python3 bench/peer_torch_mnist.py --model "$model" --epochs "$epochs" \
+        --threads "$threads" --seed "$seed" --out "$out/mnist.torch.$model.$seed.json" >/dev/null
+    done
   done
-  /usr/bin/python3 bench/mnist_report.py --dir "$out" --out "$out/mnist.json" | tee "$out/mnist.txt"
+  /usr/bin/python3 bench/mnist_report.py --dir "$out" --seeds "$seeds" --models "$models" \
+    --out "$out/mnist.json" |
+    tee "$out/mnist.txt"
   exit 0
 fi
 
