@@ -12,6 +12,9 @@ import sys
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(__file__))
+from golden_json import enc  # noqa: E402
+
 torch.manual_seed(0)
 DT = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
       "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8,
@@ -45,15 +48,6 @@ def I(*shape, lo=-5, hi=5, dtype="i64", **kw):
 
 def Bo(*shape, **kw):
     return In(*shape, dtype="bool", **kw)
-
-
-def enc(v):
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-    return v
 
 
 def tensor_json(t, layout="contiguous"):

@@ -2,30 +2,13 @@
 inputs, PyTorch's output and the gradients of sum(output * grad_out) w.r.t. the float inputs
 and every parameter. Used by tools/gen_nn_goldens.py (and other layer generators)."""
 import json
-import math
+import os
+import sys
 
 import torch
 
-NAME = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.bool: "bool",
-        torch.int32: "i32"}
-
-
-def enc(v):
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-    return v
-
-
-def tensor_json(t):
-    t = t.detach().contiguous()
-    data = [enc(x) for x in t.reshape(-1).tolist()]
-    if t.dtype == torch.bool:
-        data = [int(x) for x in data]
-    return {"dtype": NAME[t.dtype], "shape": list(t.shape), "data": data}
-
+sys.path.insert(0, os.path.dirname(__file__))
+from golden_json import enc, tensor_json  # noqa: E402,F401
 
 class Cases:
     def __init__(self):
