@@ -11,8 +11,11 @@
 #include "ember/data/augment.h"
 #include "ember/data/transform.h"
 
+#include "tests/data/expect_message.h"
+
 using namespace ember;
 using namespace ember::data;
+using ember::test::message_of;
 
 namespace {
 
@@ -27,15 +30,6 @@ std::vector<typename D::Item> all(const D& d) {
   std::vector<typename D::Item> out;
   for (size_t i = 0; i < d.len(); ++i) out.push_back(d.get(i));
   return out;
-}
-
-std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // A dataset with no storage: item i is i * 10.

@@ -7,29 +7,16 @@
 #include "ember/data/batcher.h"
 #include "ember/data/io.h"
 #include "ember/data/mnist.h"
+#include "tests/data/expect_message.h"
 #include "tests/data/temp_dir.h"
 
 using namespace ember;
 using namespace ember::data;
+using ember::test::message_of;
 using ember::test::TempDir;
 using ember::test::write_bytes;
 
 namespace {
-
-std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-#define EXPECT_MESSAGE(stmt, type, part)                                  \
-  do {                                                                    \
-    EXPECT_THROW(stmt, type);                                             \
-    std::string msg_ = message_of([&] { stmt; });                         \
-    EXPECT_NE(msg_.find(part), std::string::npos) << "message: " << msg_; \
-  } while (0)
 
 // IDX bytes written field by field (independently of encode_idx).
 std::vector<uint8_t> idx_bytes(uint8_t type, std::vector<uint32_t> dims,

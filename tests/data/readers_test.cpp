@@ -11,6 +11,7 @@
 #include "ember/data/io.h"
 #include "ember/data/sqlite.h"
 #include "ember/data/tabular.h"
+#include "tests/data/expect_message.h"
 #include "tests/data/temp_dir.h"
 
 // The test's own PNG/JPEG writer (a private copy; the library's is separate).
@@ -25,27 +26,9 @@
 
 using namespace ember;
 using namespace ember::data;
+using ember::test::message_of;
 using ember::test::TempDir;
 using ember::test::write_text;
-
-namespace {
-
-std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-#define EXPECT_MESSAGE(stmt, type, part)                                  \
-  do {                                                                    \
-    EXPECT_THROW(stmt, type);                                             \
-    std::string msg_ = message_of([&] { stmt; });                         \
-    EXPECT_NE(msg_.find(part), std::string::npos) << "message: " << msg_; \
-  } while (0)
-
-}  // namespace
 
 // ---- CSV --------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@
 
 #include "ember/ember.h"
 #include "ember/nn/loss.h"
+#include "tests/ops/golden.h"
 
 namespace ember::nn {
 namespace {
@@ -27,27 +28,6 @@ const json& goldens() {
 }
 
 const json& golden(size_t i) { return goldens().at("cases").at(i); }
-
-double number(const json& v) {
-  if (v.is_string()) {
-    auto s = v.get<std::string>();
-    if (s == "nan") return NAN;
-    if (s == "inf") return INFINITY;
-    if (s == "-inf") return -INFINITY;
-    throw std::runtime_error("bad number " + s);
-  }
-  return v.get<double>();
-}
-
-// {"dtype", "shape", "data"} -> TensorData
-TensorData tensor_of(const json& t) {
-  DType dt = dtype_from_name(t.at("dtype").get<std::string>());
-  Shape s(t.at("shape").get<std::vector<int64_t>>());
-  if (is_int(dt)) return TensorData::from<int64_t>(t.at("data").get<std::vector<int64_t>>(), s);
-  std::vector<double> v;
-  for (const auto& x : t.at("data")) v.push_back(number(x));
-  return TensorData::from<double>(v, s).convert(dt);
-}
 
 template <Backend B>
 struct Inputs {
@@ -133,7 +113,7 @@ template <Backend B>
 Inputs<B> load(const json& c) {
   Inputs<B> in;
   for (const auto& [k, v] : c.at("inputs").items())
-    in.h.emplace(k, B::from_data(tensor_of(v), Device::cpu()));
+    in.h.emplace(k, B::from_data(test::golden_tensor(v), Device::cpu()));
   return in;
 }
 
@@ -169,11 +149,11 @@ TEST_P(LossGolden, AutodiffCpuValuesAndGradients) {
   if (c.contains("grads"))
     for (const auto& [k, g] : c.at("grads").items()) in.h[k] = leaves[k] = B::require_grad(in.h[k]);
   B::Handle out = run_loss<B>(c, in);
-  expect_close(B::to_data(out), tensor_of(c.at("expected")), c, "value");
+  expect_close(B::to_data(out), test::golden_tensor(c.at("expected")), c, "value");
   if (!c.contains("grads")) return;
   B::Handle seed = out;
   if (B::meta(out).shape.rank() > 0) {  // d/dx of sum(out * grad_out)
-    auto gout = B::from_data(tensor_of(c.at("grad_out")), Device::cpu());
+    auto gout = B::from_data(test::golden_tensor(c.at("grad_out")), Device::cpu());
     auto prod = ember::detail::Dyn<B>(out) * ember::detail::Dyn<B>(gout);
     seed = prod.reduce(OpCode::Sum, {}, false).handle();
   }
@@ -181,7 +161,7 @@ TEST_P(LossGolden, AutodiffCpuValuesAndGradients) {
   for (const auto& [k, want] : c.at("grads").items()) {
     const Cpu::Handle* g = B::grad(grads, leaves.at(k));
     ASSERT_NE(g, nullptr) << c.at("id") << ": no gradient for " << k;
-    expect_close(Cpu::to_data(*g), tensor_of(want), c, "gradient of " + k);
+    expect_close(Cpu::to_data(*g), test::golden_tensor(want), c, "gradient of " + k);
   }
 }
 
@@ -189,7 +169,7 @@ TEST_P(LossGolden, AutodiffCpuValuesAndGradients) {
 TEST_P(LossGolden, DispatchValues) {
   const json& c = golden(GetParam());
   auto out = run_loss<Dispatch>(c, load<Dispatch>(c));
-  expect_close(Dispatch::to_data(out), tensor_of(c.at("expected")), c, "value");
+  expect_close(Dispatch::to_data(out), test::golden_tensor(c.at("expected")), c, "value");
 }
 
 INSTANTIATE_TEST_SUITE_P(PyTorch, LossGolden, ::testing::ValuesIn(all_cases()), case_name);
