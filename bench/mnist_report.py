@@ -34,13 +34,14 @@ for model in a.models.split(","):
         path = os.path.join(a.dir, "mnist-ember-%s-%d" % (model, seed), "metrics.jsonl")
         lines = [json.loads(l) for l in open(path)]
         ember_s += [l["seconds"] for l in lines if l["split"] == "train"]
-        waits += [l.get("data_seconds", float("nan")) for l in lines if l["split"] == "train"]
+        waits += [(l["data_seconds"], l["seconds"]) for l in lines
+                  if l["split"] == "train" and "data_seconds" in l]
         ember_acc.append([l["accuracy"] for l in lines if l["split"] == "valid"][-1])
         peer = json.load(open(os.path.join(a.dir, "mnist.torch.%s.%d.json" % (model, seed))))
         torch_s += [e["seconds"] for e in peer["epochs"]]
         torch_acc.append(peer["epochs"][-1]["test_accuracy"])
     es, ts = statistics.median(ember_s), statistics.median(torch_s)
-    loader = sum(waits) / sum(ember_s)
+    loader = sum(w for w, _ in waits) / sum(t for _, t in waits) if waits else float("nan")
     rows.append({"model": model, "seeds": seeds, "ember_s_per_epoch": es, "torch_s_per_epoch": ts,
                  "speedup": ts / es, "ember_test_accuracy": ember_acc,
                  "torch_test_accuracy": torch_acc,
