@@ -61,32 +61,41 @@ template <int D>
 constexpr void check_spatial_rank() {
   static_assert(D >= 3 && D <= 5, "spatial ops take [N, C, *spatial] with 1 to 3 spatial dims");
 }
+/// Attributes with the window's kernel, and its stride, padding and dilation from `o` (any of
+/// the options above).
+template <class Options>
+OpAttrs spatial_attrs(const Options& o, Dims kernel = {}) {
+  OpAttrs a;
+  a.window.kernel = std::move(kernel);
+  a.window.stride = o.stride;
+  a.window.padding = o.padding;
+  a.window.dilation = o.dilation;
+  return a;
+}
 }  // namespace detail
+
+// EMBER_SPATIAL_RANKS(op, (params), (args)) defines op1d, op2d and op3d: `op` for tensors of
+// rank D = 3, 4 and 5 (1 to 3 spatial dims), taking `params` (written with B and D) and calling
+// op`args`.
+#define EMBER_DETAIL_SPATIAL_RANK(op, n, params, args) \
+  template <Backend B, int D>                          \
+  requires(D == (n) + 2) Tensor<B, D> op##n##d params { return op args; }
+#define EMBER_SPATIAL_RANKS(op, params, args)    \
+  EMBER_DETAIL_SPATIAL_RANK(op, 1, params, args) \
+  EMBER_DETAIL_SPATIAL_RANK(op, 2, params, args) \
+  EMBER_DETAIL_SPATIAL_RANK(op, 3, params, args)
 
 /// Convolution (cross-correlation, like torch.nn.functional.conv*d) of x [N, C_in, *s] with
 /// w [C_out, C_in / groups, *k]: [N, C_out, *o].
 template <Backend B, int D>
 Tensor<B, D> conv(const Tensor<B, D>& x, const Tensor<B, D>& w, const ConvOptions& o = {}) {
   detail::check_spatial_rank<D>();
-  OpAttrs a;
-  a.window.stride = o.stride;
-  a.window.padding = o.padding;
-  a.window.dilation = o.dilation;
+  OpAttrs a = detail::spatial_attrs(o);
   a.window.groups = o.groups;
   return detail::run_spatial<D>(OpCode::Conv, std::move(a), x, w);
 }
-template <Backend B>
-Tensor<B, 3> conv1d(const Tensor<B, 3>& x, const Tensor<B, 3>& w, const ConvOptions& o = {}) {
-  return conv(x, w, o);
-}
-template <Backend B>
-Tensor<B, 4> conv2d(const Tensor<B, 4>& x, const Tensor<B, 4>& w, const ConvOptions& o = {}) {
-  return conv(x, w, o);
-}
-template <Backend B>
-Tensor<B, 5> conv3d(const Tensor<B, 5>& x, const Tensor<B, 5>& w, const ConvOptions& o = {}) {
-  return conv(x, w, o);
-}
+EMBER_SPATIAL_RANKS(conv, (const Tensor<B, D>& x, const Tensor<B, D>& w, const ConvOptions& o = {}),
+                    (x, w, o))
 
 /// Transposed convolution of x [N, C_in, *s] with w [C_in, C_out / groups, *k]: the adjoint
 /// of conv, [N, C_out, (s - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1].
@@ -94,81 +103,39 @@ template <Backend B, int D>
 Tensor<B, D> conv_transpose(const Tensor<B, D>& x, const Tensor<B, D>& w,
                             const ConvTransposeOptions& o = {}) {
   detail::check_spatial_rank<D>();
-  OpAttrs a;
-  a.window.stride = o.stride;
-  a.window.padding = o.padding;
+  OpAttrs a = detail::spatial_attrs(o);
   a.window.output_padding = o.output_padding;
-  a.window.dilation = o.dilation;
   a.window.groups = o.groups;
   return detail::run_spatial<D>(OpCode::ConvTranspose, std::move(a), x, w);
 }
-template <Backend B>
-Tensor<B, 3> conv_transpose1d(const Tensor<B, 3>& x, const Tensor<B, 3>& w,
-                              const ConvTransposeOptions& o = {}) {
-  return conv_transpose(x, w, o);
-}
-template <Backend B>
-Tensor<B, 4> conv_transpose2d(const Tensor<B, 4>& x, const Tensor<B, 4>& w,
-                              const ConvTransposeOptions& o = {}) {
-  return conv_transpose(x, w, o);
-}
-template <Backend B>
-Tensor<B, 5> conv_transpose3d(const Tensor<B, 5>& x, const Tensor<B, 5>& w,
-                              const ConvTransposeOptions& o = {}) {
-  return conv_transpose(x, w, o);
-}
+EMBER_SPATIAL_RANKS(conv_transpose,
+                    (const Tensor<B, D>& x, const Tensor<B, D>& w,
+                     const ConvTransposeOptions& o = {}),
+                    (x, w, o))
 
 /// Max over each window (padding never wins; NaN does; the gradient goes to the first
 /// maximum of a window).
 template <Backend B, int D>
 Tensor<B, D> max_pool(const Tensor<B, D>& x, Dims kernel, const PoolOptions& o = {}) {
   detail::check_spatial_rank<D>();
-  OpAttrs a;
-  a.window.kernel = std::move(kernel);
-  a.window.stride = o.stride;
-  a.window.padding = o.padding;
-  a.window.dilation = o.dilation;
+  OpAttrs a = detail::spatial_attrs(o, std::move(kernel));
   a.window.ceil_mode = o.ceil_mode;
   return detail::run_spatial<D>(OpCode::MaxPool, std::move(a), x);
 }
-template <Backend B>
-Tensor<B, 3> max_pool1d(const Tensor<B, 3>& x, Dims kernel, const PoolOptions& o = {}) {
-  return max_pool(x, std::move(kernel), o);
-}
-template <Backend B>
-Tensor<B, 4> max_pool2d(const Tensor<B, 4>& x, Dims kernel, const PoolOptions& o = {}) {
-  return max_pool(x, std::move(kernel), o);
-}
-template <Backend B>
-Tensor<B, 5> max_pool3d(const Tensor<B, 5>& x, Dims kernel, const PoolOptions& o = {}) {
-  return max_pool(x, std::move(kernel), o);
-}
+EMBER_SPATIAL_RANKS(max_pool, (const Tensor<B, D>& x, Dims kernel, const PoolOptions& o = {}),
+                    (x, std::move(kernel), o))
 
 /// Mean over each window; padding counts in the divisor unless count_include_pad is false.
 template <Backend B, int D>
 Tensor<B, D> avg_pool(const Tensor<B, D>& x, Dims kernel, const PoolOptions& o = {}) {
   detail::check_spatial_rank<D>();
-  OpAttrs a;
-  a.window.kernel = std::move(kernel);
-  a.window.stride = o.stride;
-  a.window.padding = o.padding;
-  a.window.dilation = o.dilation;
+  OpAttrs a = detail::spatial_attrs(o, std::move(kernel));
   a.window.ceil_mode = o.ceil_mode;
   a.window.count_include_pad = o.count_include_pad;
   return detail::run_spatial<D>(OpCode::AvgPool, std::move(a), x);
 }
-template <Backend B>
-Tensor<B, 3> avg_pool1d(const Tensor<B, 3>& x, Dims kernel, const PoolOptions& o = {}) {
-  return avg_pool(x, std::move(kernel), o);
-}
-template <Backend B>
-Tensor<B, 4> avg_pool2d(const Tensor<B, 4>& x, Dims kernel, const PoolOptions& o = {}) {
-  return avg_pool(x, std::move(kernel), o);
-}
-template <Backend B>
-Tensor<B, 5> avg_pool3d(const Tensor<B, 5>& x, Dims kernel, const PoolOptions& o = {}) {
-  return avg_pool(x, std::move(kernel), o);
-}
+EMBER_SPATIAL_RANKS(avg_pool, (const Tensor<B, D>& x, Dims kernel, const PoolOptions& o = {}),
+                    (x, std::move(kernel), o))
 
 /// Mean over adaptive windows giving exactly `size` outputs per spatial dim (output o of n
 /// covers inputs floor(o * in / n) to ceil((o + 1) * in / n)).
@@ -179,18 +146,9 @@ Tensor<B, D> adaptive_avg_pool(const Tensor<B, D>& x, Dims size) {
   a.shape = std::move(size);
   return detail::run_spatial<D>(OpCode::AdaptiveAvgPool, std::move(a), x);
 }
-template <Backend B>
-Tensor<B, 3> adaptive_avg_pool1d(const Tensor<B, 3>& x, Dims size) {
-  return adaptive_avg_pool(x, std::move(size));
-}
-template <Backend B>
-Tensor<B, 4> adaptive_avg_pool2d(const Tensor<B, 4>& x, Dims size) {
-  return adaptive_avg_pool(x, std::move(size));
-}
-template <Backend B>
-Tensor<B, 5> adaptive_avg_pool3d(const Tensor<B, 5>& x, Dims size) {
-  return adaptive_avg_pool(x, std::move(size));
-}
+EMBER_SPATIAL_RANKS(adaptive_avg_pool, (const Tensor<B, D>& x, Dims size), (x, std::move(size)))
+#undef EMBER_SPATIAL_RANKS
+#undef EMBER_DETAIL_SPATIAL_RANK
 
 /// Resizes the spatial dims to `size` like torch.nn.functional.interpolate(x, size, mode):
 /// Nearest ("nearest"), Linear ("linear", "bilinear", "trilinear" by rank), Cubic
@@ -211,12 +169,7 @@ Tensor<B, D> interpolate(const Tensor<B, D>& x, Dims size, InterpMode mode = Int
 template <Backend B, int D>
 Tensor<B, 3> unfold(const Tensor<B, D>& x, Dims kernel, const UnfoldOptions& o = {}) {
   detail::check_spatial_rank<D>();
-  OpAttrs a;
-  a.window.kernel = std::move(kernel);
-  a.window.dilation = o.dilation;
-  a.window.padding = o.padding;
-  a.window.stride = o.stride;
-  return detail::run_spatial<3>(OpCode::Unfold, std::move(a), x);
+  return detail::run_spatial<3>(OpCode::Unfold, detail::spatial_attrs(o, std::move(kernel)), x);
 }
 
 /// The adjoint of unfold: adds columns [N, C * prod(kernel), L] back into [N, C, *output_size]
@@ -225,13 +178,9 @@ template <int D = 4, Backend B>
 Tensor<B, D> fold(const Tensor<B, 3>& x, Dims output_size, Dims kernel,
                   const UnfoldOptions& o = {}) {
   detail::check_spatial_rank<D>();
-  OpAttrs a;
+  OpAttrs a = detail::spatial_attrs(o, std::move(kernel));
   a.shape = std::move(output_size);
   if (a.shape.size() == 1) a.shape = Dims(D - 2, a.shape[0]);  // one size for every dim
-  a.window.kernel = std::move(kernel);
-  a.window.dilation = o.dilation;
-  a.window.padding = o.padding;
-  a.window.stride = o.stride;
   return detail::run_spatial<D>(OpCode::Fold, std::move(a), x);
 }
 

@@ -51,6 +51,39 @@ Tensor<B, D> channel_bias(const Tensor<B, 1>& b) {
   s[1] = b.dim(0);
   return b.template reshape<D>(s);
 }
+/// What ConvConfig and ConvTransposeConfig share. check_conv checks the channels, groups and
+/// kernel sizes of the config `c` and returns prod(kernel).
+template <class C>
+int64_t check_conv(const char* name, const C& c) {
+  const auto [cin, cout] = c.channels;
+  if (cin <= 0 || cout <= 0 || c.groups <= 0 || cin % c.groups != 0 || cout % c.groups != 0)
+    throw ValueError(std::string("[") + name + "] channels " + std::to_string(cin) + " -> " +
+                     std::to_string(cout) + " must be positive and divisible by groups " +
+                     std::to_string(c.groups));
+  int64_t k = 1;
+  for (auto s : c.kernel_size) {
+    if (s <= 0) throw ValueError(std::string("[") + name + "] kernel sizes must be positive");
+    k *= s;
+  }
+  return k;
+}
+/// conv_params gives the module `m` the stride, dilation and groups of `c`, a weight
+/// [rows, cols / groups, *kernel] (rows, cols: C_out, C_in, or C_in, C_out when `transposed`)
+/// and a bias [C_out], with PyTorch's fans from the weight's shape for both: fan_in =
+/// cols / groups * k, fan_out = rows / groups * k.
+template <Backend B, int N, class C, class M>
+void conv_params(const C& c, bool transposed, int64_t k, Device dev, M& m) {
+  const auto [cin, cout] = c.channels;
+  m.stride = c.stride;
+  m.dilation = c.dilation;
+  m.groups = c.groups;
+  const int64_t rows = transposed ? cin : cout, cols = transposed ? cout : cin;
+  Dims ws{rows, cols / c.groups};
+  for (auto s : c.kernel_size) ws.push_back(s);
+  const int64_t fan_in = cols / c.groups * k, fan_out = rows / c.groups * k;
+  m.weight = lazy_param<B, N + 2>(Shape(ws), dev, c.initializer, fan_in, fan_out);
+  if (c.bias) m.bias = lazy_param<B, 1>(Shape{cout}, dev, c.initializer, fan_in, fan_out);
+}
 }  // namespace detail
 
 // ---- Conv ------------------------------------------------------------------------------------
@@ -90,32 +123,18 @@ struct ConvConfig {
 
   template <Backend B>
   Conv<B, N> init(Device dev = B::default_device()) const {
-    const auto [cin, cout] = channels;
-    if (cin <= 0 || cout <= 0 || groups <= 0 || cin % groups != 0 || cout % groups != 0)
-      throw ValueError("[conv] channels " + std::to_string(cin) + " -> " + std::to_string(cout) +
-                       " must be positive and divisible by groups " + std::to_string(groups));
+    const int64_t k = detail::check_conv("conv", *this);
     Conv<B, N> m;
-    m.stride = stride;
-    m.dilation = dilation;
-    m.groups = groups;
     m.padding = padding_mode == PaddingMode::Explicit ? padding : std::array<int64_t, N>{};
-    int64_t k = 1;
-    for (int i = 0; i < N; ++i) {
-      if (kernel_size[i] <= 0) throw ValueError("[conv] kernel sizes must be positive");
-      k *= kernel_size[i];
-      if (padding_mode == PaddingMode::Same) {
+    if (padding_mode == PaddingMode::Same)
+      for (int i = 0; i < N; ++i) {
         int64_t total = dilation[i] * (kernel_size[i] - 1);
         if (stride[i] != 1 || total % 2 != 0)
           throw ValueError(
               "[conv] 'same' padding needs stride 1 and an even dilation * (kernel - 1)");
         m.padding[i] = total / 2;
       }
-    }
-    Dims ws{cout, cin / groups};
-    for (auto s : kernel_size) ws.push_back(s);
-    const int64_t fan_in = cin / groups * k, fan_out = cout / groups * k;
-    m.weight = detail::lazy_param<B, N + 2>(Shape(ws), dev, initializer, fan_in, fan_out);
-    if (bias) m.bias = detail::lazy_param<B, 1>(Shape{cout}, dev, initializer, fan_in, fan_out);
+    detail::conv_params<B, N>(*this, false, k, dev, m);
     return m;
   }
 };
@@ -166,28 +185,11 @@ struct ConvTransposeConfig {
 
   template <Backend B>
   ConvTranspose<B, N> init(Device dev = B::default_device()) const {
-    const auto [cin, cout] = channels;
-    if (cin <= 0 || cout <= 0 || groups <= 0 || cin % groups != 0 || cout % groups != 0)
-      throw ValueError("[conv_transpose] channels " + std::to_string(cin) + " -> " +
-                       std::to_string(cout) + " must be positive and divisible by groups " +
-                       std::to_string(groups));
+    const int64_t k = detail::check_conv("conv_transpose", *this);
     ConvTranspose<B, N> m;
-    m.stride = stride;
+    detail::conv_params<B, N>(*this, true, k, dev, m);
     m.padding = padding;
     m.padding_out = padding_out;
-    m.dilation = dilation;
-    m.groups = groups;
-    int64_t k = 1;
-    for (auto s : kernel_size) {
-      if (s <= 0) throw ValueError("[conv_transpose] kernel sizes must be positive");
-      k *= s;
-    }
-    Dims ws{cin, cout / groups};
-    for (auto s : kernel_size) ws.push_back(s);
-    // PyTorch computes the fan from weight.shape[1] * prod(kernel) for transposed convs.
-    const int64_t fan_in = cout / groups * k, fan_out = cin / groups * k;
-    m.weight = detail::lazy_param<B, N + 2>(Shape(ws), dev, initializer, fan_in, fan_out);
-    if (bias) m.bias = detail::lazy_param<B, 1>(Shape{cout}, dev, initializer, fan_in, fan_out);
     return m;
   }
 };

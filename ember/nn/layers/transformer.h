@@ -100,15 +100,47 @@ struct TransformerDecoderCache {
 };
 
 namespace detail {
-inline void check_transformer(const char* name, int64_t d_model, int64_t n_heads, int64_t d_ff,
-                              double dropout) {
-  if (d_model <= 0 || n_heads <= 0 || d_ff <= 0 || d_model % n_heads != 0)
+/// The sublayer configs a transformer layer is built from, after checking the sizes and
+/// dropout of `c` (a TransformerEncoderLayerConfig or TransformerDecoderLayerConfig).
+struct TransformerLayerParts {
+  MultiHeadAttentionConfig attention;
+  PositionWiseFeedForwardConfig ff;
+  LayerNormConfig norm;
+};
+template <class C>
+TransformerLayerParts transformer_layer_parts(const char* name, const C& c) {
+  if (c.d_model <= 0 || c.n_heads <= 0 || c.d_ff <= 0 || c.d_model % c.n_heads != 0)
     throw ValueError(std::string("[") + name + "] needs positive sizes with n_heads dividing " +
-                     "d_model, got d_model " + std::to_string(d_model) + ", n_heads " +
-                     std::to_string(n_heads) + ", d_ff " + std::to_string(d_ff));
-  if (!(dropout >= 0 && dropout <= 1))
+                     "d_model, got d_model " + std::to_string(c.d_model) + ", n_heads " +
+                     std::to_string(c.n_heads) + ", d_ff " + std::to_string(c.d_ff));
+  if (!(c.dropout >= 0 && c.dropout <= 1))
     throw ValueError(std::string("[") + name + "] dropout must be in [0, 1], got " +
-                     std::to_string(dropout));
+                     std::to_string(c.dropout));
+  return {{c.d_model, c.n_heads, c.dropout},
+          {c.d_model, c.d_ff, c.dropout, c.activation},
+          {c.d_model, c.layer_norm_eps}};
+}
+
+/// A stack of n_layers layers built from `c` (a TransformerEncoderConfig or
+/// TransformerDecoderConfig), with the final LayerNorm when c.final_norm.
+template <class LayerConfig, class Stack, Backend B, class C>
+Stack transformer_stack(const char* name, const C& c, Device dev) {
+  if (c.n_layers < 1) throw ValueError(std::string("[") + name + "] n_layers must be at least 1");
+  Stack m;
+  auto layer = LayerConfig{c.d_model,    c.n_heads,    c.d_ff,          c.dropout,
+                           c.activation, c.norm_first, c.layer_norm_eps};
+  for (int64_t i = 0; i < c.n_layers; ++i) m.layers.push_back(layer.template init<B>(dev));
+  if (c.final_norm) m.norm = LayerNormConfig{c.d_model, c.layer_norm_eps}.init<B>(dev);
+  return m;
+}
+
+/// One residual sublayer f of `layer` with its dropout: x + drop(f(norm(x))) when
+/// layer.norm_first (pre-norm), else norm(x + drop(f(x))) (post-norm).
+template <class Layer, Backend B, class F>
+Tensor<B, 3> residual(const Layer& layer, const LayerNorm<B>& norm, const Tensor<B, 3>& x, F&& f) {
+  Dropout drop{layer.dropout};
+  if (layer.norm_first) return x + drop.forward(f(norm.forward(x)));
+  return norm.forward(x + drop.forward(f(x)));
 }
 }  // namespace detail
 
@@ -125,18 +157,12 @@ struct TransformerEncoderLayer {
 
   /// x: [batch, seq, d_model].
   Tensor<B, 3> forward(const Tensor<B, 3>& x, const EncoderMasks<B>& masks = {}) const {
-    Dropout drop{dropout};
     auto sa = [&](const Tensor<B, 3>& h) {
       MhaOptions<B> o{masks.key_padding_mask, masks.mask, masks.causal};
-      return drop.forward(self_attn.forward(h, h, h, o).output);
+      return self_attn.forward(h, h, h, o).output;
     };
-    auto ffb = [&](const Tensor<B, 3>& h) { return drop.forward(ff.forward(h)); };
-    if (norm_first) {
-      auto y = x + sa(norm1.forward(x));
-      return y + ffb(norm2.forward(y));
-    }
-    auto y = norm1.forward(x + sa(x));
-    return norm2.forward(y + ffb(y));
+    auto y = detail::residual(*this, norm1, x, sa);
+    return detail::residual(*this, norm2, y, [&](const Tensor<B, 3>& h) { return ff.forward(h); });
   }
 };
 
@@ -153,13 +179,9 @@ struct TransformerEncoderLayerConfig {
 
   template <Backend B>
   TransformerEncoderLayer<B> init(Device dev = B::default_device()) const {
-    detail::check_transformer("transformer_encoder", d_model, n_heads, d_ff, dropout);
-    return {MultiHeadAttentionConfig{d_model, n_heads, dropout}.init<B>(dev),
-            PositionWiseFeedForwardConfig{d_model, d_ff, dropout, activation}.init<B>(dev),
-            LayerNormConfig{d_model, layer_norm_eps}.init<B>(dev),
-            LayerNormConfig{d_model, layer_norm_eps}.init<B>(dev),
-            dropout,
-            norm_first};
+    auto p = detail::transformer_layer_parts("transformer_encoder", *this);
+    return {p.attention.init<B>(dev), p.ff.init<B>(dev), p.norm.init<B>(dev),
+            p.norm.init<B>(dev),      dropout,           norm_first};
   }
 };
 
@@ -191,13 +213,8 @@ struct TransformerEncoderConfig {
 
   template <Backend B>
   TransformerEncoder<B> init(Device dev = B::default_device()) const {
-    if (n_layers < 1) throw ValueError("[transformer_encoder] n_layers must be at least 1");
-    TransformerEncoder<B> m;
-    auto layer = TransformerEncoderLayerConfig{d_model,    n_heads,    d_ff,          dropout,
-                                               activation, norm_first, layer_norm_eps};
-    for (int64_t i = 0; i < n_layers; ++i) m.layers.push_back(layer.init<B>(dev));
-    if (final_norm) m.norm = LayerNormConfig{d_model, layer_norm_eps}.init<B>(dev);
-    return m;
+    return detail::transformer_stack<TransformerEncoderLayerConfig, TransformerEncoder<B>, B>(
+        "transformer_encoder", *this, dev);
   }
 };
 
@@ -219,24 +236,17 @@ struct TransformerDecoderLayer {
   Tensor<B, 3> forward(const Tensor<B, 3>& x, const Tensor<B, 3>& memory,
                        const DecoderMasks<B>& masks = {}, MhaCache<B>* self_cache = nullptr,
                        MhaCache<B>* cross_cache = nullptr) const {
-    Dropout drop{dropout};
     auto sa = [&](const Tensor<B, 3>& h) {
       MhaOptions<B> o{masks.tgt_key_padding_mask, masks.tgt_mask, masks.causal, false, self_cache};
-      return drop.forward(self_attn.forward(h, h, h, o).output);
+      return self_attn.forward(h, h, h, o).output;
     };
     auto ca = [&](const Tensor<B, 3>& h) {
       MhaOptions<B> o{masks.memory_key_padding_mask, masks.memory_mask, false, false, cross_cache};
-      return drop.forward(cross_attn.forward(h, memory, memory, o).output);
+      return cross_attn.forward(h, memory, memory, o).output;
     };
-    auto ffb = [&](const Tensor<B, 3>& h) { return drop.forward(ff.forward(h)); };
-    if (norm_first) {
-      auto y = x + sa(norm1.forward(x));
-      y = y + ca(norm2.forward(y));
-      return y + ffb(norm3.forward(y));
-    }
-    auto y = norm1.forward(x + sa(x));
-    y = norm2.forward(y + ca(y));
-    return norm3.forward(y + ffb(y));
+    auto y = detail::residual(*this, norm1, x, sa);
+    y = detail::residual(*this, norm2, y, ca);
+    return detail::residual(*this, norm3, y, [&](const Tensor<B, 3>& h) { return ff.forward(h); });
   }
 };
 
@@ -253,16 +263,10 @@ struct TransformerDecoderLayerConfig {
 
   template <Backend B>
   TransformerDecoderLayer<B> init(Device dev = B::default_device()) const {
-    detail::check_transformer("transformer_decoder", d_model, n_heads, d_ff, dropout);
-    auto ln = LayerNormConfig{d_model, layer_norm_eps};
-    return {MultiHeadAttentionConfig{d_model, n_heads, dropout}.init<B>(dev),
-            MultiHeadAttentionConfig{d_model, n_heads, dropout}.init<B>(dev),
-            PositionWiseFeedForwardConfig{d_model, d_ff, dropout, activation}.init<B>(dev),
-            ln.init<B>(dev),
-            ln.init<B>(dev),
-            ln.init<B>(dev),
-            dropout,
-            norm_first};
+    auto p = detail::transformer_layer_parts("transformer_decoder", *this);
+    return {
+        p.attention.init<B>(dev), p.attention.init<B>(dev), p.ff.init<B>(dev), p.norm.init<B>(dev),
+        p.norm.init<B>(dev),      p.norm.init<B>(dev),      dropout,           norm_first};
   }
 };
 
@@ -315,13 +319,8 @@ struct TransformerDecoderConfig {
 
   template <Backend B>
   TransformerDecoder<B> init(Device dev = B::default_device()) const {
-    if (n_layers < 1) throw ValueError("[transformer_decoder] n_layers must be at least 1");
-    TransformerDecoder<B> m;
-    auto layer = TransformerDecoderLayerConfig{d_model,    n_heads,    d_ff,          dropout,
-                                               activation, norm_first, layer_norm_eps};
-    for (int64_t i = 0; i < n_layers; ++i) m.layers.push_back(layer.init<B>(dev));
-    if (final_norm) m.norm = LayerNormConfig{d_model, layer_norm_eps}.init<B>(dev);
-    return m;
+    return detail::transformer_stack<TransformerDecoderLayerConfig, TransformerDecoder<B>, B>(
+        "transformer_decoder", *this, dev);
   }
 };
 
