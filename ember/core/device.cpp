@@ -30,7 +30,7 @@ Device Device::parse(std::string_view s) {
 
 std::string Device::to_string() const {
   std::string s(name(kind));
-  if (kind != DeviceKind::Cpu || index != 0) s += ":" + std::to_string(index);
+  if (kind != DeviceKind::Cpu || index != 0) s.append(":").append(std::to_string(index));
   return s;
 }
 

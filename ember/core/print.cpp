@@ -79,7 +79,7 @@ std::string format_tensor(const TensorData& d, std::string_view device) {
         if (dim + 1 == s.rank()) {
           out += ", ";
         } else {
-          out += "," + std::string(s.rank() - dim - 1, '\n') + indent + std::string(dim + 1, ' ');
+          out.append(",").append(s.rank() - dim - 1, '\n').append(indent).append(dim + 1, ' ');
         }
       }
     }
