@@ -270,6 +270,9 @@ Gradients<B> Autodiff<B>::backward(const Handle& root) {
     D y;
     if (save == Save::Y || save == Save::XY) y = D(value_of(n, recomputed));
     grad::Ctx<B> ctx{n.op, n.in_meta, xs, y, g};
+    ctx.needs = 0;  // the inputs a gradient flows to (the others have no node)
+    for (size_t i = 0; i < n.parents.size() && i < 64; ++i)
+      if (n.parents[i]) ctx.needs |= uint64_t{1} << i;
     std::vector<D> gin = grad::backward_rule<B>(ctx);
     for (size_t i = 0; i < n.parents.size() && i < gin.size(); ++i) {
       Node* p = n.parents[i].get();

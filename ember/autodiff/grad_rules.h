@@ -16,13 +16,17 @@ template <Backend I>
 using Grads = std::vector<T<I>>;
 
 /// What a rule sees: the op, its input metas, the saved inputs and output (defined when the
-/// table's save column asks for them) and the gradient of the output.
+/// table's save column asks for them), the gradient of the output, and which inputs' gradients
+/// are used (bit i for input i: a rule may leave the others undefined instead of computing
+/// them, e.g. the input gradient of a first layer, whose input is data).
 template <Backend I>
 struct Ctx {
   const Op& op;
   std::span<const TensorMeta> in;
   std::span<const T<I>> xs;
   T<I> y, g;
+  uint64_t needs = ~uint64_t{0};
+  bool needs_grad(size_t i) const { return i >= 64 || ((needs >> i) & 1) != 0; }
 };
 
 /// `t` (shaped like a reduction's output) with the reduced dims kept as size 1.
@@ -237,8 +241,16 @@ T<I> conv_input_grad(const T<I>& g, const T<I>& w, const Window& win, const Shap
 template <Backend I>
 Grads<I> grad_conv(const Ctx<I>& c) {
   const Window& win = c.op.attrs.window;
-  return {conv_input_grad(c.g, c.xs[1], win, c.in[0].shape),
-          T<I>::run(OpCode::ConvWeightGrad, window_attrs(win), {c.xs[0], c.g})};
+  return {c.needs_grad(0) ? conv_input_grad(c.g, c.xs[1], win, c.in[0].shape) : T<I>{},
+          c.needs_grad(1) ? T<I>::run(OpCode::ConvWeightGrad, window_attrs(win), {c.xs[0], c.g})
+                          : T<I>{}};
+}
+
+template <Backend I>
+Grads<I> grad_matmul(const Ctx<I>& c) {
+  const T<I>&a = c.xs[0], &b = c.xs[1];
+  return {c.needs_grad(0) ? c.g.matmul(b.mT()).sum_to(c.in[0].shape) : T<I>{},
+          c.needs_grad(1) ? a.mT().matmul(c.g).sum_to(c.in[1].shape) : T<I>{}};
 }
 
 // conv_transpose(., w) is the adjoint of conv(., w): the input gradient is conv(g, w), the

@@ -37,6 +37,41 @@ TEST(Graph, OnlyLeavesThatRequireGradGetGradients) {
   EXPECT_EQ(vec(x.grad(g)), (std::vector<float>{15, 18}));
 }
 
+// Matmul and conv compute only the gradients that flow somewhere (a first layer's input
+// is data): each operand's gradient with the other constant equals the one computed when
+// both are leaves.
+TEST(Graph, OperandGradientsWithTheOtherOperandConstant) {
+  auto xv = Tensor<Cpu, 2>::random({5, 7}, Distribution::normal(0, 1));
+  auto wv = Tensor<Cpu, 2>::random({7, 3}, Distribution::normal(0, 1));
+  auto both_x = T2::from_inner(xv).require_grad(), both_w = T2::from_inner(wv).require_grad();
+  auto both = (both_x.matmul(both_w) * both_x.matmul(both_w)).sum().backward();
+  auto only_w = T2::from_inner(wv).require_grad();
+  auto gw =
+      (T2::from_inner(xv).matmul(only_w) * T2::from_inner(xv).matmul(only_w)).sum().backward();
+  auto only_x = T2::from_inner(xv).require_grad();
+  auto gx =
+      (only_x.matmul(T2::from_inner(wv)) * only_x.matmul(T2::from_inner(wv))).sum().backward();
+  EXPECT_EQ(only_w.grad(gw)->to_vec<float>(), both_w.grad(both)->to_vec<float>());
+  EXPECT_EQ(only_x.grad(gx)->to_vec<float>(), both_x.grad(both)->to_vec<float>());
+  EXPECT_EQ(gw.size(), 1u);
+  EXPECT_EQ(gx.size(), 1u);
+
+  using T4 = Tensor<AC, 4>;
+  auto iv = Tensor<Cpu, 4>::random({2, 3, 6, 6}, Distribution::normal(0, 1));
+  auto kv = Tensor<Cpu, 4>::random({4, 3, 3, 3}, Distribution::normal(0, 1));
+  auto loss = [](const T4& i, const T4& k) {
+    return conv2d(i, k, {.padding = {1}}).square().sum();
+  };
+  auto bi = T4::from_inner(iv).require_grad(), bk = T4::from_inner(kv).require_grad();
+  auto cb = loss(bi, bk).backward();
+  auto ok = T4::from_inner(kv).require_grad();
+  auto ck = loss(T4::from_inner(iv), ok).backward();
+  auto oi = T4::from_inner(iv).require_grad();
+  auto ci = loss(oi, T4::from_inner(kv)).backward();
+  EXPECT_EQ(ok.grad(ck)->to_vec<float>(), bk.grad(cb)->to_vec<float>());
+  EXPECT_EQ(oi.grad(ci)->to_vec<float>(), bi.grad(cb)->to_vec<float>());
+}
+
 TEST(Graph, BackwardTwiceOnSeparateGraphs) {
   auto x = T1::from_values<float>({2}, {1}).require_grad();
   auto g1 = (x * x).sum().backward();
