@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from golden_json import enc  # noqa: E402
+import golden_json  # noqa: E402
 
 torch.manual_seed(0)
 DT = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -51,16 +51,9 @@ def Bo(*shape, **kw):
 
 
 def tensor_json(t, layout="contiguous"):
-    stored = t
-    if layout == "transposed":
-        stored = t.transpose(-1, -2).contiguous()
-    flat = stored.reshape(-1)
-    if flat.dtype in (torch.float16, torch.bfloat16):
-        flat = flat.to(torch.float64)
-    data = [enc(x) for x in flat.tolist()]
-    if t.dtype == torch.bool:
-        data = [int(x) for x in data]
-    return {"dtype": NAME[t.dtype], "shape": list(stored.shape), "data": data, "layout": layout}
+    """golden_json's encoding, stored transposed for the "transposed" layout."""
+    stored = t.transpose(-1, -2) if layout == "transposed" else t
+    return {**golden_json.tensor_json(stored), "layout": layout}
 
 
 FULL = (torch.float32, torch.float64)
