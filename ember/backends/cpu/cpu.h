@@ -10,12 +10,13 @@
 #include <memory>
 
 #include "ember/backend/backend.h"
+#include "ember/core/export.h"
 
 namespace ember {
 
 /// A CPU tensor: a shared buffer seen through shape, strides (in elements, possibly 0 for
 /// broadcast or negative for flip) and an offset.
-struct CpuTensor {
+struct EMBER_API CpuTensor {
   std::shared_ptr<std::byte[]> storage;
   TensorMeta meta;
   Dims strides;
@@ -30,7 +31,7 @@ struct CpuTensor {
   std::byte* raw() const { return storage.get() + offset * size_of(meta.dtype); }
 };
 
-class Cpu {
+class EMBER_API Cpu {
  public:
   using Handle = CpuTensor;
   static std::string_view name() { return "cpu"; }
