@@ -6,14 +6,16 @@
 #include <string>
 #include <string_view>
 
+#include "ember/core/export.h"
+
 namespace ember {
 
 enum class DeviceKind : uint8_t { Cpu, Cuda, Vulkan, WebGpu, Torch, Remote, Hip, Metal };
 inline constexpr int kNumDeviceKinds = 8;
 
-std::string_view name(DeviceKind k);
+EMBER_API std::string_view name(DeviceKind k);
 
-struct Device {
+struct EMBER_API Device {
   DeviceKind kind = DeviceKind::Cpu;
   int index = 0;
 

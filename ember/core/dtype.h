@@ -8,6 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "ember/core/export.h"
 #include "ember/core/half.h"
 
 namespace ember {
@@ -15,9 +16,9 @@ namespace ember {
 enum class DType : uint8_t { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool };
 inline constexpr int kNumDTypes = 10;
 
-std::string_view name(DType t);
+EMBER_API std::string_view name(DType t);
 /// Parses "f32", "i64", "bool", ...; throws DTypeError on an unknown name.
-DType dtype_from_name(std::string_view s);
+EMBER_API DType dtype_from_name(std::string_view s);
 
 constexpr int size_of(DType t) {
   switch (t) {

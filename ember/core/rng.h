@@ -7,12 +7,14 @@
 #pragma once
 #include <cstdint>
 
+#include "ember/core/export.h"
+
 namespace ember {
 
 /// Resets the global generator.
-void seed(uint64_t s);
+EMBER_API void seed(uint64_t s);
 /// The next op seed from the global generator (thread-safe).
-uint64_t next_seed();
+EMBER_API uint64_t next_seed();
 
 /// The global generator's position, to save with a checkpoint and restore on resume so the
 /// random ops that follow (dropout, augmentation) replay exactly.
@@ -20,8 +22,8 @@ struct RngState {
   uint64_t seed = 0;
   uint64_t counter = 0;
 };
-RngState rng_state();
-void set_rng_state(RngState s);
+EMBER_API RngState rng_state();
+EMBER_API void set_rng_state(RngState s);
 
 namespace rng {
 /// A strong 64-bit mix (splitmix64 finalizer).
@@ -37,7 +39,7 @@ constexpr double uniform01(uint64_t seed, uint64_t i) {
   return static_cast<double>(bits(seed, i) >> 11) * 0x1.0p-53;
 }
 /// Standard normal (Box-Muller over two uniforms).
-double normal(uint64_t seed, uint64_t i);
+EMBER_API double normal(uint64_t seed, uint64_t i);
 }  // namespace rng
 
 }  // namespace ember

@@ -10,11 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/ops/op.h"
 
 namespace ember::ir {
 
-class Writer {
+class EMBER_API Writer {
  public:
   void u8(uint8_t v) { bytes_.push_back(std::byte{v}); }
   void u16(uint16_t v);
@@ -30,7 +31,7 @@ class Writer {
 };
 
 /// Reads what Writer wrote; every read checks bounds and throws ValueError when truncated.
-class Reader {
+class EMBER_API Reader {
  public:
   explicit Reader(std::span<const std::byte> b) : b_(b) {}
   uint8_t u8();
@@ -48,10 +49,10 @@ class Reader {
   size_t pos_ = 0;
 };
 
-void write(Writer& w, const Op& op);
-Op read_op(Reader& r);
-void write(Writer& w, const TensorMeta& m);
-TensorMeta read_meta(Reader& r);
+EMBER_API void write(Writer& w, const Op& op);
+EMBER_API Op read_op(Reader& r);
+EMBER_API void write(Writer& w, const TensorMeta& m);
+EMBER_API TensorMeta read_meta(Reader& r);
 
 /// One node of a recorded graph: out = op(inputs...), tensors named by id.
 struct Node {
@@ -61,10 +62,10 @@ struct Node {
   TensorMeta out;
   friend bool operator==(const Node&, const Node&) = default;
 };
-void write(Writer& w, const Node& n);
-Node read_node(Reader& r);
+EMBER_API void write(Writer& w, const Node& n);
+EMBER_API Node read_node(Reader& r);
 
-std::vector<std::byte> encode(const Op& op);
-Op decode_op(std::span<const std::byte> bytes);
+EMBER_API std::vector<std::byte> encode(const Op& op);
+EMBER_API Op decode_op(std::span<const std::byte> bytes);
 
 }  // namespace ember::ir
