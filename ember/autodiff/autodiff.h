@@ -20,6 +20,7 @@
 
 #include "ember/autodiff/grad_rules.h"
 #include "ember/backend/backend.h"
+#include "ember/core/export.h"
 #include "ember/ops/decompose.h"
 
 namespace ember {
@@ -32,7 +33,7 @@ enum class Checkpointing {
 
 namespace autodiff {
 /// Disables recording on this thread while alive (inference, optimizer updates).
-class NoGradGuard {
+class EMBER_API NoGradGuard {
  public:
   NoGradGuard();
   ~NoGradGuard();
@@ -43,7 +44,7 @@ class NoGradGuard {
   bool prev_;
 };
 /// Sets the checkpointing strategy for graphs recorded on this thread while alive.
-class CheckpointScope {
+class EMBER_API CheckpointScope {
  public:
   explicit CheckpointScope(Checkpointing s);
   ~CheckpointScope();
@@ -53,13 +54,13 @@ class CheckpointScope {
  private:
   Checkpointing prev_;
 };
-bool grad_enabled();
-Checkpointing checkpointing();
+EMBER_API bool grad_enabled();
+EMBER_API Checkpointing checkpointing();
 /// Graph nodes alive in this process (all Autodiff backends): for leak tests.
-int64_t live_nodes();
+EMBER_API int64_t live_nodes();
 namespace detail {
-uint64_t next_node_id();
-extern std::atomic<int64_t> g_live_nodes;
+EMBER_API uint64_t next_node_id();
+extern EMBER_API std::atomic<int64_t> g_live_nodes;
 }  // namespace detail
 }  // namespace autodiff
 

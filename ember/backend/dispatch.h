@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "ember/backend/backend.h"
+#include "ember/core/export.h"
 
 namespace ember {
 
 namespace detail {
 /// A backend handle of any registered backend.
-struct AnyHandle {
+struct EMBER_API AnyHandle {
   virtual ~AnyHandle() = default;
   virtual const TensorMeta& meta() const = 0;
 };
@@ -28,7 +29,7 @@ struct DispatchHandle {
 };
 
 /// A backend seen through Dispatch: one per device kind, registered once.
-class DeviceBackend {
+class EMBER_API DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
   virtual std::string_view name() const = 0;
@@ -41,13 +42,13 @@ class DeviceBackend {
 };
 
 /// Registers the backend for a device kind (replacing any earlier one).
-void register_device_backend(DeviceKind kind, std::unique_ptr<DeviceBackend> b);
+EMBER_API void register_device_backend(DeviceKind kind, std::unique_ptr<DeviceBackend> b);
 /// The backend for a device; throws DeviceError if none is registered or the index is absent.
-DeviceBackend& device_backend(Device dev);
+EMBER_API DeviceBackend& device_backend(Device dev);
 /// Every device usable now, e.g. {cpu, cuda:0}.
-std::vector<Device> available_devices();
+EMBER_API std::vector<Device> available_devices();
 
-class Dispatch {
+class EMBER_API Dispatch {
  public:
   using Handle = DispatchHandle;
   static std::string_view name() { return "dispatch"; }

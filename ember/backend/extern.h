@@ -4,18 +4,20 @@
 #include "ember/autodiff/autodiff.h"
 #include "ember/backend/apply.h"
 #include "ember/backend/dispatch.h"
+#include "ember/core/export.h"
 
 namespace ember {
-extern template Dispatch::Handle apply<Dispatch>(Op, std::span<Dispatch::Handle>, Device);
-extern template Dispatch::Handle apply<Dispatch>(Op, std::span<Dispatch::Handle>);
-extern template Dispatch::Handle decompose<Dispatch>(const Op&, std::span<Dispatch::Handle>,
-                                                     const TensorMeta&);
-extern template class Autodiff<Dispatch>;
+extern template EMBER_API Dispatch::Handle apply<Dispatch>(Op, std::span<Dispatch::Handle>, Device);
+extern template EMBER_API Dispatch::Handle apply<Dispatch>(Op, std::span<Dispatch::Handle>);
+extern template EMBER_API Dispatch::Handle decompose<Dispatch>(const Op&,
+                                                               std::span<Dispatch::Handle>,
+                                                               const TensorMeta&);
+extern template class EMBER_API Autodiff<Dispatch>;
 using AutodiffDispatch = Autodiff<Dispatch>;
-extern template AutodiffDispatch::Handle apply<AutodiffDispatch>(
+extern template EMBER_API AutodiffDispatch::Handle apply<AutodiffDispatch>(
     Op, std::span<AutodiffDispatch::Handle>, Device);
-extern template AutodiffDispatch::Handle apply<AutodiffDispatch>(
+extern template EMBER_API AutodiffDispatch::Handle apply<AutodiffDispatch>(
     Op, std::span<AutodiffDispatch::Handle>);
-extern template AutodiffDispatch::Handle decompose<AutodiffDispatch>(
+extern template EMBER_API AutodiffDispatch::Handle decompose<AutodiffDispatch>(
     const Op&, std::span<AutodiffDispatch::Handle>, const TensorMeta&);
 }  // namespace ember

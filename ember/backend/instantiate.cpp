@@ -1,5 +1,5 @@
 // The Dispatch and Autodiff<Dispatch> stacks are instantiated here once; extern.h tells user
-// code not to instantiate them again.
+// code not to instantiate them again, and its declarations' EMBER_API exports them.
 #include "ember/backend/extern.h"
 #include "ember/ops/decompose.h"
 

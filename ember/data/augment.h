@@ -11,6 +11,7 @@
 #pragma once
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/data/dataset.h"
 #include "ember/data/image.h"
 #include "ember/tensor/tensor.h"
@@ -20,17 +21,17 @@ namespace ember::data {
 // ---- HWC bytes --------------------------------------------------------------------------
 
 /// Mirrors left-right.
-Image hflip(const Image& im);
+EMBER_API Image hflip(const Image& im);
 /// Adds `padding` pixels of `fill` on every side.
-Image pad(const Image& im, int padding, uint8_t fill = 0);
+EMBER_API Image pad(const Image& im, int padding, uint8_t fill = 0);
 /// The height x width window at (top, left); throws IndexError if it leaves the image.
-Image crop(const Image& im, int top, int left, int height, int width);
+EMBER_API Image crop(const Image& im, int top, int left, int height, int width);
 /// Pads by `padding` (zeros), then crops a height x width window at a random place.
-Image random_crop(const Image& im, int height, int width, int padding, Rng& rng);
+EMBER_API Image random_crop(const Image& im, int height, int width, int padding, Rng& rng);
 /// Mirrors with probability p.
-Image random_hflip(const Image& im, Rng& rng, double p = 0.5);
+EMBER_API Image random_hflip(const Image& im, Rng& rng, double p = 0.5);
 /// Channel-major floats [C, H, W]: pixel * scale.
-std::vector<float> to_chw_floats(const Image& im, float scale = 1.0f / 255.0f);
+EMBER_API std::vector<float> to_chw_floats(const Image& im, float scale = 1.0f / 255.0f);
 
 /// The image as a float tensor [C, H, W] in [0, 1].
 template <Backend B>

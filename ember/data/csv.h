@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/data/dataset.h"
 
 namespace ember::data {
@@ -46,17 +47,17 @@ struct CsvTable {
 
 /// Parses CSV text; malformed input (an unterminated quote, text after a closing quote, a
 /// ragged row) throws ValueError naming `source` and the line.
-CsvTable parse_csv(std::string_view text, const CsvOptions& opt = {},
-                   std::string_view source = "<text>");
+EMBER_API CsvTable parse_csv(std::string_view text, const CsvOptions& opt = {},
+                             std::string_view source = "<text>");
 /// Reads a CSV file (gzip-compressed or not).
-CsvTable read_csv(const std::filesystem::path& path, const CsvOptions& opt = {});
+EMBER_API CsvTable read_csv(const std::filesystem::path& path, const CsvOptions& opt = {});
 
 /// Parses a number (surrounding spaces allowed); throws ValueError naming `context`.
-double parse_double(std::string_view s, std::string_view context = "csv");
-int64_t parse_int(std::string_view s, std::string_view context = "csv");
+EMBER_API double parse_double(std::string_view s, std::string_view context = "csv");
+EMBER_API int64_t parse_int(std::string_view s, std::string_view context = "csv");
 
 /// One record, with access by position or by header name.
-class CsvRow {
+class EMBER_API CsvRow {
  public:
   CsvRow(const std::vector<std::string>& header, const std::vector<std::string>& fields,
          size_t line)
@@ -91,11 +92,11 @@ class CsvRow {
 };
 
 /// Rows as strings (the header, if any, is not an item).
-InMemoryDataset<std::vector<std::string>> csv_rows(const std::filesystem::path& path,
-                                                   const CsvOptions& opt = {});
+EMBER_API InMemoryDataset<std::vector<std::string>> csv_rows(const std::filesystem::path& path,
+                                                             const CsvOptions& opt = {});
 /// Rows as numbers; a field that is not a number throws ValueError naming line and column.
-InMemoryDataset<std::vector<double>> csv_numeric(const std::filesystem::path& path,
-                                                 const CsvOptions& opt = {});
+EMBER_API InMemoryDataset<std::vector<double>> csv_numeric(const std::filesystem::path& path,
+                                                           const CsvOptions& opt = {});
 
 /// Rows through `parse(const CsvRow&)`; an exception from the parser is rethrown as a
 /// ValueError that names the file and line.
@@ -118,9 +119,9 @@ auto csv_dataset(const std::filesystem::path& path, F parse, const CsvOptions& o
 
 /// Every non-blank line of a JSON-lines file, parsed; a bad line throws ValueError naming the
 /// file and line. `lines`, if given, receives the 1-based line of each value.
-std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path,
-                                       std::vector<size_t>* lines = nullptr);
-InMemoryDataset<nlohmann::json> jsonl_dataset(const std::filesystem::path& path);
+EMBER_API std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path,
+                                                 std::vector<size_t>* lines = nullptr);
+EMBER_API InMemoryDataset<nlohmann::json> jsonl_dataset(const std::filesystem::path& path);
 /// Lines through `parse(const nlohmann::json&)` (errors name the file and line).
 template <class F>
 auto jsonl_dataset(const std::filesystem::path& path, F parse) {

@@ -14,12 +14,13 @@
 #include <string_view>
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/data/dataset.h"
 
 namespace ember::data {
 
 /// An 8-bit image, HWC: pixel (y, x) channel c is pixels[(y * width + x) * channels + c].
-struct Image {
+struct EMBER_API Image {
   int width = 0, height = 0, channels = 0;
   std::vector<uint8_t> pixels;
 
@@ -44,13 +45,13 @@ struct Image {
 
 /// Decodes an image file's bytes. `channels` 0 keeps the file's channels; 1..4 converts (1:
 /// gray, 2: gray+alpha, 3: RGB, 4: RGBA). Undecodable data throws ValueError naming `source`.
-Image decode_image(std::span<const uint8_t> bytes, int channels = 0,
-                   std::string_view source = "<memory>");
-Image load_image(const std::filesystem::path& path, int channels = 0);
+EMBER_API Image decode_image(std::span<const uint8_t> bytes, int channels = 0,
+                             std::string_view source = "<memory>");
+EMBER_API Image load_image(const std::filesystem::path& path, int channels = 0);
 /// PNG bytes of the image (lossless).
-std::vector<uint8_t> encode_png(const Image& image);
+EMBER_API std::vector<uint8_t> encode_png(const Image& image);
 /// Writes a PNG file atomically (temporary file, then rename).
-void write_png(const std::filesystem::path& path, const Image& image);
+EMBER_API void write_png(const std::filesystem::path& path, const Image& image);
 
 struct ImageItem {
   Image image;
@@ -68,7 +69,7 @@ struct ImageFolderOptions {
 /// A folder of class subfolders: labels are the subfolder names in sorted order (0, 1, ...),
 /// items are the image files under each (subfolders included), sorted by path. The folder is
 /// listed once at construction; images are decoded on every get().
-class ImageFolderDataset {
+class EMBER_API ImageFolderDataset {
  public:
   using Item = ImageItem;
   explicit ImageFolderDataset(const std::filesystem::path& root, ImageFolderOptions opt = {});

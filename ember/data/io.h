@@ -10,24 +10,27 @@
 #include <string_view>
 #include <vector>
 
+#include "ember/core/export.h"
+
 namespace ember::data {
 
 /// The whole file; throws ValueError "[what] cannot open <path>: <reason>".
-std::vector<uint8_t> read_file(const std::filesystem::path& path, std::string_view what);
+EMBER_API std::vector<uint8_t> read_file(const std::filesystem::path& path, std::string_view what);
 /// Writes `bytes` to `path` through a temporary file and a rename, so readers never see a
 /// partial file.
-void write_file_atomic(const std::filesystem::path& path, std::span<const uint8_t> bytes,
-                       std::string_view what);
+EMBER_API void write_file_atomic(const std::filesystem::path& path, std::span<const uint8_t> bytes,
+                                 std::string_view what);
 
 /// True if the bytes start with the gzip magic (1f 8b).
-bool is_gzip(std::span<const uint8_t> bytes);
+EMBER_API bool is_gzip(std::span<const uint8_t> bytes);
 /// Decompresses gzip data (several members allowed); truncated or corrupt data throws
 /// ValueError naming `source`.
-std::vector<uint8_t> gunzip(std::span<const uint8_t> bytes, std::string_view source,
-                            std::string_view what);
+EMBER_API std::vector<uint8_t> gunzip(std::span<const uint8_t> bytes, std::string_view source,
+                                      std::string_view what);
 /// Compresses to one gzip member (for tests and fixtures).
-std::vector<uint8_t> gzip(std::span<const uint8_t> bytes, int level = 6);
+EMBER_API std::vector<uint8_t> gzip(std::span<const uint8_t> bytes, int level = 6);
 /// The file's bytes, decompressed if it is gzip (by content, not by name).
-std::vector<uint8_t> read_maybe_gzip(const std::filesystem::path& path, std::string_view what);
+EMBER_API std::vector<uint8_t> read_maybe_gzip(const std::filesystem::path& path,
+                                               std::string_view what);
 
 }  // namespace ember::data

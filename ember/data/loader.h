@@ -35,6 +35,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/data/dataset.h"
 
 namespace ember::data {
@@ -56,7 +57,7 @@ struct LoaderOptions {
 
 /// Where a loader stands: the epoch, and how many of its batches the caller has taken. After
 /// the last batch of epoch e the position is {e + 1, 0}.
-struct LoaderPosition {
+struct EMBER_API LoaderPosition {
   uint64_t epoch = 0;
   size_t batch = 0;
   friend bool operator==(const LoaderPosition&, const LoaderPosition&) = default;
@@ -73,7 +74,7 @@ struct LoaderProgress {
 
 /// A failure while loading item `item()` (npos for a batcher failure) of batch `batch()` in
 /// epoch `epoch()`; the original exception is nested.
-class LoaderError : public Error, public std::nested_exception {
+class EMBER_API LoaderError : public Error, public std::nested_exception {
  public:
   static constexpr size_t npos = static_cast<size_t>(-1);
   /// Must be constructed inside a catch block (it nests the current exception).
@@ -97,7 +98,7 @@ struct CollectBatcher {
 };
 
 namespace detail {
-std::string exception_text(std::exception_ptr e);
+EMBER_API std::string exception_text(std::exception_ptr e);
 }
 
 template <Dataset D, class Batcher = CollectBatcher>

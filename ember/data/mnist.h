@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/data/dataset.h"
 
 namespace ember::data {
@@ -30,11 +31,11 @@ struct IdxArray {
   std::vector<uint8_t> data;
 };
 /// Parses and validates IDX bytes (already decompressed); errors name `source`.
-IdxArray parse_idx(std::span<const uint8_t> bytes, std::string_view source = "<memory>");
+EMBER_API IdxArray parse_idx(std::span<const uint8_t> bytes, std::string_view source = "<memory>");
 /// Reads an IDX file, gzip-compressed or not.
-IdxArray read_idx(const std::filesystem::path& path);
+EMBER_API IdxArray read_idx(const std::filesystem::path& path);
 /// The file bytes of an IDX array (for writing test fixtures).
-std::vector<uint8_t> encode_idx(const IdxArray& a);
+EMBER_API std::vector<uint8_t> encode_idx(const IdxArray& a);
 
 enum class Split { Train, Test };
 
@@ -44,7 +45,7 @@ struct MnistItem {
   uint8_t label = 0;                   // 0..9
 };
 
-class MnistDataset {
+class EMBER_API MnistDataset {
  public:
   using Item = MnistItem;
   /// Fashion-MNIST (mean and std of the training pixels scaled to [0, 1]).

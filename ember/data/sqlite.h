@@ -28,6 +28,7 @@
 #include <variant>
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/data/dataset.h"
 
 namespace ember::data {
@@ -42,7 +43,7 @@ using SqlValue = std::variant<std::monostate, int64_t, double, std::string, Blob
 
 /// One row's values, in column order; the typed accessors throw ValueError on a type that does
 /// not match (an Integer is accepted as a Real).
-struct SqlRow {
+struct EMBER_API SqlRow {
   std::vector<SqlValue> values;
   size_t size() const { return values.size(); }
   bool is_null(size_t c) const;
@@ -66,7 +67,7 @@ struct RowCodec<SqlRow> {
 
 namespace detail {
 /// The untyped reader behind SqliteDataset (a pool of read-only connections).
-class SqliteReader {
+class EMBER_API SqliteReader {
  public:
   SqliteReader(const std::filesystem::path& path, std::string table,
                const std::vector<SqlColumn>& columns);
@@ -83,7 +84,7 @@ class SqliteReader {
 };
 
 /// The untyped writer behind SqliteDatasetWriter.
-class SqliteWriter {
+class EMBER_API SqliteWriter {
  public:
   SqliteWriter(const std::filesystem::path& path, std::vector<SqlColumn> columns);
   ~SqliteWriter();
@@ -101,7 +102,7 @@ class SqliteWriter {
 }  // namespace detail
 
 /// The table names (splits) of a SQLite file.
-std::vector<std::string> sqlite_tables(const std::filesystem::path& path);
+EMBER_API std::vector<std::string> sqlite_tables(const std::filesystem::path& path);
 
 template <class T, class Codec = RowCodec<T>>
 class SqliteDataset {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/data/dataset.h"
 
 namespace ember::data {
@@ -48,11 +49,11 @@ class TabularDataset {
 /// Reads a file in scikit-learn's CSV format (gzip-compressed or not). The header's counts
 /// are checked against the rows, and class targets against the class names; mismatches throw
 /// ValueError naming the file and line.
-TabularDataset load_sklearn_csv(const std::filesystem::path& path);
+EMBER_API TabularDataset load_sklearn_csv(const std::filesystem::path& path);
 
 /// Where Debian's python3-sklearn keeps its CSV datasets (iris.csv, wine_data.csv,
 /// breast_cancer.csv, ...): /usr/lib/python3/dist-packages/sklearn/datasets/data, or
 /// $EMBER_SKLEARN_DATA_DIR if set.
-std::filesystem::path sklearn_data_dir();
+EMBER_API std::filesystem::path sklearn_data_dir();
 
 }  // namespace ember::data

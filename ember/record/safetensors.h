@@ -18,13 +18,14 @@
 #include <utility>
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/core/tensor_data.h"
 
 namespace ember::record {
 
 using NamedTensors = std::vector<std::pair<std::string, TensorData>>;
 
-struct SafetensorsFile {
+struct EMBER_API SafetensorsFile {
   std::map<std::string, std::string> metadata;
   NamedTensors tensors;  // in file order (by data offset)
 
@@ -33,13 +34,15 @@ struct SafetensorsFile {
   bool contains(const std::string& name) const;
 };
 
-void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
-                      const std::map<std::string, std::string>& metadata = {});
-SafetensorsFile load_safetensors(const std::filesystem::path& path);
+EMBER_API void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
+                                const std::map<std::string, std::string>& metadata = {});
+EMBER_API SafetensorsFile load_safetensors(const std::filesystem::path& path);
 /// Parses a whole file image (what load_safetensors reads through a memory map).
-SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::string& what);
+EMBER_API SafetensorsFile parse_safetensors(std::span<const std::byte> bytes,
+                                            const std::string& what);
 
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename, fsync of the folder).
-void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> bytes);
+EMBER_API void write_file_atomic(const std::filesystem::path& path,
+                                 std::span<const std::byte> bytes);
 
 }  // namespace ember::record

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/train/renderer.h"
 
 namespace ember::train {
@@ -38,18 +39,18 @@ struct DashboardOptions {
 
 /// True when stdout is a terminal and TERM names a terminfo entry that can address the
 /// cursor: what RendererKind::Auto checks before picking the dashboard.
-bool terminal_supports_dashboard();
+EMBER_API bool terminal_supports_dashboard();
 
 /// The dashboard. If the terminal cannot be set up when it first draws, it falls back to
 /// plain lines on stdout.
-std::unique_ptr<Renderer> dashboard_renderer(DashboardOptions options = {});
+EMBER_API std::unique_ptr<Renderer> dashboard_renderer(DashboardOptions options = {});
 
 namespace dashboard_detail {
 
 /// A metric's per-iteration values in bounded memory: consecutive values are averaged into
 /// buckets of `stride()` iterations; when `capacity` buckets are full, neighbouring buckets
 /// merge and the stride doubles, so the series always spans the whole run.
-class IterSeries {
+class EMBER_API IterSeries {
  public:
   explicit IterSeries(size_t capacity = 4096);
   /// Non-finite values count as iterations but not in the means.
@@ -70,7 +71,7 @@ class IterSeries {
 
 /// A character canvas with 2x4 dots per cell (braille) and two layers: layer 0 (training) and
 /// layer 1 (validation), plus cell markers.
-class Canvas {
+class EMBER_API Canvas {
  public:
   Canvas(int cols, int rows);
   int cols() const { return cols_; }
@@ -94,10 +95,10 @@ class Canvas {
 };
 
 /// The UTF-8 encoding of the braille character with these dot bits.
-std::string braille(uint8_t bits);
+EMBER_API std::string braille(uint8_t bits);
 
 /// Frames the dashboards of this process have drawn (to check the redraw limit).
-int64_t frames_drawn();
+EMBER_API int64_t frames_drawn();
 
 }  // namespace dashboard_detail
 }  // namespace ember::train

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "ember/core/export.h"
+
 namespace ember::train {
 
 struct MetricInput {
@@ -30,7 +32,7 @@ struct MetricInput {
   int64_t tokens = 0;  // items that count for perplexity (default: batch_size)
 };
 
-class Metric {
+class EMBER_API Metric {
  public:
   virtual ~Metric() = default;
   virtual std::string name() const = 0;
@@ -45,7 +47,7 @@ class Metric {
 };
 
 /// Mean loss, weighted by batch size.
-class LossMetric final : public Metric {
+class EMBER_API LossMetric final : public Metric {
  public:
   std::string name() const override { return "loss"; }
   void update(const MetricInput& in) override;
@@ -61,7 +63,7 @@ class LossMetric final : public Metric {
 };
 
 /// Top-k accuracy (k = 1: accuracy). Targets equal to `ignore_index` are not counted.
-class Accuracy final : public Metric {
+class EMBER_API Accuracy final : public Metric {
  public:
   explicit Accuracy(int k = 1, int64_t ignore_index = -100) : k_(k), ignore_(ignore_index) {}
   std::string name() const override {
@@ -87,7 +89,7 @@ enum class Averaging { Macro, Micro };
 /// Precision, recall and F-beta from the epoch's confusion counts. Multi-class: the argmax
 /// is the prediction; multi-label: scores above `threshold` (on probabilities; logits are
 /// compared with the threshold's logit).
-class ClassificationScore final : public Metric {
+class EMBER_API ClassificationScore final : public Metric {
  public:
   enum class Kind { Precision, Recall, FBeta };
   ClassificationScore(Kind kind, Averaging avg = Averaging::Macro, double beta = 1,
@@ -108,13 +110,13 @@ class ClassificationScore final : public Metric {
   std::vector<int64_t> tp_, fp_, fn_;
 };
 
-std::unique_ptr<Metric> precision(Averaging avg = Averaging::Macro);
-std::unique_ptr<Metric> recall(Averaging avg = Averaging::Macro);
-std::unique_ptr<Metric> fbeta(double beta = 1, Averaging avg = Averaging::Macro);
+EMBER_API std::unique_ptr<Metric> precision(Averaging avg = Averaging::Macro);
+EMBER_API std::unique_ptr<Metric> recall(Averaging avg = Averaging::Macro);
+EMBER_API std::unique_ptr<Metric> fbeta(double beta = 1, Averaging avg = Averaging::Macro);
 
 /// Area under the ROC curve over the epoch: binary (C = 2 uses the score of class 1, or
 /// C = 1 a single score), or the macro average of one-vs-rest AUCs. Ties count one half.
-class Auroc final : public Metric {
+class EMBER_API Auroc final : public Metric {
  public:
   std::string name() const override { return "auroc"; }
   void update(const MetricInput& in) override;
@@ -129,7 +131,7 @@ class Auroc final : public Metric {
 };
 
 /// Counts [target][prediction] over the epoch; value() is the accuracy it implies.
-class ConfusionMatrix final : public Metric {
+class EMBER_API ConfusionMatrix final : public Metric {
  public:
   std::string name() const override { return "confusion"; }
   void update(const MetricInput& in) override;
@@ -148,7 +150,7 @@ class ConfusionMatrix final : public Metric {
 };
 
 /// exp(mean loss per token), the loss being a per-token cross-entropy.
-class Perplexity final : public Metric {
+class EMBER_API Perplexity final : public Metric {
  public:
   std::string name() const override { return "perplexity"; }
   void update(const MetricInput& in) override;
@@ -164,7 +166,7 @@ class Perplexity final : public Metric {
 };
 
 /// The learning rate of the last step.
-class LearningRate final : public Metric {
+class EMBER_API LearningRate final : public Metric {
  public:
   std::string name() const override { return "lr"; }
   void update(const MetricInput& in) override { lr_ = in.lr; }
@@ -177,7 +179,7 @@ class LearningRate final : public Metric {
 };
 
 /// Items per second since the last reset.
-class IterationSpeed final : public Metric {
+class EMBER_API IterationSpeed final : public Metric {
  public:
   std::string name() const override { return "items_per_s"; }
   void update(const MetricInput& in) override;
@@ -194,7 +196,7 @@ class IterationSpeed final : public Metric {
 };
 
 /// This process's CPU use (percent of one core) and resident memory (MiB), from /proc.
-class CpuUse final : public Metric {
+class EMBER_API CpuUse final : public Metric {
  public:
   std::string name() const override { return "cpu_percent"; }
   void update(const MetricInput&) override;
@@ -205,7 +207,7 @@ class CpuUse final : public Metric {
  private:
   double value_ = 0, prev_cpu_ = -1, prev_wall_ = 0;
 };
-class CpuMemory final : public Metric {
+class EMBER_API CpuMemory final : public Metric {
  public:
   std::string name() const override { return "memory_mib"; }
   void update(const MetricInput&) override;

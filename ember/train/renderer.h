@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "ember/core/export.h"
+
 namespace ember::train {
 
 struct Progress {
@@ -34,7 +36,7 @@ struct MetricValue {
 };
 
 /// Per split and metric, the value at the end of each epoch.
-struct History {
+struct EMBER_API History {
   std::map<std::string, std::map<std::string, std::vector<double>>> epochs;
   /// (best, last) of a metric in a split; best by the metric's direction.
   std::pair<double, double> best_last(const std::string& split, const std::string& metric,
@@ -45,7 +47,7 @@ struct History {
 /// What the user asked for from the dashboard.
 enum class StopRequest { None, StopAfterStep, Abort };
 
-class Renderer {
+class EMBER_API Renderer {
  public:
   virtual ~Renderer() = default;
   virtual void update(const Progress& p, const std::vector<MetricValue>& metrics) = 0;
@@ -59,15 +61,15 @@ class Renderer {
 };
 
 /// The summary table: best and last value per metric and split.
-void print_summary(std::ostream& os, const History& h);
+EMBER_API void print_summary(std::ostream& os, const History& h);
 
 enum class RendererKind { Auto, Dashboard, Plain, None };
 
 /// Plain progress lines (a few per epoch, and every epoch's metrics) on `os`.
-std::unique_ptr<Renderer> plain_renderer(std::ostream& os);
+EMBER_API std::unique_ptr<Renderer> plain_renderer(std::ostream& os);
 /// A renderer that shows nothing.
-std::unique_ptr<Renderer> null_renderer();
+EMBER_API std::unique_ptr<Renderer> null_renderer();
 /// Auto: the dashboard when stdout is a terminal, plain lines otherwise.
-std::unique_ptr<Renderer> make_renderer(RendererKind kind);
+EMBER_API std::unique_ptr<Renderer> make_renderer(RendererKind kind);
 
 }  // namespace ember::train

@@ -12,13 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "ember/core/export.h"
 #include "ember/train/metrics.h"
 #include "ember/train/renderer.h"
 
 namespace ember::train {
 
 /// Confusion counts: counts[t * num_classes + p] items of class t predicted as p.
-struct ConfusionCounts {
+struct EMBER_API ConfusionCounts {
   int64_t num_classes = 0;
   std::vector<int64_t> counts;
   std::vector<std::string> class_names;  // empty: the class ids
@@ -36,13 +37,14 @@ struct ReportChartLayout {
 
 /// The page as a string. Throws ValueError if the confusion counts do not fit
 /// num_classes (or the class names their number).
-std::string report_html(const History& h, const std::optional<ConfusionCounts>& confusion = {},
-                        const std::string& title = "Training report");
+EMBER_API std::string report_html(const History& h,
+                                  const std::optional<ConfusionCounts>& confusion = {},
+                                  const std::string& title = "Training report");
 
 /// Writes report_html(...) to `path` atomically (temporary file, fsync, rename), creating
 /// the folder if needed.
-void write_report(const std::filesystem::path& path, const History& h,
-                  const std::optional<ConfusionCounts>& confusion = {},
-                  const std::string& title = "Training report");
+EMBER_API void write_report(const std::filesystem::path& path, const History& h,
+                            const std::optional<ConfusionCounts>& confusion = {},
+                            const std::string& title = "Training report");
 
 }  // namespace ember::train
