@@ -53,7 +53,14 @@ typename B::Handle apply(Op op, std::span<typename B::Handle> in, Device dev) {
                         " and " + B::device(h).to_string());
   }
   TensorMeta out = infer(op, std::span<const TensorMeta* const>(metas.data(), metas.size()));
-  return run_validated<B>(op, in, out, dev);
+  try {
+    return run_validated<B>(op, in, out, dev);
+  } catch (const MemoryError& e) {
+    if (e.what()[0] == '[') throw;  // an inner op (of a decomposition) already named itself
+    throw detail::memory_error(op, out, e.what(), e.bytes());
+  } catch (const std::bad_alloc&) {
+    throw detail::memory_error(op, out, "out of memory", -1);
+  }
 }
 
 /// apply for ops with inputs: the device is the first input's.

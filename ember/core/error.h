@@ -3,6 +3,7 @@
 //
 //   [matmul] inner dims differ: lhs [2, 3], rhs [4, 5]
 #pragma once
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +37,16 @@ class ValueError : public Error {
 class DeviceError : public Error {
  public:
   using Error::Error;
+};
+
+/// Memory could not be allocated; `bytes()` is the size asked for (-1 when unknown).
+class MemoryError : public Error {
+ public:
+  MemoryError(const std::string& what, int64_t bytes) : Error(what), bytes_(bytes) {}
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  int64_t bytes_;
 };
 
 }  // namespace ember

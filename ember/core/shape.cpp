@@ -1,13 +1,48 @@
 #include "ember/core/shape.h"
 
+#include "ember/core/checked.h"
 #include "ember/core/error.h"
 
 namespace ember {
 
+void throw_size_overflow(std::string_view what) {
+  throw ShapeError(std::string(what) + " overflows int64");
+}
+
+namespace {
+// The product of the dims with zeros counted as 1 (what strides need), and whether one is 0.
+bool extent(const Dims& dims, int64_t& n, bool& zero) {
+  n = 1;
+  zero = false;
+  for (int64_t d : dims) {
+    if (d == 0) zero = true;
+    if (d != 0 && __builtin_mul_overflow(n, d, &n)) return false;
+  }
+  return true;
+}
+}  // namespace
+
 int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
+  int64_t n;
+  bool zero;
+  if (!extent(dims_, n, zero))
+    throw ShapeError("[shape] " + to_string() + " has more elements than int64 can count");
+  return zero ? 0 : n;
+}
+
+int64_t byte_size(const Shape& s, size_t elem_size, std::string_view op) {
+  for (int64_t d : s)
+    if (d < 0) throw ValueError("[" + std::string(op) + "] negative dim in shape " + s.to_string());
+  int64_t n, bytes;
+  bool zero;
+  if (!extent(s.dims(), n, zero))
+    throw ShapeError("[" + std::string(op) + "] shape " + s.to_string() +
+                     " has more elements than int64 can count");
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(elem_size), &bytes))
+    throw ShapeError("[" + std::string(op) + "] shape " + s.to_string() + " of " +
+                     std::to_string(elem_size) +
+                     "-byte elements needs more bytes than int64 can count");
+  return zero ? 0 : bytes;
 }
 
 std::string Shape::to_string() const {

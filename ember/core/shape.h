@@ -3,6 +3,11 @@
 //
 //   Shape s{2, 3, 4};   s.numel() == 24;   s.to_string() == "[2, 3, 4]";
 //   broadcast_shapes(Shape{2, 1, 4}, Shape{3, 1}) == Shape{2, 3, 4}
+//   Shape{1 << 40, 1 << 40}.numel();   // throws ShapeError: the count does not fit int64
+//
+// Invariant: a shape that reaches a tensor has non-negative dims whose product, with zero
+// dims counted as 1, fits int64, and so does its byte size (`byte_size`). Strides and
+// offsets of such a tensor then fit int64 too, which every kernel relies on.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,7 +29,8 @@ class Shape {
   size_t rank() const { return dims_.size(); }
   int64_t operator[](size_t i) const { return dims_[i]; }
   int64_t& operator[](size_t i) { return dims_[i]; }
-  /// Product of the dims (1 for rank 0).
+  /// Product of the dims (1 for rank 0). Throws ShapeError when the product of the dims
+  /// (zero dims counted as 1, so that strides fit too) overflows int64.
   int64_t numel() const;
   const Dims& dims() const { return dims_; }
   Dims& dims() { return dims_; }
@@ -36,6 +42,10 @@ class Shape {
  private:
   Dims dims_;
 };
+
+/// numel() * elem_size, checked: throws ShapeError naming `op` when the shape has a
+/// negative dim or its elements or bytes do not fit int64.
+int64_t byte_size(const Shape& s, size_t elem_size, std::string_view op = "shape");
 
 /// Row-major strides (in elements) of a contiguous tensor of this shape.
 Dims contiguous_strides(const Shape& s);

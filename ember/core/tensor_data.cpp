@@ -20,20 +20,32 @@ void convert_elements(const void* src, DType from, void* dst, DType to, size_t n
 }
 
 TensorData::TensorData(Shape shape, DType dtype)
-    : bytes_(static_cast<size_t>(shape.numel()) * size_of(dtype)),
-      shape_(std::move(shape)),
-      dtype_(dtype) {}
+    : bytes_(allocate(shape, dtype)), shape_(std::move(shape)), dtype_(dtype) {}
 
 TensorData::TensorData(std::vector<std::byte> bytes, Shape shape, DType dtype)
     : bytes_(std::move(bytes)), shape_(std::move(shape)), dtype_(dtype) {
-  if (bytes_.size() != static_cast<size_t>(shape_.numel()) * size_of(dtype_))
+  if (static_cast<int64_t>(bytes_.size()) != byte_size(shape_, size_of(dtype_), "tensor_data"))
     throw ValueError("[tensor_data] " + std::to_string(bytes_.size()) + " bytes do not hold " +
                      shape_.to_string() + " of " + std::string(name(dtype_)));
 }
 
+std::vector<std::byte> TensorData::allocate(const Shape& s, DType t) {
+  int64_t bytes = byte_size(s, size_of(t), "tensor_data");
+  try {
+    return std::vector<std::byte>(static_cast<size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+    throw MemoryError("[tensor_data] out of memory: " + std::to_string(bytes) + " bytes for " +
+                          s.to_string() + " of " + std::string(name(t)),
+                      bytes);
+  } catch (const std::length_error&) {
+    throw MemoryError("[tensor_data] " + std::to_string(bytes) + " bytes for " + s.to_string() +
+                          " of " + std::string(name(t)) + " exceed what the host can address",
+                      bytes);
+  }
+}
+
 void TensorData::check_count(size_t n, const Shape& s) {
-  for (int64_t d : s)
-    if (d < 0) throw ValueError("[tensor_data] negative dim in shape " + s.to_string());
+  byte_size(s, 1, "tensor_data");  // negative dims and overflowing counts
   if (static_cast<int64_t>(n) != s.numel())
     throw ShapeError("[tensor_data] " + std::to_string(n) + " values do not fill shape " +
                      s.to_string());

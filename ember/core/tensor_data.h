@@ -97,6 +97,7 @@ class TensorData {
 
  private:
   static void check_count(size_t n, const Shape& s);
+  static std::vector<std::byte> allocate(const Shape& s, DType t);
   void check_dtype(DType t) const;
   std::vector<std::byte> bytes_;
   Shape shape_;

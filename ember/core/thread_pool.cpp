@@ -127,11 +127,13 @@ int num_threads() { return pool().size(); }
 void set_num_threads(int n) { pool().resize(std::max(1, n)); }
 
 void parallel_for_impl(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f) {
-  int64_t chunks = std::min<int64_t>((n + grain - 1) / grain, num_threads() * 4);
-  int64_t per = (n + chunks - 1) / chunks;
+  // Division-first rounding: n may be close to INT64_MAX, where n + grain would overflow.
+  grain = std::max<int64_t>(grain, 1);
+  int64_t chunks = std::min<int64_t>(n / grain + (n % grain != 0), num_threads() * 4);
+  int64_t per = n / chunks + (n % chunks != 0);
   pool().run(chunks, [&](int64_t c) {
-    int64_t b = c * per, e = std::min(n, b + per);
-    if (b < e) f(b, e);
+    int64_t b = c * per;  // at most n + chunks: no overflow
+    if (b < n) f(b, b + std::min(per, n - b));
   });
 }
 

@@ -17,7 +17,7 @@ void parallel_for_impl(int64_t n, int64_t grain, const std::function<void(int64_
 
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
-  if (n <= grain || num_threads() == 1) {
+  if (n <= grain || num_threads() == 1) {  // n near INT64_MAX is fine: no rounding here
     if (n > 0) f(int64_t{0}, n);
     return;
   }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ember/core/checked.h"
 #include "ember/core/error.h"
 #include "ember/ops/op.h"
 
@@ -129,7 +130,7 @@ void normalize_slice(Op& op, const Shape& s) {
 Shape slice_shape(const OpAttrs& a) {
   Dims d(a.dims.size());
   for (size_t i = 0; i < d.size(); ++i)
-    d[i] = (a.ends[i] - a.dims[i] + a.steps[i] - 1) / a.steps[i];
+    d[i] = (a.ends[i] - a.dims[i]) / a.steps[i] + ((a.ends[i] - a.dims[i]) % a.steps[i] != 0);
   return Shape(d);
 }
 
@@ -145,7 +146,8 @@ TensorMeta movement_rule(Op& op, const TensorMeta& x) {
         } else if (a.shape[i] < 0) {
           throw ValueError(tag(op) + "bad target shape " + Shape(a.shape).to_string());
         } else {
-          known *= a.shape[i];
+          known = checked_mul(known, a.shape[i],
+                              tag(op) + "target shape " + Shape(a.shape).to_string());
         }
       }
       if (infer_at >= 0) {
@@ -154,7 +156,7 @@ TensorMeta movement_rule(Op& op, const TensorMeta& x) {
                            Shape(a.shape).to_string());
         a.shape[infer_at] = s.numel() / known;
       }
-      if (Shape(a.shape).numel() != s.numel())
+      if (byte_size(Shape(a.shape), 1, name(op.code)) != s.numel())
         throw ShapeError(tag(op) + "cannot reshape " + s.to_string() + " (" +
                          std::to_string(s.numel()) + " elements) into " +
                          Shape(a.shape).to_string());
@@ -210,7 +212,8 @@ TensorMeta index_rule(Op& op, Metas in) {
         if (!ok)
           throw ShapeError(tag(op) + "shapes differ outside dim " + std::to_string(a.dim) + ": " +
                            shapes_of(in));
-        out[a.dim] += t[a.dim];
+        out[a.dim] = checked_add(out[a.dim], t[a.dim],
+                                 tag(op) + "output size along dim " + std::to_string(a.dim));
       }
       return {Shape(out), x.dtype};
     }
@@ -351,16 +354,19 @@ void normalize_window(Op& op, size_t r, bool pool) {
 // The output size of a window sliding over `in` (plus padding) in dim i; throws when the
 // dilated kernel does not fit the padded input.
 int64_t window_out(const Op& op, const Window& w, size_t i, int64_t in, Metas metas) {
-  int64_t k = w.dilation[i] * (w.kernel[i] - 1) + 1, padded = in + 2 * w.padding[i];
+  const std::string what = tag(op) + "window size in spatial dim " + std::to_string(i);
+  int64_t k = checked_add(checked_mul(w.dilation[i], w.kernel[i] - 1, what), 1, what);
+  int64_t padded = checked_add(in, checked_mul(2, w.padding[i], what), what);
   if (padded < k)
     throw ShapeError(tag(op) + "kernel " + list_str(w.kernel) + " (dilation " +
                      list_str(w.dilation) + ") is larger than the padded input in spatial dim " +
                      std::to_string(i) + " (" + std::to_string(padded) + "); shapes " +
                      shapes_of(metas));
   int64_t s = w.stride[i], span = padded - k;
-  int64_t o = (span + (w.ceil_mode ? s - 1 : 0)) / s + 1;
-  // ceil mode: the last window must start inside the input or its left padding
-  if (w.ceil_mode && (o - 1) * s >= in + w.padding[i]) --o;
+  int64_t o = span / s + 1 + (w.ceil_mode && span % s != 0);
+  // ceil mode: the last window must start inside the input or its left padding (in 128 bits:
+  // the start may pass int64 when the stride is huge)
+  if (w.ceil_mode && __int128(o - 1) * s >= __int128(in) + w.padding[i]) --o;
   return o;
 }
 
@@ -430,8 +436,11 @@ TensorMeta spatial_rule(Op& op, Metas in) {
           if (w.output_padding[i] >= std::max(w.stride[i], w.dilation[i]))
             throw ValueError(tag(op) + "output_padding " + list_str(w.output_padding) +
                              " must be smaller than the stride or the dilation");
-          out[i] = (xs[i + 2] - 1) * w.stride[i] - 2 * w.padding[i] +
-                   w.dilation[i] * (w.kernel[i] - 1) + w.output_padding[i] + 1;
+          const std::string what = tag(op) + "output size in spatial dim " + std::to_string(i);
+          int64_t o = checked_mul(xs[i + 2] - 1, w.stride[i], what);
+          o = checked_add(o, checked_mul(w.dilation[i], w.kernel[i] - 1, what), what);
+          o = checked_add(o, w.output_padding[i] + 1, what);
+          out[i] = checked_sub(o, checked_mul(2, w.padding[i], what), what);
           if (out[i] < 1)
             throw ShapeError(tag(op) + "output size " + std::to_string(out[i]) +
                              " in spatial dim " + std::to_string(i) + " is not positive (shapes " +
@@ -461,7 +470,7 @@ TensorMeta spatial_rule(Op& op, Metas in) {
       Dims out = window_outs(op, w, spatial_of(xs), in);
       if (op.code != OpCode::Unfold) return {nc_shape(xs[0], xs[1], out), dt};
       int64_t k = Shape(w.kernel).numel(), l = Shape(out).numel();
-      return {Shape{xs[0], xs[1] * k, l}, dt};
+      return {Shape{xs[0], checked_mul(xs[1], k, tag(op) + "output channels"), l}, dt};
     }
     case OpCode::MaxPoolBackward: {
       size_t r = spatial_rank(op, xs);
@@ -582,9 +591,23 @@ TensorMeta attention_rule(const Op& op, Metas in) {
   return {Shape(out), q.dtype};
 }
 
-}  // namespace
+// The output meets the shape invariant (shape.h): no negative dim, elements and bytes fit int64.
+void check_output(const Op& op, const TensorMeta& out, Metas in) {
+  int64_t n = 1, bytes;
+  for (int64_t d : out.shape) {
+    if (d < 0)
+      throw ShapeError(tag(op) + "output shape " + out.shape.to_string() +
+                       " has a negative dim (inputs " + shapes_of(in) + ")");
+    if (d != 0 && __builtin_mul_overflow(n, d, &n))
+      throw ShapeError(tag(op) + "output shape " + out.shape.to_string() +
+                       " has more elements than int64 can count (inputs " + shapes_of(in) + ")");
+  }
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(size_of(out.dtype)), &bytes))
+    throw ShapeError(tag(op) + "output shape " + out.shape.to_string() + " of " +
+                     std::string(name(out.dtype)) + " needs more bytes than int64 can count");
+}
 
-TensorMeta infer(Op& op, Metas in) {
+TensorMeta infer_rule(Op& op, Metas in) {
   const OpInfo& oi = info(op.code);
   if (oi.arity >= 0 && static_cast<int>(in.size()) != oi.arity)
     throw ValueError(tag(op) + "takes " + std::to_string(oi.arity) + " inputs, got " +
@@ -636,6 +659,14 @@ TensorMeta infer(Op& op, Metas in) {
     default:
       throw Error(tag(op) + "no shape rule");
   }
+}
+
+}  // namespace
+
+TensorMeta infer(Op& op, Metas in) {
+  TensorMeta out = infer_rule(op, in);
+  check_output(op, out, in);
+  return out;
 }
 
 }  // namespace ember

@@ -73,3 +73,21 @@ bool is_elementwise(OpCode c) {
 }
 
 }  // namespace ember
+
+namespace ember::detail {
+
+MemoryError memory_error(const Op& op, const TensorMeta& out, std::string_view what,
+                         int64_t bytes) {
+  int64_t out_bytes = -1;
+  try {
+    out_bytes = byte_size(out.shape, size_of(out.dtype));
+  } catch (const Error&) {
+  }
+  std::string msg = "[";  // appends: GCC 12's -Wrestrict misfires on "literal" + std::string
+  msg.append(name(op.code)).append("] ").append(what).append(" for output ");
+  msg.append(out.shape.to_string()).append(" ").append(name(out.dtype));
+  if (out_bytes >= 0) msg += " (" + std::to_string(out_bytes) + " bytes)";
+  return MemoryError(msg, bytes >= 0 ? bytes : out_bytes);
+}
+
+}  // namespace ember::detail

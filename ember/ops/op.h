@@ -6,6 +6,7 @@
 //   TensorMeta out = infer(op, {&x_meta});                            // validates, or throws
 //   name(OpCode::LogSoftmax) == "log_softmax"
 #pragma once
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -87,7 +88,11 @@ struct Scalar {
     else
       return T(f);
   }
-  friend bool operator==(const Scalar&, const Scalar&) = default;
+  /// Bitwise on the float: attributes are equal when they encode alike (NaN equals NaN).
+  friend bool operator==(const Scalar& a, const Scalar& b) {
+    return std::bit_cast<uint64_t>(a.f) == std::bit_cast<uint64_t>(b.f) && a.i == b.i &&
+           a.is_int == b.is_int;
+  }
 };
 
 /// The sliding window of a spatial op (conv, pooling, unfold/fold) on [N, C, *spatial]
@@ -144,5 +149,12 @@ struct TensorMeta {
 /// place shapes, dtypes, dims and indices are checked: every error names the op and shows
 /// the shapes. Backends assume valid input.
 TensorMeta infer(Op& op, std::span<const TensorMeta* const> inputs);
+
+class MemoryError;
+namespace detail {
+/// "[op] <what> for output <shape> <dtype> (<n> bytes)": an allocation failure, with the op and
+/// the output it was making.
+MemoryError memory_error(const Op& op, const TensorMeta& out, std::string_view what, int64_t bytes);
+}  // namespace detail
 
 }  // namespace ember

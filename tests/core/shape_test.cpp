@@ -58,3 +58,26 @@ TEST(Device, Parse) {
   EXPECT_THROW(Device::parse("cuda:x"), DeviceError);
   EXPECT_THROW(Device::parse("cuda:-1"), DeviceError);
 }
+
+// Element counts and byte sizes are checked: an overflow is an error, never a wrapped value.
+TEST(Shape, CountsThatOverflowInt64AreErrors) {
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_THROW((Shape{big, big}.numel()), ShapeError);  // used to wrap to 0
+  EXPECT_THROW((Shape{INT64_MAX, 3}.numel()), ShapeError);
+  EXPECT_THROW((Shape{0, big, big}.numel()), ShapeError);  // its strides would overflow
+  EXPECT_EQ((Shape{0, big}.numel()), 0);
+  EXPECT_EQ((Shape{INT64_MAX}.numel()), INT64_MAX);
+  EXPECT_EQ(byte_size(Shape{3, 5}, 4), 60);
+  EXPECT_EQ(byte_size(Shape{0, 5}, 8), 0);
+  EXPECT_THROW(byte_size(Shape{INT64_MAX}, 2), ShapeError);
+  EXPECT_THROW(byte_size(Shape{int64_t{1} << 62}, 4), ShapeError);
+  EXPECT_THROW(byte_size(Shape{2, -1}, 4), ValueError);
+  try {
+    byte_size(Shape{big, big}, 4, "zeros");
+    ADD_FAILURE() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(),
+                 "[zeros] shape [1099511627776, 1099511627776] has more elements than int64 can "
+                 "count");
+  }
+}

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <vector>
 
 #include "ember/core/error.h"
@@ -40,5 +42,25 @@ TEST(ThreadPool, BackToBackJobsRunEachChunkOnce) {
       for (int64_t i = b; i < e; ++i) hits[i]++;
     });
     for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "job " << job;
+  }
+}
+
+// n near INT64_MAX: the chunk arithmetic used to overflow and loop forever.
+TEST(ThreadPool, RangesNearInt64Max) {
+  set_num_threads(2);
+  for (int64_t n : {INT64_MAX, INT64_MAX - 1, INT64_MAX / 2 + 1}) {
+    for (int64_t grain : {int64_t{1}, int64_t{1} << 15, INT64_MAX / 3}) {
+      std::mutex mu;
+      std::vector<std::pair<int64_t, int64_t>> runs;
+      parallel_for(n, grain, [&](int64_t b, int64_t e) {
+        std::lock_guard lk(mu);
+        runs.emplace_back(b, e);
+      });
+      std::sort(runs.begin(), runs.end());
+      ASSERT_FALSE(runs.empty());
+      EXPECT_EQ(runs.front().first, 0);
+      EXPECT_EQ(runs.back().second, n);
+      for (size_t i = 0; i + 1 < runs.size(); ++i) EXPECT_EQ(runs[i].second, runs[i + 1].first);
+    }
   }
 }

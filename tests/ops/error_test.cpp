@@ -258,3 +258,68 @@ TEST(Errors, Devices) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+using B = Dispatch;
+
+// The extreme shapes that used to crash, hang or return garbage (issue: hardening).
+TEST(Errors, SizesThatOverflowInt64) {
+  const int64_t big = int64_t{1} << 40, huge = int64_t{1} << 32;
+  using T2 = Tensor<B, 2>;
+  expect_error<ShapeError>(
+      [&] {
+        T2::zeros({big, big});
+      },
+      "[full] output shape [1099511627776, 1099511627776] has more elements "
+      "than int64 can count");
+  expect_error<ShapeError>(
+      [&] {
+        T2::from_values<float>({}, {huge, huge});
+      },
+      "[tensor_data] shape [4294967296, 4294967296] has more elements");
+  expect_error<ShapeError>(
+      [&] {
+        Tensor<B, 1>::zeros({0}).reshape<2>({huge, huge});
+      },
+      "[reshape] target shape [4294967296, 4294967296] overflows int64");
+  expect_error<ShapeError>([&] { T2::zeros({INT64_MAX, 3}); }, "[full] output shape");
+  expect_error<ShapeError>(
+      [&] {
+        T2::random({INT64_MAX, 3}, Distribution::uniform(0, 1));
+      },
+      "[random_uniform] output shape");
+  expect_error<ShapeError>([&] { Tensor<B, 1>::zeros({int64_t{1} << 62}); },
+                           "needs more bytes than int64 can count");
+  expect_error<ShapeError>([&] { T2::ones({1, 1}).expand<2>({big, big}); }, "[expand]");
+}
+
+// Memory that cannot be had is a MemoryError naming the op, the shape and the bytes.
+TEST(Errors, AllocationFailureNamesTheOpTheShapeAndTheBytes) {
+  const int64_t n = int64_t{1} << 47;  // 512 TiB of f32: more than any address space
+  try {
+    Tensor<B, 1>::zeros({n});
+    ADD_FAILURE() << "no error";
+  } catch (const MemoryError& e) {
+    EXPECT_EQ(e.bytes(), n * 4);
+    std::string m = e.what();
+    EXPECT_NE(m.find("[full] out of memory: 562949953421312 bytes asked for"), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("for output [140737488355328] f32"), std::string::npos) << m;
+  }
+  // through a composite's decomposition: the innermost op names itself once
+  try {
+    Tensor<B, 2>::ones({1, 1}).expand<2>({n, 1}).exp();
+    ADD_FAILURE() << "no error";
+  } catch (const MemoryError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("[exp] out of memory", 0), 0u) << e.what();
+  }
+  // the host-side buffer of TensorData too
+  expect_error<MemoryError>([&] { TensorData(Shape{n}, DType::F32); },
+                            "[tensor_data] out of memory: 562949953421312 bytes for "
+                            "[140737488355328] of f32");
+}
+
+}  // namespace
+}  // namespace ember

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "ember/ember.h"
+#include "ember/nn/loss.h"
 
 namespace ember {
 namespace {
@@ -189,6 +190,61 @@ TEST(Property, VectorizedTranscendentalsMatchLibm) {
       continue;
     }
     ASSERT_NEAR(t[i], std::tanh(v), 4e-7 * std::abs(std::tanh(v)) + 1e-38) << "tanh(" << v << ")";
+  }
+}
+
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+// log_softmax and cross_entropy at large logits, against the same formulas in long double on
+// the same f32 inputs: the result near the max must keep f32's relative precision whatever
+// the logits' magnitude (a max + log(sum) folded into one float lost it: ~5e-4 at 1e4).
+TEST(Property, LogSoftmaxKeepsPrecisionAtLargeLogits) {
+  using T2 = Tensor<Dispatch, 2>;
+  std::mt19937_64 gen(7);
+  for (double mag : {1.0, 1e2, 1e4, 1e6, -1e6, 3e7}) {
+    const int64_t rows = 16, cols = 37;
+    std::vector<float> x(rows * cols);
+    for (auto& v : x) v = static_cast<float>(mag + std::uniform_real_distribution<>(-4, 4)(gen));
+    for (int dim_last = 0; dim_last < 2; ++dim_last) {
+      // dim 1 runs the row kernel; dim 0 on the transposed data the strided one
+      std::vector<float> xt(x.size());
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) xt[c * rows + r] = x[r * cols + c];
+      T2 t = dim_last ? T2::from_values(x, {rows, cols}) : T2::from_values(xt, {cols, rows});
+      auto got = activation::log_softmax(t, dim_last ? 1 : 0).to_data().to_vec<float>();
+      for (int64_t r = 0; r < rows; ++r) {
+        long double m = -INFINITY, sum = 0;
+        for (int64_t c = 0; c < cols; ++c) m = std::max<long double>(m, x[r * cols + c]);
+        for (int64_t c = 0; c < cols; ++c) sum += std::exp((long double)x[r * cols + c] - m);
+        for (int64_t c = 0; c < cols; ++c) {
+          long double want = (long double)x[r * cols + c] - m - std::log(sum);
+          float g = dim_last ? got[r * cols + c] : got[c * rows + r];
+          ASSERT_NEAR(g, (double)want, 2e-6 * std::max(1.0, std::abs((double)want)))
+              << "magnitude " << mag << ", row " << r << ", col " << c;
+        }
+      }
+    }
+    // cross_entropy picks log_softmax at the target: at par with the f64 formula
+    std::vector<int64_t> target(rows);
+    long double want = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      target[r] = (r * 5) % cols;
+      long double m = -INFINITY, sum = 0;
+      for (int64_t c = 0; c < cols; ++c) m = std::max<long double>(m, x[r * cols + c]);
+      for (int64_t c = 0; c < cols; ++c) sum += std::exp((long double)x[r * cols + c] - m);
+      want += -((long double)x[r * cols + target[r]] - m - std::log(sum)) / rows;
+    }
+    float loss = nn::CrossEntropyLossConfig{}
+                     .init()
+                     .forward(T2::from_values(x, {rows, cols}),
+                              Tensor<Dispatch, 1, Int>::from_values(target, {rows}))
+                     .into_scalar();
+    EXPECT_NEAR(loss, (double)want, 2e-6 * std::max(1.0, std::abs((double)want)))
+        << "magnitude " << mag;
   }
 }
 

@@ -5,7 +5,10 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
+
+#include "ember/core/error.h"
 
 namespace ember::cpu {
 
@@ -80,9 +83,10 @@ struct CountingAllocator {
   template <class U>
   CountingAllocator(const CountingAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
   T* allocate(size_t n) {
+    T* p = std::allocator<T>().allocate(n);  // counted only once it succeeded
     ++g_live_buffers;
     g_live_bytes += static_cast<int64_t>(n * sizeof(T));
-    return std::allocator<T>().allocate(n);
+    return p;
   }
   void deallocate(T* p, size_t n) {
     --g_live_buffers;
@@ -103,11 +107,29 @@ struct LargeDeleter {
 
 }  // namespace
 
+namespace {
+[[noreturn]] void out_of_memory(size_t bytes) {
+  throw MemoryError("out of memory: " + std::to_string(bytes) + " bytes asked for (" +
+                        std::to_string(live_bytes()) + " bytes in use)",
+                    static_cast<int64_t>(bytes));
+}
+}  // namespace
+
 std::shared_ptr<std::byte[]> allocate(size_t bytes) {
-  if (bytes < kLarge)  // one allocation for the control block and the data
-    return std::allocate_shared_for_overwrite<std::byte[]>(CountingAllocator<std::byte>(), bytes);
+  if (bytes < kLarge) {  // one allocation for the control block and the data
+    try {
+      return std::allocate_shared_for_overwrite<std::byte[]>(CountingAllocator<std::byte>(), bytes);
+    } catch (const std::bad_alloc&) {
+      out_of_memory(bytes);
+    }
+  }
   void* p = cache().take(bytes);
-  if (!p) p = ::operator new (bytes, std::align_val_t{kAlign});
+  if (!p) p = ::operator new (bytes, std::align_val_t{kAlign}, std::nothrow);
+  if (!p) {  // the cache may hold what the system lacks: free it and try once more
+    cache().clear();
+    p = ::operator new (bytes, std::align_val_t{kAlign}, std::nothrow);
+  }
+  if (!p) out_of_memory(bytes);
   ++g_live_buffers;
   g_live_bytes += static_cast<int64_t>(bytes);
   return std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), LargeDeleter{bytes});

@@ -9,6 +9,8 @@
 namespace ember::cpu {
 
 /// A buffer of `bytes` bytes (64-byte aligned when large), counted by Cpu::live_buffers().
+/// Throws MemoryError (its `bytes()` = `bytes`) when the system has no memory for it;
+/// `apply` adds the op and the output shape to the message.
 std::shared_ptr<std::byte[]> allocate(size_t bytes);
 
 /// Frees the cached blocks (they are reused otherwise).

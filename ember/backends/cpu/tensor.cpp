@@ -21,7 +21,7 @@ bool CpuTensor::is_contiguous() const {
 namespace cpu {
 
 CpuTensor empty(const TensorMeta& meta) {
-  size_t bytes = static_cast<size_t>(meta.shape.numel()) * size_of(meta.dtype);
+  auto bytes = static_cast<size_t>(byte_size(meta.shape, size_of(meta.dtype), "cpu"));
   return CpuTensor{allocate(bytes), meta, contiguous_strides(meta.shape), 0};
 }
 
