@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <string_view>
 
+#include "ember/core/export.h"
+
 namespace ember {
 
 /// Throws ShapeError: "`what` overflows int64".
-[[noreturn]] void throw_size_overflow(std::string_view what);
+[[noreturn]] EMBER_API void throw_size_overflow(std::string_view what);
 
 inline int64_t checked_mul(int64_t a, int64_t b, std::string_view what) {
   int64_t r;

@@ -1,6 +1,6 @@
 // Device: where a tensor lives. A kind and an index, written "cpu", "cuda:0", "vulkan:1".
 //
-//   Device d = Device::parse("cuda:1");   d.kind == DeviceKind::Cuda;   d.index == 1
+//   Device d = Device::parse("cuda:1");   d.kind == DeviceKind::Cuda;   d.index == 1;
 #pragma once
 #include <cstdint>
 #include <string>

@@ -7,40 +7,42 @@
 #include <stdexcept>
 #include <string>
 
+#include "ember/core/export.h"
+
 namespace ember {
 
-class Error : public std::runtime_error {
+class EMBER_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 /// Shapes that do not fit the op (broadcast, inner dims, ranks).
-class ShapeError : public Error {
+class EMBER_API ShapeError : public Error {
  public:
   using Error::Error;
 };
 /// An element type the op does not accept, or mismatched element types.
-class DTypeError : public Error {
+class EMBER_API DTypeError : public Error {
  public:
   using Error::Error;
 };
 /// A dim or an index out of range.
-class IndexError : public Error {
+class EMBER_API IndexError : public Error {
  public:
   using Error::Error;
 };
 /// A bad value (negative size, empty where non-empty is needed, malformed file or message).
-class ValueError : public Error {
+class EMBER_API ValueError : public Error {
  public:
   using Error::Error;
 };
 /// Tensors on different devices, or a device that is not available.
-class DeviceError : public Error {
+class EMBER_API DeviceError : public Error {
  public:
   using Error::Error;
 };
 
 /// Memory could not be allocated; `bytes()` is the size asked for (-1 when unknown).
-class MemoryError : public Error {
+class EMBER_API MemoryError : public Error {
  public:
   MemoryError(const std::string& what, int64_t bytes) : Error(what), bytes_(bytes) {}
   int64_t bytes() const { return bytes_; }

@@ -2,7 +2,7 @@
 // contiguous strides, dim wrapping, broadcasting).
 //
 //   Shape s{2, 3, 4};   s.numel() == 24;   s.to_string() == "[2, 3, 4]";
-//   broadcast_shapes(Shape{2, 1, 4}, Shape{3, 1}) == Shape{2, 3, 4}
+//   broadcast_shapes(Shape{2, 1, 4}, Shape{3, 1}) == Shape{2, 3, 4};
 //   Shape{1 << 40, 1 << 40}.numel();   // throws ShapeError: the count does not fit int64
 //
 // Invariant: a shape that reaches a tensor has non-negative dims whose product, with zero
@@ -13,13 +13,14 @@
 #include <string>
 #include <string_view>
 
+#include "ember/core/export.h"
 #include "ember/core/small_vec.h"
 
 namespace ember {
 
 using Dims = SmallVec<int64_t, 6>;
 
-class Shape {
+class EMBER_API Shape {
  public:
   Shape() = default;
   Shape(std::initializer_list<int64_t> d) : dims_(d) {}
@@ -45,13 +46,13 @@ class Shape {
 
 /// numel() * elem_size, checked: throws ShapeError naming `op` when the shape has a
 /// negative dim or its elements or bytes do not fit int64.
-int64_t byte_size(const Shape& s, size_t elem_size, std::string_view op = "shape");
+EMBER_API int64_t byte_size(const Shape& s, size_t elem_size, std::string_view op = "shape");
 
 /// Row-major strides (in elements) of a contiguous tensor of this shape.
-Dims contiguous_strides(const Shape& s);
+EMBER_API Dims contiguous_strides(const Shape& s);
 /// Maps a possibly negative dim into [0, rank); throws IndexError naming `op` if out of range.
-int64_t wrap_dim(int64_t dim, int64_t rank, std::string_view op);
+EMBER_API int64_t wrap_dim(int64_t dim, int64_t rank, std::string_view op);
 /// Numpy broadcasting of two shapes; throws ShapeError naming `op` when they do not broadcast.
-Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op = "broadcast");
+EMBER_API Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op = "broadcast");
 
 }  // namespace ember

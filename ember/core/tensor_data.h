@@ -3,7 +3,7 @@
 //
 //   auto d = TensorData::from<float>({1, 2, 3, 4}, Shape{2, 2});
 //   d.to_vec<int64_t>();          // {1, 2, 3, 4}
-//   d.convert(DType::F16).dtype() // DType::F16
+//   d.convert(DType::F16).dtype();  // DType::F16
 #pragma once
 #include <cstddef>
 #include <span>
@@ -13,14 +13,15 @@
 #include "ember/core/cast.h"
 #include "ember/core/dtype.h"
 #include "ember/core/error.h"
+#include "ember/core/export.h"
 #include "ember/core/shape.h"
 
 namespace ember {
 
 /// Converts `n` elements from `src` (of type `from`) into `dst` (of type `to`).
-void convert_elements(const void* src, DType from, void* dst, DType to, size_t n);
+EMBER_API void convert_elements(const void* src, DType from, void* dst, DType to, size_t n);
 
-class TensorData {
+class EMBER_API TensorData {
  public:
   TensorData() = default;
   /// Zero-filled data of the given shape and dtype.
@@ -105,6 +106,6 @@ class TensorData {
 };
 
 /// PyTorch-like text: "tensor([[1., 2.],\n        [3., 4.]], shape=[2, 2], dtype=f32)".
-std::string format_tensor(const TensorData& d, std::string_view device = "cpu");
+EMBER_API std::string format_tensor(const TensorData& d, std::string_view device = "cpu");
 
 }  // namespace ember

@@ -2,18 +2,21 @@
 // and runs them on the pool and the calling thread; small ranges run inline, so tiny ops
 // pay nothing for threading.
 //
-//   parallel_for(n, 1 << 15, [&](int64_t begin, int64_t end) { ... });
+//   parallel_for(n, 1 << 15, [&](int64_t begin, int64_t end) { /* items [begin, end) */ });
 //   set_num_threads(2);   // EMBER_NUM_THREADS sets the default
 #pragma once
 #include <cstdint>
 #include <functional>
 
+#include "ember/core/export.h"
+
 namespace ember {
 
-int num_threads();
-void set_num_threads(int n);
+EMBER_API int num_threads();
+EMBER_API void set_num_threads(int n);
 
-void parallel_for_impl(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f);
+EMBER_API void parallel_for_impl(int64_t n, int64_t grain,
+                                 const std::function<void(int64_t, int64_t)>& f);
 
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {

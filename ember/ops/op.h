@@ -3,8 +3,9 @@
 // (Autodiff, Fusion, Remote, Dispatch) handle every op generically.
 //
 //   Op op{OpCode::Sum};  op.attrs.dims = {1};  op.attrs.flag = true;   // sum over dim 1, keepdim
-//   TensorMeta out = infer(op, {&x_meta});                            // validates, or throws
-//   name(OpCode::LogSoftmax) == "log_softmax"
+//   const TensorMeta* in[] = {&x_meta};
+//   TensorMeta out = infer(op, in);                                   // validates, or throws
+//   name(OpCode::LogSoftmax) == "log_softmax";
 #pragma once
 #include <bit>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <string_view>
 
 #include "ember/core/dtype.h"
+#include "ember/core/export.h"
 #include "ember/core/shape.h"
 
 namespace ember {
@@ -62,12 +64,12 @@ struct OpInfo {
   bool differentiable;
 };
 
-const OpInfo& info(OpCode c);
+EMBER_API const OpInfo& info(OpCode c);
 inline std::string_view name(OpCode c) { return info(c).name; }
 /// The op with this name; throws ValueError if there is none.
-OpCode op_from_name(std::string_view s);
+EMBER_API OpCode op_from_name(std::string_view s);
 /// Elementwise ops (unary, binary, compare, where, cast): what Fusion fuses into one kernel.
-bool is_elementwise(OpCode c);
+EMBER_API bool is_elementwise(OpCode c);
 
 /// A number that keeps integers exact (an int64 fill value survives a round trip).
 struct Scalar {
@@ -148,13 +150,14 @@ struct TensorMeta {
 /// slice bounds clamped, -1 in shapes resolved) and returns the output meta. This is the one
 /// place shapes, dtypes, dims and indices are checked: every error names the op and shows
 /// the shapes. Backends assume valid input.
-TensorMeta infer(Op& op, std::span<const TensorMeta* const> inputs);
+EMBER_API TensorMeta infer(Op& op, std::span<const TensorMeta* const> inputs);
 
 class MemoryError;
 namespace detail {
 /// "[op] <what> for output <shape> <dtype> (<n> bytes)": an allocation failure, with the op and
 /// the output it was making.
-MemoryError memory_error(const Op& op, const TensorMeta& out, std::string_view what, int64_t bytes);
+EMBER_API MemoryError memory_error(const Op& op, const TensorMeta& out, std::string_view what,
+                                   int64_t bytes);
 }  // namespace detail
 
 }  // namespace ember
