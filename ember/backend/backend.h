@@ -4,7 +4,7 @@
 // backends that wrap another one.
 //
 //   struct MyBackend {
-//     using Handle = ...;                       // ref-counted, cheap to copy
+//     using Handle = std::shared_ptr<MyTensor>;  // ref-counted, cheap to copy
 //     static std::string_view name();
 //     static Device default_device();
 //     static const TensorMeta& meta(const Handle&);

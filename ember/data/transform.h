@@ -4,7 +4,7 @@
 //   auto [train, valid] = split(shuffle(d, 42), 0.9);              // 90% / 10%
 //   auto few = select(d, {0, 10, 20});  auto boot = sample(d, 1000, 7, Replacement::With);
 //   auto all = concat(train, valid);     auto w = windows(d, 5);   // Item = vector of 5
-//   auto aug = augment(images, 3, [](Image im, Rng& r) { return hflip(im, r, 0.5); });
+//   auto aug = augment(images, 3, [](Image im, Rng& r) { return random_hflip(im, r, 0.5); });
 //
 // Wrappers index their inner dataset lazily; the index tables (permutations, samples) are
 // computed once at construction and shared between copies.

@@ -11,7 +11,7 @@
 //   };
 //
 //   nn::num_params(mlp);                      // parameters, counted without initializing them
-//   nn::for_each_param(mlp, [](const std::string& path, auto& p) { ... });   // "fc1.weight"
+//   nn::for_each_param(mlp, [](const std::string& path, auto& p) { /* ... */ });   // "fc1.weight"
 //   auto eval = nn::valid(mlp);               // Mlp<Cpu> from Mlp<Autodiff<Cpu>>, same ids
 //   auto train = nn::to_backend<Autodiff<Cpu>>(eval);
 //   auto frozen = nn::freeze(mlp, "fc1");     // fc1's parameters stop training

@@ -4,7 +4,7 @@
 //   record::save_safetensors("model.safetensors", {{"fc.weight", w.to_data()}},
 //                            {{"format", "ember"}});
 //   auto file = record::load_safetensors("model.safetensors");
-//   const TensorData& w = file.at("fc.weight");
+//   const TensorData& fc = file.at("fc.weight");
 //
 // Writes are atomic: the data goes to a temporary file in the same folder, is flushed to disk
 // and renamed over the target, so a crash never leaves a half-written file in its place.

@@ -1,6 +1,6 @@
 // Free tensor functions: cat, stack, where.
 //
-//   auto c = ember::cat<B, 2>({a, b}, 0);        // along dim 0
+//   auto c = ember::cat(std::vector{a, b}, 0);       // along dim 0
 //   auto s = ember::stack<3>(std::vector{a, b}, 0);  // new dim 0
 //   auto w = ember::where(mask, a, b);
 #pragma once

@@ -2,10 +2,14 @@
 // and what the metrics need, in one of a few shapes of task.
 //
 //   template <Backend B>
-//   train::ClassificationOutput<B> step(const MnistBatch<B>& b) const {
-//     auto logits = forward(b.images);
-//     return {nn::CrossEntropyLossConfig{}.init().forward(logits, b.targets), logits, b.targets};
-//   }
+//   struct Classifier {
+//     nn::Linear<B> fc;
+//     EMBER_MODULE(Classifier, fc)
+//     ClassificationOutput<B> step(const data::MnistBatch<B>& b) const {
+//       auto logits = fc.forward(b.images.template reshape<2>({-1, 784}));
+//       return {nn::CrossEntropyLossConfig{}.init().forward(logits, b.targets), logits, b.targets};
+//     }
+//   };
 #pragma once
 #include "ember/tensor/tensor.h"
 #include "ember/train/metrics.h"

@@ -3,7 +3,7 @@
 // lines when stdout is not a terminal, or nothing) and reports a quit request back.
 //
 //   auto r = train::make_renderer(train::RendererKind::Auto);   // dashboard on a terminal
-//   learner.renderer(std::move(r));
+//   learner.with_renderer(std::move(r));
 #pragma once
 #include <cstdint>
 #include <map>

@@ -3,7 +3,7 @@
 // map. Charts are inline SVG; no scripts, styles inline, nothing fetched.
 //
 //   train::write_report("runs/mnist/report.html", learner.history(),
-//                       train::ConfusionCounts::from(confusion, {"T-shirt", "Trouser", ...}),
+//                       train::ConfusionCounts::from(confusion, {"T-shirt", "Trouser", /* ... */}),
 //                       "Fashion-MNIST, small CNN");
 #pragma once
 #include <cstdint>

@@ -9,7 +9,8 @@
 //   r.weights->mean_dim(1);     // [batch, 1, seq_q, seq_k]: PyTorch's averaged weights
 //
 //   nn::MhaCache<B> cache;      // incremental decoding: one step at a time
-//   for (...) y_t = mha.forward(x_t, x_t, x_t, {.causal = true, .cache = &cache}).output;
+//   for (int t = 0; t < steps; ++t)
+//     y_t = mha.forward(x_t, x_t, x_t, {.causal = true, .cache = &cache}).output;
 //
 // Masks are bool with true = masked (not attended), like PyTorch's bool masks:
 // key_padding_mask [batch, seq_k], attn_mask [seq_q, seq_k], and `causal` masks key j for
