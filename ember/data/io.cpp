@@ -1,5 +1,8 @@
 #include "ember/data/io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -22,16 +25,33 @@ std::string where(std::string_view what) {
 }  // namespace
 
 std::vector<uint8_t> read_file(const std::filesystem::path& path, std::string_view what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f)
+  // POSIX calls, not an ifstream: a folder opens as a stream and its "size" from tellg is
+  // garbage, and /proc files say size 0. Read until the end instead of trusting a size.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     throw ValueError(where(what) + "cannot open " + path.string() + ": " + std::strerror(errno));
-  f.seekg(0, std::ios::end);
-  std::streamoff size = f.tellg();
-  if (size < 0) throw ValueError(where(what) + "cannot read " + path.string());
-  f.seekg(0, std::ios::beg);
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  if (size > 0 && !f.read(reinterpret_cast<char*>(bytes.data()), size))
-    throw ValueError(where(what) + "cannot read " + path.string());
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } close_at_exit{fd};
+  auto cannot_read = [&](const std::string& why) {
+    return ValueError(where(what) + "cannot read " + path.string() + ": " + why);
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw cannot_read(std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw cannot_read("it is a folder, not a file");
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) throw cannot_read("it is not a regular file");
+  std::vector<uint8_t> bytes(S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) + 1 : 4096);
+  size_t size = 0;
+  for (;;) {
+    if (size == bytes.size()) bytes.resize(bytes.size() * 2);
+    const ssize_t n = ::read(fd, bytes.data() + size, bytes.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw cannot_read(std::strerror(errno));
+    if (n == 0) break;
+    size += static_cast<size_t>(n);
+  }
+  bytes.resize(size);
   return bytes;
 }
 

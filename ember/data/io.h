@@ -14,7 +14,9 @@
 
 namespace ember::data {
 
-/// The whole file; throws ValueError "[what] cannot open <path>: <reason>".
+/// The whole file, read to its end. Throws ValueError naming the path: "[what] cannot open
+/// <path>: <reason>" (missing, no permission), "[what] cannot read <path>: it is a folder, not a
+/// file" (or not a regular file, or the read failed).
 EMBER_API std::vector<uint8_t> read_file(const std::filesystem::path& path, std::string_view what);
 /// Writes `bytes` to `path` through a temporary file and a rename, so readers never see a
 /// partial file.
