@@ -13,11 +13,14 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "ember/core/export.h"
 
 namespace ember::train {
 
-class CheckpointDir {
+class EMBER_API CheckpointDir {
  public:
   explicit CheckpointDir(std::filesystem::path root);
   const std::filesystem::path& root() const { return root_; }
@@ -42,7 +45,19 @@ class CheckpointDir {
 };
 
 /// Writes `text` to `path` atomically (temporary file, fsync, rename).
-void write_text_atomic(const std::filesystem::path& path, const std::string& text);
-std::string read_text(const std::filesystem::path& path);
+EMBER_API void write_text_atomic(const std::filesystem::path& path, const std::string& text);
+EMBER_API std::string read_text(const std::filesystem::path& path);
+
+/// Appends `text` to `path` (created if needed) and flushes it to the disk (fsync). A failure
+/// (a full disk, a file-size limit, no permission) throws ValueError
+/// "[what] cannot write <path>: <reason>", after cutting the file back to its old length so
+/// that it never ends in a partial line.
+EMBER_API void append_text(const std::filesystem::path& path, const std::string& text,
+                           std::string_view what);
+
+/// Checks that `dir` can hold a run before any work is done: creates it (and its parents),
+/// then writes, flushes and removes a small probe file. Throws ValueError naming the folder:
+/// an empty path, an existing file, a folder that cannot be created or written, a full disk.
+EMBER_API void prepare_run_dir(const std::filesystem::path& dir, std::string_view what);
 
 }  // namespace ember::train

@@ -8,6 +8,13 @@
 //                          optim::ConstantLrConfig{1e-3}.init());
 //   learner.with_metric(std::make_unique<train::Accuracy>());
 //   auto trained = learner.fit(train_loader, valid_loader);   // Model<B>
+//   if (learner.status().finished()) save(trained);           // not stopped or aborted
+//
+// With a `dir`, the run folder is checked (created, a probe file written) before the first
+// step, every write is flushed and checked (a failure throws ValueError naming the file and
+// leaves the earlier checkpoints intact), and each checkpoint holds the metric files' lines:
+// a resume rewrites metrics.jsonl and metrics.csv to what the checkpoint covers, so epochs
+// logged by a killed run after its last checkpoint do not appear twice.
 //
 // The model's `step` is called on the training backend (Autodiff<I>) with training batches,
 // and on `nn::valid(model)` (backend I, no graph: Dropout off, BatchNorm on its running
@@ -21,11 +28,13 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "ember/core/parse.h"
 #include "ember/core/rng.h"
 #include "ember/nn/record.h"
 #include "ember/optim.h"
@@ -46,6 +55,40 @@ struct LearnerConfig {
   uint64_t seed = 42;                // the global RNG seed (dropout, random init)
   EMBER_CONFIG(LearnerConfig, num_epochs, grad_accumulation, dir, keep_last, best_metric, patience,
                min_delta, seed)
+};
+
+/// How fit() ended, and where.
+struct FitStatus {
+  enum class End {
+    Completed,     // every epoch ran
+    EarlyStopped,  // patience ran out
+    Stopped,       // asked to stop after a step: a checkpoint of that step was written
+    Aborted,       // asked to abort: the partial epoch is dropped, no checkpoint of it
+  };
+  End end = End::Completed;
+  int64_t epoch = 0;       // the last epoch run, completely or (Stopped, Aborted) partly
+  int64_t step = 0;        // batches of that epoch done (Stopped, Aborted)
+  int64_t num_epochs = 0;  // the configured number
+  std::optional<std::filesystem::path> checkpoint;  // the newest complete checkpoint
+
+  bool finished() const { return end == End::Completed || end == End::EarlyStopped; }
+  /// "completed 3 epochs", "early stop after epoch 5 of 10", "stopped at epoch 2 of 3, step
+  /// 14", "aborted at epoch 2 of 3, step 14".
+  std::string to_string() const {
+    const auto n = std::to_string(num_epochs), e = std::to_string(epoch);
+    const std::string at = " at epoch " + e + " of " + n + ", step " + std::to_string(step);
+    switch (end) {
+      case End::Completed:
+        return "completed " + n + (num_epochs == 1 ? " epoch" : " epochs");
+      case End::EarlyStopped:
+        return "early stop after epoch " + e + " of " + n;
+      case End::Stopped:
+        return "stopped" + at;
+      case End::Aborted:
+        return "aborted" + at;
+    }
+    return {};
+  }
 };
 
 /// Runs `model.step(batch)` over a loader (no gradients) and returns the metrics' values.
@@ -95,27 +138,51 @@ class Learner {
     return *this;
   }
 
+  /// Trains. Every file the run writes is checked (a full disk, a read-only folder): a failed
+  /// write throws ValueError naming the file, and the checkpoints written before stay intact.
   template <class TrainLoader, class ValidLoader>
   Model fit(TrainLoader& train, ValidLoader& valid) {
     ember::seed(cfg_.seed);
     int64_t first_epoch = 1, skip = 0;
-    if (resume_ && !cfg_.dir.empty()) std::tie(first_epoch, skip) = restore();
+    status_ = FitStatus{};
+    status_.num_epochs = cfg_.num_epochs;
+    jsonl_.clear(), csv_.clear();
+    if (!cfg_.dir.empty()) {
+      // A run folder that cannot be written fails here, before the first step.
+      prepare_run_dir(cfg_.dir, "learner");
+      if (resume_) std::tie(first_epoch, skip) = restore();
+      // The metric files hold what the checkpoint covers (nothing for a fresh run): epochs
+      // logged after it by a run that was killed are dropped, so each epoch appears once.
+      write_text_atomic(run_file("metrics.jsonl"), join(jsonl_));
+      write_text_atomic(run_file("metrics.csv"), kCsvHeader + join(csv_));
+    }
+    status_.epoch = first_epoch - 1;
     start_ = Clock::now();
     stop_ = StopRequest::None;
     for (int64_t epoch = first_epoch; epoch <= cfg_.num_epochs; ++epoch) {
       const int64_t done = train_epoch(train, epoch, skip);
       skip = 0;
       if (stop_ != StopRequest::None) {
-        if (stop_ == StopRequest::StopAfterStep && !cfg_.dir.empty()) {
-          save_checkpoint(epoch, done);
+        status_.epoch = epoch, status_.step = done;
+        if (stop_ == StopRequest::StopAfterStep) {
+          status_.end = FitStatus::End::Stopped;
+          if (!cfg_.dir.empty()) save_checkpoint(epoch, done);
           renderer_->log("stopped after step " + std::to_string(done) + " of epoch " +
-                         std::to_string(epoch) + "; checkpoint written");
+                         std::to_string(epoch) + (cfg_.dir.empty() ? "" : "; checkpoint written"));
+        } else {
+          status_.end = FitStatus::End::Aborted;
+          renderer_->log(status_.to_string() + "; this epoch is not saved" +
+                         (status_.checkpoint
+                              ? "; newest checkpoint: " + status_.checkpoint->string()
+                              : std::string()));
         }
         break;
       }
       valid_epoch(valid, epoch);
       if (!cfg_.dir.empty()) save_checkpoint(epoch, 0);
+      status_.epoch = epoch;
       if (early_stop(epoch)) {
+        status_.end = FitStatus::End::EarlyStopped;
         renderer_->log("early stop: no " + cfg_.best_metric + " improvement in " +
                        std::to_string(cfg_.patience) + " epochs");
         break;
@@ -130,6 +197,8 @@ class Learner {
   const Optim& optim() const { return optim_; }
   std::optional<int64_t> best_epoch() const { return best_epoch_; }
   bool stopped() const { return stop_ != StopRequest::None; }
+  /// How the last fit() ended: completed, early stop, stopped or aborted at (epoch, step).
+  const FitStatus& status() const { return status_; }
 
  private:
   void add(std::unique_ptr<Metric> m) {
@@ -248,16 +317,44 @@ class Learner {
       line[v.name] = v.epoch;
     }
     if (!cfg_.dir.empty()) {
-      std::filesystem::create_directories(cfg_.dir);
-      std::ofstream(std::filesystem::path(cfg_.dir) / "metrics.jsonl", std::ios::app)
-          << line.dump() << "\n";
-      const auto csv = std::filesystem::path(cfg_.dir) / "metrics.csv";
-      const bool fresh = !std::filesystem::exists(csv);
-      std::ofstream f(csv, std::ios::app);
-      if (fresh) f << "split,epoch,metric,value\n";
+      std::ostringstream csv;
       for (const auto& v : vs)
-        f << p.split << ',' << p.epoch << ',' << v.name << ',' << v.epoch << "\n";
+        csv << p.split << ',' << p.epoch << ',' << v.name << ',' << v.epoch << "\n";
+      // Appended and flushed; a failed write (a full disk) stops training here.
+      append_text(run_file("metrics.jsonl"), line.dump() + "\n", "learner");
+      append_text(run_file("metrics.csv"), csv.str(), "learner");
+      jsonl_.push_back(line.dump() + "\n");
+      csv_.push_back(csv.str());
     }
+  }
+
+  std::filesystem::path run_file(const char* name) const {
+    return std::filesystem::path(cfg_.dir) / name;
+  }
+  static std::string join(const std::vector<std::string>& parts) {
+    std::string s;
+    for (const auto& p : parts) s += p;
+    return s;
+  }
+  /// The lines of a metric file of epochs up to `last` (for checkpoints of older versions,
+  /// which do not hold the lines): a JSON line's "epoch", a CSV row's second field.
+  static std::vector<std::string> file_lines(const std::filesystem::path& p, bool csv,
+                                             int64_t last) {
+    std::vector<std::string> lines;
+    std::ifstream f(p);
+    for (std::string l; std::getline(f, l);) {
+      std::optional<int64_t> e;
+      if (csv) {
+        const auto a = l.find(','), b = l.find(',', a + 1);
+        if (a != std::string::npos && b != std::string::npos)
+          e = to_int(std::string_view(l).substr(a + 1, b - a - 1));
+      } else if (auto j = nlohmann::json::parse(l, nullptr, false);
+                 j.is_object() && j.contains("epoch") && j["epoch"].is_number_integer()) {
+        e = j["epoch"].get<int64_t>();
+      }
+      if (e && *e <= last) lines.push_back(l + "\n");
+    }
+    return lines;
   }
 
   double current_best_value() const {
@@ -290,17 +387,31 @@ class Learner {
   void save_checkpoint(int64_t epoch, int64_t iteration) {
     CheckpointDir dir(std::filesystem::path(cfg_.dir) / "checkpoints");
     auto tmp = dir.begin_write(epoch);
-    nn::save_module(model_, tmp / "model.safetensors");
-    optim::save(optim_, model_, tmp / "optim.safetensors");
-    const RngState rs = rng_state();
-    nlohmann::json st{
-        {"epoch", epoch},           {"iteration", iteration},    {"scheduler", sched_.to_record()},
-        {"rng_seed", rs.seed},      {"rng_counter", rs.counter}, {"history", history_.epochs},
-        {"bad_epochs", bad_epochs_}};
-    if (best_value_) st["best_value"] = *best_value_;
-    if (best_epoch_) st["best_epoch"] = *best_epoch_;
-    write_text_atomic(tmp / "learner.json", st.dump(1));
-    dir.commit(epoch);
+    try {
+      nn::save_module(model_, tmp / "model.safetensors");
+      optim::save(optim_, model_, tmp / "optim.safetensors");
+      const RngState rs = rng_state();
+      nlohmann::json st{{"epoch", epoch},
+                        {"iteration", iteration},
+                        {"scheduler", sched_.to_record()},
+                        {"rng_seed", rs.seed},
+                        {"rng_counter", rs.counter},
+                        {"history", history_.epochs},
+                        {"bad_epochs", bad_epochs_},
+                        {"metrics_jsonl", jsonl_},
+                        {"metrics_csv", csv_}};
+      if (best_value_) st["best_value"] = *best_value_;
+      if (best_epoch_) st["best_epoch"] = *best_epoch_;
+      write_text_atomic(tmp / "learner.json", st.dump(1));
+      dir.commit(epoch);
+    } catch (const Error& e) {
+      std::error_code ec;
+      std::filesystem::remove_all(tmp, ec);
+      throw ValueError("[learner] checkpoint " + dir.path(epoch).string() +
+                       " was not written: " + e.what() + "; newest complete checkpoint: " +
+                       (status_.checkpoint ? status_.checkpoint->string() : "none"));
+    }
+    status_.checkpoint = dir.path(epoch);
     renderer_->log("checkpoint: " + dir.path(epoch).string());
   }
 
@@ -326,6 +437,15 @@ class Learner {
     if (st.contains("best_value")) best_value_ = st["best_value"].get<double>();
     if (st.contains("best_epoch")) best_epoch_ = st["best_epoch"].get<int64_t>();
     const int64_t epoch = st.at("epoch"), iteration = st.at("iteration");
+    if (st.contains("metrics_jsonl")) {
+      jsonl_ = st["metrics_jsonl"].get<std::vector<std::string>>();
+      csv_ = st.at("metrics_csv").get<std::vector<std::string>>();
+    } else {  // an older checkpoint: the files' lines of the epochs it covers
+      const int64_t last = iteration > 0 ? epoch - 1 : epoch;
+      jsonl_ = file_lines(run_file("metrics.jsonl"), false, last);
+      csv_ = file_lines(run_file("metrics.csv"), true, last);
+    }
+    status_.checkpoint = path;
     renderer_->log("resumed from " + path.string());
     return iteration > 0 ? std::pair{epoch, iteration} : std::pair{epoch + 1, int64_t{0}};
   }
@@ -346,7 +466,10 @@ class Learner {
   int64_t bad_epochs_ = 0;
   bool resume_ = false;
   StopRequest stop_ = StopRequest::None;
+  FitStatus status_;
+  std::vector<std::string> jsonl_, csv_;  // the metric files' lines, kept in each checkpoint
   Clock::time_point start_ = Clock::now();
+  static constexpr const char* kCsvHeader = "split,epoch,metric,value\n";
 };
 
 }  // namespace ember::train

@@ -14,18 +14,15 @@
 #include "ember/nn/loss.h"
 #include "ember/train/learner.h"
 #include "ember/train/output.h"
+#include "tests/train/blobs.h"
 
 namespace ember::train {
 namespace {
 
 namespace fs = std::filesystem;
 using AD = Autodiff<Cpu>;
-
-template <Backend B>
-struct Batch {
-  Tensor<B, 2> x;
-  Tensor<B, 1, Int> y;
-};
+using ember::test::Batch;
+using ember::test::blobs;
 
 template <Backend B>
 struct Net {
@@ -45,38 +42,6 @@ Net<AD> make_net() {
   Net<AD> n{nn::LinearConfig{4, 16}.init<AD>(), nn::LinearConfig{16, 3}.init<AD>()};
   n.drop.prob = g_drop;
   return n;
-}
-
-/// Three Gaussian blobs in 4-d, as fixed batches (the same every epoch, shuffled per epoch).
-template <Backend B>
-struct Loader {
-  std::vector<Batch<B>> batches;
-  int64_t epoch = 0;
-  void set_epoch(int64_t e) { epoch = e; }
-  size_t size() const { return batches.size(); }
-  auto begin() const { return batches.begin(); }
-  auto end() const { return batches.end(); }
-};
-
-template <Backend B>
-Loader<B> blobs(int64_t n_batches, uint64_t seed) {
-  Loader<B> l;
-  std::vector<float> centers = {2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0};
-  uint64_t s = seed;
-  for (int64_t b = 0; b < n_batches; ++b) {
-    std::vector<float> x;
-    std::vector<int64_t> y;
-    for (int i = 0; i < 16; ++i) {
-      int64_t c = static_cast<int64_t>(rng::bits(s, 1000 * b + i) % 3);
-      y.push_back(c);
-      for (int d = 0; d < 4; ++d)
-        x.push_back(centers[c * 4 + d] +
-                    static_cast<float>(rng::normal(s + 1, 4 * (1000 * b + i) + d)) * 0.5f);
-    }
-    l.batches.push_back(
-        {Tensor<B, 2>::from_values(x, {16, 4}), Tensor<B, 1, Int>::from_values(y, {16})});
-  }
-  return l;
 }
 
 struct TempDir {
