@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is needed, configures, builds and runs every test.
+# Installs what is needed, configures, builds and runs every test; the release build is then
+# installed and used from outside the tree (scripts/check_install.sh).
 #   scripts/test.sh              # release build in build/
 #   scripts/test.sh --sanitize   # ASan + UBSan build in build-asan/
 set -euo pipefail
@@ -17,3 +18,6 @@ scripts/setup.sh
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
 ctest --preset "$preset"
+if [ "$preset" = release ]; then
+  scripts/check_install.sh build
+fi
