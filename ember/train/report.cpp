@@ -346,6 +346,7 @@ constexpr const char* kStyle =
 h1{font-size:1.6em;margin-bottom:.2em}
 h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 .meta{color:#666;margin-top:0}
+.status{background:#fff4e0;border-left:4px solid #e08a00;padding:.5em .8em}
 table{border-collapse:collapse;font-variant-numeric:tabular-nums}
 th,td{padding:.25em .8em;border-bottom:1px solid #eee;text-align:right}
 th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}
@@ -359,7 +360,7 @@ svg text{font-family:inherit}
 }  // namespace
 
 std::string report_html(const History& h, const std::optional<ConfusionCounts>& confusion,
-                        const std::string& title) {
+                        const std::string& title, const std::string& status) {
   if (confusion) {
     const auto& cm = *confusion;
     if (cm.num_classes < 0 ||
@@ -383,6 +384,7 @@ std::string report_html(const History& h, const std::optional<ConfusionCounts>& 
      << "<h1>" << esc(title) << "</h1>\n"
      << "<p class=\"meta\">" << epochs << (epochs == 1 ? " epoch" : " epochs") << ", "
      << names.size() << (names.size() == 1 ? " metric" : " metrics") << "</p>\n";
+  if (!status.empty()) os << "<p class=\"status\">" << esc(status) << "</p>\n";
   os << "<h2>Best and last values</h2>\n";
   if (names.empty())
     os << "<p>No epoch has ended yet.</p>\n";
@@ -402,8 +404,9 @@ std::string report_html(const History& h, const std::optional<ConfusionCounts>& 
 }
 
 void write_report(const std::filesystem::path& path, const History& h,
-                  const std::optional<ConfusionCounts>& confusion, const std::string& title) {
-  const std::string html = report_html(h, confusion, title);
+                  const std::optional<ConfusionCounts>& confusion, const std::string& title,
+                  const std::string& status) {
+  const std::string html = report_html(h, confusion, title, status);
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   write_text_atomic(path, html);
 }

@@ -35,16 +35,19 @@ struct ReportChartLayout {
   static constexpr double left = 64, right = 16, top = 16, bottom = 44;
 };
 
-/// The page as a string. Throws ValueError if the confusion counts do not fit
-/// num_classes (or the class names their number).
+/// The page as a string. `status`, when not empty, is a line under the title that says how
+/// the run ended (e.g. "Aborted at epoch 2 of 3, step 14: ..."). Throws ValueError if the
+/// confusion counts do not fit num_classes (or the class names their number).
 EMBER_API std::string report_html(const History& h,
                                   const std::optional<ConfusionCounts>& confusion = {},
-                                  const std::string& title = "Training report");
+                                  const std::string& title = "Training report",
+                                  const std::string& status = {});
 
 /// Writes report_html(...) to `path` atomically (temporary file, fsync, rename), creating
 /// the folder if needed.
 EMBER_API void write_report(const std::filesystem::path& path, const History& h,
                             const std::optional<ConfusionCounts>& confusion = {},
-                            const std::string& title = "Training report");
+                            const std::string& title = "Training report",
+                            const std::string& status = {});
 
 }  // namespace ember::train

@@ -406,5 +406,21 @@ TEST(Report, EdgeCases) {
   EXPECT_THROW(report_html(h, ConfusionCounts{2, {1, 2, 3, 4}, {"a"}}), ValueError);
 }
 
+TEST(Report, StatusLineSaysHowTheRunEnded) {
+  const auto h = known_history();
+  const std::string status = "Aborted at epoch 2 of 3, step 14 <no final model> & more";
+  Page page(report_html(h, std::nullopt, "Blobs: aborted at epoch 2 of 3, step 14", status));
+  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  EXPECT_EQ(page.find("h1").at(0)->text, "Blobs: aborted at epoch 2 of 3, step 14");
+  const auto ps = page.find("p");
+  const auto it = std::find_if(ps.begin(), ps.end(), [](const Element* e) {
+    return e->attrs.count("class") && e->attrs.at("class") == "status";
+  });
+  ASSERT_NE(it, ps.end());
+  EXPECT_EQ((*it)->text, "Aborted at epoch 2 of 3, step 14 &lt;no final model&gt; &amp; more");
+  // Without a status, no such line.
+  EXPECT_EQ(report_html(h).find("class=\"status\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ember::train
