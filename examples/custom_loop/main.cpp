@@ -2,11 +2,13 @@
 // forward, backward, gradients by parameter, optimizer step. Trains the Fashion-MNIST MLP for
 // one epoch and prints the loss every 200 steps and the test accuracy at the end.
 //
-//   build/examples/custom_loop [epochs]
+//   build/examples/custom_loop [EPOCHS]
 #include <iomanip>
 #include <iostream>
+#include <string>
 
 #include "../mnist/model.h"
+#include "ember/core/parse.h"
 #include "ember/data/loader.h"
 #include "ember/optim.h"
 
@@ -14,7 +16,20 @@ using namespace ember;
 using AD = Autodiff<Cpu>;
 
 int main(int argc, char** argv) try {
-  const int epochs = argc > 1 ? std::stoi(argv[1]) : 1;
+  const char* usage = "usage: custom_loop [EPOCHS]   (1 to 1000; default 1)\n";
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << usage;
+    return 0;
+  }
+  int64_t epochs = 1;
+  try {
+    if (argc > 2)
+      throw ValueError("expected at most one argument, got " + std::to_string(argc - 1));
+    if (argc == 2) epochs = parse_int(argv[1], "EPOCHS", 1, 1000);
+  } catch (const ValueError& e) {
+    std::cerr << "custom_loop: " << e.what() << "\n" << usage;
+    return 2;
+  }
   ember::seed(42);
   data::DataLoader train(data::MnistDataset(data::Split::Train),
                          data::MnistBatcher<AD>().normalize_fashion(),
@@ -26,7 +41,7 @@ int main(int argc, char** argv) try {
   auto opt = optim::AdamConfig{}.init<AD>();
   auto sched = optim::CosineAnnealingLrConfig{.lr = 1e-3, .num_iters = 938 * epochs}.init();
 
-  for (int epoch = 1; epoch <= epochs; ++epoch) {
+  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
     int64_t step = 0;
     for (auto& batch : train) {
       auto loss = model.step(batch).loss;  // forward

@@ -1,21 +1,28 @@
 // Fashion-MNIST, end to end: train an MLP or a small CNN on the CPU, evaluate on the test
-// set, save the model, and classify images with the saved model.
+// set, save the model, and classify images with the saved model or a checkpoint.
 //
 //   mnist train --model cnn --epochs 3 --out runs/mnist
-//   mnist infer --model-dir runs/mnist test:0 test:1 shirt.png
+//   mnist infer --model-dir runs/mnist --top 3 test:0 test:1 shirt.png
 //
 // The data are the IDX files of Debian's dataset-fashion-mnist package (or $EMBER_MNIST_DIR).
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <map>
+#include <numeric>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "ember/core/parse.h"
 #include "ember/data/image.h"
 #include "ember/data/loader.h"
 #include "ember/nn/record.h"
 #include "ember/optim.h"
+#include "ember/train/checkpoint.h"
 #include "ember/train/learner.h"
 #include "ember/train/report.h"
 #include "model.h"
@@ -27,24 +34,55 @@ namespace {
 
 constexpr const char* kClasses[] = {"t-shirt/top", "trouser", "pullover", "dress", "coat",
                                     "sandal",      "shirt",   "sneaker",  "bag",   "ankle boot"};
+constexpr int kExitAborted = 130;  // as for Ctrl-C (128 + SIGINT)
 
 const char* kUsage = R"(usage:
   mnist train [--model mlp|cnn] [--epochs N] [--batch-size N] [--lr X] [--backend cpu]
               [--workers N] [--seed N] [--out DIR] [--plain] [--resume]
-  mnist infer --model-dir DIR INPUT...
+  mnist infer --model-dir DIR [--top K] INPUT...
 
 train   trains on Fashion-MNIST, evaluates on the test set, and saves DIR/model.safetensors
         (defaults: --model cnn --epochs 3 --batch-size 64 --lr 0.001 --out runs/mnist);
         the last line printed is "test accuracy: 0.xxxx".
-infer   classifies each INPUT with a saved model: "test:N" is image N of the test set, any
-        other INPUT a PNG/JPEG file (converted to 28x28 grayscale). One line per input.
+  --workers N   threads that load and batch the data ahead of the training step (default 2;
+                0: on the training thread)
+  --seed N      seeds the initial weights and the data order (default 42): the same seed and
+                options give the same run
+  --plain       progress as plain lines instead of the live dashboard (the default when
+                stdout is not a terminal)
+  --resume      continues from the newest checkpoint in DIR: the same weights, optimizer
+                state, data order and position, so the run ends as an uninterrupted one would.
+                --epochs is the total, not the number still to run.
+infer   classifies each INPUT: "test:N" is image N of the test set, any other INPUT a PNG or
+        JPEG file (converted to 28x28 grayscale). One line per input: the K most likely
+        classes with their probabilities (--top K, 1 to 10; default 1).
+        DIR is a run folder (its model.safetensors; without one, a run that was stopped or
+        aborted, its newest checkpoint) or a checkpoint folder (DIR/checkpoints/epoch-N).
 
+The run folder (--out DIR, checked before training starts):
+  model.safetensors       the final model, written when training completed
+  checkpoints/epoch-N/    weights, optimizer and training state after epoch N (or at the
+                          step where it was stopped): the newest two and the best by test
+                          accuracy are kept; --resume continues from the newest
+  metrics.jsonl, metrics.csv   the metrics of each epoch, for the training and test splits
+  report.html             the run on one page: charts, best values, confusion matrix; its
+                          title says if the run was stopped or aborted
+
+The dashboard (on a terminal):
+  left/right, Tab   switch the plotted metric
+  q                 asks what to do: s stops after the current step and writes a checkpoint
+                    of it (--resume continues there; exit status 0), a aborts at once (the
+                    partial epoch is not saved, no final model is written; exit status 130),
+                    any other key goes on
+  Ctrl-C            ends the program at once (exit status 130)
+
+Exit status: 0 trained (or stopped on request), 1 an error, 2 a bad command line, 130 aborted.
 The data are read from $EMBER_MNIST_DIR, or Debian's dataset-fashion-mnist files.
 )";
 
 struct Args {
   std::string cmd, model = "cnn", backend = "cpu", out = "runs/mnist", model_dir;
-  int64_t epochs = 3, batch_size = 64, workers = 2, seed = 42;
+  int64_t epochs = 3, batch_size = 64, workers = 2, seed = 42, top = 1;
   double lr = 1e-3;
   bool plain = false, resume = false;
   std::vector<std::string> inputs;
@@ -55,7 +93,7 @@ struct Args {
   std::exit(2);
 }
 
-Args parse(int argc, char** argv) {
+Args parse_args(int argc, char** argv) {
   Args a;
   if (argc < 2) usage_error("missing command");
   a.cmd = argv[1];
@@ -65,54 +103,54 @@ Args parse(int argc, char** argv) {
   }
   if (a.cmd != "train" && a.cmd != "infer") usage_error("unknown command '" + a.cmd + "'");
   for (int i = 2; i < argc; ++i) {
-    std::string k = argv[i];
+    const std::string k = argv[i];
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) usage_error(k + " needs a value");
       return argv[++i];
     };
-    auto number = [&](const std::string& v) {
-      try {
-        size_t used = 0;
-        double d = std::stod(v, &used);
-        if (used != v.size()) throw std::invalid_argument(v);
-        return d;
-      } catch (const std::exception&) {
-        usage_error(k + ": '" + v + "' is not a number");
-      }
+    auto folder = [&] {
+      std::string v = value();
+      if (v.empty()) usage_error(k + ": expected a folder, got an empty string");
+      return v;
     };
-    if (k == "--help" || k == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (k == "--model")
-      a.model = value();
-    else if (k == "--backend")
-      a.backend = value();
-    else if (k == "--out")
-      a.out = value();
-    else if (k == "--model-dir")
-      a.model_dir = value();
-    else if (k == "--epochs")
-      a.epochs = static_cast<int64_t>(number(value()));
-    else if (k == "--batch-size")
-      a.batch_size = static_cast<int64_t>(number(value()));
-    else if (k == "--workers")
-      a.workers = static_cast<int64_t>(number(value()));
-    else if (k == "--seed")
-      a.seed = static_cast<int64_t>(number(value()));
-    else if (k == "--lr")
-      a.lr = number(value());
-    else if (k == "--plain")
-      a.plain = true;
-    else if (k == "--resume")
-      a.resume = true;
-    else if (k.starts_with("--"))
-      usage_error("unknown option " + k);
-    else
-      a.inputs.push_back(k);
+    try {
+      if (k == "--help" || k == "-h") {
+        std::cout << kUsage;
+        std::exit(0);
+      } else if (k == "--model") {
+        a.model = value();
+      } else if (k == "--backend") {
+        a.backend = value();
+      } else if (k == "--out") {
+        a.out = folder();
+      } else if (k == "--model-dir") {
+        a.model_dir = folder();
+      } else if (k == "--epochs") {
+        a.epochs = parse_int(value(), k, 1);
+      } else if (k == "--batch-size") {
+        a.batch_size = parse_int(value(), k, 1);
+      } else if (k == "--workers") {
+        a.workers = parse_int(value(), k, 0, 256);
+      } else if (k == "--seed") {
+        a.seed = parse_int(value(), k, 0);
+      } else if (k == "--top") {
+        a.top = parse_int(value(), k, 1, 10);
+      } else if (k == "--lr") {
+        a.lr = parse_double(value(), k, NumberSign::Positive);
+      } else if (k == "--plain") {
+        a.plain = true;
+      } else if (k == "--resume") {
+        a.resume = true;
+      } else if (k.starts_with("--")) {
+        usage_error("unknown option " + k);
+      } else {
+        a.inputs.push_back(k);
+      }
+    } catch (const ValueError& e) {
+      usage_error(e.what());
+    }
   }
   if (a.model != "mlp" && a.model != "cnn") usage_error("--model is mlp or cnn");
-  if (a.epochs < 1 || a.batch_size < 1 || a.workers < 0 || !(a.lr > 0))
-    usage_error("--epochs, --batch-size and --lr must be positive");
   if (a.cmd == "infer" && (a.model_dir.empty() || a.inputs.empty()))
     usage_error("infer needs --model-dir DIR and at least one input");
   return a;
@@ -124,6 +162,8 @@ template <template <class> class Model>
 int train_model(const Args& a) {
   if (a.backend != "cpu")
     throw ValueError("backend '" + a.backend + "' is not available in this build (cpu is)");
+  // Before anything slow: an --out that cannot be created or written fails now.
+  train::prepare_run_dir(a.out, "mnist");
   const auto dir = data::MnistDataset::default_dir();
   if (!data::MnistDataset::available(data::Split::Train, dir))
     throw ValueError("no Fashion-MNIST files in " + dir.string() +
@@ -156,20 +196,44 @@ int train_model(const Args& a) {
           train::make_renderer(a.plain ? train::RendererKind::Plain : train::RendererKind::Auto))
       .resume(a.resume);
   auto trained = learner.fit(train, test);
+  const train::FitStatus& st = learner.status();
+  const auto report_path = fs::path(a.out) / "report.html";
+  const std::string name = "Fashion-MNIST, " + a.model;
+
+  if (!st.finished()) {
+    // Stopped or aborted: no final model (the run is not complete), a report that says so.
+    const bool aborted = st.end == train::FitStatus::End::Aborted;
+    const std::string ck = st.checkpoint ? st.checkpoint->string() : "none";
+    const std::string status =
+        std::string(aborted ? "Aborted" : "Stopped") + " at epoch " + std::to_string(st.epoch) +
+        " of " + std::to_string(st.num_epochs) + ", step " + std::to_string(st.step) +
+        (aborted ? ": the partial epoch was not saved; newest checkpoint: " + ck
+                 : ": a checkpoint of that step was written (" + ck +
+                       "); --resume continues "
+                       "there") +
+        ". No final model was written.";
+    train::write_report(report_path, learner.history(), std::nullopt, name + ": " + st.to_string(),
+                        status);
+    std::cout << status << "\n";
+    std::cout << "report: " << report_path.string() << "\n";
+    return aborted ? kExitAborted : 0;
+  }
 
   // The test set, with the final model.
   auto eval = nn::valid(trained);
   train::Accuracy acc;
   train::ConfusionMatrix confusion;
   train::evaluate(eval, test, {&acc, &confusion});
-  fs::create_directories(a.out);
   const auto model_path = fs::path(a.out) / "model.safetensors";
   nn::save_module(eval, model_path, {.metadata = {{"mnist.model", a.model}}});
-  const auto report_path = fs::path(a.out) / "report.html";
+  const std::string title = st.end == train::FitStatus::End::EarlyStopped
+                                ? name + ", " + std::to_string(st.epoch) + " of " +
+                                      std::to_string(st.num_epochs) + " epochs (early stop)"
+                                : name + ", " + std::to_string(st.num_epochs) +
+                                      (st.num_epochs == 1 ? " epoch" : " epochs");
   train::write_report(
       report_path, learner.history(),
-      train::ConfusionCounts::from(confusion, {std::begin(kClasses), std::end(kClasses)}),
-      "Fashion-MNIST, " + a.model + ", " + std::to_string(a.epochs) + " epochs");
+      train::ConfusionCounts::from(confusion, {std::begin(kClasses), std::end(kClasses)}), title);
   std::cout << "model: " << model_path.string() << "\n";
   std::cout << "report: " << report_path.string() << "\n";
   std::cout << "metrics: " << (fs::path(a.out) / "metrics.jsonl").string() << "\n";
@@ -177,58 +241,104 @@ int train_model(const Args& a) {
   return 0;
 }
 
-/// A 28x28 image in [0, 1] from "test:N" or an image file.
-std::vector<float> load_input(const std::string& in) {
-  std::vector<float> px(784);
-  if (in.starts_with("test:")) {
-    data::MnistDataset test(data::Split::Test);
-    size_t i = 0;
-    try {
-      i = std::stoul(in.substr(5));
-    } catch (const std::exception&) {
-      throw ValueError("bad input '" + in + "': expected test:N");
+/// The images an inference reads: the test set only when a "test:N" input asks for it.
+class Inputs {
+ public:
+  /// A 28x28 image in [0, 1] from "test:N" or an image file.
+  std::vector<float> load(const std::string& in) {
+    std::vector<float> px(784);
+    if (in.starts_with("test:")) {
+      if (!test_) test_.emplace(data::Split::Test);
+      const auto i = parse_int(std::string_view(in).substr(5), "input " + in, 0,
+                               static_cast<int64_t>(test_->len()) - 1);
+      auto item = test_->get(static_cast<size_t>(i));
+      for (size_t k = 0; k < 784; ++k) px[k] = item.image[k] / 255.0f;
+      return px;
     }
-    auto item = test.get(i);
-    for (size_t k = 0; k < 784; ++k) px[k] = item.image[k] / 255.0f;
+    data::Image img = data::load_image(in, 1);
+    // Nearest-neighbour resize to 28x28 (the dataset's images are 28x28 already).
+    for (int y = 0; y < 28; ++y)
+      for (int x = 0; x < 28; ++x)
+        px[static_cast<size_t>(y * 28 + x)] =
+            img.at(y * img.height / 28, x * img.width / 28, 0) / 255.0f;
     return px;
   }
-  data::Image img = data::load_image(in, 1);
-  // Nearest-neighbour resize to 28x28 (the dataset's images are 28x28 already).
-  for (int y = 0; y < 28; ++y)
-    for (int x = 0; x < 28; ++x)
-      px[static_cast<size_t>(y * 28 + x)] =
-          img.at(y * img.height / 28, x * img.width / 28, 0) / 255.0f;
-  return px;
+
+ private:
+  std::optional<data::MnistDataset> test_;
+};
+
+/// "9 ankle boot (0.9731), 7 sneaker (0.0214)": the `k` most likely classes.
+std::string top_classes(const std::vector<float>& probs, int64_t k) {
+  std::vector<size_t> order(probs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return probs[a] > probs[b]; });
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(4);
+  for (int64_t i = 0; i < k && i < static_cast<int64_t>(order.size()); ++i)
+    os << (i ? ", " : "") << order[i] << " " << kClasses[order[i]] << " (" << probs[order[i]]
+       << ")";
+  return os.str();
 }
 
 template <template <class> class Model>
 int infer_model(const Args& a, const fs::path& path) {
   auto model = Model<Cpu>::init(Cpu::default_device());
   nn::load_module(model, path);
+  Inputs inputs;
   for (const auto& in : a.inputs) {
-    auto px = load_input(in);
+    auto px = inputs.load(in);
     for (auto& p : px) p = (p - data::MnistDataset::kFashionMean) / data::MnistDataset::kFashionStd;
     auto x = Tensor<Cpu, 4>::from_values(px, {1, 1, 28, 28});
-    const int64_t c = model.forward(x).argmax(1).template into_scalar<int64_t>();
-    std::cout << in << ": " << c << " " << kClasses[c] << "\n";
+    const auto probs = activation::softmax(model.forward(x), 1).template to_vec<float>();
+    std::cout << in << ": " << top_classes(probs, a.top) << "\n";
   }
   return 0;
 }
 
+/// The model file of `dir` (a run folder or a checkpoint folder) and its kind (mlp, cnn).
+std::pair<fs::path, std::string> find_model(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw ValueError("--model-dir " + dir.string() +
+                     (fs::exists(dir, ec) ? ": not a folder" : ": no such folder"));
+  fs::path path = dir / "model.safetensors";
+  if (!fs::exists(path, ec)) {
+    const fs::path ck = dir / "checkpoints";
+    std::optional<int64_t> id;
+    if (fs::is_directory(ck, ec)) id = train::CheckpointDir(ck).latest();
+    if (!id)
+      throw ValueError("--model-dir " + dir.string() +
+                       ": no model.safetensors and no checkpoints/epoch-N in it (expected a "
+                       "folder written by 'mnist train --out DIR', or one of its checkpoints)");
+    path = train::CheckpointDir(ck).path(*id) / "model.safetensors";
+    std::cerr << "mnist: no final model in " << dir.string()
+              << " (its run did not complete); using its newest checkpoint, "
+              << path.parent_path().string() << "\n";
+  }
+  const auto file = record::load_safetensors(path);
+  // The final model says "mnist.model"; a checkpoint has the module's type name.
+  auto meta = [&](const char* key) {
+    auto it = file.metadata.find(key);
+    return it == file.metadata.end() ? std::string() : it->second;
+  };
+  std::string kind = meta("mnist.model");
+  if (kind.empty())
+    kind = meta("ember.module") == "Mlp" ? "mlp" : meta("ember.module") == "Cnn" ? "cnn" : "";
+  if (kind.empty()) throw ValueError(path.string() + " is not a model saved by 'mnist train'");
+  return {path, kind};
+}
+
 int infer(const Args& a) {
-  const auto path = fs::path(a.model_dir) / "model.safetensors";
-  auto file = record::load_safetensors(path);
-  auto it = file.metadata.find("mnist.model");
-  const std::string kind = it == file.metadata.end() ? "" : it->second;
-  if (kind == "mlp") return infer_model<mnist::Mlp>(a, path);
-  if (kind == "cnn") return infer_model<mnist::Cnn>(a, path);
-  throw ValueError(path.string() + " is not a model saved by 'mnist train'");
+  const auto [path, kind] = find_model(a.model_dir);
+  return kind == "mlp" ? infer_model<mnist::Mlp>(a, path) : infer_model<mnist::Cnn>(a, path);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Args a = parse(argc, argv);
+  Args a = parse_args(argc, argv);
   try {
     if (a.cmd == "infer") return infer(a);
     return a.model == "cnn" ? train_model<mnist::Cnn>(a) : train_model<mnist::Mlp>(a);

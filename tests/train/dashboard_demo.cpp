@@ -1,7 +1,7 @@
 // A small training run for the dashboard test: three Gaussian blobs, a two-layer network, a
 // Learner with the renderer make_renderer() picks, each step slowed down a little so the
 // screen gets drawn. It trains until stopped from the dashboard (or for --epochs), then writes
-// DIR/report.html.
+// DIR/report.html. An abort ends with status 130, as in mnist.
 //
 //   dashboard_demo DIR [--epochs N] [--delay-ms M] [--renderer auto|dashboard|plain]
 //                      [--throw-at K [--uncaught]]
@@ -23,6 +23,7 @@
 #include "ember/train/learner.h"
 #include "ember/train/output.h"
 #include "ember/train/report.h"
+#include "tests/train/blobs.h"
 
 namespace {
 
@@ -34,17 +35,11 @@ long g_throw_at = -1;
 long g_steps = 0;
 
 template <Backend B>
-struct Batch {
-  Tensor<B, 2> x;
-  Tensor<B, 1, Int> y;
-};
-
-template <Backend B>
 struct Net {
   nn::Linear<B> fc1, fc2;
   EMBER_MODULE(Net, fc1, fc2)
 
-  train::ClassificationOutput<B> step(const Batch<B>& b) const {
+  train::ClassificationOutput<B> step(const test::Batch<B>& b) const {
     if (++g_steps == g_throw_at)
       throw std::runtime_error("the demo's step " + std::to_string(g_steps) + " failed");
     std::this_thread::sleep_for(std::chrono::milliseconds(g_delay_ms));
@@ -52,34 +47,6 @@ struct Net {
     return {nn::CrossEntropyLossConfig{}.init().forward(logits, b.y), logits, b.y};
   }
 };
-
-template <Backend B>
-struct Loader {
-  std::vector<Batch<B>> batches;
-  size_t size() const { return batches.size(); }
-  auto begin() const { return batches.begin(); }
-  auto end() const { return batches.end(); }
-};
-
-template <Backend B>
-Loader<B> blobs(int64_t n_batches, uint64_t seed) {
-  Loader<B> l;
-  const float centers[] = {2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0};
-  for (int64_t b = 0; b < n_batches; ++b) {
-    std::vector<float> x;
-    std::vector<int64_t> y;
-    for (int i = 0; i < 16; ++i) {
-      const auto c = static_cast<int64_t>(rng::bits(seed, 1000 * b + i) % 3);
-      y.push_back(c);
-      for (int d = 0; d < 4; ++d)
-        x.push_back(centers[c * 4 + d] +
-                    static_cast<float>(rng::normal(seed + 1, 4 * (1000 * b + i) + d)) * 0.8f);
-    }
-    l.batches.push_back(
-        {Tensor<B, 2>::from_values(x, {16, 4}), Tensor<B, 1, Int>::from_values(y, {16})});
-  }
-  return l;
-}
 
 double seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -117,11 +84,12 @@ int run(int argc, char** argv) {
   learner.with_metric(std::make_unique<train::Accuracy>())
       .with_metric(std::make_unique<train::LearningRate>())
       .with_renderer(train::make_renderer(kind));
-  auto train_loader = blobs<AD>(12, 1);
-  auto valid_loader = blobs<Cpu>(4, 2);
+  auto train_loader = test::blobs<AD>(12, 1, 0.8f);
+  auto valid_loader = test::blobs<Cpu>(4, 2, 0.8f);
   const auto t0 = std::chrono::steady_clock::now();
   learner.fit(train_loader, valid_loader);
-  std::cout << "demo finished: " << (learner.stopped() ? "stopped" : "completed") << std::endl;
+  const train::FitStatus& status = learner.status();
+  std::cout << "demo finished: " << status.to_string() << std::endl;
   std::cout << "steps " << g_steps << " frames " << train::dashboard_detail::frames_drawn()
             << " seconds " << seconds(t0) << std::endl;
   // The run as report.html, with the validation confusion matrix of the final model.
@@ -129,8 +97,8 @@ int run(int argc, char** argv) {
   train::evaluate(nn::valid(learner.model()), valid_loader, {&confusion});
   train::write_report(std::filesystem::path(dir) / "report.html", learner.history(),
                       train::ConfusionCounts::from(confusion, {"blob x", "blob y", "blob z"}),
-                      "dashboard demo");
-  return 0;
+                      "dashboard demo: " + status.to_string());
+  return status.end == train::FitStatus::End::Aborted ? 130 : 0;  // as mnist does
 }
 
 }  // namespace

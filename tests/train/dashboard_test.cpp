@@ -16,6 +16,7 @@
 
 #include "ember/train/dashboard.h"
 #include "ember/train/renderer.h"
+#include "tests/train/tmux_session.h"
 
 namespace ember::train {
 namespace {
@@ -73,88 +74,19 @@ TEST(DashboardCanvas, BrailleDotsAndLines) {
 
 // -- in a pseudo-terminal -----------------------------------------------------------------
 
-std::string run_capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  ::pclose(p);
-  return out;
-}
+using ember::test::have_tmux;
+using ember::test::run_capture;
 
 std::string read_file(const fs::path& p) {
   std::ifstream f(p);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-bool have_tmux() { return std::system("command -v tmux >/dev/null 2>&1") == 0; }
-
-/// A private tmux server running dashboard_demo in a 120x40 session.
-class Session {
- public:
-  explicit Session(const std::string& name, const std::string& demo_args)
-      : dir_(fs::temp_directory_path() / ("ember_dash_" + name + "_" + std::to_string(::getpid()))),
-        sock_((dir_ / "tmux.sock").string()) {
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    // The program's exit status and whether the terminal modes came back as they were are
-    // printed after it ends; the pane then stays open to be read.
-    std::ofstream(dir_ / "run.sh")
-        << "export LC_ALL=C.UTF-8 LANG=C.UTF-8\n"
-        << "trap : INT\n"  // the shell outlives a Ctrl-C; the program gets it as usual
-        << "before=$(stty -g)\n"
-        << "'" << EMBER_DASHBOARD_DEMO << "' '" << (dir_ / "run").string() << "' " << demo_args
-        << "\n"
-        << "rc=$?\n"
-        << "[ \"$before\" = \"$(stty -g)\" ] && echo TTY_RESTORED\n"
-        << "echo DEMO_EXIT=$rc\n"
-        << "sleep 600\n";
-    tmux("new-session -d -x 120 -y 40 -s dash 'sh " + (dir_ / "run.sh").string() + "'");
-  }
-  ~Session() {
-    tmux("kill-server");
-    fs::remove_all(dir_);
-  }
-
-  std::string tmux(const std::string& args) const {
-    return run_capture("LC_ALL=C.UTF-8 tmux -u -S '" + sock_ + "' -f /dev/null " + args + " 2>&1");
-  }
-  std::string screen() const { return tmux("capture-pane -p -t dash"); }
-  /// The pane with its scrollback.
-  std::string history() const { return tmux("capture-pane -p -S -1000 -t dash"); }
-  bool alternate_screen() const {
-    return tmux("display-message -p -t dash '#{alternate_on}'").starts_with("1");
-  }
-  void keys(const std::string& k) const { tmux("send-keys -t dash " + k); }
-
-  /// Waits until the screen has `what` (up to `seconds`); returns the last screen read.
-  std::string wait_for(const std::string& what, double seconds = 30) const {
-    return wait_until([&](const std::string& s) { return s.find(what) != std::string::npos; },
-                      seconds);
-  }
-  std::string wait_until(const std::function<bool(const std::string&)>& ok,
-                         double seconds = 30) const {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    std::string s;
-    while (std::chrono::steady_clock::now() < end) {
-      s = screen();
-      if (ok(s)) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return s;
-  }
-  /// Waits for the program to end; returns its exit status (-1: it did not end).
-  int exit_status(double seconds = 30) const {
-    const std::string s = wait_for("DEMO_EXIT=", seconds);
-    const auto at = s.find("DEMO_EXIT=");
-    return at == std::string::npos ? -1 : std::atoi(s.c_str() + at + 10);
-  }
-  const fs::path& dir() const { return dir_; }
-
- private:
-  fs::path dir_;
-  std::string sock_;
+/// dashboard_demo in a 120x40 tmux session, training into dir()/run.
+struct Session : ember::test::TmuxSession {
+  Session(const std::string& name, const std::string& demo_args)
+      : TmuxSession("dash_" + name,
+                    std::string("'") + EMBER_DASHBOARD_DEMO + "' \"$RUN_DIR\" " + demo_args) {}
 };
 
 bool has(const std::string& s, const std::string& what) {
@@ -242,11 +174,15 @@ TEST(Dashboard, AbortKey) {
   t.keys("q");
   ASSERT_TRUE(has(t.wait_for("Quit?", 5), "Quit?"));
   t.keys("a");
-  EXPECT_EQ(t.exit_status(), 0);
+  EXPECT_EQ(t.exit_status(), 130);  // aborted: not a successful run
   const std::string out = t.history();
   EXPECT_TRUE(has(out, "training aborted")) << out;
+  EXPECT_TRUE(has(out, "demo finished: aborted at epoch ")) << out;
   EXPECT_FALSE(has(out, "stopped after step")) << out;
   EXPECT_TRUE(has(out, "TTY_RESTORED")) << out;
+  // The report's title says so too.
+  EXPECT_TRUE(
+      has(read_file(t.dir() / "run" / "report.html"), "<h1>dashboard demo: aborted at epoch "));
 }
 
 TEST(Dashboard, AnyOtherKeyContinues) {
