@@ -1,0 +1,144 @@
+// The CUDA driver API, loaded at run time from libcuda.so.1 (never linked), so that programs
+// start on machines without a GPU: there every call raises DeviceError("[cuda] no CUDA
+// driver: ...") and available() is false. Every failing call raises an ember error naming
+// the call and CUDA's error string (MemoryError for out of memory).
+//
+//   std::string why;
+//   if (cuda::available(&why)) {
+//     cuda::Context ctx(0);                      // the primary context of device 0
+//     cuda::DeviceBuffer buf(1024);              // bytes
+//     std::vector<float> host(256, 1.0f);
+//     buf.upload(host.data(), 1024);
+//   }
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ember/core/export.h"
+#include "ember/kernel/codegen/nvrtc.h"
+#include "ember/kernel/ir.h"
+
+namespace ember::cuda {
+
+using DevicePtr = uint64_t;  // CUdeviceptr
+struct CuStream;             // opaque driver handles
+struct CuEvent;
+struct CuModule;
+struct CuFunction;
+struct CuContext;
+
+/// Whether the driver loads and cuInit succeeds with at least one device; `why` says why not.
+EMBER_API bool available(std::string* why = nullptr);
+EMBER_API int device_count();
+EMBER_API int driver_version();  // e.g. 13000
+struct DeviceInfo {
+  std::string name;
+  int major = 0, minor = 0;  // compute capability
+  int multiprocessors = 0;
+  int64_t total_memory = 0;
+  int arch() const { return major * 10 + minor; }
+};
+EMBER_API DeviceInfo device_info(int device);
+
+/// The device's primary context, current on this thread while the object lives.
+class EMBER_API Context {
+ public:
+  explicit Context(int device);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  void synchronize();
+  int device() const { return device_; }
+
+ private:
+  int device_;
+  CuContext* ctx_ = nullptr;
+};
+
+class EMBER_API Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  void synchronize();
+  CuStream* get() const { return s_; }
+
+ private:
+  CuStream* s_ = nullptr;
+};
+
+class EMBER_API Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(const Stream* s = nullptr);
+  void synchronize();
+  /// Milliseconds from `start` to this event (both recorded and complete).
+  float since(const Event& start) const;
+
+ private:
+  CuEvent* e_ = nullptr;
+};
+
+/// Device memory, freed with the object.
+class EMBER_API DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+    o.ptr_ = 0;
+    o.bytes_ = 0;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void upload(const void* src, size_t bytes, const Stream* s = nullptr);
+  void download(void* dst, size_t bytes, const Stream* s = nullptr) const;
+  DevicePtr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  DevicePtr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+/// The arguments of a launch, in the kernel's parameter order: device pointers for buffers,
+/// values (converted to the parameter's type) for scalars.
+class EMBER_API LaunchArgs {
+ public:
+  explicit LaunchArgs(const kernel::Kernel& k) : params_(k.params), name_(k.name) {}
+  LaunchArgs& buffer(DevicePtr p);
+  LaunchArgs& scalar(double v);
+  LaunchArgs& scalar_int(int64_t v);
+  /// Pointers to each argument, as cuLaunchKernel takes them (throws if some are missing).
+  std::vector<void*> pointers();
+
+ private:
+  const kernel::Param& next(kernel::Param::Kind kind);
+  LaunchArgs& put_int(const kernel::Param& p, int64_t v);
+  std::vector<kernel::Param> params_;
+  std::string name_;
+  std::vector<uint64_t> storage_;
+};
+
+/// A loaded module (cubin or PTX) and its kernel.
+class EMBER_API Module {
+ public:
+  explicit Module(const kernel::CudaBinary& bin);
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  /// Launches `groups` workgroups of the kernel's workgroup size.
+  void launch(const kernel::Kernel& k, int64_t groups, LaunchArgs& args, const Stream* s = nullptr);
+
+ private:
+  CuModule* m_ = nullptr;
+  CuFunction* f_ = nullptr;
+  std::string name_;
+};
+
+}  // namespace ember::cuda

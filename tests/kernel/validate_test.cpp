@@ -1,0 +1,161 @@
+// Every rejection of the validator, with the message it gives.
+#include <gtest/gtest.h>
+
+#include "ember/core/error.h"
+#include "ember/kernel/builder.h"
+#include "ember/kernel/validate.h"
+
+using namespace ember;
+using namespace ember::kernel;
+
+namespace {
+
+// Validation of `k` fails with a ValueError whose message contains each of `parts`.
+void expect_rejected(const Kernel& k, std::initializer_list<std::string> parts,
+                     const ValidateOptions& o = {}) {
+  try {
+    validate(k, o);
+    ADD_FAILURE() << "accepted:\n" << dump(k);
+  } catch (const ValueError& e) {
+    std::string m = e.what();
+    for (const std::string& p : parts) EXPECT_NE(m.find(p), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+
+TEST(KernelValidate, RejectsMismatchedOperandTypes) {
+  KernelBuilder kb("mix");
+  Val a = kb.scalar("a", Scalar::F32);
+  Val b = kb.scalar("b", Scalar::I32);
+  kb.binary(Op::Add, a, b);
+  expect_rejected(kb.kernel(), {"[kernel mix] instruction 2 (%2:f32 = add %0, %1)",
+                                "operand types differ: f32 and i32"});
+}
+
+TEST(KernelValidate, RejectsWrongTypesForAnInstruction) {
+  KernelBuilder kb("t");
+  kb.exp(kb.scalar("i", Scalar::I32));
+  expect_rejected(kb.kernel(), {"exp needs a float, not i32"});
+  KernelBuilder kb2("t2");
+  Val b = kb2.lit(Scalar::Bool, 1);
+  kb2.binary(Op::Lt, b, b);
+  expect_rejected(kb2.kernel(), {"bools have no order"});
+  KernelBuilder kb3("t3");
+  kb3.if_(kb3.lit(Scalar::I32, 1), [] {});
+  expect_rejected(kb3.kernel(), {"the condition must be bool, not i32"});
+}
+
+TEST(KernelValidate, RejectsUndefinedAndOutOfScopeValues) {
+  KernelBuilder kb("undef");
+  Val a = kb.scalar("a", Scalar::F32);
+  Kernel k = kb.kernel();
+  Inst bad{Op::Neg, Scalar::F32, k.num_values++, {7}};
+  k.body.push_back(bad);
+  expect_rejected(k, {"operand 0 (%7) is not defined before"});
+
+  KernelBuilder kb2("scope");
+  Val c = kb2.lit(Scalar::Bool, 1);
+  Val inner;
+  kb2.if_(c, [&] { inner = kb2.lit(Scalar::F32, 2); });
+  kb2.neg(inner);
+  expect_rejected(kb2.kernel(), {"operand %1 is defined in a block that has ended"});
+}
+
+TEST(KernelValidate, RejectsWritesToReadOnlyBuffers) {
+  KernelBuilder kb("ro");
+  Mem x = kb.buffer("x", Scalar::F32, Access::Read);
+  kb.store(x, kb.global_id(0), kb.lit(Scalar::F32, 1));
+  expect_rejected(kb.kernel(), {"writes the read-only buffer x"});
+  KernelBuilder kb2("wo");
+  Mem y = kb2.buffer("y", Scalar::F32, Access::Write);
+  kb2.atomic_add(y, kb2.global_id(0), kb2.lit(Scalar::F32, 1));
+  expect_rejected(kb2.kernel(), {"reads the write-only buffer y"});
+}
+
+TEST(KernelValidate, RejectsStoresOfTheWrongElementType) {
+  KernelBuilder kb("st");
+  Mem y = kb.buffer("y", Scalar::F32, Access::Write);
+  kb.store(y, kb.global_id(0), kb.lit(Scalar::F64, 1));
+  expect_rejected(kb.kernel(), {"stores f64 into elements of f32"});
+  KernelBuilder kb2("idx");
+  Mem z = kb2.buffer("z", Scalar::F32, Access::Read);
+  kb2.load(z, kb2.lit(Scalar::F32, 0));
+  expect_rejected(kb2.kernel(), {"the index must be i32, u32 or i64, not f32"});
+}
+
+TEST(KernelValidate, RejectsBarriersInDivergentControlFlow) {
+  KernelBuilder kb("div");
+  kb.if_(kb.local_id(0) < 16, [&] { kb.barrier(); });
+  expect_rejected(kb.kernel(), {"barrier in divergent control flow"});
+  KernelBuilder kb2("loop");
+  kb2.for_(kb2.local_id(0), kb2.lit(Scalar::U32, 64), kb2.lit(Scalar::U32, 32),
+           [&](Val) { kb2.barrier(); });
+  expect_rejected(kb2.kernel(), {"barrier in divergent control flow"});
+  // Uniform conditions (group ids, parameters) are fine.
+  KernelBuilder kb3("uniform");
+  Val n = kb3.scalar("n", Scalar::U32);
+  kb3.if_(kb3.group_id(0) < n, [&] { kb3.barrier(); });
+  kb3.for_(0, n, 1, [&](Val) { kb3.barrier(); });
+  EXPECT_NO_THROW(validate(kb3.kernel()));
+}
+
+TEST(KernelValidate, RejectsSharedMemoryOverTheLimit) {
+  KernelBuilder kb("big");
+  kb.shared("tile", Scalar::F32, 16 * 1024);
+  expect_rejected(kb.kernel(),
+                  {"[kernel big] shared memory of 65536 bytes is over the limit of 49152"});
+  ValidateOptions o;
+  o.max_shared_bytes = 228 * 1024;
+  EXPECT_NO_THROW(validate(kb.kernel(), o));
+}
+
+TEST(KernelValidate, RejectsBadVectorWidths) {
+  KernelBuilder kb("w");
+  Val a = kb.lit(Scalar::F32, 1);
+  kb.vec({a, a, a});
+  expect_rejected(kb.kernel(), {"bad vector width 3"});
+  KernelBuilder kb2("lane");
+  Val b = kb2.lit(Scalar::F32, 1);
+  kb2.extract(kb2.vec({b, b}), 2);
+  expect_rejected(kb2.kernel(), {"lane 2 of a f32x2"});
+}
+
+TEST(KernelValidate, RejectsUnbalancedBlocks) {
+  KernelBuilder kb("open");
+  kb.emit(Op::If, Type(), {kb.lit(Scalar::Bool, 1)});
+  expect_rejected(kb.kernel(), {"instruction 1 (if %0): if is never closed"});
+  KernelBuilder kb2("close");
+  kb2.emit(Op::EndFor, Type(), {});
+  expect_rejected(kb2.kernel(), {"end_for does not close an open for"});
+  KernelBuilder kb3("else");
+  kb3.emit(Op::Else, Type(), {});
+  expect_rejected(kb3.kernel(), {"else without an open if"});
+}
+
+TEST(KernelValidate, RejectsAtomicsOnUnsupportedTypes) {
+  KernelBuilder kb("at");
+  Mem h = kb.buffer("h", Scalar::F16, Access::ReadWrite);
+  kb.atomic_max(h, kb.global_id(0), kb.lit(Scalar::F16, 1));
+  expect_rejected(kb.kernel(), {"atomic_max is not available on f16"});
+}
+
+TEST(KernelValidate, RejectsBadDeclarations) {
+  expect_rejected(KernelBuilder("9lives").kernel(), {"the kernel name is not an identifier"});
+  KernelBuilder kb("dup");
+  kb.buffer("x", Scalar::F32, Access::Read);
+  kb.scalar("x", Scalar::I32);
+  expect_rejected(kb.kernel(), {"the name 'x' is declared twice"});
+  expect_rejected(KernelBuilder("wide", {64, 64, 1}).kernel(),
+                  {"workgroup of 4096 threads is over the limit of 1024"});
+  KernelBuilder kb2("var");
+  Var v = kb2.var("v", Scalar::F32);
+  v.set(kb2.lit(Scalar::I32, 1));
+  expect_rejected(kb2.kernel(), {"writes i32 into variable v of f32"});
+}
+
+TEST(KernelValidate, FinishValidates) {
+  KernelBuilder kb("fin");
+  kb.exp(kb.scalar("i", Scalar::I32));
+  EXPECT_THROW(kb.finish(), ValueError);
+}
