@@ -69,11 +69,11 @@ Val KernelBuilder::lit(Type type, double v) {
     inst.fimm = v;
   } else {
     double lo = is_signed(type.scalar) ? -std::ldexp(1.0, byte_size(type.scalar) * 8 - 1) : 0;
-    double hi = type.scalar == Scalar::Bool
+    double hi = type.scalar == ScalarType::Bool
                     ? 1
                     : std::ldexp(1.0, byte_size(type.scalar) * 8 - is_signed(type.scalar));
     if (type.is_void() || !(v == std::trunc(v)) || v < lo ||
-        v >= hi + (type.scalar == Scalar::Bool))
+        v >= hi + (type.scalar == ScalarType::Bool))
       throw ValueError("[kernel " + k_.name + "] constant " + std::to_string(v) + " is not a " +
                        name(type));
     inst.imm = static_cast<int64_t>(v);
@@ -90,13 +90,13 @@ Val KernelBuilder::lit_int(Type type, int64_t v) {
   return make(std::move(inst));
 }
 
-Val KernelBuilder::global_id(int d) { return emit(Op::GlobalId, Scalar::U32, {}, d); }
-Val KernelBuilder::local_id(int d) { return emit(Op::LocalId, Scalar::U32, {}, d); }
-Val KernelBuilder::group_id(int d) { return emit(Op::GroupId, Scalar::U32, {}, d); }
-Val KernelBuilder::local_size(int d) { return emit(Op::LocalSize, Scalar::U32, {}, d); }
-Val KernelBuilder::num_groups(int d) { return emit(Op::NumGroups, Scalar::U32, {}, d); }
-Val KernelBuilder::subgroup_lane() { return emit(Op::SubgroupLane, Scalar::U32, {}); }
-Val KernelBuilder::subgroup_size() { return emit(Op::SubgroupSize, Scalar::U32, {}); }
+Val KernelBuilder::global_id(int d) { return emit(Op::GlobalId, ScalarType::U32, {}, d); }
+Val KernelBuilder::local_id(int d) { return emit(Op::LocalId, ScalarType::U32, {}, d); }
+Val KernelBuilder::group_id(int d) { return emit(Op::GroupId, ScalarType::U32, {}, d); }
+Val KernelBuilder::local_size(int d) { return emit(Op::LocalSize, ScalarType::U32, {}, d); }
+Val KernelBuilder::num_groups(int d) { return emit(Op::NumGroups, ScalarType::U32, {}, d); }
+Val KernelBuilder::subgroup_lane() { return emit(Op::SubgroupLane, ScalarType::U32, {}); }
+Val KernelBuilder::subgroup_size() { return emit(Op::SubgroupSize, ScalarType::U32, {}); }
 
 Val KernelBuilder::load(const Mem& m, const Val& index, int width) {
   return emit(Op::Load, m.type.with_width(width), {index}, m.index, m.space);
@@ -185,7 +185,7 @@ Val KernelBuilder::shuffle_xor(const Val& v, const Val& mask) {
 Val KernelBuilder::subgroup_add(const Val& v) { return emit(Op::SubgroupAdd, v.type(), {v}); }
 Val KernelBuilder::subgroup_min(const Val& v) { return emit(Op::SubgroupMin, v.type(), {v}); }
 Val KernelBuilder::subgroup_max(const Val& v) { return emit(Op::SubgroupMax, v.type(), {v}); }
-Val KernelBuilder::ballot(const Val& p) { return emit(Op::Ballot, Scalar::U32, {p}); }
+Val KernelBuilder::ballot(const Val& p) { return emit(Op::Ballot, ScalarType::U32, {p}); }
 
 Kernel KernelBuilder::finish() {
   validate(k_);

@@ -2,9 +2,9 @@
 // lambdas for blocks. Every renderer (CUDA, GLSL, WGSL, ...) takes what it builds.
 //
 //   kernel::KernelBuilder kb("exp_f32");
-//   kernel::Mem x = kb.buffer("x", kernel::Scalar::F32, kernel::Access::Read);
-//   kernel::Mem out = kb.buffer("out", kernel::Scalar::F32, kernel::Access::Write);
-//   kernel::Val n = kb.scalar("n", kernel::Scalar::U32);
+//   kernel::Mem x = kb.buffer("x", kernel::ScalarType::F32, kernel::Access::Read);
+//   kernel::Mem out = kb.buffer("out", kernel::ScalarType::F32, kernel::Access::Write);
+//   kernel::Val n = kb.scalar("n", kernel::ScalarType::U32);
 //   kernel::Val i = kb.global_id(0);
 //   kb.if_(i < n, [&] { kb.store(out, i, kb.exp(kb.load(x, i))); });
 //   kernel::Kernel k = kb.finish();   // validated: throws ValueError on a malformed kernel
@@ -12,9 +12,9 @@
 // Loops carry state in variables:
 //
 //   kernel::KernelBuilder kb("sum");
-//   kernel::Mem x = kb.buffer("x", kernel::Scalar::F32, kernel::Access::Read);
-//   kernel::Var acc = kb.var("acc", kb.lit(kernel::Scalar::F32, 0));
-//   kb.for_(0, kb.scalar("n", kernel::Scalar::I32), 1, [&](kernel::Val j) {
+//   kernel::Mem x = kb.buffer("x", kernel::ScalarType::F32, kernel::Access::Read);
+//   kernel::Var acc = kb.var("acc", kb.lit(kernel::ScalarType::F32, 0));
+//   kb.for_(0, kb.scalar("n", kernel::ScalarType::I32), 1, [&](kernel::Val j) {
 //     acc.set(acc.get() + kb.load(x, j));
 //   });
 #pragma once

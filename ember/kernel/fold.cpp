@@ -16,19 +16,19 @@ struct C {
 };
 
 // An integer wrapped to the type's width (two's complement), bool to 0/1.
-int64_t wrap(int64_t v, Scalar s) {
+int64_t wrap(int64_t v, ScalarType s) {
   switch (s) {
-    case Scalar::Bool:
+    case ScalarType::Bool:
       return v != 0;
-    case Scalar::I8:
+    case ScalarType::I8:
       return static_cast<int8_t>(v);
-    case Scalar::U8:
+    case ScalarType::U8:
       return static_cast<uint8_t>(v);
-    case Scalar::I16:
+    case ScalarType::I16:
       return static_cast<int16_t>(v);
-    case Scalar::I32:
+    case ScalarType::I32:
       return static_cast<int32_t>(v);
-    case Scalar::U32:
+    case ScalarType::U32:
       return static_cast<uint32_t>(v);
     default:
       return v;
@@ -36,30 +36,30 @@ int64_t wrap(int64_t v, Scalar s) {
 }
 
 // A double rounded to the float type (f64 unchanged).
-double round_to(double v, Scalar s) {
+double round_to(double v, ScalarType s) {
   switch (s) {
-    case Scalar::F32:
+    case ScalarType::F32:
       return static_cast<float>(v);
-    case Scalar::F16:
+    case ScalarType::F16:
       return static_cast<float>(f16(static_cast<float>(v)));
-    case Scalar::BF16:
+    case ScalarType::BF16:
       return static_cast<float>(bf16(static_cast<float>(v)));
     default:
       return v;
   }
 }
 
-double as_double(const C& c, Scalar s) { return is_float(s) ? c.f : static_cast<double>(c.i); }
+double as_double(const C& c, ScalarType s) { return is_float(s) ? c.f : static_cast<double>(c.i); }
 
-std::optional<C> cast(const C& c, Scalar from, Scalar to) {
+std::optional<C> cast(const C& c, ScalarType from, ScalarType to) {
   C r;
   if (is_float(to)) {
     r.f = round_to(is_float(from)
                        ? c.f
-                       : (from == Scalar::U32 ? static_cast<double>(static_cast<uint32_t>(c.i))
-                                              : static_cast<double>(c.i)),
+                       : (from == ScalarType::U32 ? static_cast<double>(static_cast<uint32_t>(c.i))
+                                                  : static_cast<double>(c.i)),
                    to);
-  } else if (to == Scalar::Bool) {
+  } else if (to == ScalarType::Bool) {
     r.i = is_float(from) ? c.f != 0 : c.i != 0;
   } else if (is_float(from)) {
     double t = std::trunc(c.f);
@@ -71,8 +71,8 @@ std::optional<C> cast(const C& c, Scalar from, Scalar to) {
   return r;
 }
 
-std::optional<C> eval(Op op, Type t, const C* a, Scalar arg_scalar) {
-  Scalar s = arg_scalar;
+std::optional<C> eval(Op op, Type t, const C* a, ScalarType arg_scalar) {
+  ScalarType s = arg_scalar;
   C r;
   if (is_float(s)) {
     double x = a[0].f, y = a[1].f;
@@ -157,7 +157,7 @@ std::optional<C> eval(Op op, Type t, const C* a, Scalar arg_scalar) {
       r.i = x < 0 ? static_cast<int64_t>(0 - ux) : x;
       break;
     case Op::Not:
-      r.i = s == Scalar::Bool ? !x : ~x;
+      r.i = s == ScalarType::Bool ? !x : ~x;
       break;
     case Op::Add:
       r.i = static_cast<int64_t>(ux + uy);
@@ -266,7 +266,7 @@ bool fold_constants(Kernel& k) {
     }
     if (all_const && i.op != Op::Vec && i.op != Op::Extract && i.op != Op::Bitcast &&
         i.op != Op::Fma && i.op != Op::Select && i.args.size() <= 2) {
-      Scalar s = d[0]->type.scalar;
+      ScalarType s = d[0]->type.scalar;
       C in[2] = {{d[0]->imm, d[0]->fimm}, {}};
       if (i.args.size() > 1) in[1] = {d[1]->imm, d[1]->fimm};
       std::optional<C> r =

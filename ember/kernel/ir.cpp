@@ -19,7 +19,7 @@ std::string const_text(const Inst& i) {
     std::snprintf(buf, sizeof buf, "%.17g", i.fimm);
     return buf;
   }
-  if (i.type.scalar == Scalar::Bool) return i.imm ? "true" : "false";
+  if (i.type.scalar == ScalarType::Bool) return i.imm ? "true" : "false";
   return std::to_string(i.imm);
 }
 
@@ -53,7 +53,7 @@ Type result_type(Op op, const Type* args, int nargs) {
   const OpInfo& in = info(op);
   switch (in.form) {
     case Form::Geometry:
-      return Scalar::U32;
+      return ScalarType::U32;
     case Form::Unary:
     case Form::Logic1:
     case Form::Math:
@@ -67,7 +67,7 @@ Type result_type(Op op, const Type* args, int nargs) {
       return nargs > 0 ? args[0] : Type();
     case Form::Test:
     case Form::Compare:
-      return nargs > 0 ? Type::vec(Scalar::Bool, args[0].width) : Type(Scalar::Bool);
+      return nargs > 0 ? Type::vec(ScalarType::Bool, args[0].width) : Type(ScalarType::Bool);
     case Form::Select:
       return nargs > 1 ? args[1] : Type();
     case Form::Extract:
@@ -77,7 +77,7 @@ Type result_type(Op op, const Type* args, int nargs) {
     case Form::AtomicCas:
       return nargs > 2 ? args[2] : Type();
     case Form::Ballot:
-      return Scalar::U32;
+      return ScalarType::U32;
     default:
       return Type();
   }

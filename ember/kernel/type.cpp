@@ -2,31 +2,31 @@
 
 namespace ember::kernel {
 
-std::string_view name(Scalar s) {
+std::string_view name(ScalarType s) {
   switch (s) {
-    case Scalar::Void:
+    case ScalarType::Void:
       return "void";
-    case Scalar::Bool:
+    case ScalarType::Bool:
       return "bool";
-    case Scalar::I8:
+    case ScalarType::I8:
       return "i8";
-    case Scalar::U8:
+    case ScalarType::U8:
       return "u8";
-    case Scalar::I16:
+    case ScalarType::I16:
       return "i16";
-    case Scalar::I32:
+    case ScalarType::I32:
       return "i32";
-    case Scalar::U32:
+    case ScalarType::U32:
       return "u32";
-    case Scalar::I64:
+    case ScalarType::I64:
       return "i64";
-    case Scalar::F16:
+    case ScalarType::F16:
       return "f16";
-    case Scalar::BF16:
+    case ScalarType::BF16:
       return "bf16";
-    case Scalar::F32:
+    case ScalarType::F32:
       return "f32";
-    case Scalar::F64:
+    case ScalarType::F64:
       return "f64";
   }
   return "?";
@@ -38,30 +38,30 @@ std::string name(Type t) {
   return s;
 }
 
-Scalar scalar_of(DType t) {
+ScalarType scalar_of(DType t) {
   switch (t) {
     case DType::F64:
-      return Scalar::F64;
+      return ScalarType::F64;
     case DType::F32:
-      return Scalar::F32;
+      return ScalarType::F32;
     case DType::F16:
-      return Scalar::F16;
+      return ScalarType::F16;
     case DType::BF16:
-      return Scalar::BF16;
+      return ScalarType::BF16;
     case DType::I64:
-      return Scalar::I64;
+      return ScalarType::I64;
     case DType::I32:
-      return Scalar::I32;
+      return ScalarType::I32;
     case DType::I16:
-      return Scalar::I16;
+      return ScalarType::I16;
     case DType::I8:
-      return Scalar::I8;
+      return ScalarType::I8;
     case DType::U8:
-      return Scalar::U8;
+      return ScalarType::U8;
     case DType::Bool:
-      return Scalar::Bool;
+      return ScalarType::Bool;
   }
-  return Scalar::Void;
+  return ScalarType::Void;
 }
 
 }  // namespace ember::kernel

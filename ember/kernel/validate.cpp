@@ -24,8 +24,8 @@ bool valid_width(Type t) {
 }
 
 bool is_index(Type t) {
-  return t.width == 1 &&
-         (t.scalar == Scalar::I32 || t.scalar == Scalar::U32 || t.scalar == Scalar::I64);
+  return t.width == 1 && (t.scalar == ScalarType::I32 || t.scalar == ScalarType::U32 ||
+                          t.scalar == ScalarType::I64);
 }
 
 struct Scope {
@@ -138,9 +138,10 @@ class Checker {
   }
 
   void atomic_type(const Inst& i, Type t) {
-    Scalar s = t.scalar;
-    bool ok = t.width == 1 && (s == Scalar::F32 || s == Scalar::I32 || s == Scalar::U32 ||
-                               s == Scalar::I64 || (i.op == Op::AtomicAdd && s == Scalar::F64));
+    ScalarType s = t.scalar;
+    bool ok =
+        t.width == 1 && (s == ScalarType::F32 || s == ScalarType::I32 || s == ScalarType::U32 ||
+                         s == ScalarType::I64 || (i.op == Op::AtomicAdd && s == ScalarType::F64));
     expect(ok, std::string(name(i.op)) + " is not available on " + name(t));
   }
 
@@ -171,7 +172,7 @@ class Checker {
         break;
       case Form::Geometry:
         expect(i.ref < 3, "dim " + std::to_string(i.ref) + " is not 0, 1 or 2");
-        result_is(i, Scalar::U32);
+        result_is(i, ScalarType::U32);
         uniform = i.op == Op::GroupId || i.op == Op::LocalSize || i.op == Op::NumGroups ||
                   i.op == Op::SubgroupSize;
         break;
@@ -285,7 +286,7 @@ class Checker {
                                                 name(k_.vars[i.ref].type));
         break;
       case Form::If:
-        expect(t[0] == Type(Scalar::Bool), "the condition must be bool, not " + name(t[0]));
+        expect(t[0] == Type(ScalarType::Bool), "the condition must be bool, not " + name(t[0]));
         open(Op::If, divergent() || !all_uniform);
         break;
       case Form::Else:
@@ -319,7 +320,7 @@ class Checker {
                "between the threads of a workgroup)");
         break;
       case Form::Shuffle:
-        expect(t[1] == Type(Scalar::U32), "the lane must be u32, not " + name(t[1]));
+        expect(t[1] == Type(ScalarType::U32), "the lane must be u32, not " + name(t[1]));
         expect(!is_bool(t[0]), "shuffle a bool as u32");
         result_is(i, t[0]);
         break;
@@ -329,8 +330,8 @@ class Checker {
         result_is(i, t[0]);
         break;
       case Form::Ballot:
-        expect(t[0] == Type(Scalar::Bool), "ballot needs a bool, not " + name(t[0]));
-        result_is(i, Scalar::U32);
+        expect(t[0] == Type(ScalarType::Bool), "ballot needs a bool, not " + name(t[0]));
+        result_is(i, ScalarType::U32);
         break;
     }
     define(i, uniform);

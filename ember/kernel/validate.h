@@ -1,12 +1,11 @@
 // The validator: every kernel is checked before a pass or a renderer sees it. A malformed
 // kernel raises ValueError naming the kernel, the instruction (its index and dump) and what
-// is wrong:
-//
-//   [kernel k] instruction 5 (%5:f32 = add %3, %4): operand types differ: f32 and i32
+// is wrong, e.g. "[kernel k] instruction 5 (%5:f32 = add %3, %4): operand types differ: f32
+// and i32".
 //
 //   kernel::KernelBuilder kb("k");
-//   kernel::Mem x = kb.buffer("x", kernel::Scalar::F32, kernel::Access::Read);
-//   kb.store(x, kb.global_id(0), kb.lit(kernel::Scalar::F32, 1));
+//   kernel::Mem x = kb.buffer("x", kernel::ScalarType::F32, kernel::Access::Read);
+//   kb.store(x, kb.global_id(0), kb.lit(kernel::ScalarType::F32, 1));
 //   try { kernel::validate(kb.kernel()); } catch (const ValueError& e) { /* read-only */ }
 #pragma once
 #include <cstdint>

@@ -16,6 +16,18 @@ using namespace ember;
 using namespace ember::kernel;
 namespace fs = std::filesystem;
 
+// Options for a compile into `cache` (designated initializers would leave fields unnamed).
+inline ember::kernel::CudaCompileOptions opts(ember::kernel::KernelCache* cache, int arch = 90,
+                                              bool ptx = false,
+                                              std::vector<std::string> extra = {}) {
+  ember::kernel::CudaCompileOptions o;
+  o.arch = arch;
+  o.ptx = ptx;
+  o.options = std::move(extra);
+  o.cache = cache;
+  return o;
+}
+
 namespace {
 
 #define REQUIRE_NVRTC()                                              \
@@ -38,52 +50,53 @@ struct TempCache {
 // A kernel that uses every instruction form, half types, vectors, shared memory and atomics.
 Kernel everything() {
   KernelBuilder kb("everything", {128, 1, 1});
-  Mem xf = kb.buffer("xf", Scalar::F32, Access::Read, 4);
-  Mem xh = kb.buffer("xh", Scalar::F16, Access::Read);
-  Mem xb = kb.buffer("xb", Scalar::BF16, Access::ReadWrite);
-  Mem ai = kb.buffer("ai", Scalar::I32, Access::ReadWrite);
-  Mem au = kb.buffer("au", Scalar::U32, Access::ReadWrite);
-  Mem al = kb.buffer("al", Scalar::I64, Access::ReadWrite);
-  Mem af = kb.buffer("af", Scalar::F32, Access::ReadWrite);
-  Mem ad = kb.buffer("ad", Scalar::F64, Access::ReadWrite);
-  Mem i8 = kb.buffer("small", Scalar::I8, Access::ReadWrite);
-  Mem flags = kb.buffer("flags", Scalar::Bool, Access::Write);
-  Val n = kb.scalar("n", Scalar::I32);
-  Val scale = kb.scalar("scale", Scalar::F32);
-  Mem tile = kb.shared("tile", Scalar::F32, 128);
-  Var acc = kb.var("acc", kb.lit(Scalar::F32, 0));
+  Mem xf = kb.buffer("xf", ScalarType::F32, Access::Read, 4);
+  Mem xh = kb.buffer("xh", ScalarType::F16, Access::Read);
+  Mem xb = kb.buffer("xb", ScalarType::BF16, Access::ReadWrite);
+  Mem ai = kb.buffer("ai", ScalarType::I32, Access::ReadWrite);
+  Mem au = kb.buffer("au", ScalarType::U32, Access::ReadWrite);
+  Mem al = kb.buffer("al", ScalarType::I64, Access::ReadWrite);
+  Mem af = kb.buffer("af", ScalarType::F32, Access::ReadWrite);
+  Mem ad = kb.buffer("ad", ScalarType::F64, Access::ReadWrite);
+  Mem i8 = kb.buffer("small", ScalarType::I8, Access::ReadWrite);
+  Mem flags = kb.buffer("flags", ScalarType::Bool, Access::Write);
+  Val n = kb.scalar("n", ScalarType::I32);
+  Val scale = kb.scalar("scale", ScalarType::F32);
+  Mem tile = kb.shared("tile", ScalarType::F32, 128);
+  Var acc = kb.var("acc", kb.lit(ScalarType::F32, 0));
   Val tid = kb.local_id(0);
-  Val i = kb.cast(kb.global_id(0), Scalar::I32);
+  Val i = kb.cast(kb.global_id(0), ScalarType::I32);
   Val v4 = kb.load(xf, i * 4, 4);
-  Val e = kb.exp(v4) * kb.fma(v4, v4, kb.lit(Type::vec(Scalar::F32, 4), 1));
+  Val e = kb.exp(v4) * kb.fma(v4, v4, kb.lit(Type::vec(ScalarType::F32, 4), 1));
   Val s = kb.extract(e, 0) + kb.extract(e, 3);
   for (Op op : {Op::Exp2, Op::Log, Op::Log2, Op::Sqrt, Op::Rsqrt, Op::Sin, Op::Cos, Op::Tan,
                 Op::Tanh, Op::Erf, Op::Floor, Op::Ceil, Op::Round, Op::Trunc, Op::Abs, Op::Neg})
     s = s + kb.unary(op, s);
   s = kb.pow(s, scale) + kb.max(s, scale) - kb.min(s, scale) / scale;
-  s = kb.select(kb.is_nan(s) || kb.is_inf(s), kb.lit(Scalar::F32, 0), s);
+  s = kb.select(kb.is_nan(s) || kb.is_inf(s), kb.lit(ScalarType::F32, 0), s);
   Val h = kb.load(xh, i);
-  Val hb = kb.cast(kb.exp(h) + h * 2.0, Scalar::BF16);
+  Val hb = kb.cast(kb.exp(h) + h * 2.0, ScalarType::BF16);
   kb.store(xb, i, kb.max(hb, kb.load(xb, i)));
   kb.store(tile, tid, s);
   kb.barrier();
   kb.for_(0, n, 1, [&](Val j) {
-    kb.if_else((j & 1) == 0, [&] { acc.set(acc + kb.load(tile, kb.cast(j, Scalar::U32) % 128)); },
+    kb.if_else((j & 1) == 0,
+               [&] { acc.set(acc + kb.load(tile, kb.cast(j, ScalarType::U32) % 128)); },
                [&] { acc.set(acc - 1.0); });
   });
   Val w = kb.subgroup_add(acc.get()) + kb.subgroup_max(acc.get()) + kb.subgroup_min(acc.get());
-  w = w + kb.shuffle(w, kb.lit(Scalar::U32, 0)) + kb.shuffle_xor(w, kb.lit(Scalar::U32, 1));
+  w = w + kb.shuffle(w, kb.lit(ScalarType::U32, 0)) + kb.shuffle_xor(w, kb.lit(ScalarType::U32, 1));
   Val mask = kb.ballot(w > 0.0);
-  Val li = kb.cast(w, Scalar::I64);
-  Val ii = kb.cast(w, Scalar::I32);
-  Val ui = kb.bitcast(w, Scalar::U32) ^ mask;
+  Val li = kb.cast(w, ScalarType::I64);
+  Val ii = kb.cast(w, ScalarType::I32);
+  Val ui = kb.bitcast(w, ScalarType::U32) ^ mask;
   for (Op op : {Op::AtomicAdd, Op::AtomicMin, Op::AtomicMax, Op::AtomicExch}) {
-    kb.emit(op, Scalar::I32, {i, ii}, ai.index);
-    kb.emit(op, Scalar::U32, {i, ui}, au.index);
-    kb.emit(op, Scalar::I64, {i, li}, al.index);
-    kb.emit(op, Scalar::F32, {i, w}, af.index);
+    kb.emit(op, ScalarType::I32, {i, ii}, ai.index);
+    kb.emit(op, ScalarType::U32, {i, ui}, au.index);
+    kb.emit(op, ScalarType::I64, {i, li}, al.index);
+    kb.emit(op, ScalarType::F32, {i, w}, af.index);
   }
-  kb.atomic_add(ad, i, kb.cast(w, Scalar::F64));
+  kb.atomic_add(ad, i, kb.cast(w, ScalarType::F64));
   kb.atomic_cas(ai, i, ii, ii + 1);
   kb.atomic_cas(au, i, ui, ui >> 1);
   kb.atomic_cas(al, i, li, li << 2);
@@ -91,13 +104,13 @@ Kernel everything() {
   kb.atomic_add(tile, tid, w);
   Val small = kb.load(i8, i);
   kb.store(i8, i, -small + (~small & 3));
-  kb.store(flags, i, kb.cast(small, Scalar::Bool) != (kb.cast(ii, Scalar::F64) > 0.5));
-  Val t = kb.lit(Scalar::Bool, 1), f = kb.lit(Scalar::Bool, 0);
+  kb.store(flags, i, kb.cast(small, ScalarType::Bool) != (kb.cast(ii, ScalarType::F64) > 0.5));
+  Val t = kb.lit(ScalarType::Bool, 1), f = kb.lit(ScalarType::Bool, 0);
   kb.store(flags, i * 2, kb.vec({t, f}) == kb.vec({t, t}));
   kb.if_(kb.group_id(1) == kb.num_groups(2) + kb.local_size(0) + kb.subgroup_size(), [&] {
-    kb.store(
-        ai, i,
-        kb.cast(kb.lit(Scalar::F64, INFINITY), Scalar::I32) % kb.lit_int(Scalar::I32, INT32_MIN));
+    kb.store(ai, i,
+             kb.cast(kb.lit(ScalarType::F64, INFINITY), ScalarType::I32) %
+                 kb.lit_int(ScalarType::I32, INT32_MIN));
   });
   return kb.finish();
 }
@@ -106,9 +119,9 @@ Kernel everything() {
 
 TEST(KernelCuda, RendersOneExternCFunction) {
   KernelBuilder kb("scale_f16");
-  Mem x = kb.buffer("x", Scalar::F16, Access::Read);
-  Mem out = kb.buffer("out", Scalar::F16, Access::Write);
-  Val n = kb.scalar("n", Scalar::U32);
+  Mem x = kb.buffer("x", ScalarType::F16, Access::Read);
+  Mem out = kb.buffer("out", ScalarType::F16, Access::Write);
+  Val n = kb.scalar("n", ScalarType::U32);
   Val i = kb.global_id(0);
   kb.if_(i < n, [&] { kb.store(out, i, kb.load(x, i) * 2.0); });
   std::string src = render_cuda(kb.finish());
@@ -124,7 +137,7 @@ TEST(KernelCuda, RendersOneExternCFunction) {
 
 TEST(KernelCuda, RenderingValidatesFirst) {
   KernelBuilder kb("bad");
-  kb.exp(kb.scalar("i", Scalar::I32));
+  kb.exp(kb.scalar("i", ScalarType::I32));
   EXPECT_THROW(render_cuda(kb.kernel()), ValueError);
 }
 
@@ -135,7 +148,7 @@ TEST(KernelCuda, EveryInstructionFormCompilesToAnSm90Cubin) {
   Kernel k = everything();
   CudaBinary bin;
   try {
-    bin = compile_cuda(k, {.arch = 90, .cache = &cache});
+    bin = compile_cuda(k, opts(&cache));
   } catch (const ValueError& e) {
     FAIL() << e.what() << "\n" << render_cuda(k);
   }
@@ -150,14 +163,14 @@ TEST(KernelCuda, CacheHitsInMemoryAndOnDiskAndRebuildsCorruptEntries) {
   REQUIRE_NVRTC();
   TempCache tc;
   KernelBuilder kb("cached");
-  Mem out = kb.buffer("out", Scalar::F32, Access::Write);
-  kb.store(out, kb.global_id(0), kb.lit(Scalar::F32, 3));
+  Mem out = kb.buffer("out", ScalarType::F32, Access::Write);
+  kb.store(out, kb.global_id(0), kb.lit(ScalarType::F32, 3));
   Kernel k = kb.finish();
   std::string src = render_cuda(k);
   KernelCache first(tc.dir);
-  CudaBinary a = compile_cuda(src, k.name, {.cache = &first});
+  CudaBinary a = compile_cuda(src, k.name, opts(&first));
   EXPECT_FALSE(a.cached);
-  CudaBinary b = compile_cuda(src, k.name, {.cache = &first});
+  CudaBinary b = compile_cuda(src, k.name, opts(&first));
   EXPECT_TRUE(b.cached);
   EXPECT_EQ(a.data, b.data);
   EXPECT_EQ(first.stats().memory_hits, 1);
@@ -166,7 +179,7 @@ TEST(KernelCuda, CacheHitsInMemoryAndOnDiskAndRebuildsCorruptEntries) {
   // A second process: a new cache over the same directory compiles nothing.
   KernelCache second(tc.dir);
   auto t0 = std::chrono::steady_clock::now();
-  CudaBinary c = compile_cuda(src, k.name, {.cache = &second});
+  CudaBinary c = compile_cuda(src, k.name, opts(&second));
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_TRUE(c.cached);
@@ -175,7 +188,7 @@ TEST(KernelCuda, CacheHitsInMemoryAndOnDiskAndRebuildsCorruptEntries) {
   EXPECT_EQ(second.stats().misses, 0);
   EXPECT_LT(ms, 200.0);
   // Other options or another architecture are other entries.
-  EXPECT_FALSE(compile_cuda(src, k.name, {.options = {"-lineinfo"}, .cache = &second}).cached);
+  EXPECT_FALSE(compile_cuda(src, k.name, opts(&second, 90, false, {"-lineinfo"})).cached);
 
   // A damaged file is detected, removed and rebuilt.
   int files = 0;
@@ -187,12 +200,12 @@ TEST(KernelCuda, CacheHitsInMemoryAndOnDiskAndRebuildsCorruptEntries) {
   }
   EXPECT_EQ(files, 2);
   KernelCache third(tc.dir);
-  CudaBinary d = compile_cuda(src, k.name, {.cache = &third});
+  CudaBinary d = compile_cuda(src, k.name, opts(&third));
   EXPECT_FALSE(d.cached);
   EXPECT_EQ(third.stats().corrupt, 1);
   EXPECT_EQ(d.data, a.data);
   KernelCache fourth(tc.dir);
-  EXPECT_TRUE(compile_cuda(src, k.name, {.cache = &fourth}).cached);
+  EXPECT_TRUE(compile_cuda(src, k.name, opts(&fourth)).cached);
   for (const auto& f : fs::directory_iterator(tc.dir))
     EXPECT_EQ(f.path().string().find(".tmp."), std::string::npos) << f.path();
 }
@@ -202,19 +215,19 @@ TEST(KernelCuda, PtxForArchitecturesWithoutCubinSupport) {
   TempCache tc;
   KernelCache cache(tc.dir);
   KernelBuilder kb("ptx");
-  Mem out = kb.buffer("out", Scalar::F32, Access::Write);
-  kb.store(out, kb.global_id(0), kb.lit(Scalar::F32, 3));
+  Mem out = kb.buffer("out", ScalarType::F32, Access::Write);
+  kb.store(out, kb.global_id(0), kb.lit(ScalarType::F32, 3));
   Kernel k = kb.finish();
   std::vector<int> archs = nvrtc_architectures();
   ASSERT_FALSE(archs.empty());
   int future = archs.back() + 10;
-  CudaBinary bin = compile_cuda(k, {.arch = future, .cache = &cache});
+  CudaBinary bin = compile_cuda(k, opts(&cache, future));
   EXPECT_EQ(bin.format, CudaBinary::Ptx);
   EXPECT_EQ(bin.arch, archs.back());
   std::string ptx(bin.data.data());
   EXPECT_NE(ptx.find(".target sm_" + std::to_string(archs.back())), std::string::npos) << ptx;
   EXPECT_NE(ptx.find(".entry ptx"), std::string::npos);
-  EXPECT_EQ(compile_cuda(k, {.arch = 90, .ptx = true, .cache = &cache}).format, CudaBinary::Ptx);
+  EXPECT_EQ(compile_cuda(k, opts(&cache, 90, true)).format, CudaBinary::Ptx);
 }
 
 TEST(KernelCuda, CompileErrorsCarryNvrtcsLog) {
@@ -222,7 +235,7 @@ TEST(KernelCuda, CompileErrorsCarryNvrtcsLog) {
   KernelCache cache{fs::path()};
   try {
     compile_cuda("extern \"C\" __global__ void broken() { undeclared = 1; }", "broken",
-                 {.cache = &cache});
+                 opts(&cache));
     FAIL();
   } catch (const ValueError& e) {
     std::string m = e.what();

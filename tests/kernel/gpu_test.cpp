@@ -107,7 +107,7 @@ class Gpu : public ::testing::Test {
 
   // Runs the elementwise kernel of `op` on the views and compares with Cpu::run.
   void elementwise(OpCode op, std::vector<View> in, const std::string& what) {
-    Op o{op};
+    Op o{op, {}};
     std::vector<TensorMeta> metas;
     for (const View& v : in) metas.push_back(v.cpu.meta);
     std::vector<const TensorMeta*> mp;
@@ -128,7 +128,7 @@ class Gpu : public ::testing::Test {
     spec.contiguous = dense;
     kernel::Kernel k = kernel::elementwise_kernel(spec);
     kernel::default_pipeline().run(k);
-    cuda::Module m(kernel::compile_cuda(k, {.arch = arch_}));
+    cuda::Module m(kernel::compile_cuda(k, options()));
     cuda::DeviceBuffer o_dev(std::max<size_t>(expect.bytes().size(), 1));
     cuda::LaunchArgs args(k);
     for (const View& v : in) args.buffer(ptr(v));
@@ -148,6 +148,12 @@ class Gpu : public ::testing::Test {
     TensorData got(s, out.dtype);
     o_dev.download(got.bytes().data(), got.bytes().size());
     expect_close(got, expect, what + " (" + k.name + ")");
+  }
+
+  static kernel::CudaCompileOptions options() {
+    kernel::CudaCompileOptions o;
+    o.arch = arch_;
+    return o;
   }
 
   static inline std::string skip_;
@@ -188,7 +194,7 @@ TEST_F(Gpu, ReductionsMatchTheCpuBackend) {
         // x [7, 300, 5] (or a permuted view of the same shape), reduced along dim 1.
         Shape s{7, 300, 5};
         View x = permuted ? view(t, s, Dims{1, 35, 7}, 0, 7 * 300 * 5) : dense(t, s);
-        Op o{op};
+        Op o{op, {}};
         o.attrs.dims = {1};
         const TensorMeta* mp[] = {&x.cpu.meta};
         TensorMeta out = infer(o, mp);
@@ -196,7 +202,7 @@ TEST_F(Gpu, ReductionsMatchTheCpuBackend) {
         TensorData expect = Cpu::to_data(Cpu::run(o, hs, out, Device::cpu()));
         kernel::Kernel k = kernel::reduce_kernel({op, t});
         kernel::default_pipeline().run(k);
-        cuda::Module m(kernel::compile_cuda(k, {.arch = arch_}));
+        cuda::Module m(kernel::compile_cuda(k, options()));
         cuda::DeviceBuffer o_dev(expect.bytes().size());
         cuda::LaunchArgs args(k);
         args.buffer(ptr(x)).buffer(o_dev.ptr());

@@ -11,16 +11,16 @@ TEST(KernelIr, EveryInstructionHasANameAndForm) {
   EXPECT_GT(kNumOps, 60);
   for (int i = 0; i < kNumOps; ++i) EXPECT_FALSE(info(static_cast<Op>(i)).name.empty()) << i;
   EXPECT_EQ(name(Op::ShuffleXor), "shuffle_xor");
-  EXPECT_EQ(name(Type::vec(Scalar::BF16, 8)), "bf16x8");
-  EXPECT_EQ(byte_size(Type::vec(Scalar::F16, 4)), 8);
-  EXPECT_EQ(scalar_of(DType::U8), Scalar::U8);
+  EXPECT_EQ(name(Type::vec(ScalarType::BF16, 8)), "bf16x8");
+  EXPECT_EQ(byte_size(Type::vec(ScalarType::F16, 4)), 8);
+  EXPECT_EQ(scalar_of(DType::U8), ScalarType::U8);
 }
 
 TEST(KernelIr, BuilderWritesReadableKernels) {
   KernelBuilder kb("exp_f32");
-  Mem x = kb.buffer("x", Scalar::F32, Access::Read);
-  Mem out = kb.buffer("out", Scalar::F32, Access::Write);
-  Val n = kb.scalar("n", Scalar::U32);
+  Mem x = kb.buffer("x", ScalarType::F32, Access::Read);
+  Mem out = kb.buffer("out", ScalarType::F32, Access::Write);
+  Val n = kb.scalar("n", ScalarType::U32);
   Val i = kb.global_id(0);
   kb.if_(i < n, [&] { kb.store(out, i, kb.exp(kb.load(x, i))); });
   Kernel k = kb.finish();
@@ -43,11 +43,11 @@ TEST(KernelIr, BuilderWritesReadableKernels) {
 
 TEST(KernelIr, LoopsCarryStateInVariables) {
   KernelBuilder kb("sum", {32, 1, 1});
-  Mem x = kb.buffer("x", Scalar::F32, Access::Read);
-  Mem out = kb.buffer("out", Scalar::F32, Access::ReadWrite);
-  Mem tile = kb.shared("tile", Scalar::F32, 32);
-  Var acc = kb.var("acc", kb.lit(Scalar::F32, 0));
-  Val n = kb.scalar("n", Scalar::I32);
+  Mem x = kb.buffer("x", ScalarType::F32, Access::Read);
+  Mem out = kb.buffer("out", ScalarType::F32, Access::ReadWrite);
+  Mem tile = kb.shared("tile", ScalarType::F32, 32);
+  Var acc = kb.var("acc", kb.lit(ScalarType::F32, 0));
+  Val n = kb.scalar("n", ScalarType::I32);
   kb.for_(0, n, 1, [&](Val j) {
     Val xj = kb.load(x, j);
     acc.set(acc.get() + xj);
@@ -57,7 +57,7 @@ TEST(KernelIr, LoopsCarryStateInVariables) {
   Val lane = kb.subgroup_lane();
   kb.if_else(
       lane == 0, [&] { kb.store(out, lane, kb.subgroup_add(kb.load(tile, lane))); },
-      [&] { kb.atomic_add(out, kb.lit(Scalar::U32, 0), kb.lit(Scalar::F32, 1)); });
+      [&] { kb.atomic_add(out, kb.lit(ScalarType::U32, 0), kb.lit(ScalarType::F32, 1)); });
   Kernel k = kb.finish();
   std::string d = dump(k);
   EXPECT_NE(d.find("  shared tile: f32[32]\n"), std::string::npos) << d;
@@ -73,26 +73,26 @@ TEST(KernelIr, LoopsCarryStateInVariables) {
 
 TEST(KernelIr, LiteralsTakeTheOtherOperandsType) {
   KernelBuilder kb("lits");
-  Val a = kb.scalar("a", Scalar::I64);
+  Val a = kb.scalar("a", ScalarType::I64);
   Val b = a * 3 + 1;
-  EXPECT_EQ(b.type(), Type(Scalar::I64));
-  Val f = kb.scalar("f", Scalar::F16) * 0.5;
-  EXPECT_EQ(f.type(), Type(Scalar::F16));
+  EXPECT_EQ(b.type(), Type(ScalarType::I64));
+  Val f = kb.scalar("f", ScalarType::F16) * 0.5;
+  EXPECT_EQ(f.type(), Type(ScalarType::F16));
   Val v = kb.vec({f, f, f, f});
-  EXPECT_EQ((v + 1.0).type(), Type::vec(Scalar::F16, 4));
-  EXPECT_EQ(kb.extract(v, 3).type(), Type(Scalar::F16));
-  EXPECT_EQ((a < 2).type(), Type(Scalar::Bool));
+  EXPECT_EQ((v + 1.0).type(), Type::vec(ScalarType::F16, 4));
+  EXPECT_EQ(kb.extract(v, 3).type(), Type(ScalarType::F16));
+  EXPECT_EQ((a < 2).type(), Type(ScalarType::Bool));
   EXPECT_THROW(a + 1.5, ValueError);  // not an integer
-  EXPECT_THROW(kb.lit(Scalar::U8, 256), ValueError);
-  EXPECT_THROW(kb.lit(Scalar::U32, -1), ValueError);
-  EXPECT_NO_THROW(kb.lit(Scalar::I8, -128));
+  EXPECT_THROW(kb.lit(ScalarType::U8, 256), ValueError);
+  EXPECT_THROW(kb.lit(ScalarType::U32, -1), ValueError);
+  EXPECT_NO_THROW(kb.lit(ScalarType::I8, -128));
 }
 
 TEST(KernelIr, ConstantsDumpExactly) {
   KernelBuilder kb("c");
-  kb.lit(Scalar::F64, 0.1);
-  kb.lit(Scalar::Bool, 1);
-  kb.lit_int(Scalar::I64, INT64_MIN);
+  kb.lit(ScalarType::F64, 0.1);
+  kb.lit(ScalarType::Bool, 1);
+  kb.lit_int(ScalarType::I64, INT64_MIN);
   std::string d = dump(kb.kernel());
   EXPECT_NE(d.find("%0:f64 = const 0.10000000000000001"), std::string::npos) << d;
   EXPECT_NE(d.find("%1:bool = const true"), std::string::npos) << d;

@@ -16,6 +16,18 @@ using namespace ember;
 using namespace ember::kernel;
 namespace fs = std::filesystem;
 
+// Options for a compile into `cache` (designated initializers would leave fields unnamed).
+inline ember::kernel::CudaCompileOptions opts(ember::kernel::KernelCache* cache, int arch = 90,
+                                              bool ptx = false,
+                                              std::vector<std::string> extra = {}) {
+  ember::kernel::CudaCompileOptions o;
+  o.arch = arch;
+  o.ptx = ptx;
+  o.options = std::move(extra);
+  o.cache = cache;
+  return o;
+}
+
 TEST(KernelKernels, ElementwiseCoversTheOpTableFamilies) {
   int built = 0;
   for (int c = 0; c < ember::kNumOps; ++c) {
@@ -96,7 +108,7 @@ TEST(KernelKernels, CompileWithNvrtc) {
     default_pipeline().run(k);
     CudaBinary bin;
     try {
-      bin = compile_cuda(k, {.arch = 90, .cache = &cache});
+      bin = compile_cuda(k, opts(&cache));
     } catch (const ValueError& e) {
       ADD_FAILURE() << e.what() << "\n" << render_cuda(k);
       continue;
@@ -104,7 +116,7 @@ TEST(KernelKernels, CompileWithNvrtc) {
     EXPECT_EQ(bin.format, CudaBinary::Cubin) << k.name;
     EXPECT_GT(bin.data.size(), 1000u) << k.name;
     EXPECT_FALSE(bin.cached) << k.name;
-    EXPECT_TRUE(compile_cuda(k, {.arch = 90, .cache = &cache}).cached) << k.name;
+    EXPECT_TRUE(compile_cuda(k, opts(&cache)).cached) << k.name;
   }
   fs::remove_all(dir);
 }

@@ -18,14 +18,14 @@ int count(const Kernel& k, Op op) {
 
 TEST(KernelPasses, FoldsExactArithmeticAndIdentities) {
   KernelBuilder kb("fold");
-  Mem out = kb.buffer("out", Scalar::I32, Access::Write);
-  Mem outf = kb.buffer("outf", Scalar::F32, Access::Write);
-  Val i = kb.cast(kb.global_id(0), Scalar::I32);
-  Val c = kb.lit(Scalar::I32, 6) * 7 - 2;                                 // 40
-  kb.store(out, i, (i * 1 + 0) + c);                                      // i + 40
-  kb.store(outf, i, kb.cast(kb.lit(Scalar::I32, 3), Scalar::F32) / 2.0);  // 1.5
-  Val wraps = kb.lit(Scalar::U8, 250) + kb.lit(Scalar::U8, 10) == kb.lit(Scalar::U8, 4);
-  kb.store(out, i + 1, kb.select(wraps, kb.lit(Scalar::I32, 7), kb.lit(Scalar::I32, 0)));
+  Mem out = kb.buffer("out", ScalarType::I32, Access::Write);
+  Mem outf = kb.buffer("outf", ScalarType::F32, Access::Write);
+  Val i = kb.cast(kb.global_id(0), ScalarType::I32);
+  Val c = kb.lit(ScalarType::I32, 6) * 7 - 2;                                     // 40
+  kb.store(out, i, (i * 1 + 0) + c);                                              // i + 40
+  kb.store(outf, i, kb.cast(kb.lit(ScalarType::I32, 3), ScalarType::F32) / 2.0);  // 1.5
+  Val wraps = kb.lit(ScalarType::U8, 250) + kb.lit(ScalarType::U8, 10) == kb.lit(ScalarType::U8, 4);
+  kb.store(out, i + 1, kb.select(wraps, kb.lit(ScalarType::I32, 7), kb.lit(ScalarType::I32, 0)));
   Kernel k = kb.finish();
   PassManager pm;
   pm.add("fold_constants").add("eliminate_dead_code");
@@ -41,11 +41,11 @@ TEST(KernelPasses, FoldsExactArithmeticAndIdentities) {
 
 TEST(KernelPasses, FoldKeepsTheTakenBranch) {
   KernelBuilder kb("branch");
-  Mem out = kb.buffer("out", Scalar::F32, Access::Write);
+  Mem out = kb.buffer("out", ScalarType::F32, Access::Write);
   Val i = kb.global_id(0);
   kb.if_else(
-      kb.lit(Scalar::I32, 2) > 1, [&] { kb.store(out, i, kb.lit(Scalar::F32, 1)); },
-      [&] { kb.store(out, i, kb.lit(Scalar::F32, 2)); });
+      kb.lit(ScalarType::I32, 2) > 1, [&] { kb.store(out, i, kb.lit(ScalarType::F32, 1)); },
+      [&] { kb.store(out, i, kb.lit(ScalarType::F32, 2)); });
   Kernel k = kb.finish();
   fold_constants(k);
   eliminate_dead_code(k);
@@ -58,9 +58,9 @@ TEST(KernelPasses, FoldKeepsTheTakenBranch) {
 
 TEST(KernelPasses, FoldLeavesTranscendentalsAndFloatAdditiveIdentity) {
   KernelBuilder kb("keep");
-  Mem out = kb.buffer("out", Scalar::F32, Access::Write);
-  Val x = kb.scalar("x", Scalar::F32);
-  kb.store(out, kb.global_id(0), kb.exp(kb.lit(Scalar::F32, 1)) + (x + 0.0));
+  Mem out = kb.buffer("out", ScalarType::F32, Access::Write);
+  Val x = kb.scalar("x", ScalarType::F32);
+  kb.store(out, kb.global_id(0), kb.exp(kb.lit(ScalarType::F32, 1)) + (x + 0.0));
   Kernel k = kb.finish();
   fold_constants(k);
   EXPECT_EQ(count(k, Op::Exp), 1);
@@ -69,7 +69,7 @@ TEST(KernelPasses, FoldLeavesTranscendentalsAndFloatAdditiveIdentity) {
 
 TEST(KernelPasses, DeduplicatesVisibleExpressions) {
   KernelBuilder kb("dedupe");
-  Mem out = kb.buffer("out", Scalar::U32, Access::Write);
+  Mem out = kb.buffer("out", ScalarType::U32, Access::Write);
   Val a = kb.global_id(0) * 4;
   Val b = kb.global_id(0) * 4;
   kb.store(out, a, b);
@@ -82,9 +82,9 @@ TEST(KernelPasses, DeduplicatesVisibleExpressions) {
 
 TEST(KernelPasses, VectorizesConsecutiveAlignedAccesses) {
   KernelBuilder kb("vec4");
-  Mem x = kb.buffer("x", Scalar::F32, Access::Read, 4);
-  Mem out = kb.buffer("out", Scalar::F32, Access::Write, 4);
-  Val base = kb.cast(kb.global_id(0), Scalar::I32) * 4;
+  Mem x = kb.buffer("x", ScalarType::F32, Access::Read, 4);
+  Mem out = kb.buffer("out", ScalarType::F32, Access::Write, 4);
+  Val base = kb.cast(kb.global_id(0), ScalarType::I32) * 4;
   std::vector<Val> v;
   for (int j = 0; j < 4; ++j) v.push_back(kb.exp(kb.load(x, base + j)));
   for (int j = 0; j < 4; ++j) kb.store(out, base + j, v[j]);
@@ -102,12 +102,12 @@ TEST(KernelPasses, VectorizesConsecutiveAlignedAccesses) {
 TEST(KernelPasses, DoesNotVectorizeWithoutAlignment) {
   for (int align : {1, 4}) {
     KernelBuilder kb("unaligned");
-    Mem x = kb.buffer("x", Scalar::F32, Access::Read, align);
-    Mem out = kb.buffer("out", Scalar::F32, Access::Write);
+    Mem x = kb.buffer("x", ScalarType::F32, Access::Read, align);
+    Mem out = kb.buffer("out", ScalarType::F32, Access::Write);
     // base = 2 * i: only even, so at most pairs; with align 1 nothing.
-    Val base = kb.cast(kb.global_id(0), Scalar::I32) * 2;
+    Val base = kb.cast(kb.global_id(0), ScalarType::I32) * 2;
     Val s = kb.load(x, base) + kb.load(x, base + 1);
-    kb.store(out, kb.cast(kb.global_id(0), Scalar::I32), s);
+    kb.store(out, kb.cast(kb.global_id(0), ScalarType::I32), s);
     Kernel k = kb.finish();
     vectorize_memory(k);
     std::string d = dump(k);
@@ -120,8 +120,8 @@ TEST(KernelPasses, DoesNotVectorizeWithoutAlignment) {
 
 TEST(KernelPasses, StoresBetweenLoadsKeepThemApart) {
   KernelBuilder kb("order");
-  Mem x = kb.buffer("x", Scalar::F32, Access::ReadWrite, 4);
-  Val base = kb.cast(kb.global_id(0), Scalar::I32) * 2;
+  Mem x = kb.buffer("x", ScalarType::F32, Access::ReadWrite, 4);
+  Val base = kb.cast(kb.global_id(0), ScalarType::I32) * 2;
   Val a = kb.load(x, base);
   kb.store(x, base + 1, a);
   Val b = kb.load(x, base + 1);
@@ -135,7 +135,9 @@ TEST(KernelPasses, ManagerNamesPassesAndCatchesBadRewrites) {
   PassManager pm;
   EXPECT_THROW(pm.add("no_such_pass"), ValueError);
   pm.add("breaker", [](Kernel& k) {
-    k.body.push_back(Inst{Op::EndIf});
+    Inst end;
+    end.op = Op::EndIf;
+    k.body.push_back(end);
     return true;
   });
   Kernel k = KernelBuilder("k").finish();
@@ -158,8 +160,8 @@ TEST(KernelPasses, ManagerNamesPassesAndCatchesBadRewrites) {
 
 TEST(KernelPasses, DeadCodeRemovesUnusedValuesAndEmptyBlocks) {
   KernelBuilder kb("dead");
-  Mem x = kb.buffer("x", Scalar::F32, Access::Read);
-  Var unused = kb.var("unused", Scalar::F32);
+  Mem x = kb.buffer("x", ScalarType::F32, Access::Read);
+  Var unused = kb.var("unused", ScalarType::F32);
   Val i = kb.global_id(0);
   unused.set(kb.load(x, i));
   kb.if_(i < 4, [&] { kb.exp(kb.load(x, i)); });

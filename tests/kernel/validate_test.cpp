@@ -26,8 +26,8 @@ void expect_rejected(const Kernel& k, std::initializer_list<std::string> parts,
 
 TEST(KernelValidate, RejectsMismatchedOperandTypes) {
   KernelBuilder kb("mix");
-  Val a = kb.scalar("a", Scalar::F32);
-  Val b = kb.scalar("b", Scalar::I32);
+  Val a = kb.scalar("a", ScalarType::F32);
+  Val b = kb.scalar("b", ScalarType::I32);
   kb.binary(Op::Add, a, b);
   expect_rejected(kb.kernel(), {"[kernel mix] instruction 2 (%2:f32 = add %0, %1)",
                                 "operand types differ: f32 and i32"});
@@ -35,52 +35,52 @@ TEST(KernelValidate, RejectsMismatchedOperandTypes) {
 
 TEST(KernelValidate, RejectsWrongTypesForAnInstruction) {
   KernelBuilder kb("t");
-  kb.exp(kb.scalar("i", Scalar::I32));
+  kb.exp(kb.scalar("i", ScalarType::I32));
   expect_rejected(kb.kernel(), {"exp needs a float, not i32"});
   KernelBuilder kb2("t2");
-  Val b = kb2.lit(Scalar::Bool, 1);
+  Val b = kb2.lit(ScalarType::Bool, 1);
   kb2.binary(Op::Lt, b, b);
   expect_rejected(kb2.kernel(), {"bools have no order"});
   KernelBuilder kb3("t3");
-  kb3.if_(kb3.lit(Scalar::I32, 1), [] {});
+  kb3.if_(kb3.lit(ScalarType::I32, 1), [] {});
   expect_rejected(kb3.kernel(), {"the condition must be bool, not i32"});
 }
 
 TEST(KernelValidate, RejectsUndefinedAndOutOfScopeValues) {
   KernelBuilder kb("undef");
-  Val a = kb.scalar("a", Scalar::F32);
+  kb.scalar("a", ScalarType::F32);
   Kernel k = kb.kernel();
-  Inst bad{Op::Neg, Scalar::F32, k.num_values++, {7}};
+  Inst bad{Op::Neg, ScalarType::F32, k.num_values++, {7}};
   k.body.push_back(bad);
   expect_rejected(k, {"operand 0 (%7) is not defined before"});
 
   KernelBuilder kb2("scope");
-  Val c = kb2.lit(Scalar::Bool, 1);
+  Val c = kb2.lit(ScalarType::Bool, 1);
   Val inner;
-  kb2.if_(c, [&] { inner = kb2.lit(Scalar::F32, 2); });
+  kb2.if_(c, [&] { inner = kb2.lit(ScalarType::F32, 2); });
   kb2.neg(inner);
   expect_rejected(kb2.kernel(), {"operand %1 is defined in a block that has ended"});
 }
 
 TEST(KernelValidate, RejectsWritesToReadOnlyBuffers) {
   KernelBuilder kb("ro");
-  Mem x = kb.buffer("x", Scalar::F32, Access::Read);
-  kb.store(x, kb.global_id(0), kb.lit(Scalar::F32, 1));
+  Mem x = kb.buffer("x", ScalarType::F32, Access::Read);
+  kb.store(x, kb.global_id(0), kb.lit(ScalarType::F32, 1));
   expect_rejected(kb.kernel(), {"writes the read-only buffer x"});
   KernelBuilder kb2("wo");
-  Mem y = kb2.buffer("y", Scalar::F32, Access::Write);
-  kb2.atomic_add(y, kb2.global_id(0), kb2.lit(Scalar::F32, 1));
+  Mem y = kb2.buffer("y", ScalarType::F32, Access::Write);
+  kb2.atomic_add(y, kb2.global_id(0), kb2.lit(ScalarType::F32, 1));
   expect_rejected(kb2.kernel(), {"reads the write-only buffer y"});
 }
 
 TEST(KernelValidate, RejectsStoresOfTheWrongElementType) {
   KernelBuilder kb("st");
-  Mem y = kb.buffer("y", Scalar::F32, Access::Write);
-  kb.store(y, kb.global_id(0), kb.lit(Scalar::F64, 1));
+  Mem y = kb.buffer("y", ScalarType::F32, Access::Write);
+  kb.store(y, kb.global_id(0), kb.lit(ScalarType::F64, 1));
   expect_rejected(kb.kernel(), {"stores f64 into elements of f32"});
   KernelBuilder kb2("idx");
-  Mem z = kb2.buffer("z", Scalar::F32, Access::Read);
-  kb2.load(z, kb2.lit(Scalar::F32, 0));
+  Mem z = kb2.buffer("z", ScalarType::F32, Access::Read);
+  kb2.load(z, kb2.lit(ScalarType::F32, 0));
   expect_rejected(kb2.kernel(), {"the index must be i32, u32 or i64, not f32"});
 }
 
@@ -89,12 +89,12 @@ TEST(KernelValidate, RejectsBarriersInDivergentControlFlow) {
   kb.if_(kb.local_id(0) < 16, [&] { kb.barrier(); });
   expect_rejected(kb.kernel(), {"barrier in divergent control flow"});
   KernelBuilder kb2("loop");
-  kb2.for_(kb2.local_id(0), kb2.lit(Scalar::U32, 64), kb2.lit(Scalar::U32, 32),
+  kb2.for_(kb2.local_id(0), kb2.lit(ScalarType::U32, 64), kb2.lit(ScalarType::U32, 32),
            [&](Val) { kb2.barrier(); });
   expect_rejected(kb2.kernel(), {"barrier in divergent control flow"});
   // Uniform conditions (group ids, parameters) are fine.
   KernelBuilder kb3("uniform");
-  Val n = kb3.scalar("n", Scalar::U32);
+  Val n = kb3.scalar("n", ScalarType::U32);
   kb3.if_(kb3.group_id(0) < n, [&] { kb3.barrier(); });
   kb3.for_(0, n, 1, [&](Val) { kb3.barrier(); });
   EXPECT_NO_THROW(validate(kb3.kernel()));
@@ -102,7 +102,7 @@ TEST(KernelValidate, RejectsBarriersInDivergentControlFlow) {
 
 TEST(KernelValidate, RejectsSharedMemoryOverTheLimit) {
   KernelBuilder kb("big");
-  kb.shared("tile", Scalar::F32, 16 * 1024);
+  kb.shared("tile", ScalarType::F32, 16 * 1024);
   expect_rejected(kb.kernel(),
                   {"[kernel big] shared memory of 65536 bytes is over the limit of 49152"});
   ValidateOptions o;
@@ -112,18 +112,18 @@ TEST(KernelValidate, RejectsSharedMemoryOverTheLimit) {
 
 TEST(KernelValidate, RejectsBadVectorWidths) {
   KernelBuilder kb("w");
-  Val a = kb.lit(Scalar::F32, 1);
+  Val a = kb.lit(ScalarType::F32, 1);
   kb.vec({a, a, a});
   expect_rejected(kb.kernel(), {"bad vector width 3"});
   KernelBuilder kb2("lane");
-  Val b = kb2.lit(Scalar::F32, 1);
+  Val b = kb2.lit(ScalarType::F32, 1);
   kb2.extract(kb2.vec({b, b}), 2);
   expect_rejected(kb2.kernel(), {"lane 2 of a f32x2"});
 }
 
 TEST(KernelValidate, RejectsUnbalancedBlocks) {
   KernelBuilder kb("open");
-  kb.emit(Op::If, Type(), {kb.lit(Scalar::Bool, 1)});
+  kb.emit(Op::If, Type(), {kb.lit(ScalarType::Bool, 1)});
   expect_rejected(kb.kernel(), {"instruction 1 (if %0): if is never closed"});
   KernelBuilder kb2("close");
   kb2.emit(Op::EndFor, Type(), {});
@@ -135,27 +135,27 @@ TEST(KernelValidate, RejectsUnbalancedBlocks) {
 
 TEST(KernelValidate, RejectsAtomicsOnUnsupportedTypes) {
   KernelBuilder kb("at");
-  Mem h = kb.buffer("h", Scalar::F16, Access::ReadWrite);
-  kb.atomic_max(h, kb.global_id(0), kb.lit(Scalar::F16, 1));
+  Mem h = kb.buffer("h", ScalarType::F16, Access::ReadWrite);
+  kb.atomic_max(h, kb.global_id(0), kb.lit(ScalarType::F16, 1));
   expect_rejected(kb.kernel(), {"atomic_max is not available on f16"});
 }
 
 TEST(KernelValidate, RejectsBadDeclarations) {
   expect_rejected(KernelBuilder("9lives").kernel(), {"the kernel name is not an identifier"});
   KernelBuilder kb("dup");
-  kb.buffer("x", Scalar::F32, Access::Read);
-  kb.scalar("x", Scalar::I32);
+  kb.buffer("x", ScalarType::F32, Access::Read);
+  kb.scalar("x", ScalarType::I32);
   expect_rejected(kb.kernel(), {"the name 'x' is declared twice"});
   expect_rejected(KernelBuilder("wide", {64, 64, 1}).kernel(),
                   {"workgroup of 4096 threads is over the limit of 1024"});
   KernelBuilder kb2("var");
-  Var v = kb2.var("v", Scalar::F32);
-  v.set(kb2.lit(Scalar::I32, 1));
+  Var v = kb2.var("v", ScalarType::F32);
+  v.set(kb2.lit(ScalarType::I32, 1));
   expect_rejected(kb2.kernel(), {"writes i32 into variable v of f32"});
 }
 
 TEST(KernelValidate, FinishValidates) {
   KernelBuilder kb("fin");
-  kb.exp(kb.scalar("i", Scalar::I32));
+  kb.exp(kb.scalar("i", ScalarType::I32));
   EXPECT_THROW(kb.finish(), ValueError);
 }

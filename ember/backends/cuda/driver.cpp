@@ -262,21 +262,21 @@ LaunchArgs& LaunchArgs::buffer(DevicePtr p) {
 }
 
 LaunchArgs& LaunchArgs::scalar(double v) {
-  using kernel::Scalar;
+  using kernel::ScalarType;
   const kernel::Param& p = next(kernel::Param::Value);
   uint64_t slot = 0;
   auto put = [&](auto x) { std::memcpy(&slot, &x, sizeof x); };
   switch (p.type.scalar) {
-    case Scalar::F64:
+    case ScalarType::F64:
       put(v);
       break;
-    case Scalar::F32:
+    case ScalarType::F32:
       put(static_cast<float>(v));
       break;
-    case Scalar::F16:
+    case ScalarType::F16:
       put(f16(static_cast<float>(v)).bits);
       break;
-    case Scalar::BF16:
+    case ScalarType::BF16:
       put(bf16(static_cast<float>(v)).bits);
       break;
     default:
@@ -295,26 +295,26 @@ LaunchArgs& LaunchArgs::scalar_int(int64_t v) {
 }
 
 LaunchArgs& LaunchArgs::put_int(const kernel::Param& p, int64_t v) {
-  using kernel::Scalar;
+  using kernel::ScalarType;
   uint64_t slot = 0;
   auto put = [&](auto x) { std::memcpy(&slot, &x, sizeof x); };
   switch (p.type.scalar) {
-    case Scalar::Bool:
+    case ScalarType::Bool:
       put(static_cast<bool>(v));
       break;
-    case Scalar::I8:
+    case ScalarType::I8:
       put(static_cast<int8_t>(v));
       break;
-    case Scalar::U8:
+    case ScalarType::U8:
       put(static_cast<uint8_t>(v));
       break;
-    case Scalar::I16:
+    case ScalarType::I16:
       put(static_cast<int16_t>(v));
       break;
-    case Scalar::I32:
+    case ScalarType::I32:
       put(static_cast<int32_t>(v));
       break;
-    case Scalar::U32:
+    case ScalarType::U32:
       put(static_cast<uint32_t>(v));
       break;
     default:

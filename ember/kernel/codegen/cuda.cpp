@@ -16,31 +16,31 @@ const char* kPrelude =
 #include "ember/kernel/codegen/cuda_prelude.inc"
     ;
 
-std::string ctype(Scalar s) {
+std::string ctype(ScalarType s) {
   switch (s) {
-    case Scalar::Void:
+    case ScalarType::Void:
       return "void";
-    case Scalar::Bool:
+    case ScalarType::Bool:
       return "bool";
-    case Scalar::I8:
+    case ScalarType::I8:
       return "signed char";
-    case Scalar::U8:
+    case ScalarType::U8:
       return "unsigned char";
-    case Scalar::I16:
+    case ScalarType::I16:
       return "short";
-    case Scalar::I32:
+    case ScalarType::I32:
       return "int";
-    case Scalar::U32:
+    case ScalarType::U32:
       return "unsigned";
-    case Scalar::I64:
+    case ScalarType::I64:
       return "long long";
-    case Scalar::F16:
+    case ScalarType::F16:
       return "__half";
-    case Scalar::BF16:
+    case ScalarType::BF16:
       return "__nv_bfloat16";
-    case Scalar::F32:
+    case ScalarType::F32:
       return "float";
-    case Scalar::F64:
+    case ScalarType::F64:
       return "double";
   }
   return "void";
@@ -50,26 +50,26 @@ std::string ctype(Type t) {
   return "ember_vec<" + ctype(t.scalar) + ", " + std::to_string(t.width) + ">";
 }
 
-std::string to_float(Scalar s, const std::string& x) {
-  if (s == Scalar::F16) return "__half2float(" + x + ")";
-  if (s == Scalar::BF16) return "__bfloat162float(" + x + ")";
+std::string to_float(ScalarType s, const std::string& x) {
+  if (s == ScalarType::F16) return "__half2float(" + x + ")";
+  if (s == ScalarType::BF16) return "__bfloat162float(" + x + ")";
   return x;
 }
-std::string from_float(Scalar s, const std::string& x) {
-  if (s == Scalar::F16) return "__float2half_rn(" + x + ")";
-  if (s == Scalar::BF16) return "__float2bfloat16_rn(" + x + ")";
+std::string from_float(ScalarType s, const std::string& x) {
+  if (s == ScalarType::F16) return "__float2half_rn(" + x + ")";
+  if (s == ScalarType::BF16) return "__float2bfloat16_rn(" + x + ")";
   return x;
 }
 // Small ints promote to int in C++: wrap results back to their type.
-std::string narrow(Scalar s, const std::string& x) {
-  if (s == Scalar::I8 || s == Scalar::U8 || s == Scalar::I16)
+std::string narrow(ScalarType s, const std::string& x) {
+  if (s == ScalarType::I8 || s == ScalarType::U8 || s == ScalarType::I16)
     return "(" + ctype(s) + ")(" + x + ")";
   return x;
 }
 
-std::string float_literal(double v, Scalar s) {
+std::string float_literal(double v, ScalarType s) {
   char buf[64];
-  bool f64 = s == Scalar::F64;
+  bool f64 = s == ScalarType::F64;
   std::string lit;
   if (std::isnan(v)) {
     lit = f64 ? "__longlong_as_double(0x7ff8000000000000ll)" : "__int_as_float(0x7fc00000)";
@@ -86,8 +86,8 @@ std::string float_literal(double v, Scalar s) {
   return from_float(s, lit);
 }
 
-std::string int_literal(int64_t v, Scalar s) {
-  if (s == Scalar::Bool) return v ? "true" : "false";
+std::string int_literal(int64_t v, ScalarType s) {
+  if (s == ScalarType::Bool) return v ? "true" : "false";
   if (v == INT64_MIN) return "(" + ctype(s) + ")(-9223372036854775807ll - 1)";
   return "(" + ctype(s) + ")(" + std::to_string(v) + "ll)";
 }
@@ -131,7 +131,7 @@ const char* math_name(Op op) {
   }
 }
 
-const char* binary_symbol(Op op, Scalar s) {
+const char* binary_symbol(Op op, ScalarType s) {
   switch (op) {
     case Op::Add:
       return "+";
@@ -144,11 +144,11 @@ const char* binary_symbol(Op op, Scalar s) {
     case Op::Rem:
       return "%";
     case Op::And:
-      return s == Scalar::Bool ? "&&" : "&";
+      return s == ScalarType::Bool ? "&&" : "&";
     case Op::Or:
-      return s == Scalar::Bool ? "||" : "|";
+      return s == ScalarType::Bool ? "||" : "|";
     case Op::Xor:
-      return s == Scalar::Bool ? "!=" : "^";
+      return s == ScalarType::Bool ? "!=" : "^";
     case Op::Shl:
       return "<<";
     case Op::Shr:
@@ -180,8 +180,8 @@ class Renderer {
   std::string run() {
     bool f16 = false, bf16 = false;
     auto note = [&](Type t) {
-      f16 = f16 || t.scalar == Scalar::F16;
-      bf16 = bf16 || t.scalar == Scalar::BF16;
+      f16 = f16 || t.scalar == ScalarType::F16;
+      bf16 = bf16 || t.scalar == ScalarType::BF16;
     };
     for (const Param& p : k_.params) note(p.type);
     for (const SharedArray& s : k_.shared) note(s.type);
@@ -263,26 +263,26 @@ class Renderer {
   }
 
   std::string atomic(const Inst& i) const {
-    Scalar s = mem_elem(i).scalar;
+    ScalarType s = mem_elem(i).scalar;
     std::string p = "&" + mem(i) + "[" + val(i.args[0]) + "]", v = val(i.args[1]);
     if (i.op == Op::AtomicCas) {
       std::string d = val(i.args[2]);
-      if (s == Scalar::F32)
+      if (s == ScalarType::F32)
         return "__uint_as_float(atomicCAS(reinterpret_cast<unsigned*>(" + p +
                "), __float_as_uint(" + v + "), __float_as_uint(" + d + ")))";
-      if (s == Scalar::I64)
+      if (s == ScalarType::I64)
         return "(long long)atomicCAS(reinterpret_cast<unsigned long long*>(" + p +
                "), (unsigned long long)" + v + ", (unsigned long long)" + d + ")";
       return "atomicCAS(" + p + ", " + v + ", " + d + ")";
     }
-    if (s == Scalar::F32 && (i.op == Op::AtomicMin || i.op == Op::AtomicMax))
+    if (s == ScalarType::F32 && (i.op == Op::AtomicMin || i.op == Op::AtomicMax))
       return std::string("ember_atomic_minmax<") + (i.op == Op::AtomicMax ? "true" : "false") +
              ">(" + p + ", " + v + ")";
     const char* fn = i.op == Op::AtomicAdd   ? "atomicAdd"
                      : i.op == Op::AtomicMin ? "atomicMin"
                      : i.op == Op::AtomicMax ? "atomicMax"
                                              : "atomicExch";
-    if (s == Scalar::I64 && (i.op == Op::AtomicAdd || i.op == Op::AtomicExch))
+    if (s == ScalarType::I64 && (i.op == Op::AtomicAdd || i.op == Op::AtomicExch))
       return std::string("(long long)") + fn + "(reinterpret_cast<unsigned long long*>(" + p +
              "), (unsigned long long)" + v + ")";
     return std::string(fn) + "(" + p + ", " + v + ")";
@@ -290,8 +290,8 @@ class Renderer {
 
   void inst(const Inst& i) {
     const OpInfo& in = info(i.op);
-    Scalar rs = i.type.scalar;
-    Scalar as = i.args.empty() ? Scalar::Void : types_[i.args[0]].scalar;
+    ScalarType rs = i.type.scalar;
+    ScalarType as = i.args.empty() ? ScalarType::Void : types_[i.args[0]].scalar;
     auto f = [&](size_t j, int l) {
       return to_float(types_[i.args[j]].scalar, lane(i.args[j], l));
     };
@@ -313,20 +313,21 @@ class Renderer {
           std::string x = f(0, l);
           if (i.op == Op::Neg) return is_half(rs) ? from_float(rs, "-" + x) : narrow(rs, "-" + x);
           if (is_float(rs))
-            return from_float(rs, std::string(rs == Scalar::F64 ? "fabs(" : "fabsf(") + x + ")");
+            return from_float(rs,
+                              std::string(rs == ScalarType::F64 ? "fabs(" : "fabsf(") + x + ")");
           if (!is_signed(rs)) return x;
           return narrow(rs, "(" + x + " < 0 ? -" + x + " : " + x + ")");
         });
         break;
       case Form::Logic1:
         lanes(i, [&](int l) {
-          return rs == Scalar::Bool ? "!" + f(0, l) : narrow(rs, "~" + f(0, l));
+          return rs == ScalarType::Bool ? "!" + f(0, l) : narrow(rs, "~" + f(0, l));
         });
         break;
       case Form::Math:
       case Form::Math2:
         lanes(i, [&](int l) {
-          std::string fn = std::string(math_name(i.op)) + (rs == Scalar::F64 ? "" : "f");
+          std::string fn = std::string(math_name(i.op)) + (rs == ScalarType::F64 ? "" : "f");
           std::string args = f(0, l) + (i.args.size() > 1 ? ", " + f(1, l) : "");
           return from_float(rs, fn + "(" + args + ")");
         });
@@ -346,7 +347,7 @@ class Renderer {
           if (i.op == Op::Min || i.op == Op::Max)
             e = std::string(i.op == Op::Min ? "ember_min(" : "ember_max(") + a + ", " + b + ")";
           else if (i.op == Op::Rem && is_float(as))
-            e = std::string(as == Scalar::F64 ? "fmod(" : "fmodf(") + a + ", " + b + ")";
+            e = std::string(as == ScalarType::F64 ? "fmod(" : "fmodf(") + a + ", " + b + ")";
           else
             e = "(" + a + " " + binary_symbol(i.op, as) + " " + b + ")";
           if (in.form == Form::Compare) return e;
@@ -355,8 +356,8 @@ class Renderer {
         break;
       case Form::Fma:
         lanes(i, [&](int l) {
-          return from_float(rs, std::string(rs == Scalar::F64 ? "fma(" : "fmaf(") + f(0, l) + ", " +
-                                    f(1, l) + ", " + f(2, l) + ")");
+          return from_float(rs, std::string(rs == ScalarType::F64 ? "fma(" : "fmaf(") + f(0, l) +
+                                    ", " + f(1, l) + ", " + f(2, l) + ")");
         });
         break;
       case Form::Select:
@@ -368,7 +369,7 @@ class Renderer {
       case Form::Cast:
         lanes(i, [&](int l) {
           std::string x = f(0, l);
-          if (rs == Scalar::Bool) return "(" + x + " != 0)";
+          if (rs == ScalarType::Bool) return "(" + x + " != 0)";
           if (is_half(rs)) return from_float(rs, "(float)(" + x + ")");
           return "(" + ctype(rs) + ")(" + x + ")";
         });

@@ -2,8 +2,8 @@
 // (f16/bf16 through cuda_fp16.h / cuda_bf16.h), ready for NVRTC (codegen/nvrtc.h).
 //
 //   kernel::KernelBuilder kb("fill");
-//   kernel::Mem out = kb.buffer("out", kernel::Scalar::F32, kernel::Access::Write);
-//   kb.store(out, kb.global_id(0), kb.lit(kernel::Scalar::F32, 1));
+//   kernel::Mem out = kb.buffer("out", kernel::ScalarType::F32, kernel::Access::Write);
+//   kb.store(out, kb.global_id(0), kb.lit(kernel::ScalarType::F32, 1));
 //   std::string src = kernel::render_cuda(kb.finish());
 //
 // Parameters keep their order: buffers are device pointers, scalars are passed by value.

@@ -4,10 +4,12 @@
 // second process start compiles nothing.
 //
 //   kernel::KernelBuilder kb("one");
-//   kernel::Mem out = kb.buffer("out", kernel::Scalar::F32, kernel::Access::Write);
-//   kb.store(out, kb.global_id(0), kb.lit(kernel::Scalar::F32, 1));
+//   kernel::Mem out = kb.buffer("out", kernel::ScalarType::F32, kernel::Access::Write);
+//   kb.store(out, kb.global_id(0), kb.lit(kernel::ScalarType::F32, 1));
 //   if (kernel::nvrtc_available()) {
-//     kernel::CudaBinary bin = kernel::compile_cuda(kb.finish(), {.arch = 90});
+//     kernel::CudaCompileOptions o;
+//     o.arch = 90;
+//     kernel::CudaBinary bin = kernel::compile_cuda(kb.finish(), o);
 //     // bin.format == kernel::CudaBinary::Cubin, bin.data: the sm_90 cubin
 //   }
 //

@@ -102,10 +102,10 @@ int vector_width(DType t) { return std::min(8, 16 / size_of(t)); }
 Val apply_elementwise(KernelBuilder& kb, OpCode op, std::span<const Val> in) {
   Type t = in[0].type();
   bool half = is_half(t.scalar);
-  Type ct = half ? Type::vec(Scalar::F32, t.width) : t;  // compute type
-  auto up = [&](const Val& v) { return half ? kb.cast(v, Scalar::F32) : v; };
+  Type ct = half ? Type::vec(ScalarType::F32, t.width) : t;  // compute type
+  auto up = [&](const Val& v) { return half ? kb.cast(v, ScalarType::F32) : v; };
   auto down = [&](const Val& v) {
-    return half && v.type().scalar == Scalar::F32 ? kb.cast(v, t.scalar) : v;
+    return half && v.type().scalar == ScalarType::F32 ? kb.cast(v, t.scalar) : v;
   };
   Val x = up(in[0]);
   Val y = in.size() > 1 ? up(in[1]) : Val();
@@ -211,8 +211,8 @@ Kernel elementwise_kernel(const ElementwiseSpec& s) {
     throw ValueError("[" + std::string(name(s.op)) + "] rank must be 1 to 8");
   bool unary = unary_op(s.op);
   int arity = unary ? 1 : 2;
-  Scalar in_t = scalar_of(s.dtype), out_t = scalar_of(elementwise_out_dtype(s.op, s.dtype));
-  Scalar ix = s.wide_index ? Scalar::I64 : Scalar::I32;
+  ScalarType in_t = scalar_of(s.dtype), out_t = scalar_of(elementwise_out_dtype(s.op, s.dtype));
+  ScalarType ix = s.wide_index ? ScalarType::I64 : ScalarType::I32;
   int w = s.contiguous ? vector_width(s.dtype) : 1;
   std::string kname = std::string(name(s.op)) + "_" + std::string(name(s.dtype)) +
                       (s.contiguous ? "_dense" : "_r" + std::to_string(s.rank)) +

@@ -10,20 +10,20 @@ namespace ember::kernel {
 
 namespace {
 
-double identity(OpCode op, Scalar acc) {
+double identity(OpCode op, ScalarType acc) {
   if (op == OpCode::Sum) return 0;
   bool max = op == OpCode::Max;
   if (is_float(acc)) return max ? -INFINITY : INFINITY;
   switch (acc) {
-    case Scalar::I8:
+    case ScalarType::I8:
       return max ? -128 : 127;
-    case Scalar::U8:
+    case ScalarType::U8:
       return max ? 0 : 255;
-    case Scalar::I16:
+    case ScalarType::I16:
       return max ? -32768 : 32767;
-    case Scalar::I32:
+    case ScalarType::I32:
       return max ? -2147483648.0 : 2147483647.0;
-    case Scalar::Bool:
+    case ScalarType::Bool:
       return max ? 0 : 1;
     default:
       return 0;  // i64: lit_int below
@@ -40,10 +40,11 @@ Kernel reduce_kernel(const ReduceSpec& s) {
     throw ValueError("[sum] no reduction kernel for bool");
   if (s.workgroup < 32 || s.workgroup % 32 || s.workgroup > 1024)
     throw ValueError("[" + op_name + "] workgroup must be a multiple of 32 up to 1024");
-  Scalar t = scalar_of(s.dtype);
-  Scalar acc_t = is_half(t) ? Scalar::F32 : (s.op == OpCode::Sum && is_int(t) ? Scalar::I64 : t);
-  if (acc_t == Scalar::Bool) acc_t = Scalar::U8;  // subgroup max/min of bools as 0/1
-  Scalar ix = s.wide_index ? Scalar::I64 : Scalar::I32;
+  ScalarType t = scalar_of(s.dtype);
+  ScalarType acc_t =
+      is_half(t) ? ScalarType::F32 : (s.op == OpCode::Sum && is_int(t) ? ScalarType::I64 : t);
+  if (acc_t == ScalarType::Bool) acc_t = ScalarType::U8;  // subgroup max/min of bools as 0/1
+  ScalarType ix = s.wide_index ? ScalarType::I64 : ScalarType::I32;
   KernelBuilder kb(op_name + "_" + std::string(name(s.dtype)) + (s.wide_index ? "_i64" : ""),
                    {s.workgroup, 1, 1});
   Mem x = kb.buffer("x", t, Access::Read);
@@ -62,7 +63,7 @@ Kernel reduce_kernel(const ReduceSpec& s) {
                                  : kb.subgroup_min(v);
   };
   auto ident = [&] {
-    if (acc_t == Scalar::I64 && s.op != OpCode::Sum)
+    if (acc_t == ScalarType::I64 && s.op != OpCode::Sum)
       return kb.lit_int(acc_t, s.op == OpCode::Max ? std::numeric_limits<int64_t>::min()
                                                    : std::numeric_limits<int64_t>::max());
     return kb.lit(acc_t, identity(s.op, acc_t));

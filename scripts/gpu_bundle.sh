@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the GPU test bundle on this machine (no GPU needed) for a GPU machine with the CUDA
+# 13 libraries (docs/cuda.md): a baseline-ISA build (no -march=native), GoogleTest and
+# libstdc++ linked statically, NVRTC and the driver loaded at run time, cuBLAS & co found
+# through -rpath /usr/local/cuda/lib64.
+#   scripts/gpu_bundle.sh            # -> build-gpu/bundle/ and build-gpu/ember-gpu-bundle.tar.gz
+# On the GPU machine:  tar xzf ember-gpu-bundle.tar.gz && bundle/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${EMBER_GPU_BUILD:-build-gpu}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=OFF \
+  -DEMBER_BUILD_BENCH=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_CUDA=ON -DEMBER_STATIC_GTEST=ON \
+  -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,/usr/local/cuda/lib64" >/dev/null
+tests=(kernel_gpu_test)
+cmake --build "$build" --target "${tests[@]}" -j "${JOBS:-2}"
+bundle="$build/bundle"
+rm -rf "$bundle"
+mkdir -p "$bundle"
+for t in "${tests[@]}"; do
+  cp "$build/tests/kernel/$t" "$bundle/"
+  # The bundle must not need the -dev libraries the GPU machine lacks.
+  if ldd "$bundle/$t" | grep -E "libgtest|libstdc\+\+|libcuda|not found"; then
+    echo "gpu_bundle.sh: $t links a library the GPU machine may lack" >&2
+    exit 1
+  fi
+done
+cat >"$bundle/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs every GPU test binary of the bundle; the exit status is the first failure's.
+set -u
+cd "$(dirname "$0")"
+status=0
+for t in kernel_gpu_test; do
+  echo "== $t"
+  ./"$t" "$@"
+  rc=$?
+  if [ $rc -ne 0 ] && [ $status -eq 0 ]; then status=$rc; fi
+done
+exit $status
+RUN
+chmod +x "$bundle/run.sh"
+tar czf "$build/ember-gpu-bundle.tar.gz" -C "$build" bundle
+du -sh "$bundle" "$build/ember-gpu-bundle.tar.gz"
