@@ -3,6 +3,7 @@
 # non-interactive; runs apt-get update at most once, and only when something is missing.
 #   scripts/setup.sh            # build + tests + examples
 #   scripts/setup.sh --bench    # also what the benchmarks compare against (PyTorch)
+#   scripts/setup.sh --docs     # also Doxygen, for the API reference (scripts/docs.sh)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build ccache pkg-config
@@ -14,6 +15,7 @@ for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(python3-torch) ;;
     --goldens) packages+=(python3-torch) ;;
+    --docs) packages+=(doxygen) ;;
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -43,7 +43,7 @@ concept Backend = std::copyable<typename B::Handle> &&
   { B::supports(op.code) } -> std::same_as<bool>;
 };
 
-/// A backend that records a graph and can run `backward()` (see Autodiff<B>).
+/// A backend that records a graph and can run `backward()` (see `Autodiff<B>`).
 template <class B>
 concept AutodiffBackend = Backend<B> && requires {
   typename B::Inner;
