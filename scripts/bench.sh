@@ -8,12 +8,15 @@
 #                              # seconds per epoch and test accuracy (BENCH_EPOCHS, default 3;
 #                              # BENCH_SEEDS, comma-separated, default 42; BENCH_MODELS,
 #                              # default mlp,cnn)
+#   scripts/bench.sh build     # build times (cold, after a model edit, a small user program) and
+#                              # stripped binary sizes, Release and Debug, ccache off
+#                              # (BENCH_BUILD_CONFIGS, BENCH_BUILD_COLD=0 to skip cold builds)
 # Environment: BENCH_THREADS (default: nproc), BENCH_REPS (repetitions, default 7),
 # BENCH_MIN_TIME (seconds per repetition, default 0.2), BENCH_EMBER_BLAS (default OFF).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-suites="cpu autodiff mnist"
+suites="cpu autodiff mnist build"
 if [ $# -ne 1 ]; then
   echo "usage: scripts/bench.sh SUITE   (suites: $suites)" >&2
   exit 2
@@ -21,6 +24,7 @@ fi
 suite=$1
 case "$suite" in
   cpu | autodiff | mnist) ;;
+  build) scripts/setup.sh; exec bench/build_bench.sh ;;
   *) echo "bench.sh: unknown suite '$suite' (suites: $suites)" >&2; exit 2 ;;
 esac
 

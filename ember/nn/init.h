@@ -12,8 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "ember/nn/config.h"
 #include "ember/tensor/tensor.h"
 
 namespace ember::nn {
@@ -31,16 +30,12 @@ enum class InitKind {
   Orthogonal
 };
 
-NLOHMANN_JSON_SERIALIZE_ENUM(InitKind, {{InitKind::Constant, "constant"},
-                                        {InitKind::Zeros, "zeros"},
-                                        {InitKind::Ones, "ones"},
-                                        {InitKind::Uniform, "uniform"},
-                                        {InitKind::Normal, "normal"},
-                                        {InitKind::KaimingUniform, "kaiming_uniform"},
-                                        {InitKind::KaimingNormal, "kaiming_normal"},
-                                        {InitKind::XavierUniform, "xavier_uniform"},
-                                        {InitKind::XavierNormal, "xavier_normal"},
-                                        {InitKind::Orthogonal, "orthogonal"}})
+EMBER_CONFIG_ENUM(InitKind, {InitKind::Constant, "constant"}, {InitKind::Zeros, "zeros"},
+                  {InitKind::Ones, "ones"}, {InitKind::Uniform, "uniform"},
+                  {InitKind::Normal, "normal"}, {InitKind::KaimingUniform, "kaiming_uniform"},
+                  {InitKind::KaimingNormal, "kaiming_normal"},
+                  {InitKind::XavierUniform, "xavier_uniform"},
+                  {InitKind::XavierNormal, "xavier_normal"}, {InitKind::Orthogonal, "orthogonal"})
 
 struct Initializer {
   using Kind = InitKind;
@@ -143,7 +138,7 @@ struct Initializer {
   }
 
   bool operator==(const Initializer&) const = default;
-  NLOHMANN_DEFINE_TYPE_INTRUSIVE_WITH_DEFAULT(Initializer, kind, a, b, gain, fan_out_only)
+  EMBER_CONFIG_FIELDS(kind, a, b, gain, fan_out_only)
 };
 
 }  // namespace ember::nn

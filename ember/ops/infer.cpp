@@ -538,6 +538,12 @@ TensorMeta create_rule(Op& op) {
   auto& a = op.attrs;
   check_shape_values(op, a.shape);
   if (op.code == OpCode::Arange && a.shape.size() != 1) throw ValueError(tag(op) + "takes a count");
+  if (op.code == OpCode::Arange && !is_float(a.dtype) && a.shape[0] > 0) {
+    // the last value start + step * (count - 1) must be an int64
+    const std::string what = tag(op) + "last value of " + std::to_string(a.shape[0]) + " steps";
+    checked_add(a.scalar.as<int64_t>(), checked_mul(a.scalar2.as<int64_t>(), a.shape[0] - 1, what),
+                what);
+  }
   if (op.code == OpCode::RandomBernoulli && !(a.scalar.f >= 0 && a.scalar.f <= 1))
     throw ValueError(tag(op) + "p must be in [0, 1], got " + std::to_string(a.scalar.f));
   if (op.code == OpCode::RandomNormal && !(a.scalar2.f >= 0))

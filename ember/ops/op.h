@@ -78,15 +78,22 @@ struct Scalar {
   bool is_int = false;
 
   Scalar() = default;
-  Scalar(double v) : f(v), i(static_cast<int64_t>(v)) {}  // NOLINT(google-explicit-constructor)
-  Scalar(float v) : Scalar(static_cast<double>(v)) {}     // NOLINT(google-explicit-constructor)
+  Scalar(double v) : f(v), i(saturate(v)) {}           // NOLINT(google-explicit-constructor)
+  Scalar(float v) : Scalar(static_cast<double>(v)) {}  // NOLINT(google-explicit-constructor)
   template <class I>
   requires std::is_integral_v<I> Scalar(I v)
       : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), is_int(true) {}  // NOLINT
+  /// v truncated to int64, saturating (NaN gives 0): a double out of range is no UB.
+  static int64_t saturate(double v) {
+    if (!(v == v)) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return static_cast<int64_t>(v);
+  }
   template <class T>
   T as() const {
     if constexpr (std::is_integral_v<T>)
-      return static_cast<T>(is_int ? i : static_cast<int64_t>(f));
+      return static_cast<T>(is_int ? i : saturate(f));
     else
       return T(f);
   }

@@ -11,7 +11,6 @@
 //
 // Norm clipping multiplies by min(1, max_norm / (norm + 1e-6)), PyTorch's formula.
 #pragma once
-#include <nlohmann/json.hpp>
 
 #include "ember/nn/config.h"
 #include "ember/optim/grads.h"
@@ -19,10 +18,8 @@
 namespace ember::optim {
 
 enum class ClipKind { None, Value, Norm, GlobalNorm };
-NLOHMANN_JSON_SERIALIZE_ENUM(ClipKind, {{ClipKind::None, "none"},
-                                        {ClipKind::Value, "value"},
-                                        {ClipKind::Norm, "norm"},
-                                        {ClipKind::GlobalNorm, "global_norm"}})
+EMBER_CONFIG_ENUM(ClipKind, {ClipKind::None, "none"}, {ClipKind::Value, "value"},
+                  {ClipKind::Norm, "norm"}, {ClipKind::GlobalNorm, "global_norm"})
 
 /// Each element into [-threshold, threshold] (torch.nn.utils.clip_grad_value_).
 template <Backend B>

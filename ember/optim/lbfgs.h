@@ -27,8 +27,7 @@
 namespace ember::optim {
 
 enum class LineSearch { None, StrongWolfe };
-NLOHMANN_JSON_SERIALIZE_ENUM(LineSearch, {{LineSearch::None, "none"},
-                                          {LineSearch::StrongWolfe, "strong_wolfe"}})
+EMBER_CONFIG_ENUM(LineSearch, {LineSearch::None, "none"}, {LineSearch::StrongWolfe, "strong_wolfe"})
 
 template <Backend B>
 class Lbfgs;

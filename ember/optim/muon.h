@@ -19,8 +19,8 @@
 namespace ember::optim {
 
 enum class MuonLrAdjust { Original, MatchRmsAdamW };
-NLOHMANN_JSON_SERIALIZE_ENUM(MuonLrAdjust, {{MuonLrAdjust::Original, "original"},
-                                            {MuonLrAdjust::MatchRmsAdamW, "match_rms_adamw"}})
+EMBER_CONFIG_ENUM(MuonLrAdjust, {MuonLrAdjust::Original, "original"},
+                  {MuonLrAdjust::MatchRmsAdamW, "match_rms_adamw"})
 
 template <Backend B>
 class Muon;

@@ -20,6 +20,7 @@
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/loss.h"
 #include "ember/train/dashboard.h"
+#include "ember/optim.h"
 #include "ember/train/learner.h"
 #include "ember/train/output.h"
 #include "ember/train/report.h"

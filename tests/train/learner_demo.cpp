@@ -32,6 +32,7 @@
 #include "ember/ember.h"
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/loss.h"
+#include "ember/optim.h"
 #include "ember/train/learner.h"
 #include "ember/train/output.h"
 #include "ember/train/report.h"

@@ -12,6 +12,9 @@
 #include "ember/ember.h"
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/loss.h"
+#include <nlohmann/json.hpp>
+
+#include "ember/optim.h"
 #include "ember/train/learner.h"
 #include "ember/train/output.h"
 #include "tests/train/blobs.h"

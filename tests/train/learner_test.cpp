@@ -12,6 +12,7 @@
 #include "ember/nn/layers/dropout.h"
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/loss.h"
+#include "ember/optim.h"
 #include "ember/train/learner.h"
 #include "ember/train/output.h"
 #include "tests/train/blobs.h"

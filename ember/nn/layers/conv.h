@@ -21,9 +21,8 @@ namespace ember::nn {
 /// Explicit: the `padding` values on both sides. Valid: no padding. Same: the output keeps
 /// the input's size (stride 1; the padding dilation * (kernel - 1) must be even).
 enum class PaddingMode { Explicit, Valid, Same };
-NLOHMANN_JSON_SERIALIZE_ENUM(PaddingMode, {{PaddingMode::Explicit, "explicit"},
-                                           {PaddingMode::Valid, "valid"},
-                                           {PaddingMode::Same, "same"}})
+EMBER_CONFIG_ENUM(PaddingMode, {PaddingMode::Explicit, "explicit"}, {PaddingMode::Valid, "valid"},
+                  {PaddingMode::Same, "same"})
 
 namespace detail {
 template <size_t N>

@@ -11,9 +11,8 @@
 #include "ember/tensor/nn_ops.h"
 
 namespace ember {
-NLOHMANN_JSON_SERIALIZE_ENUM(InterpMode, {{InterpMode::Nearest, "nearest"},
-                                          {InterpMode::Linear, "linear"},
-                                          {InterpMode::Cubic, "cubic"}})
+EMBER_CONFIG_ENUM(InterpMode, {InterpMode::Nearest, "nearest"}, {InterpMode::Linear, "linear"},
+                  {InterpMode::Cubic, "cubic"})
 }  // namespace ember
 
 namespace ember::nn {

@@ -40,8 +40,7 @@
 namespace ember::nn {
 
 enum class RnnNonlinearity { Tanh, Relu };
-NLOHMANN_JSON_SERIALIZE_ENUM(RnnNonlinearity,
-                             {{RnnNonlinearity::Tanh, "tanh"}, {RnnNonlinearity::Relu, "relu"}})
+EMBER_CONFIG_ENUM(RnnNonlinearity, {RnnNonlinearity::Tanh, "tanh"}, {RnnNonlinearity::Relu, "relu"})
 
 /// One direction of one recurrent layer: the input and hidden projections.
 template <Backend B>

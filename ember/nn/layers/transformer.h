@@ -30,8 +30,7 @@
 namespace ember::nn {
 
 enum class FfActivation { Relu, Gelu };
-NLOHMANN_JSON_SERIALIZE_ENUM(FfActivation,
-                             {{FfActivation::Relu, "relu"}, {FfActivation::Gelu, "gelu"}})
+EMBER_CONFIG_ENUM(FfActivation, {FfActivation::Relu, "relu"}, {FfActivation::Gelu, "gelu"})
 
 // ---- PositionWiseFeedForward -------------------------------------------------------------
 

@@ -18,20 +18,8 @@ class KLDivLoss;
 /// Reduction plus BatchMean (sum / size of dim 0), which only KL divergence has.
 enum class KLDivReduction { Mean, Sum, None, BatchMean };
 
-inline void to_json(nlohmann::json& j, const KLDivReduction& r) {
-  constexpr const char* n[] = {"mean", "sum", "none", "batchmean"};
-  j = n[static_cast<int>(r)];
-}
-inline void from_json(const nlohmann::json& j, KLDivReduction& r) {
-  constexpr const char* n[] = {"mean", "sum", "none", "batchmean"};
-  for (int i = 0; i < 4; ++i)
-    if (j.is_string() && j.get<std::string>() == n[i]) {
-      r = static_cast<KLDivReduction>(i);
-      return;
-    }
-  throw ValueError("[config] reduction must be \"mean\", \"sum\", \"none\" or \"batchmean\", not " +
-                   j.dump());
-}
+EMBER_CONFIG_ENUM(KLDivReduction, {KLDivReduction::Mean, "mean"}, {KLDivReduction::Sum, "sum"},
+                  {KLDivReduction::None, "none"}, {KLDivReduction::BatchMean, "batchmean"})
 
 struct KLDivLossConfig {
   /// The target holds log-probabilities rather than probabilities.

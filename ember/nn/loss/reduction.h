@@ -5,13 +5,11 @@
 //   Tensor<B, 0> l = loss.forward(pred, target);          // rank 0 for Mean and Sum
 //   Tensor<B, 2> each = loss.forward_no_reduction(pred, target);
 //
-// In JSON a Reduction is "mean", "sum" or "none"; any other string is an error (not silently
-// the first enumerator, which is what NLOHMANN_JSON_SERIALIZE_ENUM would do).
+// In JSON a Reduction is "mean", "sum" or "none"; any other string is an error naming the
+// field and the valid names (as for every enum of a config: EMBER_CONFIG_ENUM).
 #pragma once
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ember/core/error.h"
 #include "ember/nn/config.h"
@@ -35,17 +33,8 @@ inline const char* reduction_name(Reduction r) {
   return "?";
 }
 
-inline void to_json(nlohmann::json& j, const Reduction& r) { j = reduction_name(r); }
-inline void from_json(const nlohmann::json& j, Reduction& r) {
-  if (j.is_string()) {
-    for (Reduction c : {Reduction::Mean, Reduction::Sum, Reduction::None})
-      if (j.get<std::string>() == reduction_name(c)) {
-        r = c;
-        return;
-      }
-  }
-  throw ValueError("[config] reduction must be \"mean\", \"sum\" or \"none\", not " + j.dump());
-}
+EMBER_CONFIG_ENUM(Reduction, {Reduction::Mean, "mean"}, {Reduction::Sum, "sum"},
+                  {Reduction::None, "none"})
 
 namespace loss_detail {
 
