@@ -114,7 +114,7 @@ struct Inst {
   double fimm = 0;              // const floats
 };
 
-struct Kernel {
+struct EMBER_API Kernel {
   std::string name;
   std::array<int, 3> workgroup{256, 1, 1};  // threads per workgroup, fixed at build time
   std::vector<Param> params;
