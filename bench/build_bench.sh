@@ -16,7 +16,7 @@ configs=${BENCH_BUILD_CONFIGS:-Release Debug}
 cold=${BENCH_BUILD_COLD:-1}
 jobs=${BENCH_BUILD_JOBS:-$(nproc)}
 export CCACHE_DISABLE=1
-model=examples/mnist/model.h
+model=examples/mnist/mlp.h  # the MLP: a layer width is edited, then the main job rebuilt
 records="$out/build.records"
 : >"$records"
 
@@ -53,7 +53,7 @@ for cfg in $configs; do
     cmake --build "$dir" -j "$jobs" >/dev/null
   fi
 
-  # A real model edit: the first hidden width of the MLP and the CNN's first conv width.
+  # A real model edit: the hidden width of the MLP.
   cp "$model" "$out/model.h.orig"
   sed -i -e 's/LinearConfig{784, 256}/LinearConfig{784, 255}/' \
     -e 's/LinearConfig{256, 10}/LinearConfig{255, 10}/' "$model"

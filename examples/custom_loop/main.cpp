@@ -7,7 +7,7 @@
 #include <iostream>
 #include <string>
 
-#include "../mnist/model.h"
+#include "../mnist/mlp.h"
 #include "ember/core/parse.h"
 #include "ember/data/loader.h"
 #include "ember/optim.h"

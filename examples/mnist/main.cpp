@@ -17,23 +17,21 @@
 #include <string>
 #include <vector>
 
+#include "app.h"
 #include "ember/core/parse.h"
+#include "ember/backend/dispatch.h"
 #include "ember/data/image.h"
-#include "ember/data/loader.h"
-#include "ember/nn/record.h"
-#include "ember/optim.h"
+#include "ember/data/mnist.h"
+#include "ember/record/safetensors.h"
 #include "ember/train/checkpoint.h"
-#include "ember/train/learner.h"
-#include "ember/train/report.h"
-#include "model.h"
 
 namespace fs = std::filesystem;
 using namespace ember;
 
-namespace {
+using mnist::Args;
+using mnist::kClasses;
 
-constexpr const char* kClasses[] = {"t-shirt/top", "trouser", "pullover", "dress", "coat",
-                                    "sandal",      "shirt",   "sneaker",  "bag",   "ankle boot"};
+namespace {
 constexpr int kExitAborted = 130;  // as for Ctrl-C (128 + SIGINT)
 
 const char* kUsage = R"(usage:
@@ -79,14 +77,6 @@ The dashboard (on a terminal):
 Exit status: 0 trained (or stopped on request), 1 an error, 2 a bad command line, 130 aborted.
 The data are read from $EMBER_MNIST_DIR, or Debian's dataset-fashion-mnist files.
 )";
-
-struct Args {
-  std::string cmd, model = "cnn", backend = "cpu", out = "runs/mnist", model_dir;
-  int64_t epochs = 3, batch_size = 64, workers = 2, seed = 42, top = 1;
-  double lr = 1e-3;
-  bool plain = false, resume = false;
-  std::vector<std::string> inputs;
-};
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::cerr << "mnist: " << msg << "\n\n" << kUsage;
@@ -156,47 +146,26 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
-using AD = Autodiff<Cpu>;
-
-template <template <class> class Model>
-int train_model(const Args& a) {
-  if (a.backend != "cpu")
-    throw ValueError("backend '" + a.backend + "' is not available in this build (cpu is)");
-  // Before anything slow: an --out that cannot be created or written fails now.
+int train_run(const Args& a) {
+  // Before anything slow: a device that is not there, or an --out that cannot be created or
+  // written, fails now.
+  const Device dev = Device::parse(a.backend);
+  bool found = false;
+  std::string have;
+  for (Device d : available_devices()) {
+    found = found || d == dev;
+    have += (have.empty() ? "" : ", ") + d.to_string();
+  }
+  if (!found)
+    throw ValueError("backend '" + a.backend + "' is not available on this machine (" + have +
+                     " is)");
   train::prepare_run_dir(a.out, "mnist");
   const auto dir = data::MnistDataset::default_dir();
   if (!data::MnistDataset::available(data::Split::Train, dir))
     throw ValueError("no Fashion-MNIST files in " + dir.string() +
                      " (install dataset-fashion-mnist or set EMBER_MNIST_DIR)");
-  const size_t workers = static_cast<size_t>(a.workers);
-  const size_t bs = static_cast<size_t>(a.batch_size);
-  data::DataLoader train(data::MnistDataset(data::Split::Train, dir),
-                         data::MnistBatcher<AD>().normalize_fashion(),
-                         {.batch_size = bs,
-                          .shuffle = true,
-                          .seed = static_cast<uint64_t>(a.seed),
-                          .workers = workers});
-  data::DataLoader test(data::MnistDataset(data::Split::Test, dir),
-                        data::MnistBatcher<Cpu>().normalize_fashion(),
-                        {.batch_size = 1000, .workers = workers});
-  std::cout << "Fashion-MNIST: " << train.num_items() << " training and " << test.num_items()
-            << " test images from " << dir.string() << "\n";
-
-  ember::seed(static_cast<uint64_t>(a.seed));
-  auto model = Model<AD>::init(Cpu::default_device());
-  std::cout << nn::summary(model);
-  train::Learner learner(train::LearnerConfig{.num_epochs = a.epochs,
-                                              .dir = a.out,
-                                              .best_metric = "accuracy",
-                                              .seed = static_cast<uint64_t>(a.seed)},
-                         model, optim::AdamConfig{}.init<AD>(),
-                         optim::ConstantLrConfig{a.lr}.init());
-  learner.with_metric(std::make_unique<train::Accuracy>())
-      .with_renderer(
-          train::make_renderer(a.plain ? train::RendererKind::Plain : train::RendererKind::Auto))
-      .resume(a.resume);
-  auto trained = learner.fit(train, test);
-  const train::FitStatus& st = learner.status();
+  const mnist::TrainResult r = a.model == "cnn" ? mnist::train_cnn(a) : mnist::train_mlp(a);
+  const train::FitStatus& st = r.status;
   const auto report_path = fs::path(a.out) / "report.html";
   const std::string name = "Fashion-MNIST, " + a.model;
 
@@ -212,32 +181,22 @@ int train_model(const Args& a) {
                        "); --resume continues "
                        "there") +
         ". No final model was written.";
-    train::write_report(report_path, learner.history(), std::nullopt, name + ": " + st.to_string(),
-                        status);
+    train::write_report(report_path, r.history, std::nullopt, name + ": " + st.to_string(), status);
     std::cout << status << "\n";
     std::cout << "report: " << report_path.string() << "\n";
     return aborted ? kExitAborted : 0;
   }
 
-  // The test set, with the final model.
-  auto eval = nn::valid(trained);
-  train::Accuracy acc;
-  train::ConfusionMatrix confusion;
-  train::evaluate(eval, test, {&acc, &confusion});
-  const auto model_path = fs::path(a.out) / "model.safetensors";
-  nn::save_module(eval, model_path, {.metadata = {{"mnist.model", a.model}}});
   const std::string title = st.end == train::FitStatus::End::EarlyStopped
                                 ? name + ", " + std::to_string(st.epoch) + " of " +
                                       std::to_string(st.num_epochs) + " epochs (early stop)"
                                 : name + ", " + std::to_string(st.num_epochs) +
                                       (st.num_epochs == 1 ? " epoch" : " epochs");
-  train::write_report(
-      report_path, learner.history(),
-      train::ConfusionCounts::from(confusion, {std::begin(kClasses), std::end(kClasses)}), title);
-  std::cout << "model: " << model_path.string() << "\n";
+  train::write_report(report_path, r.history, r.confusion, title);
+  std::cout << "model: " << r.model_path.string() << "\n";
   std::cout << "report: " << report_path.string() << "\n";
   std::cout << "metrics: " << (fs::path(a.out) / "metrics.jsonl").string() << "\n";
-  std::cout << "test accuracy: " << std::fixed << std::setprecision(4) << acc.value() << "\n";
+  std::cout << "test accuracy: " << std::fixed << std::setprecision(4) << r.test_accuracy << "\n";
   return 0;
 }
 
@@ -282,21 +241,6 @@ std::string top_classes(const std::vector<float>& probs, int64_t k) {
   return os.str();
 }
 
-template <template <class> class Model>
-int infer_model(const Args& a, const fs::path& path) {
-  auto model = Model<Cpu>::init(Cpu::default_device());
-  nn::load_module(model, path);
-  Inputs inputs;
-  for (const auto& in : a.inputs) {
-    auto px = inputs.load(in);
-    for (auto& p : px) p = (p - data::MnistDataset::kFashionMean) / data::MnistDataset::kFashionStd;
-    auto x = Tensor<Cpu, 4>::from_values(px, {1, 1, 28, 28});
-    const auto probs = activation::softmax(model.forward(x), 1).template to_vec<float>();
-    std::cout << in << ": " << top_classes(probs, a.top) << "\n";
-  }
-  return 0;
-}
-
 /// The model file of `dir` (a run folder or a checkpoint folder) and its kind (mlp, cnn).
 std::pair<fs::path, std::string> find_model(const fs::path& dir) {
   std::error_code ec;
@@ -332,7 +276,18 @@ std::pair<fs::path, std::string> find_model(const fs::path& dir) {
 
 int infer(const Args& a) {
   const auto [path, kind] = find_model(a.model_dir);
-  return kind == "mlp" ? infer_model<mnist::Mlp>(a, path) : infer_model<mnist::Cnn>(a, path);
+  Inputs inputs;
+  std::vector<std::vector<float>> images;
+  for (const auto& in : a.inputs) {
+    auto px = inputs.load(in);
+    for (auto& p : px) p = (p - data::MnistDataset::kFashionMean) / data::MnistDataset::kFashionStd;
+    images.push_back(std::move(px));
+  }
+  const auto probs =
+      kind == "mlp" ? mnist::predict_mlp(path, images) : mnist::predict_cnn(path, images);
+  for (size_t i = 0; i < a.inputs.size(); ++i)
+    std::cout << a.inputs[i] << ": " << top_classes(probs[i], a.top) << "\n";
+  return 0;
 }
 
 }  // namespace
@@ -341,7 +296,7 @@ int main(int argc, char** argv) {
   Args a = parse_args(argc, argv);
   try {
     if (a.cmd == "infer") return infer(a);
-    return a.model == "cnn" ? train_model<mnist::Cnn>(a) : train_model<mnist::Mlp>(a);
+    return train_run(a);
   } catch (const std::exception& e) {
     std::cerr << "mnist: " << e.what() << "\n";
     return 1;

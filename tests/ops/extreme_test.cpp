@@ -30,6 +30,8 @@ constexpr int64_t kReadable = int64_t{1} << 22;       // outputs up to this size
 
 // An input: a shape and dtype, values 0, 1, 2, ... cast (or, for indices, given).
 struct Input {
+  Input(Shape s, DType t, std::vector<int64_t> v = {})
+      : shape(std::move(s)), dtype(t), values(std::move(v)) {}
   Shape shape;
   DType dtype;
   std::vector<int64_t> values;  // when set: these (cycled) instead of 0, 1, 2, ...
@@ -542,8 +544,9 @@ TEST_P(Extreme, WorksOrThrowsAnEmberError) {
     for (const Case& c : cases) run_autodiff(c);
   // Each op's cases hold both kinds: valid degenerate inputs and refused extremes.
   EXPECT_GT(worked, 0) << name(code) << ": no case worked";
-  if (info(code).family != OpFamily::Cast)  // every dtype casts to every dtype
+  if (info(code).family != OpFamily::Cast) {  // every dtype casts to every dtype
     EXPECT_GT(refused, 0) << name(code) << ": no case was refused";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryOp, Extreme, ::testing::Range(0, kNumOps),

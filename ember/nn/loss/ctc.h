@@ -133,7 +133,7 @@ Tensor<B, 1> CtcLoss::forward_no_reduction(const Tensor<B, 3>& log_probs,
   using I2 = Tensor<B, 2, Int>;
   using F2 = Tensor<B, 2>;
   // plain variables, not a structured binding: lambdas below capture them (clang < 16)
-  const int64_t t_max = log_probs.dim(0), n = log_probs.dim(1), c = log_probs.dim(2);
+  const int64_t t_max = log_probs.dim(0), n = log_probs.dim(1);
   const int64_t s = targets.dim(1), sp = 2 * s + 1;
   const Device dev = log_probs.device();
   const DType ft = log_probs.dtype();
