@@ -86,7 +86,7 @@ CpuTensor index(const Op& op, Inputs in, const TensorMeta& out) {
       for (size_t i = 0; i < out.shape.rank(); ++i) {
         v.meta.shape[i] = in[1].meta.shape[i];
         if (v.meta.shape[i] > 0) v.offset += a.dims[i] * o.strides[i];
-        v.strides[i] *= a.steps[i];
+        if (v.meta.shape[i] > 1) v.strides[i] *= a.steps[i];  // as slice: huge steps of one
       }
       if (v.meta.shape.numel() > 0) copy_into(in[1], v);
       return o;

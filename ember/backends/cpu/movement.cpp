@@ -87,7 +87,9 @@ CpuTensor movement(const Op& op, Inputs in, const TensorMeta& out) {
     case OpCode::Slice:
       for (size_t i = 0; i < s.rank(); ++i) {
         if (out.shape[i] > 0) t.offset += a.dims[i] * t.strides[i];
-        t.strides[i] *= a.steps[i];
+        // A dim of one element keeps its stride: its step may be huge (stride * step would
+        // overflow), and it is never walked. Otherwise step < the dim, so the product fits.
+        if (out.shape[i] > 1) t.strides[i] *= a.steps[i];
       }
       break;
     case OpCode::Flip:

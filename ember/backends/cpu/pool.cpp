@@ -192,10 +192,13 @@ template <class T>
 void max_pool(const T* X, T* Y, int64_t planes, const Geom& g) {
   const int64_t Lin = g.in_numel(), o2 = g.out[2], s2 = g.s[2];
   WindowTable t(g);
-  std::vector<std::pair<int64_t, int64_t>> wrange(g.k[2]);  // outputs where tap kw is inside
-  for (int64_t kw = 0; kw < g.k[2]; ++kw) wrange[kw] = valid_outputs(g, 2, kw);
+  // Only the taps that land inside the input for some output: a kernel may be far wider than
+  // the input (with as much padding), and its other taps see only padding.
+  const auto [kw0, kw1] = live_taps(g, 2);
+  std::vector<std::pair<int64_t, int64_t>> wrange(kw1 - kw0);  // outputs where tap kw is inside
+  for (int64_t kw = kw0; kw < kw1; ++kw) wrange[kw - kw0] = valid_outputs(g, 2, kw);
   const auto &D = t.dim[0], &H = t.dim[1];
-  for_out_rows(planes, g, o2 * g.k_numel(), [&](int64_t p, int64_t od, int64_t oh) {
+  for_out_rows(planes, g, sat_mul(o2, g.k_numel()), [&](int64_t p, int64_t od, int64_t oh) {
     const T* x = X + p * Lin;
     T* y = Y + ((p * g.out[0] + od) * g.out[1] + oh) * o2;
     std::fill(y, y + o2, -std::numeric_limits<T>::infinity());
@@ -204,9 +207,9 @@ void max_pool(const T* X, T* Y, int64_t planes, const Geom& g) {
         for (int64_t kh = H.lo[oh]; kh < H.hi[oh]; ++kh) {
           const T* row =
               x + ((D.start[od] + kd * g.d[0]) * g.in[1] + H.start[oh] + kh * g.d[1]) * g.in[2];
-          for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+          for (int64_t kw = kw0; kw < kw1; ++kw) {
             const int64_t off = kw * g.d[2] - g.p[2];  // input w = ow * stride + off
-            auto [lo, hi] = wrange[kw];
+            auto [lo, hi] = wrange[kw - kw0];
             for (int64_t ow = lo; ow < hi; ++ow)
               y[ow] = max_nan(y[ow], row[ow * (S ? S : stride) + off]);
           }
@@ -225,7 +228,7 @@ template <class T>
 void max_pool_backward(const T* X, const T* GY, T* GX, int64_t planes, const Geom& g) {
   const int64_t Lin = g.in_numel(), L = g.out_numel();
   WindowTable t(g);
-  for_planes(planes, L * g.k_numel(), [&](int64_t p) {
+  for_planes(planes, sat_mul(L, g.k_numel()), [&](int64_t p) {
     const T* x = X + p * Lin;
     const T* gy = GY + p * L;
     T* gx = GX + p * Lin;
@@ -262,7 +265,7 @@ void for_avg_windows(const Geom& g, bool include_pad, int64_t od, int64_t oh, F&
 template <class T>
 void avg_pool(const T* X, T* Y, int64_t planes, const Geom& g, bool include_pad) {
   const int64_t Lin = g.in_numel(), o2 = g.out[2];
-  for_out_rows(planes, g, o2 * g.k_numel(), [&](int64_t p, int64_t od, int64_t oh) {
+  for_out_rows(planes, g, sat_mul(o2, g.k_numel()), [&](int64_t p, int64_t od, int64_t oh) {
     const T* x = X + p * Lin;
     T* y = Y + ((p * g.out[0] + od) * g.out[1] + oh) * o2;
     for_avg_windows(g, include_pad, od, oh, [&](int64_t ow, Span a, Span b, Span c) {
@@ -272,7 +275,7 @@ void avg_pool(const T* X, T* Y, int64_t planes, const Geom& g, bool include_pad)
           const T* row = x + (id * g.in[1] + ih) * g.in[2];
           for (int64_t iw = c.lo; iw < c.hi; ++iw) sum += row[iw];
         }
-      y[ow] = sum / static_cast<T>(a.count * b.count * c.count);
+      y[ow] = sum / static_cast<T>(double(a.count) * double(b.count) * double(c.count));
     });
   });
 }
@@ -280,7 +283,7 @@ void avg_pool(const T* X, T* Y, int64_t planes, const Geom& g, bool include_pad)
 template <class T>
 void avg_pool_backward(const T* GY, T* GX, int64_t planes, const Geom& g, bool include_pad) {
   const int64_t Lin = g.in_numel(), L = g.out_numel();
-  for_planes(planes, L * g.k_numel(), [&](int64_t p) {
+  for_planes(planes, sat_mul(L, g.k_numel()), [&](int64_t p) {
     const T* gy = GY + p * L;
     T* gx = GX + p * Lin;
     std::fill(gx, gx + Lin, T(0));
@@ -288,7 +291,7 @@ void avg_pool_backward(const T* GY, T* GX, int64_t planes, const Geom& g, bool i
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
         const T* grow = gy + (od * g.out[1] + oh) * g.out[2];
         for_avg_windows(g, include_pad, od, oh, [&](int64_t ow, Span a, Span b, Span c) {
-          T v = grow[ow] / static_cast<T>(a.count * b.count * c.count);
+          T v = grow[ow] / static_cast<T>(double(a.count) * double(b.count) * double(c.count));
           for (int64_t id = a.lo; id < a.hi; ++id)
             for (int64_t ih = b.lo; ih < b.hi; ++ih) {
               T* row = gx + (id * g.in[1] + ih) * g.in[2];
@@ -319,7 +322,7 @@ void adaptive_avg(const T* src, T* dst, int64_t planes, const Geom& g) {
         Span b = adaptive_span(oh, g.in[1], g.out[1]);
         for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
           Span c = adaptive_span(ow, g.in[2], g.out[2]);
-          T count = static_cast<T>(a.count * b.count * c.count);
+          T count = static_cast<T>(double(a.count) * double(b.count) * double(c.count));
           T sum = 0, v = Backward ? s[o] / count : T(0);
           for (int64_t id = a.lo; id < a.hi; ++id)
             for (int64_t ih = b.lo; ih < b.hi; ++ih) {

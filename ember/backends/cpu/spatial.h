@@ -18,7 +18,13 @@ struct Geom {
   int64_t k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
   int64_t in_numel() const { return in[0] * in[1] * in[2]; }
   int64_t out_numel() const { return out[0] * out[1] * out[2]; }
-  int64_t k_numel() const { return k[0] * k[1] * k[2]; }
+  /// Taps of the window; saturates at INT64_MAX (a pool's kernel is not bounded by a tensor).
+  int64_t k_numel() const {
+    int64_t n;
+    if (__builtin_mul_overflow(k[0], k[1], &n) || __builtin_mul_overflow(n, k[2], &n))
+      return INT64_MAX;
+    return n;
+  }
 };
 
 /// The spatial dims of an [N, C, *spatial] shape.
@@ -53,6 +59,21 @@ inline std::pair<int64_t, int64_t> valid_outputs(const Geom& g, int i, int64_t k
   int64_t lo = std::max<int64_t>(0, floor_div(-off + g.s[i] - 1, g.s[i]));
   int64_t hi = std::min<int64_t>(g.out[i], floor_div(g.in[i] - 1 - off, g.s[i]) + 1);
   return {std::min(lo, g.out[i]), std::max(hi, std::min(lo, g.out[i]))};
+}
+
+/// a * b for work estimates (grain sizes), saturating instead of overflowing.
+inline int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/// The taps [lo, hi) along dim i that land inside the input for at least one output.
+inline std::pair<int64_t, int64_t> live_taps(const Geom& g, int i) {
+  // input = o * s + kk * d - p for o in [0, out): kk * d in [p - (out - 1) * s, in - 1 + p]
+  const int64_t lo_num = g.p[i] - (g.out[i] - 1) * g.s[i];
+  const int64_t lo = std::max<int64_t>(0, -floor_div(-lo_num, g.d[i]));
+  const int64_t hi = std::min<int64_t>(g.k[i], floor_div(g.in[i] - 1 + g.p[i], g.d[i]) + 1);
+  return {std::min(lo, hi), hi};
 }
 
 /// For each output position along each dim: where its window starts in the input and the
