@@ -12,7 +12,11 @@ namespace {
 
 using Metas = std::span<const TensorMeta* const>;
 
-std::string tag(const Op& op) { return "[" + std::string(name(op.code)) + "] "; }
+std::string tag(const Op& op) {  // appends: GCC 12's -Wrestrict misfires on "[" + std::string
+  std::string t = "[";
+  t.append(name(op.code)).append("] ");
+  return t;
+}
 
 std::string shapes_of(Metas in) {
   std::string s;
