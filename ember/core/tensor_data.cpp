@@ -1,6 +1,7 @@
 #include "ember/core/tensor_data.h"
 
 #include <cmath>
+#include <new>
 
 namespace ember {
 
@@ -31,6 +32,16 @@ TensorData::TensorData(std::vector<std::byte> bytes, Shape shape, DType dtype)
 
 std::vector<std::byte> TensorData::allocate(const Shape& s, DType t) {
   int64_t bytes = byte_size(s, size_of(t), "tensor_data");
+  // Large sizes are tried without throwing first: some allocators (AddressSanitizer's) abort
+  // on a failed throwing new instead of throwing. The probe costs nothing next to the fill.
+  if (bytes >= (int64_t{1} << 30)) {
+    void* p = ::operator new(static_cast<size_t>(bytes), std::nothrow);
+    if (!p)
+      throw MemoryError("[tensor_data] out of memory: " + std::to_string(bytes) + " bytes for " +
+                            s.to_string() + " of " + std::string(name(t)),
+                        bytes);
+    ::operator delete(p);
+  }
   try {
     return std::vector<std::byte>(static_cast<size_t>(bytes));
   } catch (const std::bad_alloc&) {
