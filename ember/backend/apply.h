@@ -56,7 +56,7 @@ typename B::Handle apply(Op op, std::span<typename B::Handle> in, Device dev) {
   try {
     return run_validated<B>(op, in, out, dev);
   } catch (const MemoryError& e) {
-    if (e.what()[0] == '[') throw;  // an inner op (of a decomposition) already named itself
+    if (e.names_site()) throw;  // an inner op (of a decomposition) already named itself
     throw detail::memory_error(op, out, e.what(), e.bytes());
   } catch (const std::bad_alloc&) {
     throw detail::memory_error(op, out, "out of memory", -1);

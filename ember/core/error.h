@@ -41,14 +41,18 @@ class EMBER_API DeviceError : public Error {
   using Error::Error;
 };
 
-/// Memory could not be allocated; `bytes()` is the size asked for (-1 when unknown).
+/// Memory could not be allocated; `bytes()` is the size asked for (-1 when unknown). An
+/// allocator's error does not know the op (`names_site()` false): `apply` adds it, once.
 class EMBER_API MemoryError : public Error {
  public:
-  MemoryError(const std::string& what, int64_t bytes) : Error(what), bytes_(bytes) {}
+  MemoryError(const std::string& what, int64_t bytes, bool names_site = true)
+      : Error(what), bytes_(bytes), names_site_(names_site) {}
   int64_t bytes() const { return bytes_; }
+  bool names_site() const { return names_site_; }
 
  private:
   int64_t bytes_;
+  bool names_site_;
 };
 
 }  // namespace ember

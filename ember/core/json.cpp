@@ -129,12 +129,6 @@ void Json::set(std::string_view key, Json value) {
   if (type() != Type::Object) throw ValueError("[json] set on a " + std::string(type_name()));
   p_->v[std::string(key)] = std::move(value.p_->v);
 }
-std::vector<std::string> Json::keys() const {
-  std::vector<std::string> out;
-  if (type() == Type::Object)
-    for (const auto& [k, v] : p_->v.items()) out.push_back(k);
-  return out;
-}
 
 size_t Json::size() const {
   return type() == Type::Array || type() == Type::Object ? p_->v.size() : 0;
@@ -152,7 +146,5 @@ void Json::push_back(Json value) {
   if (type() != Type::Array) throw ValueError("[json] push_back on a " + std::string(type_name()));
   p_->v.push_back(std::move(value.p_->v));
 }
-
-bool operator==(const Json& a, const Json& b) { return a.dump() == b.dump(); }
 
 }  // namespace ember

@@ -14,7 +14,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "ember/core/export.h"
 
@@ -55,18 +54,15 @@ class EMBER_API Json {
   double as_double(std::string_view what) const;
   std::string as_string(std::string_view what) const;
 
-  // Objects (keys in sorted order).
+  // Objects.
   bool contains(std::string_view key) const;
   std::optional<Json> get(std::string_view key) const;
   void set(std::string_view key, Json value);
-  std::vector<std::string> keys() const;
 
   // Arrays.
   size_t size() const;  // elements of an array, keys of an object, 0 otherwise
   Json at(size_t i) const;
   void push_back(Json value);
-
-  friend EMBER_API bool operator==(const Json& a, const Json& b);
 
  private:
   struct Impl;

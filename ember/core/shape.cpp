@@ -30,19 +30,35 @@ int64_t Shape::numel() const {
   return zero ? 0 : n;
 }
 
-int64_t byte_size(const Shape& s, size_t elem_size, std::string_view op) {
+SizeFit size_fit(const Shape& s, size_t elem_size, int64_t* bytes) {
   for (int64_t d : s)
-    if (d < 0) throw ValueError("[" + std::string(op) + "] negative dim in shape " + s.to_string());
-  int64_t n, bytes;
+    if (d < 0) return SizeFit::NegativeDim;
+  int64_t n, b;
   bool zero;
-  if (!extent(s.dims(), n, zero))
-    throw ShapeError("[" + std::string(op) + "] shape " + s.to_string() +
-                     " has more elements than int64 can count");
-  if (__builtin_mul_overflow(n, static_cast<int64_t>(elem_size), &bytes))
-    throw ShapeError("[" + std::string(op) + "] shape " + s.to_string() + " of " +
-                     std::to_string(elem_size) +
-                     "-byte elements needs more bytes than int64 can count");
-  return zero ? 0 : bytes;
+  if (!extent(s.dims(), n, zero)) return SizeFit::TooManyElements;
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(elem_size), &b)) return SizeFit::TooManyBytes;
+  if (bytes) *bytes = zero ? 0 : b;
+  return SizeFit::Fits;
+}
+
+int64_t byte_size(const Shape& s, size_t elem_size, std::string_view op) {
+  int64_t bytes = 0;
+  const SizeFit fit = size_fit(s, elem_size, &bytes);
+  if (fit == SizeFit::Fits) return bytes;  // on every allocation: no strings unless it fails
+  std::string at = "[";  // appends: GCC 12's -Wrestrict misfires on "[" + std::string
+  at.append(op).append("] ");
+  switch (fit) {
+    case SizeFit::Fits:
+      return bytes;
+    case SizeFit::NegativeDim:
+      throw ValueError(at + "negative dim in shape " + s.to_string());
+    case SizeFit::TooManyElements:
+      throw ShapeError(at + "shape " + s.to_string() + " has more elements than int64 can count");
+    case SizeFit::TooManyBytes:
+      break;
+  }
+  throw ShapeError(at + "shape " + s.to_string() + " of " + std::to_string(elem_size) +
+                   "-byte elements needs more bytes than int64 can count");
 }
 
 std::string Shape::to_string() const {

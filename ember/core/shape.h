@@ -44,8 +44,12 @@ class EMBER_API Shape {
   Dims dims_;
 };
 
-/// numel() * elem_size, checked: throws ShapeError naming `op` when the shape has a
-/// negative dim or its elements or bytes do not fit int64.
+/// Whether a shape meets the invariant above, or the first rule it breaks.
+enum class SizeFit { Fits, NegativeDim, TooManyElements, TooManyBytes };
+/// Checks the invariant without throwing; when it fits, `*bytes` (if given) = numel * elem_size.
+EMBER_API SizeFit size_fit(const Shape& s, size_t elem_size, int64_t* bytes = nullptr);
+/// numel() * elem_size, checked: throws ValueError (a negative dim) or ShapeError (elements or
+/// bytes that do not fit int64) naming `op`.
 EMBER_API int64_t byte_size(const Shape& s, size_t elem_size, std::string_view op = "shape");
 
 /// Row-major strides (in elements) of a contiguous tensor of this shape.

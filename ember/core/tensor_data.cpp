@@ -32,22 +32,22 @@ TensorData::TensorData(std::vector<std::byte> bytes, Shape shape, DType dtype)
 
 std::vector<std::byte> TensorData::allocate(const Shape& s, DType t) {
   int64_t bytes = byte_size(s, size_of(t), "tensor_data");
+  auto out_of_memory = [&] {
+    return MemoryError("[tensor_data] out of memory: " + std::to_string(bytes) + " bytes for " +
+                           s.to_string() + " of " + std::string(name(t)),
+                       bytes);
+  };
   // Large sizes are tried without throwing first: some allocators (AddressSanitizer's) abort
   // on a failed throwing new instead of throwing. The probe costs nothing next to the fill.
   if (bytes >= (int64_t{1} << 30)) {
     void* p = ::operator new(static_cast<size_t>(bytes), std::nothrow);
-    if (!p)
-      throw MemoryError("[tensor_data] out of memory: " + std::to_string(bytes) + " bytes for " +
-                            s.to_string() + " of " + std::string(name(t)),
-                        bytes);
+    if (!p) throw out_of_memory();
     ::operator delete(p);
   }
   try {
     return std::vector<std::byte>(static_cast<size_t>(bytes));
   } catch (const std::bad_alloc&) {
-    throw MemoryError("[tensor_data] out of memory: " + std::to_string(bytes) + " bytes for " +
-                          s.to_string() + " of " + std::string(name(t)),
-                      bytes);
+    throw out_of_memory();
   } catch (const std::length_error&) {
     throw MemoryError("[tensor_data] " + std::to_string(bytes) + " bytes for " + s.to_string() +
                           " of " + std::string(name(t)) + " exceed what the host can address",

@@ -150,9 +150,7 @@ void from_config_json(const Json& j, T& out, const std::string& what) {
       names.emplace_back(n);
     }
     bad_enum_name(what, names, j);
-  } else if constexpr (std::is_enum_v<T>) {
-    out = static_cast<T>(j.as_int(what));
-  } else if constexpr (std::is_integral_v<T>) {
+  } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
     out = static_cast<T>(j.as_int(what));
   } else if constexpr (std::is_floating_point_v<T>) {
     out = static_cast<T>(j.as_double(what));

@@ -603,18 +603,21 @@ TensorMeta attention_rule(const Op& op, Metas in) {
 
 // The output meets the shape invariant (shape.h): no negative dim, elements and bytes fit int64.
 void check_output(const Op& op, const TensorMeta& out, Metas in) {
-  int64_t n = 1, bytes;
-  for (int64_t d : out.shape) {
-    if (d < 0)
-      throw ShapeError(tag(op) + "output shape " + out.shape.to_string() +
-                       " has a negative dim (inputs " + shapes_of(in) + ")");
-    if (d != 0 && __builtin_mul_overflow(n, d, &n))
-      throw ShapeError(tag(op) + "output shape " + out.shape.to_string() +
-                       " has more elements than int64 can count (inputs " + shapes_of(in) + ")");
+  const SizeFit fit = size_fit(out.shape, size_of(out.dtype));
+  if (fit == SizeFit::Fits) return;  // every op passes here: no strings unless it fails
+  const std::string at = tag(op) + "output shape " + out.shape.to_string();
+  switch (fit) {
+    case SizeFit::Fits:
+      return;
+    case SizeFit::NegativeDim:
+      throw ShapeError(at + " has a negative dim (inputs " + shapes_of(in) + ")");
+    case SizeFit::TooManyElements:
+      throw ShapeError(at + " has more elements than int64 can count (inputs " + shapes_of(in) +
+                       ")");
+    case SizeFit::TooManyBytes:
+      throw ShapeError(at + " of " + std::string(name(out.dtype)) +
+                       " needs more bytes than int64 can count");
   }
-  if (__builtin_mul_overflow(n, static_cast<int64_t>(size_of(out.dtype)), &bytes))
-    throw ShapeError(tag(op) + "output shape " + out.shape.to_string() + " of " +
-                     std::string(name(out.dtype)) + " needs more bytes than int64 can count");
 }
 
 TensorMeta infer_rule(Op& op, Metas in) {

@@ -79,10 +79,7 @@ namespace ember::detail {
 MemoryError memory_error(const Op& op, const TensorMeta& out, std::string_view what,
                          int64_t bytes) {
   int64_t out_bytes = -1;
-  try {
-    out_bytes = byte_size(out.shape, size_of(out.dtype));
-  } catch (const Error&) {
-  }
+  size_fit(out.shape, size_of(out.dtype), &out_bytes);
   std::string msg = "[";  // appends: GCC 12's -Wrestrict misfires on "literal" + std::string
   msg.append(name(op.code)).append("] ").append(what).append(" for output ");
   msg.append(out.shape.to_string()).append(" ").append(name(out.dtype));

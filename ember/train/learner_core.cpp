@@ -83,12 +83,6 @@ void LearnerCore::add_metric(std::unique_ptr<Metric> m) {
   train_metrics_.push_back(std::move(m));
 }
 
-std::vector<Metric*> LearnerCore::metrics(const std::string& split) const {
-  std::vector<Metric*> out;
-  for (const auto& m : split == "train" ? train_metrics_ : valid_metrics_) out.push_back(m.get());
-  return out;
-}
-
 std::filesystem::path LearnerCore::run_file(const char* name) const {
   return std::filesystem::path(cfg_.dir) / name;
 }

@@ -97,7 +97,6 @@ class EMBER_API LearnerCore {
   const History& history() const { return history_; }
   std::optional<int64_t> best_epoch() const { return best_epoch_; }
   const FitStatus& status() const { return status_; }
-  std::vector<Metric*> metrics(const std::string& split) const;
 
   static double seconds(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();

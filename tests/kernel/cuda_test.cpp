@@ -11,22 +11,11 @@
 #include "ember/kernel/builder.h"
 #include "ember/kernel/codegen/cuda.h"
 #include "ember/kernel/codegen/nvrtc.h"
+#include "tests/kernel/compile_options.h"
 
 using namespace ember;
 using namespace ember::kernel;
 namespace fs = std::filesystem;
-
-// Options for a compile into `cache` (designated initializers would leave fields unnamed).
-inline ember::kernel::CudaCompileOptions opts(ember::kernel::KernelCache* cache, int arch = 90,
-                                              bool ptx = false,
-                                              std::vector<std::string> extra = {}) {
-  ember::kernel::CudaCompileOptions o;
-  o.arch = arch;
-  o.ptx = ptx;
-  o.options = std::move(extra);
-  o.cache = cache;
-  return o;
-}
 
 namespace {
 

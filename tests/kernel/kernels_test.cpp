@@ -11,22 +11,11 @@
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/passes.h"
+#include "tests/kernel/compile_options.h"
 
 using namespace ember;
 using namespace ember::kernel;
 namespace fs = std::filesystem;
-
-// Options for a compile into `cache` (designated initializers would leave fields unnamed).
-inline ember::kernel::CudaCompileOptions opts(ember::kernel::KernelCache* cache, int arch = 90,
-                                              bool ptx = false,
-                                              std::vector<std::string> extra = {}) {
-  ember::kernel::CudaCompileOptions o;
-  o.arch = arch;
-  o.ptx = ptx;
-  o.options = std::move(extra);
-  o.cache = cache;
-  return o;
-}
 
 TEST(KernelKernels, ElementwiseCoversTheOpTableFamilies) {
   int built = 0;

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <functional>
 
+#include <nlohmann/json.hpp>
 #include "ember/ember.h"
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/loss.h"
-#include <nlohmann/json.hpp>
 
 #include "ember/optim.h"
 #include "ember/train/learner.h"

@@ -12,11 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/train/child_process.h"
+#include "tests/train/metric_records.h"
 
 namespace ember::test {
 namespace {
 
 namespace fs = std::filesystem;
+using ember::test::metric_records;
 
 bool has(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -27,25 +29,9 @@ std::vector<std::string> demo(const fs::path& dir, std::vector<std::string> args
   return args;
 }
 
-/// metrics.jsonl's records without their timings: what must equal an uninterrupted run's.
-std::vector<std::string> records(const fs::path& dir) {
-  std::vector<std::string> out;
-  std::ifstream f(dir / "metrics.jsonl");
-  for (std::string line; std::getline(f, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object()) {
-      out.push_back("not JSON: " + line);
-      continue;
-    }
-    j.erase("seconds"), j.erase("data_seconds");
-    out.push_back(j.dump());
-  }
-  return out;
-}
-
 std::vector<std::string> split_epochs(const fs::path& dir) {
   std::vector<std::string> out;
-  for (const auto& r : records(dir)) {
+  for (const auto& r : metric_records(dir)) {
     auto j = nlohmann::json::parse(r, nullptr, false);
     out.push_back(j.is_object() ? j.value("split", "?") + " " + std::to_string(j.value("epoch", -1))
                                 : r);
@@ -107,7 +93,7 @@ bool kill_and_resume(const KillPoint& k, const std::vector<std::string>& args,
   const ChildResult r = run_child(demo(run, args_resume));
   EXPECT_EQ(r.status, 0) << describe(k) << "\n" << r.output;
   EXPECT_TRUE(has(r.output, "fit: completed")) << r.output;
-  EXPECT_EQ(records(run), reference) << describe(k) << "\nresumed run:\n" << r.output;
+  EXPECT_EQ(metric_records(run), reference) << describe(k) << "\nresumed run:\n" << r.output;
   return in_write;
 }
 
@@ -119,7 +105,7 @@ std::vector<std::string> reference_records(const std::vector<std::string>& args)
   TempFolder t("learner_ref");
   const ChildResult r = run_child(demo(t.dir / "run", args));
   EXPECT_EQ(r.status, 0) << r.output;
-  auto rec = records(t.dir / "run");
+  auto rec = metric_records(t.dir / "run");
   EXPECT_EQ(split_epochs(t.dir / "run"), each_epoch_once(3));
   return rec;
 }

@@ -12,12 +12,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/train/child_process.h"
+#include "tests/train/metric_records.h"
 #include "tests/train/tmux_session.h"
 
 namespace ember::test {
 namespace {
 
 namespace fs = std::filesystem;
+using ember::test::metric_records;
 
 bool has(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -261,22 +263,6 @@ TEST_F(MnistCli, HelpExplainsTheOptionsTheFolderAndTheKeys) {
         "The dashboard", "left/right, Tab", "s stops after the current step", "a aborts at once",
         "Ctrl-C", "exit status 130", "Exit status: 0"})
     EXPECT_TRUE(has(r.output, part)) << part << "\n" << r.output;
-}
-
-/// metrics.jsonl as (split epoch loss accuracy) lines, without the timings.
-std::vector<std::string> metric_records(const fs::path& dir) {
-  std::vector<std::string> out;
-  std::ifstream f(dir / "metrics.jsonl");
-  for (std::string line; std::getline(f, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object()) {
-      out.push_back("not JSON: " + line);
-      continue;
-    }
-    j.erase("seconds"), j.erase("data_seconds");
-    out.push_back(j.dump());
-  }
-  return out;
 }
 
 TEST_F(MnistCli, KilledRunResumesWithEachEpochOnce) {

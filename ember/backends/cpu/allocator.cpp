@@ -111,7 +111,7 @@ namespace {
 [[noreturn]] void out_of_memory(size_t bytes) {
   throw MemoryError("out of memory: " + std::to_string(bytes) + " bytes asked for (" +
                         std::to_string(live_bytes()) + " bytes in use)",
-                    static_cast<int64_t>(bytes));
+                    static_cast<int64_t>(bytes), /*names_site=*/false);
 }
 }  // namespace
 
