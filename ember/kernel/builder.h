@@ -131,6 +131,8 @@ class EMBER_API KernelBuilder {
   Val min(const Val& a, const Val& b) { return binary(Op::Min, a, b); }
   Val max(const Val& a, const Val& b) { return binary(Op::Max, a, b); }
   Val pow(const Val& a, const Val& b) { return binary(Op::Pow, a, b); }
+  /// i32/u32: the high 32 bits of the full product (a * b is the low 32).
+  Val mul_hi(const Val& a, const Val& b) { return binary(Op::MulHi, a, b); }
   Val fma(const Val& a, const Val& b, const Val& c);
   Val select(const Val& cond, const Val& a, const Val& b);
   Val cast(const Val& a, Type to);

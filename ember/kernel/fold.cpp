@@ -168,6 +168,12 @@ std::optional<C> eval(Op op, Type t, const C* a, ScalarType arg_scalar) {
     case Op::Mul:
       r.i = static_cast<int64_t>(ux * uy);
       break;
+    case Op::MulHi:
+      r.i = u ? static_cast<int64_t>(
+                    (static_cast<uint64_t>(static_cast<uint32_t>(x)) * static_cast<uint32_t>(y)) >>
+                    32)
+              : (static_cast<int64_t>(static_cast<int32_t>(x)) * static_cast<int32_t>(y)) >> 32;
+      break;
     case Op::Div:
     case Op::Rem:
       if (y == 0 || (!u && y == -1)) return std::nullopt;

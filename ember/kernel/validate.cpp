@@ -201,6 +201,9 @@ class Checker {
         same(t[0], t[1]);
         if (in.form == Form::Arith)
           expect(!is_bool(t[0]), std::string(name(i.op)) + " needs numbers, not bool");
+        if (i.op == Op::MulHi)
+          expect(t[0].scalar == ScalarType::I32 || t[0].scalar == ScalarType::U32,
+                 "mul_hi needs i32 or u32, not " + name(t[0]));
         if (in.form == Form::Math2) expect(is_float(t[0]), "pow needs floats, not " + name(t[0]));
         if (in.form == Form::Logic2)
           expect(is_int(t[0]) || is_bool(t[0]),

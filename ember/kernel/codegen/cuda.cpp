@@ -344,7 +344,9 @@ class Renderer {
         lanes(i, [&](int l) {
           std::string a = f(0, l), b = f(1, l);
           std::string e;
-          if (i.op == Op::Min || i.op == Op::Max)
+          if (i.op == Op::MulHi)
+            e = std::string(as == ScalarType::U32 ? "__umulhi(" : "__mulhi(") + a + ", " + b + ")";
+          else if (i.op == Op::Min || i.op == Op::Max)
             e = std::string(i.op == Op::Min ? "ember_min(" : "ember_max(") + a + ", " + b + ")";
           else if (i.op == Op::Rem && is_float(as))
             e = std::string(as == ScalarType::F64 ? "fmod(" : "fmodf(") + a + ", " + b + ")";

@@ -1,0 +1,209 @@
+// The op kernels beyond elementwise and reduce (create, copy/cast, where, scan, sort, index,
+// reduce extras, spatial): built, validated, run through the passes, rendered and compiled
+// with NVRTC to sm_90 cubins (compiles skip where NVRTC is missing). The GPU suite
+// (gpu_ops_test.cpp) runs them against the CPU backend.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "ember/core/error.h"
+#include "ember/core/rng.h"
+#include "ember/kernel/builder.h"
+#include "ember/kernel/codegen/cuda.h"
+#include "ember/kernel/codegen/nvrtc.h"
+#include "ember/kernel/kernels/copy.h"
+#include "ember/kernel/kernels/create.h"
+#include "ember/kernel/kernels/detail.h"
+#include "ember/kernel/kernels/where.h"
+#include "ember/kernel/passes.h"
+#include "ember/kernel/validate.h"
+#include "tests/kernel/compile_options.h"
+
+using namespace ember;
+using namespace ember::kernel;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every kernel of `ks` through the default pipeline, rendered and compiled to an sm_90 cubin.
+void compile_all(std::vector<Kernel> ks) {
+  std::string why;
+  if (!nvrtc_available(&why)) GTEST_SKIP() << "no NVRTC: " << why;
+  std::random_device rd;
+  fs::path dir = fs::temp_directory_path() / ("ember-op-kernels-" + std::to_string(rd()));
+  KernelCache cache(dir);
+  for (Kernel& k : ks) {
+    default_pipeline().run(k);
+    try {
+      CudaBinary bin = compile_cuda(k, opts(&cache));
+      EXPECT_EQ(bin.format, CudaBinary::Cubin) << k.name;
+      EXPECT_GT(bin.data.size(), 1000u) << k.name;
+    } catch (const ValueError& e) {
+      ADD_FAILURE() << e.what() << "\n" << render_cuda(k);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+const DType kAll[] = {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
+                      DType::I32, DType::I16, DType::I8,  DType::U8,   DType::Bool};
+
+}  // namespace
+
+// ---- mul_hi ----------------------------------------------------------------------------
+
+TEST(KernelMulHi, ValidatesFoldsAndRenders) {
+  KernelBuilder kb("mulhi");
+  Mem out = kb.buffer("out", ScalarType::U32, Access::Write);
+  Mem outs = kb.buffer("outs", ScalarType::I32, Access::Write);
+  Val a = kb.lit_int(ScalarType::U32, 0xdeadbeef), b = kb.lit_int(ScalarType::U32, 0x12345678);
+  kb.store(out, kb.lit(ScalarType::U32, 0), kb.mul_hi(a, b));
+  kb.store(outs, kb.lit(ScalarType::U32, 0),
+           kb.mul_hi(kb.lit(ScalarType::I32, -7), kb.lit(ScalarType::I32, 1 << 30)));
+  Val g = kb.global_id(0);
+  kb.store(out, g, kb.mul_hi(g, b));
+  Kernel k = kb.finish();
+  EXPECT_TRUE(contains(render_cuda(k), "__umulhi("));
+  fold_constants(k);
+  std::string d = dump(k);
+  uint64_t want = (uint64_t{0xdeadbeef} * 0x12345678u) >> 32;
+  EXPECT_TRUE(contains(d, "const " + std::to_string(want))) << d;
+  EXPECT_TRUE(contains(d, "const -2")) << d;  // -7 * 2^30 >> 32 = floor(-1.75)
+
+  KernelBuilder bad("mulhi_f32");
+  Mem o = bad.buffer("o", ScalarType::F32, Access::Write);
+  Val x = bad.lit(ScalarType::F32, 2);
+  bad.store(o, bad.global_id(0), bad.mul_hi(x, x));
+  try {
+    bad.finish();
+    ADD_FAILURE() << "mul_hi on f32 validated";
+  } catch (const ValueError& e) {
+    EXPECT_TRUE(contains(e.what(), "mul_hi needs i32 or u32")) << e.what();
+  }
+  compile_all({std::move(k)});
+}
+
+// ---- create ----------------------------------------------------------------------------
+
+TEST(KernelCreate, EveryOpAndDtypeBuilds) {
+  for (OpCode op : {OpCode::Full, OpCode::Arange, OpCode::RandomUniform, OpCode::RandomNormal,
+                    OpCode::RandomBernoulli})
+    for (DType t : kAll)
+      for (bool wide : {false, true}) {
+        CreateSpec s{op, t, wide};
+        Kernel k = create_kernel(s);
+        default_pipeline().run(k);
+        EXPECT_NO_THROW(render_cuda(k)) << k.name;
+      }
+  Kernel k = create_kernel({OpCode::RandomNormal, DType::F32});
+  std::vector<std::string> names;
+  for (const Param& p : k.params) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"out", "n", "mean", "std", "seed_lo", "seed_hi"}));
+  EXPECT_TRUE(contains(dump(k), "mul_hi"));
+  EXPECT_THROW(create_kernel({OpCode::Add, DType::F32}), ValueError);
+}
+
+// The generator on constants folds to constants: its u32-pair splitmix64 and the f64
+// uniform must give the CPU stream's exact values (a check of the arithmetic without a GPU).
+TEST(KernelCreate, RandomStreamFoldsToTheCpuValues) {
+  for (uint64_t seed : {uint64_t{0}, uint64_t{42}, uint64_t{0x123456789abcdefull}, ~uint64_t{0}})
+    for (uint64_t i :
+         {uint64_t{0}, uint64_t{1}, uint64_t{77}, uint64_t{1} << 33, uint64_t{0xfffffffffull}}) {
+      KernelBuilder kb("bits");
+      Mem words = kb.buffer("words", ScalarType::U32, Access::Write);
+      Mem u = kb.buffer("u", ScalarType::F64, Access::Write);
+      kernel::detail::U64 s = kernel::detail::u64_const(kb, seed),
+                          c = kernel::detail::u64_const(kb, i);
+      kernel::detail::U64 b = kernel::detail::rng_bits(kb, s, c);
+      kb.store(words, kb.lit(ScalarType::U32, 0), b.lo);
+      kb.store(words, kb.lit(ScalarType::U32, 1), b.hi);
+      kb.store(u, kb.lit(ScalarType::U32, 0), kernel::detail::rng_uniform01(kb, s, c));
+      Kernel k = kb.finish();
+      default_pipeline().run(k);
+      std::vector<const Inst*> stores;
+      for (const Inst& in : k.body)
+        if (in.op == kernel::Op::Store) stores.push_back(&in);
+      ASSERT_EQ(stores.size(), 3u);
+      auto def = [&](ValueId v) -> const Inst* {
+        for (const Inst& in : k.body)
+          if (in.result == v) return &in;
+        return nullptr;
+      };
+      const Inst* lo = def(stores[0]->args[1]);
+      const Inst* hi = def(stores[1]->args[1]);
+      const Inst* uf = def(stores[2]->args[1]);
+      ASSERT_TRUE(lo && hi && uf && lo->op == kernel::Op::Const && hi->op == kernel::Op::Const &&
+                  uf->op == kernel::Op::Const)
+          << dump(k);
+      uint64_t want = rng::bits(seed, i);
+      EXPECT_EQ(static_cast<uint64_t>(lo->imm), want & 0xffffffffu) << seed << " " << i;
+      EXPECT_EQ(static_cast<uint64_t>(hi->imm), want >> 32) << seed << " " << i;
+      EXPECT_EQ(uf->fimm, rng::uniform01(seed, i)) << seed << " " << i;
+    }
+}
+
+// ---- copy, cast, where -----------------------------------------------------------------
+
+TEST(KernelCopy, EveryDtypePairBuilds) {
+  int built = 0;
+  for (DType a : kAll)
+    for (DType b : kAll) {
+      CopySpec s{a, b};
+      s.rank = 3;
+      Kernel k = copy_kernel(s);
+      default_pipeline().run(k);
+      EXPECT_NO_THROW(render_cuda(k)) << k.name;
+      ++built;
+    }
+  EXPECT_EQ(built, 100);
+  CopySpec s{DType::F32, DType::F32};
+  s.rank = 2;
+  s.strided_out = true;
+  Kernel k = copy_kernel(s);
+  EXPECT_EQ(k.params.size(), 2u + 1 + 2 + 2 + 2 + 1);
+  EXPECT_EQ(k.params.back().name, "out_offset");
+  EXPECT_THROW(copy_kernel({DType::F32, DType::F32, 0}), ValueError);
+  // float -> int saturates: the bounds are compared before the conversion.
+  std::string d = dump(copy_kernel({DType::F32, DType::I8}));
+  EXPECT_TRUE(contains(d, "is_nan")) << d;
+  EXPECT_TRUE(contains(d, "const -128")) << d;
+}
+
+TEST(KernelWhere, StridedAndDense) {
+  for (DType t : kAll)
+    for (bool dense : {false, true}) {
+      WhereSpec s{t};
+      s.rank = 4;
+      s.contiguous = dense;
+      Kernel k = where_kernel(s);
+      EXPECT_EQ(k.params[0].type, Type(ScalarType::Bool));
+      EXPECT_EQ(k.params.size(), dense ? 5u : 5u + 16);
+      EXPECT_NO_THROW(render_cuda(k)) << k.name;
+    }
+}
+
+TEST(KernelCreateCopyWhere, CompileWithNvrtc) {
+  std::vector<Kernel> ks;
+  for (OpCode op : {OpCode::Full, OpCode::Arange, OpCode::RandomUniform, OpCode::RandomNormal,
+                    OpCode::RandomBernoulli})
+    ks.push_back(create_kernel({op, DType::F32}));
+  ks.push_back(create_kernel({OpCode::RandomUniform, DType::I64, true}));
+  ks.push_back(create_kernel({OpCode::RandomNormal, DType::BF16}));
+  ks.push_back(create_kernel({OpCode::Full, DType::Bool}));
+  ks.push_back(create_kernel({OpCode::Arange, DType::F16, true}));
+  ks.push_back(copy_kernel({DType::F32, DType::F32, 4}));
+  ks.push_back(copy_kernel({DType::F16, DType::BF16, 2}));
+  ks.push_back(copy_kernel({DType::F64, DType::I8, 1}));
+  ks.push_back(copy_kernel({DType::BF16, DType::Bool, 3}));
+  ks.push_back(copy_kernel({DType::Bool, DType::F16, 3}));
+  ks.push_back(copy_kernel({DType::I64, DType::F32, 2, true, true}));
+  ks.push_back(where_kernel({DType::F32, 3}));
+  ks.push_back(where_kernel({DType::BF16, 1, true}));
+  ks.push_back(where_kernel({DType::I64, 2, false, true}));
+  compile_all(std::move(ks));
+}
