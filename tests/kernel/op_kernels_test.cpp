@@ -15,6 +15,7 @@
 #include "ember/kernel/kernels/copy.h"
 #include "ember/kernel/kernels/create.h"
 #include "ember/kernel/kernels/detail.h"
+#include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/where.h"
 #include "ember/kernel/passes.h"
 #include "ember/kernel/validate.h"
@@ -206,4 +207,32 @@ TEST(KernelCreateCopyWhere, CompileWithNvrtc) {
   ks.push_back(where_kernel({DType::BF16, 1, true}));
   ks.push_back(where_kernel({DType::I64, 2, false, true}));
   compile_all(std::move(ks));
+}
+
+// ---- reduce extras: prod, argmax, argmin -----------------------------------------------
+
+TEST(KernelReduceExtras, ProdArgmaxArgmin) {
+  for (OpCode op : {OpCode::Prod, OpCode::ArgMax, OpCode::ArgMin})
+    for (DType t : kAll) {
+      if (t == DType::Bool) {
+        EXPECT_THROW(reduce_kernel({op, t}), ValueError);
+        continue;
+      }
+      for (bool wide : {false, true}) {
+        Kernel k = reduce_kernel({op, t, wide});
+        default_pipeline().run(k);
+        EXPECT_NO_THROW(render_cuda(k)) << k.name;
+        EXPECT_EQ(k.params[1].type, Type(op == OpCode::Prod ? scalar_of(t) : ScalarType::I64));
+      }
+    }
+  std::string d = dump(reduce_kernel({OpCode::ArgMax, DType::F16}));
+  EXPECT_TRUE(contains(d, "shared idxs: i64[256]")) << d;
+  EXPECT_TRUE(contains(d, "is_nan")) << d;
+  ReduceSpec odd{OpCode::Prod, DType::F32};
+  odd.workgroup = 96;
+  EXPECT_THROW(reduce_kernel(odd), ValueError);
+  compile_all({reduce_kernel({OpCode::Prod, DType::F32}), reduce_kernel({OpCode::Prod, DType::I32}),
+               reduce_kernel({OpCode::ArgMax, DType::BF16}),
+               reduce_kernel({OpCode::ArgMin, DType::F64, true}),
+               reduce_kernel({OpCode::ArgMax, DType::U8})});
 }

@@ -32,14 +32,97 @@ double identity(OpCode op, ScalarType acc) {
 
 }  // namespace
 
+namespace {
+
+// prod, argmax and argmin: a strided fold per thread, then a tree in shared memory (no
+// subgroup operation multiplies, and the argument ops carry an index with the value).
+Kernel tree_reduce_kernel(const ReduceSpec& s) {
+  std::string op_name(name(s.op));
+  if (s.dtype == DType::Bool) throw ValueError("[" + op_name + "] no reduction kernel for bool");
+  if (s.workgroup & (s.workgroup - 1))
+    throw ValueError("[" + op_name + "] workgroup must be a power of two");
+  bool arg = s.op != OpCode::Prod, is_max = s.op == OpCode::ArgMax;
+  ScalarType t = scalar_of(s.dtype);
+  ScalarType acc_t = is_half(t) ? ScalarType::F32 : (!arg && is_int(t) ? ScalarType::I64 : t);
+  ScalarType ix = s.wide_index ? ScalarType::I64 : ScalarType::I32;
+  KernelBuilder kb(op_name + "_" + std::string(name(s.dtype)) + (s.wide_index ? "_i64" : ""),
+                   {s.workgroup, 1, 1});
+  Mem x = kb.buffer("x", t, Access::Read);
+  Mem out = kb.buffer("out", arg ? ScalarType::I64 : t, Access::Write);
+  Val outer = kb.scalar("outer", ix), size = kb.scalar("size", ix), inner = kb.scalar("inner", ix);
+  Val so = kb.scalar("outer_stride", ix), sr = kb.scalar("size_stride", ix);
+  Val si = kb.scalar("inner_stride", ix);
+  Mem vals = kb.shared("vals", acc_t, s.workgroup);
+  Mem idxs = arg ? kb.shared("idxs", ScalarType::I64, s.workgroup) : Mem{};
+  Var acc = kb.var("acc", acc_t);
+  Var at = kb.var("at", ScalarType::I64);
+  auto ident = [&] {
+    if (!arg) return kb.lit(acc_t, 1);
+    if (acc_t == ScalarType::I64)
+      return kb.lit_int(acc_t, is_max ? std::numeric_limits<int64_t>::min()
+                                      : std::numeric_limits<int64_t>::max());
+    return kb.lit(acc_t, identity(is_max ? OpCode::Max : OpCode::Min, acc_t));
+  };
+  // (acc, at) <- combine((acc, at), (v, k)) with the CPU's rule: the first extreme; NaN is
+  // the extreme, the first NaN wins.
+  auto combine = [&](const Val& v, const Val& k) {
+    if (!arg) {
+      acc.set(acc.get() * v);
+      return;
+    }
+    Val a = acc.get(), ai = at.get();
+    Val earlier = k < ai;
+    Val take = (is_max ? v > a : v < a) || (v == a && earlier);
+    if (is_float(acc_t)) {
+      Val an = kb.is_nan(a), bn = kb.is_nan(v);
+      take = (an && bn && earlier) || (!an && (bn || take));
+    }
+    acc.set(kb.select(take, v, a));
+    at.set(kb.select(take, k, ai));
+  };
+  Val tid = kb.local_id(0);
+  Val tid_ix = kb.cast(tid, ix);
+  kb.for_(kb.cast(kb.group_id(0), ix), outer * inner, kb.cast(kb.num_groups(0), ix), [&](Val g) {
+    Val base = (g / inner) * so + (g % inner) * si;
+    acc.set(ident());
+    at.set(kb.lit_int(ScalarType::I64, std::numeric_limits<int64_t>::max()));
+    kb.for_(tid_ix, size, kb.cast(kb.local_size(0), ix), [&](Val r) {
+      combine(kb.cast(kb.load(x, base + r * sr), acc_t), kb.cast(r, ScalarType::I64));
+    });
+    kb.store(vals, tid, acc.get());
+    if (arg) kb.store(idxs, tid, at.get());
+    kb.barrier();
+    for (int half = s.workgroup / 2; half >= 1; half /= 2) {
+      kb.if_(tid < double(half), [&] {
+        Val other = tid + double(half);
+        acc.set(kb.load(vals, tid));
+        if (arg) at.set(kb.load(idxs, tid));
+        combine(kb.load(vals, other), arg ? kb.load(idxs, other) : Val());
+        kb.store(vals, tid, acc.get());
+        if (arg) kb.store(idxs, tid, at.get());
+      });
+      kb.barrier();
+    }
+    kb.if_(tid == 0.0,
+           [&] { kb.store(out, g, arg ? kb.load(idxs, tid) : kb.cast(kb.load(vals, tid), t)); });
+    kb.barrier();  // `vals` is reused by the next output
+  });
+  return kb.finish();
+}
+
+}  // namespace
+
 Kernel reduce_kernel(const ReduceSpec& s) {
   std::string op_name(name(s.op));
-  if (s.op != OpCode::Sum && s.op != OpCode::Max && s.op != OpCode::Min)
-    throw ValueError("[" + op_name + "] no reduction kernel (sum, max and min have one)");
-  if (s.dtype == DType::Bool && s.op == OpCode::Sum)
-    throw ValueError("[sum] no reduction kernel for bool");
   if (s.workgroup < 32 || s.workgroup % 32 || s.workgroup > 1024)
     throw ValueError("[" + op_name + "] workgroup must be a multiple of 32 up to 1024");
+  if (s.op == OpCode::Prod || s.op == OpCode::ArgMax || s.op == OpCode::ArgMin)
+    return tree_reduce_kernel(s);
+  if (s.op != OpCode::Sum && s.op != OpCode::Max && s.op != OpCode::Min)
+    throw ValueError("[" + op_name +
+                     "] no reduction kernel (sum, prod, max, min, argmax and argmin have one)");
+  if (s.dtype == DType::Bool && s.op == OpCode::Sum)
+    throw ValueError("[sum] no reduction kernel for bool");
   ScalarType t = scalar_of(s.dtype);
   ScalarType acc_t =
       is_half(t) ? ScalarType::F32 : (s.op == OpCode::Sum && is_int(t) ? ScalarType::I64 : t);
