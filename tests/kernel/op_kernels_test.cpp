@@ -16,6 +16,7 @@
 #include "ember/kernel/kernels/create.h"
 #include "ember/kernel/kernels/detail.h"
 #include "ember/kernel/kernels/reduce.h"
+#include "ember/kernel/kernels/scan.h"
 #include "ember/kernel/kernels/where.h"
 #include "ember/kernel/passes.h"
 #include "ember/kernel/validate.h"
@@ -235,4 +236,31 @@ TEST(KernelReduceExtras, ProdArgmaxArgmin) {
                reduce_kernel({OpCode::ArgMax, DType::BF16}),
                reduce_kernel({OpCode::ArgMin, DType::F64, true}),
                reduce_kernel({OpCode::ArgMax, DType::U8})});
+}
+
+// ---- scan ------------------------------------------------------------------------------
+
+TEST(KernelScan, BothLayoutsEveryOp) {
+  for (OpCode op : {OpCode::CumSum, OpCode::CumProd, OpCode::CumMax, OpCode::CumMin})
+    for (DType t : kAll)
+      for (auto layout : {ScanSpec::ThreadPerRow, ScanSpec::GroupPerRow}) {
+        ScanSpec s{op, t, layout};
+        if (t == DType::Bool) {
+          EXPECT_THROW(scan_kernel(s), ValueError);
+          continue;
+        }
+        Kernel k = scan_kernel(s);
+        default_pipeline().run(k);
+        EXPECT_NO_THROW(render_cuda(k)) << k.name;
+      }
+  std::string d = dump(scan_kernel({OpCode::CumSum, DType::F16, ScanSpec::GroupPerRow}));
+  EXPECT_TRUE(contains(d, "shared part: f32[256]")) << d;
+  EXPECT_THROW(scan_kernel({OpCode::Sum, DType::F32}), ValueError);
+  ScanSpec odd{OpCode::CumSum, DType::F32, ScanSpec::GroupPerRow};
+  odd.workgroup = 96;
+  EXPECT_THROW(scan_kernel(odd), ValueError);
+  compile_all({scan_kernel({OpCode::CumSum, DType::F32}),
+               scan_kernel({OpCode::CumProd, DType::I64, ScanSpec::GroupPerRow, true}),
+               scan_kernel({OpCode::CumMax, DType::BF16, ScanSpec::GroupPerRow}),
+               scan_kernel({OpCode::CumMin, DType::I8})});
 }
