@@ -17,6 +17,7 @@
 #include "ember/kernel/kernels/detail.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/scan.h"
+#include "ember/kernel/kernels/sort.h"
 #include "ember/kernel/kernels/where.h"
 #include "ember/kernel/passes.h"
 #include "ember/kernel/validate.h"
@@ -263,4 +264,33 @@ TEST(KernelScan, BothLayoutsEveryOp) {
                scan_kernel({OpCode::CumProd, DType::I64, ScanSpec::GroupPerRow, true}),
                scan_kernel({OpCode::CumMax, DType::BF16, ScanSpec::GroupPerRow}),
                scan_kernel({OpCode::CumMin, DType::I8})});
+}
+
+// ---- argsort ---------------------------------------------------------------------------
+
+TEST(KernelSort, BlockAndMergeStages) {
+  for (DType t : kAll)
+    for (bool desc : {false, true})
+      for (auto stage : {ArgsortSpec::Block, ArgsortSpec::Merge}) {
+        ArgsortSpec s{t, desc, stage};
+        if (t == DType::Bool) {
+          EXPECT_THROW(argsort_kernel(s), ValueError);
+          continue;
+        }
+        Kernel k = argsort_kernel(s);
+        default_pipeline().run(k);
+        EXPECT_NO_THROW(render_cuda(k)) << k.name;
+      }
+  ArgsortSpec s{DType::F64};
+  s.workgroup = 1024;
+  std::string d = dump(argsort_kernel(s));
+  EXPECT_TRUE(contains(d, "shared keys: f64[2048]")) << d;
+  EXPECT_TRUE(contains(d, "barrier")) << d;
+  EXPECT_EQ(argsort_tile(s), 2048);
+  s.workgroup = 96;
+  EXPECT_THROW(argsort_kernel(s), ValueError);
+  compile_all({argsort_kernel({DType::F32}), argsort_kernel({DType::BF16, true}),
+               argsort_kernel({DType::I64, false, ArgsortSpec::Block, true}),
+               argsort_kernel({DType::F32, false, ArgsortSpec::Merge}),
+               argsort_kernel({DType::I32, true, ArgsortSpec::Merge, true})});
 }
