@@ -15,6 +15,7 @@
 #include "ember/kernel/kernels/copy.h"
 #include "ember/kernel/kernels/create.h"
 #include "ember/kernel/kernels/detail.h"
+#include "ember/kernel/kernels/index.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/scan.h"
 #include "ember/kernel/kernels/sort.h"
@@ -293,4 +294,44 @@ TEST(KernelSort, BlockAndMergeStages) {
                argsort_kernel({DType::I64, false, ArgsortSpec::Block, true}),
                argsort_kernel({DType::F32, false, ArgsortSpec::Merge}),
                argsort_kernel({DType::I32, true, ArgsortSpec::Merge, true})});
+}
+
+// ---- index -----------------------------------------------------------------------------
+
+TEST(KernelIndex, GatherScatterIndexSelectIndexAdd) {
+  for (DType t : kAll)
+    for (DType it : {DType::I64, DType::I32})
+      for (bool wide : {false, true}) {
+        std::vector<Kernel> ks;
+        ks.push_back(gather_kernel({t, it, 3, wide}));
+        for (auto mode : {ScatterSpec::Claim, ScatterSpec::Assign, ScatterSpec::Add})
+          ks.push_back(scatter_kernel({t, it, 2, mode, wide}));
+        ks.push_back(index_select_kernel({t, it, wide}));
+        ks.push_back(index_add_kernel({t, it, wide}));
+        for (Kernel& k : ks) {
+          default_pipeline().run(k);
+          EXPECT_NO_THROW(render_cuda(k)) << k.name;
+        }
+      }
+  EXPECT_EQ(index_accumulator(DType::BF16), DType::F32);
+  EXPECT_EQ(index_accumulator(DType::U8), DType::I32);
+  EXPECT_EQ(index_accumulator(DType::F64), DType::F64);
+  Kernel add = scatter_kernel({DType::F16, DType::I64, 2, ScatterSpec::Add});
+  EXPECT_EQ(add.params[2].name, "out");
+  EXPECT_EQ(add.params[2].type, Type(ScalarType::F32));
+  EXPECT_TRUE(contains(dump(add), "atomic_add")) << dump(add);
+  Kernel claim = scatter_kernel({DType::F32, DType::I64, 1, ScatterSpec::Claim});
+  EXPECT_TRUE(contains(dump(claim), "atomic_max")) << dump(claim);
+  EXPECT_THROW(gather_kernel({DType::F32, DType::F32}), ValueError);
+  EXPECT_THROW(gather_kernel({DType::F32, DType::I64, 9}), ValueError);
+  compile_all({gather_kernel({DType::F32, DType::I64, 2}),
+               gather_kernel({DType::BF16, DType::I32, 3, true}),
+               scatter_kernel({DType::F32, DType::I64, 2, ScatterSpec::Claim}),
+               scatter_kernel({DType::F32, DType::I64, 2, ScatterSpec::Assign}),
+               scatter_kernel({DType::F32, DType::I64, 2, ScatterSpec::Add}),
+               scatter_kernel({DType::I64, DType::I64, 1, ScatterSpec::Add, true}),
+               scatter_kernel({DType::Bool, DType::I32, 1, ScatterSpec::Add}),
+               scatter_kernel({DType::F16, DType::I64, 2, ScatterSpec::Add}),
+               index_select_kernel({DType::F64}), index_add_kernel({DType::F32}),
+               index_add_kernel({DType::I8, DType::I32, true})});
 }
