@@ -11,13 +11,18 @@ build=${EMBER_GPU_BUILD:-build-gpu}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=OFF \
   -DEMBER_BUILD_BENCH=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_CUDA=ON -DEMBER_STATIC_GTEST=ON \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,/usr/local/cuda/lib64" >/dev/null
-tests=(kernel_gpu_test)
+# The GPU suites, and the suites that loop over available_devices() (the op goldens run on
+# every cuda:N there), with where each binary is built.
+declare -A dirs=([kernel_gpu_test]=tests/kernel [cuda_kernels_test]=tests/cuda
+  [cuda_backend_test]=tests/cuda [ops_test]=tests)
+tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test ops_test)
 cmake --build "$build" --target "${tests[@]}" -j "${JOBS:-2}"
 bundle="$build/bundle"
 rm -rf "$bundle"
 mkdir -p "$bundle"
+cp tests/ops/goldens.json "$bundle/"  # ops_test reads it from $EMBER_GOLDENS
 for t in "${tests[@]}"; do
-  cp "$build/tests/kernel/$t" "$bundle/"
+  cp "$build/${dirs[$t]}/$t" "$bundle/"
   # The bundle must not need the -dev libraries the GPU machine lacks.
   if ldd "$bundle/$t" | grep -E "libgtest|libstdc\+\+|libcuda|not found"; then
     echo "gpu_bundle.sh: $t links a library the GPU machine may lack" >&2
@@ -30,7 +35,8 @@ cat >"$bundle/run.sh" <<'RUN'
 set -u
 cd "$(dirname "$0")"
 status=0
-for t in kernel_gpu_test; do
+export EMBER_GOLDENS="$PWD/goldens.json"
+for t in TESTS; do
   echo "== $t"
   ./"$t" "$@"
   rc=$?
@@ -38,6 +44,7 @@ for t in kernel_gpu_test; do
 done
 exit $status
 RUN
+sed -i "s/TESTS/${tests[*]}/" "$bundle/run.sh"
 chmod +x "$bundle/run.sh"
 tar czf "$build/ember-gpu-bundle.tar.gz" -C "$build" bundle
 du -sh "$bundle" "$build/ember-gpu-bundle.tar.gz"

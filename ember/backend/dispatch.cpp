@@ -7,6 +7,9 @@
 #include "ember/backend/device_backend.h"
 #include "ember/backends/cpu/cpu.h"
 #include "ember/ir/ir.h"
+#ifdef EMBER_WITH_CUDA
+#include "ember/backends/cuda/cuda.h"
+#endif
 
 namespace ember {
 
@@ -17,6 +20,13 @@ struct Registry {
   std::array<std::unique_ptr<DeviceBackend>, kNumDeviceKinds> backends;
   Registry() {
     backends[static_cast<int>(DeviceKind::Cpu)] = std::make_unique<DeviceBackendFor<Cpu>>(1);
+#ifdef EMBER_WITH_CUDA
+    // Registered only where a driver reports a GPU; a failure here must not stop the program.
+    try {
+      backends[static_cast<int>(DeviceKind::Cuda)] = cuda::make_device_backend();
+    } catch (const std::exception&) {
+    }
+#endif
   }
 };
 

@@ -41,7 +41,16 @@ TEST_P(Golden, MatchesPyTorch) {
   ASSERT_NE(it, ops.end()) << "no ember call registered for op '" << op << "'";
   Args<B> args = load_inputs<B>(c, dev);
   TensorData want = golden_tensor(c.at("expected"));
-  TensorData got = B::to_data(it->second(args));
+  TensorData got;
+  try {
+    got = B::to_data(it->second(args));
+  } catch (const DeviceError& e) {
+    // An op a backend has no kernel for yet says so; the case is skipped there, not failed.
+    Dispatch::set_ir_check(false);
+    if (std::string(e.what()).find("not implemented on") != std::string::npos)
+      GTEST_SKIP() << c.at("id") << ": " << e.what();
+    throw;
+  }
   Dispatch::set_ir_check(false);
   EXPECT_EQ(got.dtype(), want.dtype()) << c.at("id");
   std::string why;

@@ -14,7 +14,8 @@ namespace {
 // The few driver declarations used (cuda.h is not needed to build ember).
 using CUresult = int;
 using CUdevice = int;
-constexpr CUresult kSuccess = 0, kOutOfMemory = 2, kStubLibrary = 34, kNoDevice = 100;
+constexpr CUresult kSuccess = 0, kOutOfMemory = 2, kStubLibrary = 34, kNoDevice = 100,
+                   kNotReady = 600;
 constexpr int kAttrMultiprocessors = 16, kAttrMajor = 75, kAttrMinor = 76;
 
 struct Api {
@@ -52,6 +53,14 @@ struct Api {
   CUresult (*EventRecord)(CuEvent*, CuStream*) = nullptr;
   CUresult (*EventSynchronize)(CuEvent*) = nullptr;
   CUresult (*EventElapsedTime)(float*, CuEvent*, CuEvent*) = nullptr;
+  CUresult (*EventQuery)(CuEvent*) = nullptr;
+  CUresult (*MemHostAlloc)(void**, size_t, unsigned) = nullptr;
+  CUresult (*MemFreeHost)(void*) = nullptr;
+  CUresult (*MemcpyDtoDAsync)(DevicePtr, DevicePtr, size_t, CuStream*) = nullptr;
+  CUresult (*MemsetD8Async)(DevicePtr, unsigned char, size_t, CuStream*) = nullptr;
+  CUresult (*MemsetD16Async)(DevicePtr, unsigned short, size_t, CuStream*) = nullptr;
+  CUresult (*MemsetD32Async)(DevicePtr, unsigned, size_t, CuStream*) = nullptr;
+  CUresult (*MemGetInfo)(size_t*, size_t*) = nullptr;
 
   Api() {
     if (!lib.open({"libcuda.so.1"}, error)) {
@@ -96,6 +105,14 @@ struct Api {
     get(EventRecord, {"cuEventRecord"});
     get(EventSynchronize, {"cuEventSynchronize"});
     get(EventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
+    get(EventQuery, {"cuEventQuery"});
+    get(MemHostAlloc, {"cuMemHostAlloc"});
+    get(MemFreeHost, {"cuMemFreeHost"});
+    get(MemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"});
+    get(MemsetD8Async, {"cuMemsetD8Async"});
+    get(MemsetD16Async, {"cuMemsetD16Async"});
+    get(MemsetD32Async, {"cuMemsetD32Async"});
+    get(MemGetInfo, {"cuMemGetInfo_v2"});
     if (!ok) return;
     CUresult r = Init(0);
     if (r == kStubLibrary)
@@ -210,7 +227,14 @@ Event::~Event() {
 void Event::record(const Stream* s) {
   check(api().EventRecord(e_, s ? s->get() : nullptr), "cuEventRecord");
 }
+void Event::record_raw(CuStream* s) { check(api().EventRecord(e_, s), "cuEventRecord"); }
 void Event::synchronize() { check(api().EventSynchronize(e_), "cuEventSynchronize"); }
+bool Event::done() const {
+  CUresult r = api().EventQuery(e_);
+  if (r == kNotReady) return false;
+  check(r, "cuEventQuery");
+  return true;
+}
 float Event::since(const Event& start) const {
   float ms = 0;
   check(api().EventElapsedTime(&ms, start.e_, e_), "cuEventElapsedTime");
@@ -357,5 +381,74 @@ void Module::launch(const kernel::Kernel& k, int64_t groups, LaunchArgs& args, c
                            k.workgroup[2], 0, s ? s->get() : nullptr, p.data(), nullptr),
         "cuLaunchKernel");
 }
+
+namespace raw {
+
+CuContext* primary_context(int device) {
+  static std::mutex mu;
+  static std::vector<CuContext*> ctxs;
+  std::lock_guard lk(mu);
+  if (device >= 0 && size_t(device) < ctxs.size() && ctxs[device]) return ctxs[device];
+  const Api& a = api();
+  CUdevice d = 0;
+  check(a.DeviceGet(&d, device), "cuDeviceGet");
+  CuContext* c = nullptr;
+  check(a.DevicePrimaryCtxRetain(&c, d), "cuDevicePrimaryCtxRetain");
+  if (ctxs.size() <= size_t(device)) ctxs.resize(device + 1);
+  ctxs[device] = c;  // kept for the process: released contexts would free the caches' memory
+  return c;
+}
+void set_current(CuContext* ctx) { check(api().CtxSetCurrent(ctx), "cuCtxSetCurrent"); }
+
+bool try_alloc(DevicePtr* p, size_t bytes) {
+  CUresult r = api().MemAlloc(p, bytes);
+  if (r == kOutOfMemory) return false;
+  check(r, "cuMemAlloc", bytes);
+  return true;
+}
+void free(DevicePtr p) {
+  if (p) check(api().MemFree(p), "cuMemFree");
+}
+void* host_alloc(size_t bytes) {
+  void* p = nullptr;
+  CUresult r = api().MemHostAlloc(&p, bytes, 0);
+  if (r == kOutOfMemory) return nullptr;
+  check(r, "cuMemHostAlloc", bytes);
+  return p;
+}
+void host_free(void* p) {
+  if (p) check(api().MemFreeHost(p), "cuMemFreeHost");
+}
+void copy_htod(DevicePtr dst, const void* src, size_t bytes, CuStream* s) {
+  if (bytes) check(api().MemcpyHtoDAsync(dst, src, bytes, s), "cuMemcpyHtoDAsync");
+}
+void copy_dtoh(void* dst, DevicePtr src, size_t bytes, CuStream* s) {
+  if (bytes) check(api().MemcpyDtoHAsync(dst, src, bytes, s), "cuMemcpyDtoHAsync");
+}
+void copy_dtod(DevicePtr dst, DevicePtr src, size_t bytes, CuStream* s) {
+  if (bytes) check(api().MemcpyDtoDAsync(dst, src, bytes, s), "cuMemcpyDtoDAsync");
+}
+void memset(DevicePtr dst, uint32_t value, int elem_bytes, size_t count, CuStream* s) {
+  if (!count) return;
+  const Api& a = api();
+  if (elem_bytes == 1)
+    check(a.MemsetD8Async(dst, static_cast<unsigned char>(value), count, s), "cuMemsetD8Async");
+  else if (elem_bytes == 2)
+    check(a.MemsetD16Async(dst, static_cast<unsigned short>(value), count, s), "cuMemsetD16Async");
+  else
+    check(a.MemsetD32Async(dst, value, count, s), "cuMemsetD32Async");
+}
+void launch(CuFunction* f, unsigned groups, const int* block, unsigned shared_bytes, CuStream* s,
+            void** args) {
+  check(api().LaunchKernel(f, groups, 1, 1, block[0], block[1], block[2], shared_bytes, s, args,
+                           nullptr),
+        "cuLaunchKernel");
+}
+void stream_synchronize(CuStream* s) { check(api().StreamSynchronize(s), "cuStreamSynchronize"); }
+void mem_info(size_t* free_bytes, size_t* total_bytes) {
+  check(api().MemGetInfo(free_bytes, total_bytes), "cuMemGetInfo");
+}
+
+}  // namespace raw
 
 }  // namespace ember::cuda

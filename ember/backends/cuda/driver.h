@@ -77,7 +77,11 @@ class EMBER_API Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   void record(const Stream* s = nullptr);
+  void record_raw(CuStream* s);
   void synchronize();
+  /// Whether the work before the recorded point has finished (cuEventQuery).
+  bool done() const;
+  CuEvent* get() const { return e_; }
   /// Milliseconds from `start` to this event (both recorded and complete).
   float since(const Event& start) const;
 
@@ -134,11 +138,37 @@ class EMBER_API Module {
   Module& operator=(const Module&) = delete;
   /// Launches `groups` workgroups of the kernel's workgroup size.
   void launch(const kernel::Kernel& k, int64_t groups, LaunchArgs& args, const Stream* s = nullptr);
+  CuFunction* function() const { return f_; }
 
  private:
   CuModule* m_ = nullptr;
   CuFunction* f_ = nullptr;
   std::string name_;
 };
+
+/// Low-level entry points for the CUDA backend's hot path: no allocation and no strings
+/// unless a call fails (then the same errors as above).
+namespace raw {
+/// The device's primary context, retained once for the process.
+EMBER_API CuContext* primary_context(int device);
+EMBER_API void set_current(CuContext* ctx);
+/// cuMemAlloc: false on out of memory (other failures throw).
+EMBER_API bool try_alloc(DevicePtr* p, size_t bytes);
+EMBER_API void free(DevicePtr p);
+/// Page-locked host memory (cuMemHostAlloc): nullptr on out of memory.
+EMBER_API void* host_alloc(size_t bytes);
+EMBER_API void host_free(void* p);
+EMBER_API void copy_htod(DevicePtr dst, const void* src, size_t bytes, CuStream* s);
+EMBER_API void copy_dtoh(void* dst, DevicePtr src, size_t bytes, CuStream* s);
+EMBER_API void copy_dtod(DevicePtr dst, DevicePtr src, size_t bytes, CuStream* s);
+/// Sets `count` elements of 1, 2 or 4 bytes to `value` (cuMemsetD8/D16/D32Async).
+EMBER_API void memset(DevicePtr dst, uint32_t value, int elem_bytes, size_t count, CuStream* s);
+/// cuLaunchKernel of `groups` x 1 x 1 workgroups of `block` threads.
+EMBER_API void launch(CuFunction* f, unsigned groups, const int* block, unsigned shared_bytes,
+                      CuStream* s, void** args);
+EMBER_API void stream_synchronize(CuStream* s);
+/// Free and total device memory of the current context's device (cuMemGetInfo).
+EMBER_API void mem_info(size_t* free_bytes, size_t* total_bytes);
+}  // namespace raw
 
 }  // namespace ember::cuda

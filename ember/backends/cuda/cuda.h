@@ -1,0 +1,79 @@
+// The CUDA backend: strided tensors in device memory from a caching pool, kernels generated
+// from the kernel IR (compiled with NVRTC once and cached), matmul through cuBLASLt. Every
+// op is queued on the device's stream; to_data waits for it. Nothing is linked against CUDA:
+// the driver, NVRTC and cuBLASLt are opened at run time, so programs start everywhere.
+//
+//   using ember::Cuda;
+//   if (ember::cuda::available()) {
+//     auto x = ember::Tensor<Cuda, 2>::ones({2, 3}, ember::Device::parse("cuda:0"));
+//   }
+//
+// Through Dispatch the devices are "cuda:0" ... "cuda:N-1" (ember::available_devices()).
+// Views (reshape of contiguous data, permute, expand, slice, flip) share the buffer and only
+// change strides and offset; an op on a handle no one else holds may reuse its buffer.
+#pragma once
+#include <memory>
+
+#include "ember/backend/backend.h"
+#include "ember/backends/cuda/pool.h"
+#include "ember/core/export.h"
+
+namespace ember {
+
+class DeviceBackend;
+
+namespace cuda {
+/// Device memory of a tensor, returned to its device's pool when the last view goes.
+struct EMBER_API Storage {
+  Storage(int device, size_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  DevicePtr ptr = 0;
+  size_t bytes = 0;
+  int device = 0;
+};
+
+/// Waits for every op queued on the device.
+EMBER_API void synchronize(int device = 0);
+/// Whether f32 matmuls may use TF32 tensor cores (faster, 10-bit mantissa inputs). Off by
+/// default: f32 matmul is exact f32.
+EMBER_API void set_allow_tf32(bool on);
+EMBER_API bool allow_tf32();
+/// Dispatch's backend for cuda:0..N-1, or nullptr where no GPU is usable (called by the
+/// device registry; registering it by hand is not needed).
+EMBER_API std::unique_ptr<DeviceBackend> make_device_backend();
+}  // namespace cuda
+
+/// A CUDA tensor: shared device storage seen through shape, strides (in elements, 0 for
+/// broadcast, negative for flip) and an offset.
+struct EMBER_API CudaTensor {
+  std::shared_ptr<cuda::Storage> storage;
+  TensorMeta meta;
+  Dims strides;
+  int64_t offset = 0;  // elements
+  int device = 0;
+
+  /// Row-major and dense from the offset on (dims of size 1 may have any stride).
+  bool is_contiguous() const;
+  /// The device address of element 0 of the view.
+  cuda::DevicePtr ptr() const;
+};
+
+class EMBER_API Cuda {
+ public:
+  using Handle = CudaTensor;
+  static std::string_view name() { return "cuda"; }
+  static Device default_device() { return {DeviceKind::Cuda, 0}; }
+  static const TensorMeta& meta(const Handle& h) { return h.meta; }
+  static Device device(const Handle& h) { return {DeviceKind::Cuda, h.device}; }
+  static Handle from_data(const TensorData& d, Device dev);
+  static TensorData to_data(const Handle& h);
+  static Handle run(const Op& op, std::span<Handle> in, const TensorMeta& out, Device dev);
+  /// Composites decompose to primitives for now.
+  static bool supports(OpCode) { return false; }
+};
+
+static_assert(Backend<Cuda>);
+
+}  // namespace ember

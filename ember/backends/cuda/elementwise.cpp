@@ -1,0 +1,211 @@
+// Elementwise ops (unary, binary, compare, where, cast), the strided copy behind
+// contiguous(), and the creation ops.
+#include "ember/kernel/kernels/elementwise.h"
+#include "ember/backends/cuda/ops.h"
+#include "ember/core/error.h"
+#include "ember/kernel/kernels/copy.h"
+#include "ember/kernel/kernels/create.h"
+#include "ember/kernel/kernels/where.h"
+
+namespace ember::cuda::detail {
+
+namespace {
+
+// The output: an input buffer that may be reused, or a new one.
+CudaTensor output_for(Inputs in, const TensorMeta& out, int dev) {
+  for (CudaTensor& t : in)
+    if (reusable(t, out)) return t;  // a copy: the inputs are still read
+  return empty(out, dev);
+}
+
+void push_shape(Args& a, const Collapsed& c, int operands) {
+  for (int64_t s : c.shape) a.i(s);
+  for (int j = 0; j < operands; ++j)
+    for (int64_t s : c.strides[j]) a.i(s);
+}
+
+bool aligned(const CudaTensor& t, int w) { return t.offset % w == 0; }
+
+struct Strided {
+  Collapsed c;
+  bool dense = false;  // every operand dense, of the output's shape and vector-aligned
+  int rank = 0;        // 0 when dense
+};
+
+// The operands' strides broadcast to `s`, merged; `w` the dense path's vector width.
+Strided layout(std::span<const CudaTensor> in, const CudaTensor& o, int w) {
+  const Shape& s = o.meta.shape;
+  Dims st[3];
+  const Dims* sp[3];
+  for (size_t j = 0; j < in.size(); ++j) {
+    st[j] = broadcast_strides(in[j], s);
+    sp[j] = &st[j];
+  }
+  Strided r;
+  r.c = collapse(s, std::span<const Dims* const>(sp, in.size()));
+  r.dense = w > 0 && r.c.shape.size() == 1 && aligned(o, w);
+  for (size_t j = 0; j < in.size() && r.dense; ++j)
+    r.dense = r.c.strides[j][0] == 1 && aligned(in[j], w);
+  r.rank = r.dense ? 0 : static_cast<int>(r.c.shape.size());
+  if (r.rank > 8) throw DeviceError("[cuda] more than 8 dims after merging: " + s.to_string());
+  return r;
+}
+
+// Copies (and converts) `x` into the dense `o` of the same shape.
+void copy_into(const CudaTensor& x, const CudaTensor& o) {
+  int64_t n = o.meta.shape.numel();
+  if (n == 0) return;
+  Strided L = layout(std::span<const CudaTensor>(&x, 1), o, 0);
+  DeviceState& d = device(o.device);
+  const Loaded& l =
+      kernel_for(d, key(Kind::Copy, 0, x.meta.dtype, o.meta.dtype, L.rank, false, L.c.wide), [&] {
+        kernel::CopySpec cs;
+        cs.src = x.meta.dtype;
+        cs.dst = o.meta.dtype;
+        cs.rank = L.rank;
+        cs.wide_index = L.c.wide;
+        return kernel::copy_kernel(cs);
+      });
+  Args a(l);
+  a.ptr(x.ptr()).ptr(o.ptr()).i(n);
+  push_shape(a, L.c, 1);
+  a.launch(d, groups_for(d, n, 256));
+}
+
+}  // namespace
+
+CudaTensor elementwise(const Op& op, Inputs in, const TensorMeta& out) {
+  DType t = in[0].meta.dtype;
+  if (!kernel::elementwise_supported(op.code, t))
+    not_implemented(op, in, "no elementwise kernel for " + std::string(name(t)));
+  int dev = in[0].device;
+  const Shape& s = out.shape;
+  int64_t n = s.numel();
+  CudaTensor o = output_for(in, out, dev);
+  if (n == 0) return o;
+  int arity = static_cast<int>(in.size());
+  int w = kernel::vector_width(t);
+  Strided L = layout(std::span<const CudaTensor>(in.data(), in.size()), o, w);
+  const Collapsed& c = L.c;
+  bool dense = L.dense;
+  int rank = L.rank;
+  DeviceState& d = device(dev);
+  const Loaded& l =
+      kernel_for(d, key(Kind::Elementwise, int(op.code), t, t, rank, dense, c.wide), [&] {
+        kernel::ElementwiseSpec es;
+        es.op = op.code;
+        es.dtype = t;
+        es.rank = dense ? 1 : rank;
+        es.contiguous = dense;
+        es.wide_index = c.wide;
+        return kernel::elementwise_kernel(es);
+      });
+  Args a(l);
+  for (int j = 0; j < arity; ++j) a.ptr(in[j].ptr());
+  a.ptr(o.ptr()).i(n);
+  if (dense) {
+    a.launch(d, groups_for(d, (n + w - 1) / w, 256));
+  } else {
+    push_shape(a, c, arity);
+    a.launch(d, groups_for(d, n, 256));
+  }
+  return o;
+}
+
+CudaTensor where(Inputs in, const TensorMeta& out) {
+  CudaTensor o = empty(out, in[1].device);
+  int64_t n = out.shape.numel();
+  if (n == 0) return o;
+  Strided L = layout(std::span<const CudaTensor>(in.data(), 3), o, 1);  // dense: scalar loads
+  DeviceState& d = device(o.device);
+  const Loaded& l =
+      kernel_for(d, key(Kind::Where, 0, out.dtype, out.dtype, L.rank, L.dense, L.c.wide), [&] {
+        kernel::WhereSpec ws;
+        ws.dtype = out.dtype;
+        ws.rank = L.dense ? 1 : L.rank;
+        ws.contiguous = L.dense;
+        ws.wide_index = L.c.wide;
+        return kernel::where_kernel(ws);
+      });
+  Args a(l);
+  for (int j = 0; j < 3; ++j) a.ptr(in[j].ptr());
+  a.ptr(o.ptr()).i(n);
+  if (!L.dense) push_shape(a, L.c, 3);
+  a.launch(d, groups_for(d, n, 256));
+  return o;
+}
+
+CudaTensor cast(Inputs in, const TensorMeta& out) {
+  if (in[0].meta.dtype == out.dtype) return in[0];
+  CudaTensor o = empty(out, in[0].device);
+  copy_into(in[0], o);
+  return o;
+}
+
+CudaTensor copy_strided(const CudaTensor& t) {
+  CudaTensor o = empty(t.meta, t.device);
+  copy_into(t, o);
+  return o;
+}
+
+CudaTensor create(const Op& op, const TensorMeta& out, int dev) {
+  CudaTensor o = empty(out, dev);
+  int64_t n = out.shape.numel();
+  if (n == 0) return o;
+  DeviceState& d = device(dev);
+  const OpAttrs& at = op.attrs;
+  bool fl = is_float(out.dtype);
+  if (op.code == OpCode::Full && size_of(out.dtype) < 8) {
+    // The value's bits, converted on the host exactly as the CPU backend converts it.
+    TensorData one =
+        fl ? TensorData::from<double>(std::vector<double>{at.scalar.f}, Shape{})
+           : TensorData::from<int64_t>(std::vector<int64_t>{at.scalar.as<int64_t>()}, Shape{});
+    TensorData v = one.convert(out.dtype);
+    uint32_t bits = 0;
+    std::memcpy(&bits, v.bytes().data(), v.bytes().size());
+    raw::memset(o.ptr(), bits, size_of(out.dtype), size_t(n), d.s());
+    return o;
+  }
+  bool wide = n > 0x7fffffff;
+  const Loaded& l =
+      kernel_for(d, key(Kind::Fill, int(op.code), out.dtype, out.dtype, 0, false, wide), [&] {
+        kernel::CreateSpec cs;
+        cs.op = op.code;
+        cs.dtype = out.dtype;
+        cs.wide_index = wide;
+        return kernel::create_kernel(cs);
+      });
+  Args a(l);
+  a.ptr(o.ptr()).i(n);
+  auto value = [&](const Scalar& v) {
+    if (fl)
+      a.f(v.f);
+    else
+      a.i(v.as<int64_t>());
+  };
+  auto seed = [&] { a.i(int64_t(at.seed & 0xffffffffu)).i(int64_t(at.seed >> 32)); };
+  switch (op.code) {
+    case OpCode::Full:
+      value(at.scalar);
+      break;
+    case OpCode::Arange:
+      value(at.scalar);
+      value(at.scalar2);
+      break;
+    case OpCode::RandomUniform:
+    case OpCode::RandomNormal:
+      a.f(at.scalar.f).f(at.scalar2.f);
+      seed();
+      break;
+    case OpCode::RandomBernoulli:
+      a.f(at.scalar.f);
+      seed();
+      break;
+    default:
+      not_implemented(op, {});
+  }
+  a.launch(d, groups_for(d, n, 256));
+  return o;
+}
+
+}  // namespace ember::cuda::detail

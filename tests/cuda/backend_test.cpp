@@ -1,0 +1,409 @@
+// The CUDA backend against the CPU backend: every op it implements on random, non-contiguous
+// (permuted, sliced, flipped), broadcast and zero-size inputs; the memory pool; cuBLASLt
+// matmul; errors. Without a CUDA driver or GPU the GPU tests skip, saying so, and the
+// registration is checked to stay away.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ember/backend/apply.h"
+#include "ember/backend/dispatch.h"
+#include "ember/backends/cuda/cuda.h"
+#include "ember/core/error.h"
+#include "ember/tensor/tensor.h"
+
+using namespace ember;
+
+namespace {
+
+using H = DispatchHandle;
+const Device kGpu{DeviceKind::Cuda, 0};
+
+class CudaBackend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda::available(&why)) GTEST_SKIP() << "no CUDA driver/GPU: skipped (" << why << ")";
+  }
+  std::mt19937 rng_{42};
+
+  TensorData random(Shape s, DType t, double lo = -3, double hi = 3) {
+    std::vector<double> v(s.numel());
+    std::uniform_real_distribution<double> f(lo, hi);
+    std::uniform_int_distribution<int> i{int(lo), int(hi)}, b{0, 1};
+    for (auto& x : v) x = t == DType::Bool ? b(rng_) : is_float(t) ? f(rng_) : i(rng_);
+    return TensorData::from<double>(v, s).convert(t);
+  }
+};
+
+H on(const TensorData& d, Device dev) { return Dispatch::from_data(d, dev); }
+H run(Op op, std::vector<H> in, Device dev) {
+  return in.empty() ? apply<Dispatch>(std::move(op), std::span<H>(), dev)
+                    : apply<Dispatch>(std::move(op), std::span<H>(in));
+}
+H view(H h, const Op& op) { return run(op, {std::move(h)}, Dispatch::device(h)); }
+
+Op permute(Dims d) {
+  Op o{OpCode::Permute, {}};
+  o.attrs.dims = std::move(d);
+  return o;
+}
+Op flip(Dims d) {
+  Op o{OpCode::Flip, {}};
+  o.attrs.dims = std::move(d);
+  return o;
+}
+Op slice(Dims starts, Dims ends, Dims steps) {
+  Op o{OpCode::Slice, {}};
+  o.attrs.dims = std::move(starts);
+  o.attrs.ends = std::move(ends);
+  o.attrs.steps = std::move(steps);
+  return o;
+}
+Op expand(Shape s) {
+  Op o{OpCode::Expand, {}};
+  o.attrs.shape = s.dims();
+  return o;
+}
+
+double tol(DType t) {
+  return t == DType::F16 || t == DType::BF16 ? 2e-2 : t == DType::F64 ? 1e-12 : 2e-5;
+}
+
+// The same op on the same inputs, on the CPU and the GPU, with each input transformed by
+// `layout` (a chain of views) first.
+void expect_same(const Op& op, const std::vector<TensorData>& in,
+                 const std::vector<std::vector<Op>>& layout, double rtol, double atol,
+                 const std::string& what) {
+  std::vector<H> c, g;
+  for (size_t i = 0; i < in.size(); ++i) {
+    H hc = on(in[i], Device::cpu()), hg = on(in[i], kGpu);
+    if (i < layout.size())
+      for (const Op& v : layout[i]) {
+        hc = view(hc, v);
+        hg = view(hg, v);
+      }
+    c.push_back(hc);
+    g.push_back(hg);
+  }
+  TensorData want = Dispatch::to_data(run(op, c, Device::cpu()));
+  TensorData got = Dispatch::to_data(run(op, g, kGpu));
+  std::string why;
+  EXPECT_EQ(got.dtype(), want.dtype()) << what;
+  EXPECT_TRUE(got.all_close(want, rtol, atol, &why))
+      << what << ": " << why << "\n got " << format_tensor(got) << "\nwant " << format_tensor(want);
+}
+
+// Layouts of a [4, 6, 5] input: dense, permuted, sliced with steps, flipped, broadcast.
+std::vector<std::pair<std::string, std::vector<Op>>> layouts() {
+  return {{"dense", {}},
+          {"permuted", {permute({2, 0, 1})}},
+          {"sliced", {slice({1, 0, 1}, {4, 6, 5}, {1, 2, 2})}},
+          {"flipped", {flip({0, 2})}},
+          {"broadcast", {slice({0, 0, 0}, {4, 1, 5}, {1, 1, 1}), expand({4, 6, 5})}}};
+}
+
+const OpCode kFloatUnary[] = {
+    OpCode::Neg,   OpCode::Abs,   OpCode::Sign,    OpCode::Exp,   OpCode::Log,  OpCode::Log2,
+    OpCode::Sqrt,  OpCode::Rsqrt, OpCode::Recip,   OpCode::Sin,   OpCode::Cos,  OpCode::Tan,
+    OpCode::Tanh,  OpCode::Erf,   OpCode::Sigmoid, OpCode::Floor, OpCode::Ceil, OpCode::Round,
+    OpCode::Trunc, OpCode::IsNan, OpCode::IsInf};
+
+TEST_F(CudaBackend, RegisteredWithDispatch) {
+  auto devs = available_devices();
+  EXPECT_NE(std::find(devs.begin(), devs.end(), kGpu), devs.end());
+  EXPECT_EQ(Dispatch::device(on(random({2}, DType::F32), kGpu)), kGpu);
+}
+
+TEST_F(CudaBackend, RoundTripAndToDevice) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32,
+                  DType::I16, DType::I8, DType::U8, DType::Bool}) {
+    TensorData d = random({3, 7}, t);
+    EXPECT_EQ(Dispatch::to_data(on(d, kGpu)), d) << name(t);
+  }
+  TensorData big = random({3, 1 << 20}, DType::F32);  // several staging chunks
+  EXPECT_EQ(Dispatch::to_data(on(big, kGpu)), big);
+  auto x = Tensor<Dispatch, 2>::from_data(random({2, 3}, DType::F32));
+  auto y = x.to_device(kGpu);
+  EXPECT_EQ(y.device(), kGpu);
+  EXPECT_EQ(y.to_device(Device::cpu()).to_data(), x.to_data());
+  TensorData empty = random({0, 4}, DType::F32);
+  EXPECT_EQ(Dispatch::to_data(on(empty, kGpu)).shape(), empty.shape());
+}
+
+TEST_F(CudaBackend, Views) {
+  TensorData d = random({4, 6, 5}, DType::F32);
+  for (auto& [name, ops] : layouts()) {
+    H c = on(d, Device::cpu()), g = on(d, kGpu);
+    for (const Op& v : ops) {
+      c = view(c, v);
+      g = view(g, v);
+    }
+    EXPECT_EQ(Dispatch::to_data(g), Dispatch::to_data(c)) << name;
+    Op r{OpCode::Reshape, {}};
+    r.attrs.shape = {-1};
+    EXPECT_EQ(Dispatch::to_data(view(g, r)), Dispatch::to_data(view(c, r))) << name;
+  }
+}
+
+TEST_F(CudaBackend, Unary) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})
+    for (OpCode c : kFloatUnary)
+      for (auto& [lname, ops] : layouts())
+        expect_same(Op{c, {}}, {random({4, 6, 5}, t)}, {ops}, tol(t), tol(t),
+                    std::string(name(c)) + " " + std::string(name(t)) + " " + lname);
+  for (DType t : {DType::I32, DType::I64, DType::I8})
+    for (OpCode c : {OpCode::Neg, OpCode::Abs, OpCode::Sign, OpCode::BitwiseNot})
+      expect_same(Op{c, {}}, {random({4, 6, 5}, t, -20, 20)}, {layouts()[1].second}, 0, 0,
+                  std::string(name(c)) + " " + std::string(name(t)));
+  expect_same(Op{OpCode::LogicalNot, {}}, {random({4, 6, 5}, DType::Bool)}, {}, 0, 0,
+              "logical_not");
+  expect_same(Op{OpCode::Exp, {}}, {random({0, 3}, DType::F32)}, {}, 0, 0, "zero-size");
+}
+
+TEST_F(CudaBackend, BinaryAndCompare) {
+  const OpCode arith[] = {OpCode::Add,     OpCode::Sub,     OpCode::Mul,      OpCode::Div,
+                          OpCode::Maximum, OpCode::Minimum, OpCode::Remainder};
+  const OpCode cmp[] = {OpCode::Equal,     OpCode::NotEqual, OpCode::Less,
+                        OpCode::LessEqual, OpCode::Greater,  OpCode::GreaterEqual};
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64}) {
+    bool fl = is_float(t);
+    for (auto& [lname, ops] : layouts()) {
+      auto go = [&](OpCode c, double lo) {
+        TensorData a = random({4, 6, 5}, t, lo, 9), b = random({6, 1}, t, 1, 9);  // b broadcast
+        expect_same(Op{c, {}}, {a, b}, {ops, {}}, fl ? tol(t) : 0, fl ? tol(t) : 0,
+                    std::string(name(c)) + " " + std::string(name(t)) + " " + lname);
+      };
+      for (OpCode c : arith) go(c, -9);
+      for (OpCode c : cmp) go(c, -9);
+      if (fl) go(OpCode::Pow, 0.5);
+    }
+  }
+  for (OpCode c : {OpCode::BitwiseAnd, OpCode::BitwiseOr, OpCode::BitwiseXor})
+    expect_same(Op{c, {}}, {random({5, 4}, DType::I32, -50, 50), random({4}, DType::I32, -50, 50)},
+                {}, 0, 0, std::string(name(c)));
+  for (OpCode c : {OpCode::LogicalAnd, OpCode::LogicalOr, OpCode::LogicalXor})
+    expect_same(Op{c, {}}, {random({5, 4}, DType::Bool), random({5, 4}, DType::Bool)}, {}, 0, 0,
+                std::string(name(c)));
+  expect_same(Op{OpCode::Add, {}}, {random({0, 4}, DType::F32), random({4}, DType::F32)}, {}, 0, 0,
+              "zero-size");
+}
+
+TEST_F(CudaBackend, InPlaceReuse) {
+  // A handle nobody else holds is reused: the result is still right.
+  H g = on(random({1000}, DType::F32), kGpu);
+  H c = on(Dispatch::to_data(g), Device::cpu());
+  for (int i = 0; i < 3; ++i) {
+    g = run(Op{OpCode::Exp, {}}, {std::move(g)}, kGpu);
+    c = run(Op{OpCode::Exp, {}}, {std::move(c)}, Device::cpu());
+  }
+  EXPECT_TRUE(Dispatch::to_data(g).all_close(Dispatch::to_data(c), 1e-5, 1e-5));
+}
+
+TEST_F(CudaBackend, WhereAndCast) {
+  for (DType t : {DType::F32, DType::F16, DType::I64, DType::Bool})
+    for (auto& [lname, ops] : layouts())
+      expect_same(Op{OpCode::Where, {}},
+                  {random({4, 6, 5}, DType::Bool), random({4, 6, 5}, t), random({5}, t)},
+                  {ops, {}, {}}, 0, 0, "where " + std::string(name(t)) + " " + lname);
+  const DType all[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64,
+                       DType::I32, DType::I16, DType::I8,   DType::U8,  DType::Bool};
+  for (DType from : all)
+    for (DType to : all) {
+      Op op{OpCode::Cast, {}};
+      op.attrs.dtype = to;
+      // Values past the small ints' range check the saturating conversion.
+      TensorData x = random({4, 6, 5}, from, is_float(from) ? -300 : -100, 300);
+      expect_same(op, {x}, {layouts()[3].second}, 0, 0,
+                  "cast " + std::string(name(from)) + " -> " + std::string(name(to)));
+    }
+}
+
+TEST_F(CudaBackend, Create) {
+  for (DType t :
+       {DType::F32, DType::F16, DType::F64, DType::I64, DType::I32, DType::U8, DType::Bool}) {
+    Op full{OpCode::Full, {}};
+    full.attrs.shape = {3, 70};
+    full.attrs.scalar = 2.5;
+    full.attrs.dtype = t;
+    expect_same(full, {}, {}, 0, 0, "full " + std::string(name(t)));
+    Op ar{OpCode::Arange, {}};
+    ar.attrs.shape = {100};
+    ar.attrs.scalar = is_float(t) ? Scalar(-1.5) : Scalar(int64_t(-3));
+    ar.attrs.scalar2 = is_float(t) ? Scalar(0.25) : Scalar(int64_t(2));
+    ar.attrs.dtype = t;
+    if (t != DType::Bool) expect_same(ar, {}, {}, tol(t), 0, "arange " + std::string(name(t)));
+  }
+  for (OpCode c : {OpCode::RandomUniform, OpCode::RandomNormal, OpCode::RandomBernoulli})
+    for (DType t : {DType::F32, DType::F64, DType::I32}) {
+      Op r{c, {}};
+      r.attrs.shape = {1000};
+      r.attrs.scalar = c == OpCode::RandomBernoulli ? 0.3 : -2.0;
+      r.attrs.scalar2 = 5.0;
+      r.attrs.seed = 0x123456789abcdefull;
+      r.attrs.dtype = t;
+      expect_same(r, {}, {}, 1e-6, 1e-6, std::string(name(c)) + " " + std::string(name(t)));
+    }
+}
+
+TEST_F(CudaBackend, Reduce) {
+  const OpCode ops[] = {OpCode::Sum, OpCode::Prod,   OpCode::Max,
+                        OpCode::Min, OpCode::ArgMax, OpCode::ArgMin};
+  const Dims dim_sets[] = {{}, {0}, {1}, {2}, {0, 2}, {1, 2}};
+  for (DType t : {DType::F32, DType::F16, DType::F64, DType::I32, DType::I64})
+    for (OpCode c : ops)
+      for (const Dims& dims : dim_sets) {
+        bool arg = c == OpCode::ArgMax || c == OpCode::ArgMin;
+        if (arg && dims.size() != 1) continue;
+        for (auto& [lname, views] : layouts()) {
+          Op op{c, {}};
+          op.attrs.dims = dims;
+          op.attrs.flag = dims.size() == 1;  // keepdim
+          double lo = c == OpCode::Prod ? 0.5 : -9, hi = c == OpCode::Prod ? 1.5 : 9;
+          if (!is_float(t) && c == OpCode::Prod) lo = -2, hi = 2;
+          expect_same(op, {random({4, 6, 5}, t, lo, hi)}, {views}, is_float(t) ? tol(t) * 10 : 0,
+                      is_float(t) ? tol(t) * 10 : 0,
+                      std::string(name(c)) + " " + std::string(name(t)) + " dims " +
+                          std::to_string(dims.size()) + " " + lname);
+        }
+      }
+  // Long rows take the workgroup kernels, many short ones the thread-per-output kernel.
+  for (OpCode c : ops) {
+    Op op{c, {}};
+    op.attrs.dims = {1};
+    expect_same(op, {random({3, 5000}, DType::F32, 0.999, 1.001)}, {}, 1e-4, 1e-4,
+                "long rows " + std::string(name(c)));
+    op.attrs.dims = {0};
+    expect_same(op, {random({300, 700}, DType::F32, 0.999, 1.001)}, {}, 1e-4, 1e-4,
+                "across rows " + std::string(name(c)));
+  }
+  Op mx{OpCode::Max, {}};
+  mx.attrs.dims = {1};
+  expect_same(mx, {random({3, 300}, DType::Bool)}, {}, 0, 0, "max bool");
+  Op s{OpCode::Sum, {}};
+  s.attrs.dims = {1};
+  expect_same(s, {random({3, 0}, DType::F32)}, {}, 0, 0, "sum over an empty dim");
+}
+
+TEST_F(CudaBackend, Scan) {
+  for (OpCode c : {OpCode::CumSum, OpCode::CumProd, OpCode::CumMax, OpCode::CumMin})
+    for (DType t : {DType::F32, DType::I64})
+      for (int64_t dim : {0, 1, 2}) {
+        Op op{c, {}};
+        op.attrs.dim = dim;
+        double lo = c == OpCode::CumProd ? 0.9 : -5, hi = c == OpCode::CumProd ? 1.1 : 5;
+        if (!is_float(t) && c == OpCode::CumProd) lo = 1, hi = 2;
+        expect_same(op, {random({4, 6, 5}, t, lo, hi)}, {layouts()[1].second}, 1e-4, 1e-4,
+                    std::string(name(c)) + " dim " + std::to_string(dim));
+      }
+}
+
+TEST_F(CudaBackend, Matmul) {
+  struct Case {
+    Shape a, b;
+    std::vector<Op> va, vb;
+  };
+  std::vector<Case> cases = {
+      {{7, 5}, {5, 3}, {}, {}},
+      {{64, 96}, {96, 80}, {}, {}},
+      {{5, 7}, {3, 5}, {permute({1, 0})}, {permute({1, 0})}},  // both transposed
+      {{2, 3, 7, 5}, {5, 4}, {}, {}},                          // broadcast b
+      {{2, 1, 7, 5}, {3, 5, 4}, {}, {}},                       // broadcast both batch dims
+      {{4, 6, 9},
+       {9, 6},
+       {slice({0, 0, 1}, {4, 6, 9}, {1, 1, 2})},
+       {slice({0, 0}, {9, 6}, {2, 1})}},
+      {{3, 7, 5}, {3, 5, 2}, {flip({0})}, {}},  // negative batch stride
+      {{0, 5}, {5, 3}, {}, {}},
+      {{4, 0}, {0, 3}, {}, {}},  // k = 0: zeros
+  };
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32})
+    for (const Case& c : cases) {
+      double tl = t == DType::F32 ? 1e-4 : t == DType::F64 ? 1e-10 : is_float(t) ? 3e-2 : 0;
+      expect_same(
+          Op{OpCode::Matmul, {}},
+          {random(c.a, t, is_float(t) ? -1 : -5, is_float(t) ? 1 : 5),
+           random(c.b, t, is_float(t) ? -1 : -5, is_float(t) ? 1 : 5)},
+          {c.va, c.vb}, tl, tl,
+          "matmul " + std::string(name(t)) + " " + c.a.to_string() + " x " + c.b.to_string());
+    }
+}
+
+TEST_F(CudaBackend, PoolStaysFlat) {
+  cuda::synchronize(0);
+  auto run_cycles = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      H x = on(random({int64_t(1 + i % 7), 300}, DType::F32), kGpu);
+      H y = run(Op{OpCode::Exp, {}}, {x}, kGpu);
+      H z = run(Op{OpCode::Add, {}}, {x, y}, kGpu);
+    }
+    cuda::synchronize(0);
+  };
+  run_cycles(50);  // warm-up: every size class cached once
+  cuda::MemoryStats before = cuda::memory_stats(0);
+  run_cycles(3000);
+  cuda::MemoryStats after = cuda::memory_stats(0);
+  EXPECT_EQ(after.device_allocations, before.device_allocations);
+  EXPECT_EQ(after.reserved_bytes, before.reserved_bytes);
+  EXPECT_EQ(after.allocated_bytes, before.allocated_bytes);
+  EXPECT_GE(after.cache_hits - before.cache_hits, 3 * 3000);
+  EXPECT_GE(after.peak_allocated_bytes, after.allocated_bytes);
+  cuda::empty_cache(0);
+  EXPECT_EQ(cuda::memory_stats(0).cached_bytes, 0);
+}
+
+TEST(CudaPool, SizeClasses) {
+  EXPECT_EQ(cuda::DevicePool::round(1), 512u);
+  EXPECT_EQ(cuda::DevicePool::round(513), 1024u);
+  EXPECT_EQ(cuda::DevicePool::round((1 << 20) + 1), size_t(2) << 20);
+  EXPECT_EQ(cuda::DevicePool::round(size_t(5) << 20), size_t(6) << 20);
+}
+
+TEST_F(CudaBackend, OutOfMemoryIsAMemoryError) {
+  TensorData small = random({2}, DType::F32);
+  Op full{OpCode::Full, {}};
+  full.attrs.shape = {int64_t(1) << 48};  // 1 PiB of f32
+  try {
+    run(full, {}, kGpu);
+    FAIL() << "no error";
+  } catch (const MemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("[full]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(Dispatch::to_data(on(small, kGpu)), small);  // still usable
+}
+
+TEST_F(CudaBackend, MissingOpsSaySo) {
+  Op g{OpCode::Gather, {}};
+  g.attrs.dim = 0;
+  H x = on(random({4}, DType::F32), kGpu);
+  H i = on(TensorData::from<int64_t>({0, 1}, Shape{2}), kGpu);
+  try {
+    run(g, {x, i}, kGpu);
+    FAIL() << "no error";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("[gather] not implemented on cuda yet"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(CudaBackend, CompositesDecompose) {
+  Op sm{OpCode::Softmax, {}};
+  sm.attrs.dim = 1;
+  expect_same(sm, {random({5, 33}, DType::F32)}, {{permute({1, 0}), permute({1, 0})}}, 1e-5, 1e-6,
+              "softmax");
+  Op mean{OpCode::Mean, {}};
+  mean.attrs.dims = {0};
+  expect_same(mean, {random({5, 33}, DType::F32)}, {}, 1e-5, 1e-6, "mean");
+}
+
+// Runs everywhere: without a GPU nothing is registered and a cuda device is a clean error.
+TEST(CudaNoGpu, NothingRegisteredAndCleanErrors) {
+  std::string why;
+  if (cuda::available(&why)) GTEST_SKIP() << "a GPU is present";
+  for (Device d : available_devices()) EXPECT_NE(d.kind, DeviceKind::Cuda);
+  EXPECT_THROW(Dispatch::from_data(TensorData::from<float>({1}, Shape{1}), kGpu), DeviceError);
+  EXPECT_THROW(cuda::memory_stats(0), DeviceError);
+}
+
+}  // namespace
