@@ -10,12 +10,12 @@
 //
 // Parameters, in order (ix: i32, or i64 with `wide_index`; "value type": f64 for float
 // outputs, i64 for int and bool outputs):
-//   full               out, n: ix, value: value type
-//   arange             out, n: ix, start: value type, step: value type   (out[i] = start + step *
-//   i) random_uniform     out, n: ix, low: f64, high: f64, seed_lo: u32, seed_hi: u32
-//                      (ints: floor(low + (high - low) * u), u in [0, 1))
-//   random_normal      out, n: ix, mean: f64, std: f64, seed_lo: u32, seed_hi: u32
-//   random_bernoulli   out, n: ix, p: f64, seed_lo: u32, seed_hi: u32   (1 where u < p)
+//  - full: out, n: ix, value: value type;
+//  - arange: out, n: ix, start: value type, step: value type (out[i] = start + step * i);
+//  - random_uniform: out, n: ix, low: f64, high: f64, seed_lo: u32, seed_hi: u32 (ints get
+//    floor(low + (high - low) * u), u in [0, 1));
+//  - random_normal: out, n: ix, mean: f64, std: f64, seed_lo: u32, seed_hi: u32;
+//  - random_bernoulli: out, n: ix, p: f64, seed_lo: u32, seed_hi: u32 (1 where u < p).
 // seed_lo and seed_hi are the low and high 32 bits of attrs.seed. Random numbers are computed
 // in f64 (as on the CPU) and converted with the CPU backend's rules (ints saturate).
 // Launch any number of workgroups: the kernel loops over the elements.

@@ -12,29 +12,29 @@
 // every kernel here loops over its elements. Parameters, in order:
 //
 // gather     x, indices, out, error, n: ix (elements of indices and out), dim_size,
-//            x_dim_stride, shape0.. (indices' shape, `rank` dims), x_stride0.. (x's strides
-//            with 0 at `dim`), indices_stride0... out (dense, indices' shape) at position p is
-//            x at p with coordinate `dim` replaced by indices[p].
+//           x_dim_stride, shape0.. (indices' shape, `rank` dims), x_stride0.. (x's strides
+//           with 0 at `dim`), indices_stride0... out (dense, indices' shape) at position p is
+//           x at p with coordinate `dim` replaced by indices[p].
 // scatter    out[p with dim replaced by indices[p]] = values[p] (Assign) or += (Add), p over
-//            the indices' positions; out starts as a copy of x. Duplicates: the last position
-//            in row-major order wins (Assign, as the CPU's serial loop), or every value adds.
-//   Claim    indices, claim, error, n, dim_size, out_dim_stride, shape0.., indices_stride0..,
-//            out_stride0.. (0 at dim). claim: an ix buffer laid out as out, filled with -1
-//            first (a full kernel); each position p writes max(claim, p) at its target.
-//   Assign   indices, values, claim, out, n, dim_size, out_dim_stride, shape0..,
-//            indices_stride0.., values_stride0.., out_stride0..: run after Claim; the
-//            position that claimed a target writes it.
-//   Add      indices, values, out, error, n, dim_size, out_dim_stride, shape0..,
-//            indices_stride0.., values_stride0.., out_stride0..: atomic adds into out, whose
-//            element type is index_accumulator(dtype): f16/bf16 add into an f32 copy and
-//            i8/u8/i16 into an i32 copy of x (cast back afterwards: copy.h), bool ORs.
+//           the indices' positions; out starts as a copy of x. Duplicates: the last position
+//           in row-major order wins (Assign, as the CPU's serial loop), or every value adds.
+//  Claim    indices, claim, error, n, dim_size, out_dim_stride, shape0.., indices_stride0..,
+//           out_stride0.. (0 at dim). claim: an ix buffer laid out as out, filled with -1
+//           first (a full kernel); each position p writes max(claim, p) at its target.
+//  Assign   indices, values, claim, out, n, dim_size, out_dim_stride, shape0..,
+//           indices_stride0.., values_stride0.., out_stride0..: run after Claim; the
+//           position that claimed a target writes it.
+//  Add      indices, values, out, error, n, dim_size, out_dim_stride, shape0..,
+//           indices_stride0.., values_stride0.., out_stride0..: atomic adds into out, whose
+//           element type is index_accumulator(dtype): f16/bf16 add into an f32 copy and
+//           i8/u8/i16 into an i32 copy of x (cast back afterwards: copy.h), bool ORs.
 // index_select  x, indices (1-d), out, error, outer, size, inner, count: ix, x_outer_stride,
-//            x_size_stride, x_inner_stride, indices_stride. x is seen as [outer, size, inner]
-//            around `dim`; out is dense [outer, count, inner]: out[o, k, i] = x[o, indices[k], i].
+//           x_size_stride, x_inner_stride, indices_stride. x is seen as [outer, size, inner]
+//           around `dim`; out is dense [outer, count, inner]: out[o, k, i] = x[o, indices[k], i].
 // index_add  indices (1-d), values, out, error, outer, size, inner, count, values_outer_stride,
-//            values_size_stride, values_inner_stride, indices_stride: out (dense
-//            [outer, size, inner], a copy of x, element type index_accumulator(dtype)) gets
-//            out[o, indices[k], i] += values[o, k, i] by atomics.
+//           values_size_stride, values_inner_stride, indices_stride: out (dense
+//           [outer, size, inner], a copy of x, element type index_accumulator(dtype)) gets
+//           out[o, indices[k], i] += values[o, k, i] by atomics.
 //
 // cat and slice_assign are copies into a strided view: copy_kernel with strided_out (copy.h).
 // cat: one launch per input, out_offset = the input's start along dim * out's stride there.

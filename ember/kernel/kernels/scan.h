@@ -1,11 +1,11 @@
 // Scan kernels written against the kernel IR: cumsum, cumprod, cummax and cummin of a
 // [outer, size, inner] view along its middle dim, any strides, into a dense output of the
 // same shape. Two layouts:
-//   ThreadPerRow  one thread scans one (outer, inner) row in order: best when there are many
-//                 rows (inner > 1 keeps neighbouring threads on neighbouring elements);
-//   GroupPerRow   one workgroup per row, `workgroup` elements at a time: a scan in shared
-//                 memory (Hillis-Steele) plus the carry of the previous chunks; for few long
-//                 rows. The workgroup must be a power of two.
+//  ThreadPerRow  one thread scans one (outer, inner) row in order: best when there are many
+//                rows (inner > 1 keeps neighbouring threads on neighbouring elements);
+//  GroupPerRow   one workgroup per row, `workgroup` elements at a time: a scan in shared
+//                memory (Hillis-Steele) plus the carry of the previous chunks; for few long
+//                rows. The workgroup must be a power of two.
 //
 //   kernel::ScanSpec s{OpCode::CumSum, DType::F32};
 //   s.layout = kernel::ScanSpec::GroupPerRow;
