@@ -18,3 +18,10 @@
 #else
 #define EMBER_API __attribute__((visibility("default")))
 #endif
+
+/// The visibility of an explicit instantiation in the instantiation macros
+/// (`EMBER_DETAIL_*_INSTANCES(ext, B)`, with ext `extern` in headers and empty in the library):
+/// EMBER_API on the extern declarations only; the definitions take it from them.
+#define EMBER_INSTANCE_API(ext) EMBER_DETAIL_API_##ext
+#define EMBER_DETAIL_API_extern EMBER_API
+#define EMBER_DETAIL_API_

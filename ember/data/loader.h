@@ -165,31 +165,7 @@ class DataLoader {
 
   /// The next batch of the current epoch; at the end of an epoch, std::nullopt once (the
   /// position has already moved to the next epoch), then the next epoch's batches.
-  std::optional<Batch> next() {
-    if (ended_) {
-      ended_ = false;
-      return std::nullopt;
-    }
-    size_t nb = len();
-    if (nb == 0) {  // an empty epoch
-      pos_ = {pos_.epoch + 1, 0};
-      return std::nullopt;
-    }
-    if (!run_) run_ = std::make_unique<Run>(*this, pos_.epoch, pos_.batch);
-    std::optional<Batch> b;
-    try {
-      b.emplace(run_->take(pos_.batch));
-    } catch (...) {
-      run_.reset();  // the next call retries this batch
-      throw;
-    }
-    if (++pos_.batch == nb) {
-      run_.reset();
-      pos_ = {pos_.epoch + 1, 0};
-      ended_ = true;
-    }
-    return b;
-  }
+  std::optional<Batch> next();
 
   class Iterator {
    public:
@@ -235,14 +211,7 @@ class DataLoader {
       forward_epoch(*ds_, epoch);
       for (size_t w = 0; w < opt_.workers; ++w) threads_.emplace_back([this] { work(); });
     }
-    ~Run() {
-      {
-        std::lock_guard lk(mu_);
-        stop_ = true;
-      }
-      space_.notify_all();
-      for (auto& t : threads_) t.join();
-    }
+    ~Run();
     Run(const Run&) = delete;
     Run& operator=(const Run&) = delete;
 
@@ -349,6 +318,43 @@ class DataLoader {
   bool ended_ = false;  // the last batch of an epoch was taken; next() owes one nullopt
   std::unique_ptr<Run> run_;
 };
+
+template <Dataset D, class Batcher>
+auto DataLoader<D, Batcher>::next() -> std::optional<Batch> {
+  if (ended_) {
+    ended_ = false;
+    return std::nullopt;
+  }
+  size_t nb = len();
+  if (nb == 0) {  // an empty epoch
+    pos_ = {pos_.epoch + 1, 0};
+    return std::nullopt;
+  }
+  if (!run_) run_ = std::make_unique<Run>(*this, pos_.epoch, pos_.batch);
+  std::optional<Batch> b;
+  try {
+    b.emplace(run_->take(pos_.batch));
+  } catch (...) {
+    run_.reset();  // the next call retries this batch
+    throw;
+  }
+  if (++pos_.batch == nb) {
+    run_.reset();
+    pos_ = {pos_.epoch + 1, 0};
+    ended_ = true;
+  }
+  return b;
+}
+
+template <Dataset D, class Batcher>
+DataLoader<D, Batcher>::Run::~Run() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  space_.notify_all();
+  for (auto& t : threads_) t.join();
+}
 
 template <Dataset D>
 DataLoader(D, LoaderOptions) -> DataLoader<D, CollectBatcher>;

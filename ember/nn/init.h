@@ -12,6 +12,8 @@
 #include <optional>
 #include <vector>
 
+#include "ember/backend/extern.h"
+#include "ember/core/export.h"
 #include "ember/nn/config.h"
 #include "ember/tensor/tensor.h"
 
@@ -64,81 +66,70 @@ struct Initializer {
   /// ValueError names the initializer when they are missing).
   template <Backend B, int D>
   Tensor<B, D> init(const Shape& shape, Device dev, std::optional<int64_t> fan_in = {},
-                    std::optional<int64_t> fan_out = {}, DType dt = DType::F32) const {
-    using T = Tensor<B, D>;
-    auto need = [&](std::optional<int64_t> f, const char* which) {
-      if (!f || *f <= 0)
-        throw ValueError(std::string("[init] this initializer needs ") + which + " for shape " +
-                         shape.to_string());
-      return static_cast<double>(*f);
-    };
-    auto fan = [&] { return fan_out_only ? need(fan_out, "fan_out") : need(fan_in, "fan_in"); };
-    switch (kind) {
-      case Kind::Constant:
-        return T::full(shape, a, dev, dt);
-      case Kind::Zeros:
-        return T::zeros(shape, dev, dt);
-      case Kind::Ones:
-        return T::ones(shape, dev, dt);
-      case Kind::Uniform:
-        return T::random(shape, Distribution::uniform(a, b), dev, dt);
-      case Kind::Normal:
-        return T::random(shape, Distribution::normal(a, b), dev, dt);
-      case Kind::KaimingUniform: {
-        double bound = std::sqrt(3.0) * gain / std::sqrt(fan());
-        return T::random(shape, Distribution::uniform(-bound, bound), dev, dt);
-      }
-      case Kind::KaimingNormal:
-        return T::random(shape, Distribution::normal(0, gain / std::sqrt(fan())), dev, dt);
-      case Kind::XavierUniform: {
-        double bound = gain * std::sqrt(6.0 / (need(fan_in, "fan_in") + need(fan_out, "fan_out")));
-        return T::random(shape, Distribution::uniform(-bound, bound), dev, dt);
-      }
-      case Kind::XavierNormal: {
-        double std = gain * std::sqrt(2.0 / (need(fan_in, "fan_in") + need(fan_out, "fan_out")));
-        return T::random(shape, Distribution::normal(0, std), dev, dt);
-      }
-      case Kind::Orthogonal:
-        return T::from_data(orthogonal_data(shape, gain).convert(dt), dev);
-    }
-    throw ValueError("[init] unknown initializer");
-  }
+                    std::optional<int64_t> fan_out = {}, DType dt = DType::F32) const;
 
   /// The orthogonal initializer's values (f64), computed on the host: modified Gram-Schmidt
   /// on the columns of a normal matrix (of its transpose when it is wide), with the signs of
   /// R's diagonal folded in, so the result is uniformly distributed.
-  static TensorData orthogonal_data(const Shape& shape, double gain) {
-    if (shape.rank() < 2)
-      throw ShapeError("[init] orthogonal needs rank >= 2, got " + shape.to_string());
-    const int64_t rows = shape[0], cols = rows == 0 ? 0 : shape.numel() / rows;
-    const bool wide = rows < cols;
-    const int64_t n = wide ? cols : rows, k = wide ? rows : cols;  // n x k, n >= k
-    const uint64_t seed = next_seed();
-    std::vector<double> q(static_cast<size_t>(n * k));  // column j at q[j * n ...]
-    for (size_t i = 0; i < q.size(); ++i) q[i] = rng::normal(seed, i);
-    for (int64_t j = 0; j < k; ++j) {
-      double* cj = &q[static_cast<size_t>(j * n)];
-      for (int64_t p = 0; p < j; ++p) {
-        const double* cp = &q[static_cast<size_t>(p * n)];
-        double dot = 0;
-        for (int64_t i = 0; i < n; ++i) dot += cp[i] * cj[i];
-        for (int64_t i = 0; i < n; ++i) cj[i] -= dot * cp[i];
-      }
-      double norm = 0;
-      for (int64_t i = 0; i < n; ++i) norm += cj[i] * cj[i];
-      norm = std::sqrt(norm);
-      for (int64_t i = 0; i < n; ++i) cj[i] /= norm;  // R's diagonal is positive here
-    }
-    std::vector<double> out(static_cast<size_t>(rows * cols));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        out[static_cast<size_t>(r * cols + c)] =
-            gain * (wide ? q[static_cast<size_t>(r * n + c)] : q[static_cast<size_t>(c * n + r)]);
-    return TensorData::from<double>(out, shape);
-  }
+  EMBER_API static TensorData orthogonal_data(const Shape& shape, double gain);
 
   bool operator==(const Initializer&) const = default;
   EMBER_CONFIG_FIELDS(kind, a, b, gain, fan_out_only)
 };
+
+template <Backend B, int D>
+Tensor<B, D> Initializer::init(const Shape& shape, Device dev, std::optional<int64_t> fan_in,
+                               std::optional<int64_t> fan_out, DType dt) const {
+  using T = Tensor<B, D>;
+  auto need = [&](std::optional<int64_t> f, const char* which) {
+    if (!f || *f <= 0)
+      throw ValueError(std::string("[init] this initializer needs ") + which + " for shape " +
+                       shape.to_string());
+    return static_cast<double>(*f);
+  };
+  auto fan = [&] { return fan_out_only ? need(fan_out, "fan_out") : need(fan_in, "fan_in"); };
+  switch (kind) {
+    case Kind::Constant:
+      return T::full(shape, a, dev, dt);
+    case Kind::Zeros:
+      return T::zeros(shape, dev, dt);
+    case Kind::Ones:
+      return T::ones(shape, dev, dt);
+    case Kind::Uniform:
+      return T::random(shape, Distribution::uniform(a, b), dev, dt);
+    case Kind::Normal:
+      return T::random(shape, Distribution::normal(a, b), dev, dt);
+    case Kind::KaimingUniform: {
+      double bound = std::sqrt(3.0) * gain / std::sqrt(fan());
+      return T::random(shape, Distribution::uniform(-bound, bound), dev, dt);
+    }
+    case Kind::KaimingNormal:
+      return T::random(shape, Distribution::normal(0, gain / std::sqrt(fan())), dev, dt);
+    case Kind::XavierUniform: {
+      double bound = gain * std::sqrt(6.0 / (need(fan_in, "fan_in") + need(fan_out, "fan_out")));
+      return T::random(shape, Distribution::uniform(-bound, bound), dev, dt);
+    }
+    case Kind::XavierNormal: {
+      double std = gain * std::sqrt(2.0 / (need(fan_in, "fan_in") + need(fan_out, "fan_out")));
+      return T::random(shape, Distribution::normal(0, std), dev, dt);
+    }
+    case Kind::Orthogonal:
+      return T::from_data(orthogonal_data(shape, gain).convert(dt), dev);
+  }
+  throw ValueError("[init] unknown initializer");
+}
+
+// Compiled once in the library for the Dispatch stacks (ember/nn/instantiate.cpp).
+#define EMBER_DETAIL_INIT_INSTANCES(ext, B)                                               \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 1> Initializer::init<B, 1>(              \
+      const Shape&, Device, std::optional<int64_t>, std::optional<int64_t>, DType) const; \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 2> Initializer::init<B, 2>(              \
+      const Shape&, Device, std::optional<int64_t>, std::optional<int64_t>, DType) const; \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 3> Initializer::init<B, 3>(              \
+      const Shape&, Device, std::optional<int64_t>, std::optional<int64_t>, DType) const; \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 4> Initializer::init<B, 4>(              \
+      const Shape&, Device, std::optional<int64_t>, std::optional<int64_t>, DType) const;
+EMBER_DETAIL_INIT_INSTANCES(extern, Dispatch)
+EMBER_DETAIL_INIT_INSTANCES(extern, AutodiffDispatch)
 
 }  // namespace ember::nn

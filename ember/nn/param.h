@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 
+#include "ember/backend/extern.h"
 #include "ember/tensor/tensor.h"
 
 namespace ember::nn {
@@ -58,22 +59,12 @@ class Param<Tensor<B, D, K>> {
 
   /// The value (initializing it first if lazy).
   const Value& val() const {
-    if (!value_) {
-      if (!lazy_) throw ValueError("[param] use of an empty parameter");
-      if (!lazy_->value) lazy_->value = lazy_->init(shape_, device_);
-      value_ = track(*lazy_->value);
-    }
+    if (!value_) init_value();
     return *value_;
   }
   /// Replaces the value, keeping the id (what optimizers and loaders do). On an Autodiff
   /// backend the new value becomes a fresh leaf.
-  void set(Value v) {
-    if (id_ == 0) id_ = new_param_id();
-    shape_ = v.shape();
-    device_ = v.device();
-    value_ = track(std::move(v));
-    lazy_.reset();
-  }
+  void set(Value v);
   /// Same value and id on `dev` (a lazy parameter stays lazy, initialized there).
   void to_device(Device dev) {
     if (value_)
@@ -101,6 +92,7 @@ class Param<Tensor<B, D, K>> {
     Init init;
     std::optional<Value> value;
   };
+  void init_value() const;
   Value track(Value v) const {
     if constexpr (AutodiffBackend<B> && std::is_same_v<K, Float>)
       return trainable_ ? v.detach().require_grad() : v.detach();
@@ -115,6 +107,31 @@ class Param<Tensor<B, D, K>> {
   mutable std::optional<Value> value_;
   std::shared_ptr<LazyCell> lazy_;
 };
+
+template <Backend B, int D, TensorKind K>
+void Param<Tensor<B, D, K>>::init_value() const {
+  if (!lazy_) throw ValueError("[param] use of an empty parameter");
+  if (!lazy_->value) lazy_->value = lazy_->init(shape_, device_);
+  value_ = track(*lazy_->value);
+}
+
+template <Backend B, int D, TensorKind K>
+void Param<Tensor<B, D, K>>::set(Value v) {
+  if (id_ == 0) id_ = new_param_id();
+  shape_ = v.shape();
+  device_ = v.device();
+  value_ = track(std::move(v));
+  lazy_.reset();
+}
+
+// Compiled once in the library for the Dispatch stacks, ranks 1 to 4 (ember/nn/instantiate.cpp).
+#define EMBER_DETAIL_PARAM_INSTANCES(ext, B)                      \
+  ext template class EMBER_INSTANCE_API(ext) Param<Tensor<B, 1>>; \
+  ext template class EMBER_INSTANCE_API(ext) Param<Tensor<B, 2>>; \
+  ext template class EMBER_INSTANCE_API(ext) Param<Tensor<B, 3>>; \
+  ext template class EMBER_INSTANCE_API(ext) Param<Tensor<B, 4>>;
+EMBER_DETAIL_PARAM_INSTANCES(extern, Dispatch)
+EMBER_DETAIL_PARAM_INSTANCES(extern, AutodiffDispatch)
 
 template <class T>
 class Buffer;

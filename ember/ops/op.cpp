@@ -7,6 +7,13 @@
 
 namespace ember {
 
+OpAttrs::OpAttrs() = default;
+OpAttrs::OpAttrs(const OpAttrs&) = default;
+OpAttrs::OpAttrs(OpAttrs&&) noexcept = default;
+OpAttrs& OpAttrs::operator=(const OpAttrs&) = default;
+OpAttrs& OpAttrs::operator=(OpAttrs&&) noexcept = default;
+OpAttrs::~OpAttrs() = default;
+
 namespace {
 
 std::string snake_case(std::string_view camel) {

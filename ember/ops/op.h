@@ -139,6 +139,15 @@ struct OpAttrs {
   Window window;                            // spatial ops: conv, pooling, unfold, fold
   InterpMode interp = InterpMode::Nearest;  // interpolate
   friend bool operator==(const OpAttrs&, const OpAttrs&) = default;
+
+  // Out of line (op.cpp): every op call copies or moves attributes, and inline these would be
+  // compiled into every program.
+  EMBER_API OpAttrs();
+  EMBER_API OpAttrs(const OpAttrs&);
+  EMBER_API OpAttrs(OpAttrs&&) noexcept;
+  EMBER_API OpAttrs& operator=(const OpAttrs&);
+  EMBER_API OpAttrs& operator=(OpAttrs&&) noexcept;
+  EMBER_API ~OpAttrs();
 };
 
 struct Op {

@@ -60,4 +60,7 @@ class AdaGrad : public Optimizer<AdaGrad<B>, B> {
   AdaGradConfig c_;
 };
 
+// Compiled once in the library for Autodiff<Dispatch> (ember/optim/instantiate.cpp).
+extern template class EMBER_API Optimizer<AdaGrad<AutodiffDispatch>, AutodiffDispatch>;
+
 }  // namespace ember::optim

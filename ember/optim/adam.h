@@ -95,4 +95,7 @@ class Adam : public Optimizer<Adam<B>, B> {
   AdamConfig c_;
 };
 
+// Compiled once in the library for Autodiff<Dispatch> (ember/optim/instantiate.cpp).
+extern template class EMBER_API Optimizer<Adam<AutodiffDispatch>, AutodiffDispatch>;
+
 }  // namespace ember::optim

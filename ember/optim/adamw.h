@@ -55,4 +55,7 @@ class AdamW : public Optimizer<AdamW<B>, B> {
   AdamWConfig c_;
 };
 
+// Compiled once in the library for Autodiff<Dispatch> (ember/optim/instantiate.cpp).
+extern template class EMBER_API Optimizer<AdamW<AutodiffDispatch>, AutodiffDispatch>;
+
 }  // namespace ember::optim

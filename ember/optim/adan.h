@@ -85,4 +85,7 @@ class Adan : public Optimizer<Adan<B>, B> {
   AdanConfig c_;
 };
 
+// Compiled once in the library for Autodiff<Dispatch> (ember/optim/instantiate.cpp).
+extern template class EMBER_API Optimizer<Adan<AutodiffDispatch>, AutodiffDispatch>;
+
 }  // namespace ember::optim

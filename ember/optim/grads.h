@@ -15,7 +15,8 @@
 #include <optional>
 #include <string>
 
-#include "ember/nn/module.h"
+#include "ember/backend/extern.h"
+#include "ember/nn/slot.h"
 
 namespace ember::optim {
 
@@ -71,20 +72,12 @@ class GradientsParams {
 
   /// The gradients of `model`'s trainable parameters from a backward pass. Parameters the
   /// loss does not depend on (and frozen ones) have no entry.
-  template <class M>
+  template <nn::Module M>
   static GradientsParams from_grads(Gradients<Inner> grads, const M& model) {
-    GradientsParams out;
-    nn::for_each_param(model, [&](const std::string&, const auto& p) {
-      using V = typename std::remove_cvref_t<decltype(p)>::Value;
-      static_assert(std::is_same_v<typename V::backend_type, B>,
-                    "the module's backend is not the GradientsParams backend");
-      if constexpr (std::is_same_v<typename V::kind_type, Float>) {
-        if (p.empty() || !p.trainable() || !p.is_initialized()) return;
-        if (auto g = p.val().grad(grads)) out.set(p.id(), *g);
-      }
-    });
-    return out;
+    return from_grads(std::move(grads), nn::slots<B>(model));
   }
+  /// The same over a module's slots (nn::slots).
+  static GradientsParams from_grads(Gradients<Inner> grads, const std::vector<nn::Slot>& params);
 
   /// The gradient of parameter `id` as a rank-D tensor, if there is one. Throws ShapeError
   /// if it was stored with another rank.
@@ -172,5 +165,22 @@ class GradientsParams {
 
   std::map<nn::ParamId, Entry> grads_;
 };
+
+template <Backend B>
+GradientsParams<B> GradientsParams<B>::from_grads(Gradients<Inner> grads,
+                                                  const std::vector<nn::Slot>& params) {
+  GradientsParams out;
+  for (const nn::Slot& p : params) {
+    if (!p.is_param() || !p.float_kind() || p.empty() || !p.trainable() || !p.is_initialized())
+      continue;
+    nn::visit_rank(p.rank(), [&]<int D>() {
+      if (auto g = Tensor<B, D>(p.handle<B>()).grad(grads)) out.set(p.id(), *g);
+    });
+  }
+  return out;
+}
+
+// Compiled once in the library for Autodiff<Dispatch> (ember/optim/instantiate.cpp).
+extern template class EMBER_API GradientsParams<AutodiffDispatch>;
 
 }  // namespace ember::optim

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "ember/core/error.h"
+#include "ember/core/export.h"
 #include "ember/nn/config.h"
 
 namespace ember::optim {
@@ -29,7 +30,7 @@ class NoamLr;
 using SchedulerRecord = std::map<std::string, std::string>;
 
 /// The interface of every schedule: a pure function of the step index, and a position.
-class LrScheduler {
+class EMBER_API LrScheduler {
  public:
   virtual ~LrScheduler() = default;
   /// The lr for this step; advances to the next.
@@ -43,29 +44,9 @@ class LrScheduler {
   /// The kind, with the kinds of any inner schedulers: "Sequential(Linear,CosineAnnealing)".
   virtual std::string signature() const = 0;
 
-  SchedulerRecord to_record() const {
-    return {{"scheduler", signature()}, {"step", std::to_string(step_)}};
-  }
+  SchedulerRecord to_record() const;
   /// Restores the position; throws ValueError if the record is another kind of schedule.
-  void load_record(const SchedulerRecord& r) {
-    auto kind = r.find("scheduler");
-    auto pos = r.find("step");
-    if (kind == r.end() || kind->second != signature())
-      throw ValueError("[lr_scheduler] the record is of scheduler '" +
-                       (kind == r.end() ? std::string("?") : kind->second) + "', not '" +
-                       signature() + "'");
-    int64_t n = -1;
-    if (pos != r.end()) try {
-        size_t used = 0;
-        n = std::stoll(pos->second, &used);
-        if (used != pos->second.size()) n = -1;
-      } catch (const std::exception&) {
-        n = -1;
-      }
-    if (n < 0)
-      throw ValueError("[lr_scheduler] the record has no valid 'step' for '" + signature() + "'");
-    step_ = n;
-  }
+  void load_record(const SchedulerRecord& r);
 
  private:
   int64_t step_ = 0;

@@ -125,4 +125,7 @@ class Muon : public Optimizer<Muon<B>, B> {
   MuonConfig c_;
 };
 
+// Compiled once in the library for Autodiff<Dispatch> (ember/optim/instantiate.cpp).
+extern template class EMBER_API Optimizer<Muon<AutodiffDispatch>, AutodiffDispatch>;
+
 }  // namespace ember::optim

@@ -27,7 +27,9 @@
 #include <vector>
 
 #include "ember/autodiff/autodiff.h"
+#include "ember/backend/extern.h"
 #include "ember/nn/config.h"
+#include "ember/nn/slot.h"
 #include "ember/optim/clipping.h"
 #include "ember/record/safetensors.h"
 
@@ -123,16 +125,13 @@ struct ParamInfo {
   Device device;
   bool is_float;
 };
-template <class M>
-std::map<std::string, ParamInfo> param_infos(const M& model) {
+/// The parameters among `slots`, by path.
+inline std::map<std::string, ParamInfo> param_infos(const std::vector<nn::Slot>& slots) {
   std::map<std::string, ParamInfo> out;
-  nn::for_each_param(model, [&](const std::string& path, const auto& p) {
-    using V = typename std::remove_cvref_t<decltype(p)>::Value;
-    if (p.empty()) return;
-    DType dt = p.is_initialized() ? p.val().dtype() : V::kind_type::kDefault;
-    out.emplace(path, ParamInfo{p.id(), p.shape(), dt, p.device(),
-                                std::is_same_v<typename V::kind_type, Float>});
-  });
+  for (const nn::Slot& p : slots) {
+    if (!p.is_param() || p.empty()) continue;
+    out.emplace(p.path(), ParamInfo{p.id(), p.shape(), p.dtype(), p.device(), p.float_kind()});
+  }
   return out;
 }
 inline void check_lr(const char* who, double lr) {
@@ -181,123 +180,28 @@ class Optimizer {
 
   /// One update of every trainable parameter of `model` that has a gradient in `grads`.
   /// Clips `grads` in place first when the config asks for it.
-  template <class M>
+  template <nn::Module M>
   void step(double lr, M& model, GradientsParams<B>& grads) {
-    detail::check_lr(Derived::kName, lr);
-    self().config().grad_clipping.apply(grads);
-    autodiff::NoGradGuard no_grad;
-    nn::for_each_param(model, [&](const std::string& path, auto& p) {
-      using V = typename std::remove_cvref_t<decltype(p)>::Value;
-      static_assert(std::is_same_v<typename V::backend_type, B>,
-                    "the module's backend is not the optimizer's backend");
-      if constexpr (std::is_same_v<typename V::kind_type, Float>) {
-        constexpr int D = V::kRank;
-        if (p.empty() || !p.trainable()) return;
-        auto g = grads.template get<D>(p.id());
-        if (!g) return;
-        GroupSettings gs = group_for(path);
-        ParamContext ctx{lr * gs.lr_scale, gs.weight_decay.value_or(self().config().weight_decay),
-                         path};
-        ParamState<Inner>& st = state_[p.id()];
-        ++st.step;
-        Tensor<Inner, D> next = self().template update<D>(p.val().inner(), *g, st, ctx);
-        p.set(V::from_inner(next));
-      }
-    });
+    step(lr, nn::slots<B>(model), grads);
   }
+  /// The same over a module's slots (nn::slots): compiled once per optimizer, not per model.
+  void step(double lr, const std::vector<nn::Slot>& params, GradientsParams<B>& grads);
 
   /// The state of every parameter of `model` that has some, keyed by path.
-  template <class M>
+  template <nn::Module M>
   Record to_record(const M& model) const {
-    Record r;
-    r.metadata["format"] = "ember.optim";
-    r.metadata["optimizer"] = Derived::kName;
-    r.metadata["config"] = nn::config_json(self().config());
-    nn::for_each_param(model, [&](const std::string& path, const auto& p) {
-      auto it = state_.find(p.id());
-      if (p.empty() || it == state_.end()) return;
-      r.metadata[path + ".step"] = std::to_string(it->second.step);
-      for (const auto& [name, h] : it->second.tensors())
-        r.tensors.emplace_back(path + "." + name, Inner::to_data(h));
-    });
-    return r;
+    return to_record(nn::slots<B>(model));
   }
+  Record to_record(const std::vector<nn::Slot>& params) const;
 
   /// Replaces the state with a record's, after checking that it is this optimizer's and
   /// that every entry names a parameter of `model` with the right shape and dtype. Every
   /// problem found is listed in one ValueError; on error the state is unchanged.
-  template <class M>
+  template <nn::Module M>
   void load_record(const M& model, const Record& r) {
-    const std::string who = std::string("[") + Derived::kName + "] cannot load the record:";
-    std::vector<std::string> problems;
-    auto meta = [&](const std::string& k) -> const std::string* {
-      auto it = r.metadata.find(k);
-      return it == r.metadata.end() ? nullptr : &it->second;
-    };
-    if (const std::string* o = meta("optimizer"); !o || *o != Derived::kName)
-      problems.push_back("it is a record of optimizer '" + (o ? *o : std::string("?")) +
-                         "', not '" + Derived::kName + "'");
-    auto infos = detail::param_infos(model);
-    std::map<std::string, ParamState<Inner>> loaded;
-    for (const auto& [key, value] : r.metadata) {
-      if (key == "format" || key == "optimizer" || key == "config") continue;
-      if (!key.ends_with(".step")) {
-        problems.push_back("unknown metadata key '" + key + "'");
-        continue;
-      }
-      std::string path = key.substr(0, key.size() - 5);
-      if (!infos.count(path)) {
-        problems.push_back("'" + key + "': the model has no parameter '" + path + "'");
-        continue;
-      }
-      auto n = detail::parse_int(value);
-      if (!n || *n < 0) {
-        problems.push_back("'" + key + "': bad step count '" + value + "'");
-        continue;
-      }
-      loaded[path].step = *n;
-    }
-    for (const auto& [name, data] : r.tensors) {
-      auto dot = name.rfind('.');
-      std::string path = dot == std::string::npos ? name : name.substr(0, dot);
-      std::string slot = dot == std::string::npos ? std::string() : name.substr(dot + 1);
-      auto it = infos.find(path);
-      if (dot == std::string::npos || it == infos.end()) {
-        problems.push_back("'" + name + "': the model has no parameter '" + path + "'");
-        continue;
-      }
-      const detail::ParamInfo& info = it->second;
-      auto slots = self().slots(info.shape, path);
-      if (std::find(slots.begin(), slots.end(), slot) == slots.end()) {
-        problems.push_back("'" + name + "': " + Derived::kName + " keeps no state '" + slot +
-                           "' for this parameter");
-        continue;
-      }
-      if (data.shape() != info.shape) {
-        problems.push_back("'" + name + "' has shape " + data.shape().to_string() +
-                           ", the parameter " + info.shape.to_string());
-        continue;
-      }
-      if (data.dtype() != info.dtype) {
-        problems.push_back("'" + name + "' has dtype " + std::string(ember::name(data.dtype())) +
-                           ", the parameter " + std::string(ember::name(info.dtype)));
-        continue;
-      }
-      if (!r.metadata.count(path + ".step")) {
-        problems.push_back("'" + name + "': no step count '" + path + ".step'");
-        continue;
-      }
-      loaded[path].set_handle(slot, Inner::from_data(data, info.device));
-    }
-    for (const auto& [path, st] : loaded) {
-      const detail::ParamInfo& info = infos.at(path);
-      for (const std::string& slot : self().slots(info.shape, path))
-        if (!st.has(slot)) problems.push_back("'" + path + "." + slot + "' is missing");
-    }
-    if (!problems.empty()) throw ValueError(who + detail::join_problems(problems));
-    state_.clear();
-    for (auto& [path, st] : loaded) state_[infos.at(path).id] = std::move(st);
+    load_record(nn::slots<B>(model), r);
   }
+  void load_record(const std::vector<nn::Slot>& params, const Record& r);
 
   /// Forgets all state (the next step starts like the first).
   void reset() { state_.clear(); }
@@ -314,6 +218,121 @@ class Optimizer {
   std::map<nn::ParamId, ParamState<Inner>> state_;
   std::vector<std::pair<std::string, GroupSettings>> groups_;
 };
+
+// ---- the members that work on slots (explicitly instantiated for the library's stacks) -----
+
+template <class Derived, Backend B>
+void Optimizer<Derived, B>::step(double lr, const std::vector<nn::Slot>& params,
+                                 GradientsParams<B>& grads) {
+  detail::check_lr(Derived::kName, lr);
+  self().config().grad_clipping.apply(grads);
+  autodiff::NoGradGuard no_grad;
+  for (const nn::Slot& p : params) {
+    if (!p.is_param() || !p.float_kind() || p.empty() || !p.trainable()) continue;
+    nn::visit_rank(p.rank(), [&]<int D>() {
+      auto g = grads.template get<D>(p.id());
+      if (!g) return;
+      GroupSettings gs = group_for(p.path());
+      ParamContext ctx{lr * gs.lr_scale, gs.weight_decay.value_or(self().config().weight_decay),
+                       p.path()};
+      ParamState<Inner>& st = state_[p.id()];
+      ++st.step;
+      Tensor<Inner, D> next =
+          self().template update<D>(Tensor<B, D>(p.handle<B>()).inner(), *g, st, ctx);
+      p.set_handle<B>(Tensor<B, D>::from_inner(next).handle());
+    });
+  }
+}
+
+template <class Derived, Backend B>
+Record Optimizer<Derived, B>::to_record(const std::vector<nn::Slot>& params) const {
+  Record r;
+  r.metadata["format"] = "ember.optim";
+  r.metadata["optimizer"] = Derived::kName;
+  r.metadata["config"] = nn::config_json(self().config());
+  for (const nn::Slot& p : params) {
+    if (!p.is_param() || p.empty()) continue;
+    auto it = state_.find(p.id());
+    if (it == state_.end()) continue;
+    r.metadata[p.path() + ".step"] = std::to_string(it->second.step);
+    for (const auto& [name, h] : it->second.tensors())
+      r.tensors.emplace_back(p.path() + "." + name, Inner::to_data(h));
+  }
+  return r;
+}
+
+template <class Derived, Backend B>
+void Optimizer<Derived, B>::load_record(const std::vector<nn::Slot>& params, const Record& r) {
+  const std::string who = std::string("[") + Derived::kName + "] cannot load the record:";
+  std::vector<std::string> problems;
+  auto meta = [&](const std::string& k) -> const std::string* {
+    auto it = r.metadata.find(k);
+    return it == r.metadata.end() ? nullptr : &it->second;
+  };
+  if (const std::string* o = meta("optimizer"); !o || *o != Derived::kName)
+    problems.push_back("it is a record of optimizer '" + (o ? *o : std::string("?")) + "', not '" +
+                       Derived::kName + "'");
+  auto infos = detail::param_infos(params);
+  std::map<std::string, ParamState<Inner>> loaded;
+  for (const auto& [key, value] : r.metadata) {
+    if (key == "format" || key == "optimizer" || key == "config") continue;
+    if (!key.ends_with(".step")) {
+      problems.push_back("unknown metadata key '" + key + "'");
+      continue;
+    }
+    std::string path = key.substr(0, key.size() - 5);
+    if (!infos.count(path)) {
+      problems.push_back("'" + key + "': the model has no parameter '" + path + "'");
+      continue;
+    }
+    auto n = detail::parse_int(value);
+    if (!n || *n < 0) {
+      problems.push_back("'" + key + "': bad step count '" + value + "'");
+      continue;
+    }
+    loaded[path].step = *n;
+  }
+  for (const auto& [name, data] : r.tensors) {
+    auto dot = name.rfind('.');
+    std::string path = dot == std::string::npos ? name : name.substr(0, dot);
+    std::string slot = dot == std::string::npos ? std::string() : name.substr(dot + 1);
+    auto it = infos.find(path);
+    if (dot == std::string::npos || it == infos.end()) {
+      problems.push_back("'" + name + "': the model has no parameter '" + path + "'");
+      continue;
+    }
+    const detail::ParamInfo& info = it->second;
+    auto slots = self().slots(info.shape, path);
+    if (std::find(slots.begin(), slots.end(), slot) == slots.end()) {
+      problems.push_back("'" + name + "': " + Derived::kName + " keeps no state '" + slot +
+                         "' for this parameter");
+      continue;
+    }
+    if (data.shape() != info.shape) {
+      problems.push_back("'" + name + "' has shape " + data.shape().to_string() +
+                         ", the parameter " + info.shape.to_string());
+      continue;
+    }
+    if (data.dtype() != info.dtype) {
+      problems.push_back("'" + name + "' has dtype " + std::string(ember::name(data.dtype())) +
+                         ", the parameter " + std::string(ember::name(info.dtype)));
+      continue;
+    }
+    if (!r.metadata.count(path + ".step")) {
+      problems.push_back("'" + name + "': no step count '" + path + ".step'");
+      continue;
+    }
+    loaded[path].set_handle(slot, Inner::from_data(data, info.device));
+  }
+  for (const auto& [path, st] : loaded) {
+    const detail::ParamInfo& info = infos.at(path);
+    for (const std::string& slot : self().slots(info.shape, path))
+      if (!st.has(slot)) problems.push_back("'" + path + "." + slot + "' is missing");
+  }
+  if (!problems.empty()) throw ValueError(who + detail::join_problems(problems));
+  state_.clear();
+  for (auto& [path, st] : loaded) state_[infos.at(path).id] = std::move(st);
+}
 
 /// Writes the optimizer's state for `model` to a safetensors file (atomically).
 template <class Opt, class M>

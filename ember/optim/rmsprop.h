@@ -78,4 +78,7 @@ class RmsProp : public Optimizer<RmsProp<B>, B> {
   RmsPropConfig c_;
 };
 
+// Compiled once in the library for Autodiff<Dispatch> (ember/optim/instantiate.cpp).
+extern template class EMBER_API Optimizer<RmsProp<AutodiffDispatch>, AutodiffDispatch>;
+
 }  // namespace ember::optim

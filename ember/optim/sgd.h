@@ -65,4 +65,7 @@ class Sgd : public Optimizer<Sgd<B>, B> {
   SgdConfig c_;
 };
 
+// Compiled once in the library for Autodiff<Dispatch> (ember/optim/instantiate.cpp).
+extern template class EMBER_API Optimizer<Sgd<AutodiffDispatch>, AutodiffDispatch>;
+
 }  // namespace ember::optim

@@ -31,6 +31,9 @@ template <class T>
 struct is_tensor : std::false_type {};
 template <Backend B, int D, class K>
 struct is_tensor<Tensor<B, D, K>> : std::true_type {};
+/// The errors of Tensor's constructor, out of line so that each Tensor type stays small.
+[[noreturn]] EMBER_API void tensor_rank_error(int rank, const Shape& got);
+[[noreturn]] EMBER_API void tensor_kind_error(DType got);
 }  // namespace detail
 
 template <Backend B, int D, TensorKind K>
@@ -46,11 +49,8 @@ class Tensor {
   /// Wraps a backend handle; throws if its rank is not D or its dtype not of kind K.
   explicit Tensor(Handle h) : h_(std::move(h)) {
     const TensorMeta& m = B::meta(h_);
-    if (static_cast<int>(m.shape.rank()) != D)
-      throw ShapeError("[tensor] rank-" + std::to_string(D) + " tensor given shape " +
-                       m.shape.to_string());
-    if (!K::holds(m.dtype))
-      throw DTypeError("[tensor] kind does not hold " + std::string(name(m.dtype)));
+    if (static_cast<int>(m.shape.rank()) != D) detail::tensor_rank_error(D, m.shape);
+    if (!K::holds(m.dtype)) detail::tensor_kind_error(m.dtype);
   }
 
   // ---- creation ------------------------------------------------------------------------

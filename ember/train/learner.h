@@ -134,6 +134,14 @@ class Learner {
       return 0;
   }
 
+  // An optimizer with a step over slots (optim::Optimizer) takes them; any other the model.
+  void optim_step(double lr, const std::vector<nn::Slot>& params, optim::GradientsParams<B>& g) {
+    if constexpr (requires { optim_.step(lr, params, g); })
+      optim_.step(lr, params, g);
+    else
+      optim_.step(lr, model_, g);
+  }
+
   template <class L>
   int64_t train_epoch(L& loader, int64_t epoch, int64_t skip) {
     Progress p = core_.begin_epoch("train", epoch, loader_size(loader));
@@ -148,6 +156,8 @@ class Learner {
     }
     const int64_t accumulate = core_.config().grad_accumulation;
     optim::GradientsAccumulator<B> acc;
+    // The model's parameters, walked once per epoch: gradients and steps work on these.
+    const std::vector<nn::Slot> params = nn::slots<B>(model_);
     const auto t0 = Clock::now();
     double lr = sched_.lr();
     // The loop by hand, to time the waits for the next batch (the loader's share of the epoch)
@@ -161,25 +171,25 @@ class Learner {
         continue;
       }
       auto out = model_.step(batch);
-      auto gp = optim::GradientsParams<B>::from_grads(out.loss.backward(), model_);
+      auto gp = optim::GradientsParams<B>::from_grads(out.loss.backward(), params);
       MetricInput in = out.metric_input();
       if (accumulate > 1) {
         acc.accumulate(gp);
         if (acc.count() == accumulate) {
           auto sum = acc.grads();
           lr = sched_.step();
-          optim_.step(lr, model_, sum);
+          optim_step(lr, params, sum);
         }
       } else {
         lr = sched_.step();
-        optim_.step(lr, model_, gp);
+        optim_step(lr, params, gp);
       }
       in.lr = lr;
       if (core_.batch_done(p, in, wait, t0)) return p.iteration;
     }
     if (accumulate > 1 && !acc.empty()) {  // a last partial accumulation
       auto sum = acc.grads();
-      optim_.step(sched_.step(), model_, sum);
+      optim_step(sched_.step(), params, sum);
     }
     core_.end_epoch(p, t0);
     return p.iteration;

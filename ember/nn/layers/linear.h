@@ -33,27 +33,7 @@ struct Linear {
   EMBER_MODULE(Linear, weight, bias)
 
   template <int D>
-  Tensor<B, D> forward(const Tensor<B, D>& x) const {
-    static_assert(D >= 1, "Linear needs rank >= 1");
-    const int64_t din = weight.shape()[0], dout = weight.shape()[1];
-    if (x.dim(-1) != din)
-      throw ShapeError("[linear] input " + x.shape().to_string() + " does not end in d_input " +
-                       std::to_string(din));
-    Tensor<B, 2> y = [&] {
-      if constexpr (D == 2)
-        return x.matmul(weight.val());
-      else
-        return x.template reshape<2>({-1, din}).matmul(weight.val());
-    }();
-    if (bias) y = y + bias->val().template unsqueeze<2>();
-    if constexpr (D == 2) {
-      return y;
-    } else {
-      Dims out = x.shape().dims();
-      out.back() = dout;
-      return y.template reshape<D>(Shape(out));
-    }
-  }
+  Tensor<B, D> forward(const Tensor<B, D>& x) const;
 };
 
 template <Backend B>
@@ -73,5 +53,39 @@ Linear<B> LinearConfig::init(Device dev) const {
     });
   return m;
 }
+
+template <Backend B>
+template <int D>
+Tensor<B, D> Linear<B>::forward(const Tensor<B, D>& x) const {
+  static_assert(D >= 1, "Linear needs rank >= 1");
+  const int64_t din = weight.shape()[0], dout = weight.shape()[1];
+  if (x.dim(-1) != din)
+    throw ShapeError("[linear] input " + x.shape().to_string() + " does not end in d_input " +
+                     std::to_string(din));
+  Tensor<B, 2> y = [&] {
+    if constexpr (D == 2)
+      return x.matmul(weight.val());
+    else
+      return x.template reshape<2>({-1, din}).matmul(weight.val());
+  }();
+  if (bias) y = y + bias->val().template unsqueeze<2>();
+  if constexpr (D == 2) {
+    return y;
+  } else {
+    Dims out = x.shape().dims();
+    out.back() = dout;
+    return y.template reshape<D>(Shape(out));
+  }
+}
+
+// Compiled once in the library for the Dispatch stacks (ember/nn/instantiate.cpp).
+#define EMBER_DETAIL_LINEAR_INSTANCES(ext, B)                                                  \
+  ext template EMBER_INSTANCE_API(ext) Linear<B> LinearConfig::init<B>(Device) const;          \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 2> Linear<B>::forward<2>(const Tensor<B, 2>&) \
+      const;                                                                                   \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 3> Linear<B>::forward<3>(const Tensor<B, 3>&) \
+      const;
+EMBER_DETAIL_LINEAR_INSTANCES(extern, Dispatch)
+EMBER_DETAIL_LINEAR_INSTANCES(extern, AutodiffDispatch)
 
 }  // namespace ember::nn

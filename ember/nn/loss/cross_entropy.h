@@ -15,6 +15,7 @@
 // ignore_index gives NaN, as in PyTorch. Probability targets are smoothed to
 // t * (1 - s) + s / C, ignore_index does not apply, and Mean divides by the element count.
 #pragma once
+#include "ember/backend/extern.h"
 #include "ember/nn/loss/reduction.h"
 
 namespace ember::nn {
@@ -46,27 +47,17 @@ class CrossEntropyLoss {
 
   /// Logits [N, C, d...] against class indices [N, d...].
   template <Backend B, int D>
-  Tensor<B, 0> forward(const Tensor<B, D>& logits, const Tensor<B, D - 1, Int>& targets) const {
-    auto [per, denom] = class_terms(logits, targets);
-    if (c_.reduction == Reduction::Mean) return loss_detail::rank0(per.sum() / denom);
-    return loss_detail::reduce(kName, per, c_.reduction);
-  }
+  Tensor<B, 0> forward(const Tensor<B, D>& logits, const Tensor<B, D - 1, Int>& targets) const;
   /// Logits [N, C, d...] against class probabilities of the same shape.
   template <Backend B, int D>
-  Tensor<B, 0> forward(const Tensor<B, D>& logits, const Tensor<B, D>& targets) const {
-    return loss_detail::reduce(kName, prob_terms(logits, targets), c_.reduction);
-  }
+  Tensor<B, 0> forward(const Tensor<B, D>& logits, const Tensor<B, D>& targets) const;
   /// Per-element losses [N, d...] (ignored elements are 0).
   template <Backend B, int D>
   Tensor<B, D - 1> forward_no_reduction(const Tensor<B, D>& logits,
-                                        const Tensor<B, D - 1, Int>& targets) const {
-    return class_terms(logits, targets).first;
-  }
+                                        const Tensor<B, D - 1, Int>& targets) const;
   template <Backend B, int D>
   Tensor<B, D - 1> forward_no_reduction(const Tensor<B, D>& logits,
-                                        const Tensor<B, D>& targets) const {
-    return prob_terms(logits, targets);
-  }
+                                        const Tensor<B, D>& targets) const;
 
  private:
   // Weights shaped [1, C, 1, ...] to broadcast over the logits.
@@ -150,5 +141,42 @@ class CrossEntropyLoss {
 };
 
 inline CrossEntropyLoss CrossEntropyLossConfig::init() const { return CrossEntropyLoss(*this); }
+
+template <Backend B, int D>
+Tensor<B, 0> CrossEntropyLoss::forward(const Tensor<B, D>& logits,
+                                       const Tensor<B, D - 1, Int>& targets) const {
+  auto [per, denom] = class_terms(logits, targets);
+  if (c_.reduction == Reduction::Mean) return loss_detail::rank0(per.sum() / denom);
+  return loss_detail::reduce(kName, per, c_.reduction);
+}
+template <Backend B, int D>
+Tensor<B, 0> CrossEntropyLoss::forward(const Tensor<B, D>& logits,
+                                       const Tensor<B, D>& targets) const {
+  return loss_detail::reduce(kName, prob_terms(logits, targets), c_.reduction);
+}
+template <Backend B, int D>
+Tensor<B, D - 1> CrossEntropyLoss::forward_no_reduction(
+    const Tensor<B, D>& logits, const Tensor<B, D - 1, Int>& targets) const {
+  return class_terms(logits, targets).first;
+}
+template <Backend B, int D>
+Tensor<B, D - 1> CrossEntropyLoss::forward_no_reduction(const Tensor<B, D>& logits,
+                                                        const Tensor<B, D>& targets) const {
+  return prob_terms(logits, targets);
+}
+
+// Compiled once in the library for the Dispatch stacks and [N, C] logits
+// (ember/nn/instantiate.cpp).
+#define EMBER_DETAIL_CROSS_ENTROPY_INSTANCES(ext, B)                                              \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 0> CrossEntropyLoss::forward<B, 2>(              \
+      const Tensor<B, 2>&, const Tensor<B, 1, Int>&) const;                                       \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 0> CrossEntropyLoss::forward<B, 2>(              \
+      const Tensor<B, 2>&, const Tensor<B, 2>&) const;                                            \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 1> CrossEntropyLoss::forward_no_reduction<B, 2>( \
+      const Tensor<B, 2>&, const Tensor<B, 1, Int>&) const;                                       \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 1> CrossEntropyLoss::forward_no_reduction<B, 2>( \
+      const Tensor<B, 2>&, const Tensor<B, 2>&) const;
+EMBER_DETAIL_CROSS_ENTROPY_INSTANCES(extern, Dispatch)
+EMBER_DETAIL_CROSS_ENTROPY_INSTANCES(extern, AutodiffDispatch)
 
 }  // namespace ember::nn

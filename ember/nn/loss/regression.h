@@ -11,6 +11,7 @@
 //   SmoothL1(beta): 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta   (beta = 0: |d|)
 // so SmoothL1(beta) = Huber(beta) / beta for beta > 0.
 #pragma once
+#include "ember/backend/extern.h"
 #include "ember/nn/loss/reduction.h"
 
 namespace ember::nn {
@@ -48,9 +49,7 @@ class MseLoss {
   const MseLossConfig& config() const { return c_; }
 
   template <Backend B, int D>
-  Tensor<B, 0> forward(const Tensor<B, D>& input, const Tensor<B, D>& target) const {
-    return loss_detail::reduce(kName, forward_no_reduction(input, target), c_.reduction);
-  }
+  Tensor<B, 0> forward(const Tensor<B, D>& input, const Tensor<B, D>& target) const;
   template <Backend B, int D>
   Tensor<B, D> forward_no_reduction(const Tensor<B, D>& input, const Tensor<B, D>& target) const {
     loss_detail::same_shape(kName, "input", input, "target", target);
@@ -60,6 +59,20 @@ class MseLoss {
  private:
   MseLossConfig c_;
 };
+
+template <Backend B, int D>
+Tensor<B, 0> MseLoss::forward(const Tensor<B, D>& input, const Tensor<B, D>& target) const {
+  return loss_detail::reduce(kName, forward_no_reduction(input, target), c_.reduction);
+}
+
+// Compiled once in the library for the Dispatch stacks (ember/nn/instantiate.cpp).
+#define EMBER_DETAIL_MSE_INSTANCES(ext, B)                                  \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 0> MseLoss::forward<B, 1>( \
+      const Tensor<B, 1>&, const Tensor<B, 1>&) const;                      \
+  ext template EMBER_INSTANCE_API(ext) Tensor<B, 0> MseLoss::forward<B, 2>( \
+      const Tensor<B, 2>&, const Tensor<B, 2>&) const;
+EMBER_DETAIL_MSE_INSTANCES(extern, Dispatch)
+EMBER_DETAIL_MSE_INSTANCES(extern, AutodiffDispatch)
 
 namespace loss_detail {
 // 0.5 d^2 where |d| < k, else k (|d| - 0.5 k)
