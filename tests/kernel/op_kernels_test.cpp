@@ -16,9 +16,11 @@
 #include "ember/kernel/kernels/create.h"
 #include "ember/kernel/kernels/detail.h"
 #include "ember/kernel/kernels/index.h"
+#include "ember/kernel/kernels/interpolate.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/scan.h"
 #include "ember/kernel/kernels/sort.h"
+#include "ember/kernel/kernels/spatial.h"
 #include "ember/kernel/kernels/where.h"
 #include "ember/kernel/passes.h"
 #include "ember/kernel/validate.h"
@@ -334,4 +336,95 @@ TEST(KernelIndex, GatherScatterIndexSelectIndexAdd) {
                scatter_kernel({DType::F16, DType::I64, 2, ScatterSpec::Add}),
                index_select_kernel({DType::F64}), index_add_kernel({DType::F32}),
                index_add_kernel({DType::I8, DType::I32, true})});
+}
+
+// ---- spatial ---------------------------------------------------------------------------
+
+namespace {
+std::vector<std::string> param_names(const Kernel& k) {
+  std::vector<std::string> names;
+  for (const Param& p : k.params) names.push_back(p.name);
+  return names;
+}
+const OpCode kPools[] = {OpCode::MaxPool,         OpCode::MaxPoolBackward,
+                         OpCode::AvgPool,         OpCode::AvgPoolBackward,
+                         OpCode::AdaptiveAvgPool, OpCode::AdaptiveAvgPoolBackward};
+}  // namespace
+
+TEST(KernelSpatial, PoolsUnfoldAndFoldBuild) {
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16})
+    for (int rank = 1; rank <= 3; ++rank)
+      for (bool wide : {false, true}) {
+        std::vector<Kernel> ks;
+        for (OpCode op : kPools)
+          for (bool pad : {true, false}) ks.push_back(pool_kernel({op, t, rank, pad, wide}));
+        for (bool fold : {false, true}) ks.push_back(unfold_kernel({t, rank, fold, wide}));
+        for (Kernel& k : ks) {
+          default_pipeline().run(k);
+          EXPECT_NO_THROW(render_cuda(k)) << k.name;
+        }
+      }
+  EXPECT_EQ(param_names(pool_kernel({OpCode::MaxPoolBackward, DType::F32, 1})),
+            (std::vector<std::string>{"x", "g", "out", "n", "channels", "in0", "out0", "kernel0",
+                                      "stride0", "padding0", "dilation0", "x_stride0", "x_stride1",
+                                      "x_stride2", "g_stride0", "g_stride1", "g_stride2"}));
+  EXPECT_EQ(param_names(pool_kernel({OpCode::AdaptiveAvgPoolBackward, DType::F32, 1})),
+            (std::vector<std::string>{"g", "out", "n", "channels", "in0", "out0", "g_stride0",
+                                      "g_stride1", "g_stride2"}));
+  EXPECT_EQ(param_names(unfold_kernel({DType::F32, 1})),
+            (std::vector<std::string>{"x", "out", "n", "channels", "in0", "out0", "kernel0",
+                                      "stride0", "padding0", "dilation0", "x_stride0", "x_stride1",
+                                      "x_stride2", "out_stride0", "out_stride1", "out_stride2"}));
+  EXPECT_EQ(param_names(unfold_kernel({DType::F32, 2, true})).back(), "x_stride2");
+  // the backward ops gather: no atomics, so they are deterministic
+  for (OpCode op : {OpCode::MaxPoolBackward, OpCode::AvgPoolBackward})
+    EXPECT_FALSE(contains(dump(pool_kernel({op, DType::F32, 2})), "atomic")) << name(op);
+  EXPECT_FALSE(contains(dump(unfold_kernel({DType::F32, 2, true})), "atomic"));
+  EXPECT_THROW(pool_kernel({OpCode::Add, DType::F32}), ValueError);
+  EXPECT_THROW(pool_kernel({OpCode::MaxPool, DType::I32}), ValueError);
+  EXPECT_THROW(pool_kernel({OpCode::MaxPool, DType::F32, 4}), ValueError);
+  EXPECT_THROW(unfold_kernel({DType::F32, 0}), ValueError);
+  std::vector<Kernel> ks;
+  for (OpCode op : kPools) {
+    ks.push_back(pool_kernel({op, DType::F32, 2}));
+    ks.push_back(pool_kernel({op, DType::BF16, 3, false, true}));
+  }
+  ks.push_back(pool_kernel({OpCode::MaxPoolBackward, DType::F64, 1}));
+  ks.push_back(pool_kernel({OpCode::AvgPool, DType::F16, 2, false}));
+  for (bool fold : {false, true}) {
+    ks.push_back(unfold_kernel({DType::F32, 2, fold}));
+    ks.push_back(unfold_kernel({DType::F16, 3, fold, true}));
+  }
+  compile_all(std::move(ks));
+}
+
+TEST(KernelSpatial, InterpolateEveryModeBuilds) {
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16})
+    for (InterpMode m : {InterpMode::Nearest, InterpMode::Linear, InterpMode::Cubic})
+      for (int rank = 1; rank <= 3; ++rank)
+        for (bool align : {false, true})
+          for (bool backward : {false, true}) {
+            Kernel k = interpolate_kernel({t, m, rank, align, backward});
+            default_pipeline().run(k);
+            EXPECT_NO_THROW(render_cuda(k)) << k.name;
+          }
+  EXPECT_EQ(interpolate_accumulator(DType::F16), DType::F32);
+  EXPECT_EQ(interpolate_accumulator(DType::F64), DType::F64);
+  Kernel b = interpolate_kernel({DType::BF16, InterpMode::Linear, 2, false, true});
+  EXPECT_EQ(b.params[1].type, Type(ScalarType::F32));
+  EXPECT_TRUE(contains(dump(b), "atomic_add"));
+  EXPECT_EQ(param_names(interpolate_kernel({DType::F32, InterpMode::Cubic, 1})),
+            (std::vector<std::string>{"x", "out", "n", "channels", "in0", "out0", "x_stride0",
+                                      "x_stride1", "x_stride2"}));
+  EXPECT_THROW(interpolate_kernel({DType::I64}), ValueError);
+  EXPECT_THROW(interpolate_kernel({DType::F32, InterpMode::Linear, 4}), ValueError);
+  std::vector<Kernel> ks;
+  for (InterpMode m : {InterpMode::Nearest, InterpMode::Linear, InterpMode::Cubic})
+    for (bool backward : {false, true}) {
+      ks.push_back(interpolate_kernel({DType::F32, m, 2, m != InterpMode::Nearest, backward}));
+      ks.push_back(interpolate_kernel({DType::F64, m, 2, false, backward, true}));
+    }
+  ks.push_back(interpolate_kernel({DType::F16, InterpMode::Linear, 3, true, true}));
+  ks.push_back(interpolate_kernel({DType::BF16, InterpMode::Linear, 1}));
+  compile_all(std::move(ks));
 }
