@@ -126,11 +126,23 @@ class EMBER_API KernelBuilder {
   Val ceil(const Val& a) { return unary(Op::Ceil, a); }
   Val round(const Val& a) { return unary(Op::Round, a); }
   Val trunc(const Val& a) { return unary(Op::Trunc, a); }
+  Val expm1(const Val& a) { return unary(Op::Expm1, a); }
+  Val log1p(const Val& a) { return unary(Op::Log1p, a); }
+  Val asin(const Val& a) { return unary(Op::Asin, a); }
+  Val acos(const Val& a) { return unary(Op::Acos, a); }
+  Val atan(const Val& a) { return unary(Op::Atan, a); }
+  Val sinh(const Val& a) { return unary(Op::Sinh, a); }
+  Val cosh(const Val& a) { return unary(Op::Cosh, a); }
+  Val asinh(const Val& a) { return unary(Op::Asinh, a); }
+  Val acosh(const Val& a) { return unary(Op::Acosh, a); }
+  Val atanh(const Val& a) { return unary(Op::Atanh, a); }
   Val is_nan(const Val& a) { return unary(Op::IsNan, a); }
   Val is_inf(const Val& a) { return unary(Op::IsInf, a); }
   Val min(const Val& a, const Val& b) { return binary(Op::Min, a, b); }
   Val max(const Val& a, const Val& b) { return binary(Op::Max, a, b); }
   Val pow(const Val& a, const Val& b) { return binary(Op::Pow, a, b); }
+  /// atan2(y, x), as C's.
+  Val atan2(const Val& y, const Val& x) { return binary(Op::Atan2, y, x); }
   /// i32/u32: the high 32 bits of the full product (a * b is the low 32).
   Val mul_hi(const Val& a, const Val& b) { return binary(Op::MulHi, a, b); }
   Val fma(const Val& a, const Val& b, const Val& c);

@@ -204,7 +204,8 @@ class Checker {
         if (i.op == Op::MulHi)
           expect(t[0].scalar == ScalarType::I32 || t[0].scalar == ScalarType::U32,
                  "mul_hi needs i32 or u32, not " + name(t[0]));
-        if (in.form == Form::Math2) expect(is_float(t[0]), "pow needs floats, not " + name(t[0]));
+        if (in.form == Form::Math2)
+          expect(is_float(t[0]), std::string(name(i.op)) + " needs floats, not " + name(t[0]));
         if (in.form == Form::Logic2)
           expect(is_int(t[0]) || is_bool(t[0]),
                  std::string(name(i.op)) + " needs ints or bools, not " + name(t[0]));

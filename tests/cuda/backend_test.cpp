@@ -161,6 +161,30 @@ TEST_F(CudaBackend, Unary) {
   expect_same(Op{OpCode::Exp, {}}, {random({0, 3}, DType::F32)}, {}, 0, 0, "zero-size");
 }
 
+TEST_F(CudaBackend, InverseAndHyperbolicMath) {
+  struct Case {
+    OpCode op;
+    double lo, hi;  // inside the domain
+  };
+  const Case cases[] = {{OpCode::Expm1, -3, 3},      {OpCode::Log1p, -0.9, 5},
+                        {OpCode::Asin, -0.99, 0.99}, {OpCode::Acos, -0.99, 0.99},
+                        {OpCode::Atan, -5, 5},       {OpCode::Sinh, -3, 3},
+                        {OpCode::Cosh, -3, 3},       {OpCode::Asinh, -5, 5},
+                        {OpCode::Acosh, 1, 6},       {OpCode::Atanh, -0.99, 0.99}};
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+    for (const Case& c : cases)
+      for (auto& [lname, ops] : layouts())
+        expect_same(Op{c.op, {}}, {random({4, 6, 5}, t, c.lo, c.hi)}, {ops}, tol(t), tol(t),
+                    std::string(name(c.op)) + " " + std::string(name(t)) + " " + lname);
+    expect_same(Op{OpCode::Atan2, {}}, {random({4, 6, 5}, t), random({6, 1}, t)},
+                {layouts()[1].second, {}}, tol(t), tol(t), "atan2 " + std::string(name(t)));
+  }
+  // Near 0, where exp(x) - 1 and log(1 + x) lose every digit.
+  TensorData tiny = TensorData::from<float>({1e-7f, -3e-6f, 2e-5f, 0.0f}, Shape{4});
+  expect_same(Op{OpCode::Expm1, {}}, {tiny}, {}, 1e-6, 0, "expm1 near 0");
+  expect_same(Op{OpCode::Log1p, {}}, {tiny}, {}, 1e-6, 0, "log1p near 0");
+}
+
 TEST_F(CudaBackend, BinaryAndCompare) {
   const OpCode arith[] = {OpCode::Add,     OpCode::Sub,     OpCode::Mul,      OpCode::Div,
                           OpCode::Maximum, OpCode::Minimum, OpCode::Remainder};

@@ -109,3 +109,46 @@ TEST(KernelKernels, CompileWithNvrtc) {
   }
   fs::remove_all(dir);
 }
+
+// expm1, log1p, the inverse and hyperbolic functions and atan2: one IR instruction each,
+// rendered as CUDA's accurate functions (f suffix for f32 and the halves, computed in f32),
+// and compiled with NVRTC.
+TEST(KernelKernels, InverseAndHyperbolicMath) {
+  const std::pair<OpCode, const char*> ops[] = {
+      {OpCode::Expm1, "expm1"}, {OpCode::Log1p, "log1p"}, {OpCode::Asin, "asin"},
+      {OpCode::Acos, "acos"},   {OpCode::Atan, "atan"},   {OpCode::Sinh, "sinh"},
+      {OpCode::Cosh, "cosh"},   {OpCode::Asinh, "asinh"}, {OpCode::Acosh, "acosh"},
+      {OpCode::Atanh, "atanh"}, {OpCode::Atan2, "atan2"}};
+  std::string why;
+  bool nvrtc = nvrtc_available(&why);
+  KernelCache cache("");
+  for (auto [op, fn] : ops) {
+    EXPECT_FALSE(elementwise_supported(op, DType::I32)) << name(op);
+    for (DType t : {DType::F32, DType::F64, DType::BF16}) {
+      ASSERT_TRUE(elementwise_supported(op, t)) << name(op);
+      for (bool dense : {false, true}) {
+        ElementwiseSpec s{op, t};
+        s.rank = 2;
+        s.contiguous = dense;
+        Kernel k = elementwise_kernel(s);
+        default_pipeline().run(k);
+        std::string src = render_cuda(k);
+        std::string call = std::string(fn) + (t == DType::F64 ? "(" : "f(");
+        EXPECT_NE(src.find(call), std::string::npos) << k.name << "\n" << src;
+        if (nvrtc) {
+          EXPECT_NO_THROW(compile_cuda(k, opts(&cache))) << k.name;
+        }
+      }
+    }
+  }
+  // The validator names the instruction when its operands are not floats.
+  KernelBuilder kb("atan2_int");
+  Val a = kb.scalar("a", ScalarType::I32);
+  try {
+    kb.atan2(a, a);
+    kb.finish();
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("atan2 needs floats"), std::string::npos) << e.what();
+  }
+}

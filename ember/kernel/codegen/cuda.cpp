@@ -126,6 +126,28 @@ const char* math_name(Op op) {
       return "trunc";
     case Op::Pow:
       return "pow";
+    case Op::Expm1:
+      return "expm1";
+    case Op::Log1p:
+      return "log1p";
+    case Op::Asin:
+      return "asin";
+    case Op::Acos:
+      return "acos";
+    case Op::Atan:
+      return "atan";
+    case Op::Sinh:
+      return "sinh";
+    case Op::Cosh:
+      return "cosh";
+    case Op::Asinh:
+      return "asinh";
+    case Op::Acosh:
+      return "acosh";
+    case Op::Atanh:
+      return "atanh";
+    case Op::Atan2:
+      return "atan2";
     default:
       return "?";
   }

@@ -18,7 +18,9 @@ bool supported_unary(OpCode op, DType t) {
     case OpCode::Sign:
       return is_float(t) || is_int(t);
     case OpCode::Exp:
+    case OpCode::Expm1:
     case OpCode::Log:
+    case OpCode::Log1p:
     case OpCode::Log2:
     case OpCode::Sqrt:
     case OpCode::Rsqrt:
@@ -26,7 +28,15 @@ bool supported_unary(OpCode op, DType t) {
     case OpCode::Sin:
     case OpCode::Cos:
     case OpCode::Tan:
+    case OpCode::Asin:
+    case OpCode::Acos:
+    case OpCode::Atan:
+    case OpCode::Sinh:
+    case OpCode::Cosh:
     case OpCode::Tanh:
+    case OpCode::Asinh:
+    case OpCode::Acosh:
+    case OpCode::Atanh:
     case OpCode::Erf:
     case OpCode::Sigmoid:
     case OpCode::Floor:
@@ -63,6 +73,7 @@ bool supported_binary(OpCode op, DType t) {
     case OpCode::NotEqual:
       return true;
     case OpCode::Pow:
+    case OpCode::Atan2:
       return is_float(t);
     case OpCode::BitwiseAnd:
     case OpCode::BitwiseOr:
@@ -120,6 +131,26 @@ Val apply_elementwise(KernelBuilder& kb, OpCode op, std::span<const Val> in) {
       return down(kb.select(x > c(0), c(1), kb.select(x < c(0), c(-1), x)));
     case OpCode::Exp:
       return down(kb.exp(x));
+    case OpCode::Expm1:
+      return down(kb.expm1(x));
+    case OpCode::Log1p:
+      return down(kb.log1p(x));
+    case OpCode::Asin:
+      return down(kb.asin(x));
+    case OpCode::Acos:
+      return down(kb.acos(x));
+    case OpCode::Atan:
+      return down(kb.atan(x));
+    case OpCode::Sinh:
+      return down(kb.sinh(x));
+    case OpCode::Cosh:
+      return down(kb.cosh(x));
+    case OpCode::Asinh:
+      return down(kb.asinh(x));
+    case OpCode::Acosh:
+      return down(kb.acosh(x));
+    case OpCode::Atanh:
+      return down(kb.atanh(x));
     case OpCode::Log:
       return down(kb.log(x));
     case OpCode::Log2:
@@ -173,6 +204,8 @@ Val apply_elementwise(KernelBuilder& kb, OpCode op, std::span<const Val> in) {
       return down(kb.min(x, y));
     case OpCode::Pow:
       return down(kb.pow(x, y));
+    case OpCode::Atan2:
+      return down(kb.atan2(x, y));
     case OpCode::BitwiseAnd:
     case OpCode::LogicalAnd:
       return x & y;
