@@ -9,8 +9,11 @@
 #include "ember/kernel/kernels/copy.h"
 #include "ember/kernel/kernels/create.h"
 #include "ember/kernel/kernels/elementwise.h"
+#include "ember/kernel/kernels/index.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/scan.h"
+#include "ember/kernel/kernels/softmax.h"
+#include "ember/kernel/kernels/sort.h"
 #include "ember/kernel/kernels/where.h"
 
 using namespace ember;
@@ -82,6 +85,78 @@ TEST_F(CudaKernels, LayerKernelsAsRequested) {
     ss.layout = layout;
     compiles(kernel::scan_kernel(ss));
   }
+}
+
+// The indexing kernels as index.cpp asks for them: the strided-output copy (cat,
+// slice_assign), gather, the three scatter stages, index_select and index_add on their
+// accumulator types, with i64 and i32 indices.
+TEST_F(CudaKernels, IndexKernelsAsRequested) {
+  for (bool wide : {false, true}) {
+    kernel::CopySpec cs{DType::BF16, DType::BF16};
+    cs.rank = 4;
+    cs.strided_out = true;
+    cs.wide_index = wide;
+    compiles(kernel::copy_kernel(cs));
+  }
+  for (DType t : {DType::F32, DType::F16, DType::I8, DType::Bool, DType::F64})
+    for (DType ix : {DType::I64, DType::I32}) {
+      kernel::GatherSpec g{t, ix};
+      g.rank = 3;
+      compiles(kernel::gather_kernel(g));
+      for (auto mode :
+           {kernel::ScatterSpec::Claim, kernel::ScatterSpec::Assign, kernel::ScatterSpec::Add}) {
+        kernel::ScatterSpec s{t, ix};
+        s.rank = 2;
+        s.mode = mode;
+        s.wide_index = ix == DType::I32;  // the claim buffer is i64 then
+        compiles(kernel::scatter_kernel(s));
+      }
+      compiles(kernel::index_select_kernel({t, ix}));
+      compiles(kernel::index_add_kernel({t, ix}));
+    }
+}
+
+// argsort as index.cpp launches it: a Block stage for each workgroup it picks (32 to 512),
+// ascending and descending, and the Merge stage.
+TEST_F(CudaKernels, ArgsortAsRequested) {
+  for (int wg = 32; wg <= 512; wg *= 2)
+    for (bool desc : {false, true}) {
+      kernel::ArgsortSpec s{DType::F32, desc};
+      s.workgroup = wg;
+      compiles(kernel::argsort_kernel(s));
+    }
+  for (DType t : {DType::F16, DType::I64, DType::U8, DType::F64}) {
+    kernel::ArgsortSpec s{t};
+    s.workgroup = 128;
+    compiles(kernel::argsort_kernel(s));
+    s.stage = kernel::ArgsortSpec::Merge;
+    s.workgroup = 256;
+    compiles(kernel::argsort_kernel(s));
+  }
+}
+
+// The fused softmax, log_softmax and logsumexp kernels composite.cpp picks: workgroups of
+// 128 to 1024 with 1 to 16 register items or none, and the thread-per-row layout.
+TEST_F(CudaKernels, SoftmaxAsRequested) {
+  for (OpCode op : {OpCode::Softmax, OpCode::LogSoftmax, OpCode::LogSumExp}) {
+    for (int items : {0, 1, 2, 4, 8, 16}) {
+      kernel::SoftmaxSpec s{op, DType::F32};
+      s.items = items;
+      s.workgroup = items == 16 || items == 0 ? 1024 : 128 << (items % 4);
+      compiles(kernel::softmax_kernel(s));
+    }
+    for (DType t : {DType::F16, DType::BF16, DType::F64}) {
+      kernel::SoftmaxSpec s{op, t};
+      s.items = 8;
+      s.workgroup = 512;
+      compiles(kernel::softmax_kernel(s));
+      s.layout = kernel::SoftmaxSpec::ThreadPerRow;
+      s.wide_index = true;
+      compiles(kernel::softmax_kernel(s));
+    }
+  }
+  EXPECT_THROW(kernel::softmax_kernel({OpCode::Exp, DType::F32}), ValueError);
+  EXPECT_THROW(kernel::softmax_kernel({OpCode::Softmax, DType::I32}), ValueError);
 }
 
 }  // namespace

@@ -14,6 +14,10 @@ CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out);
 CudaTensor scan(const Op& op, Inputs in, const TensorMeta& out);
 CudaTensor movement(const Op& op, Inputs in, const TensorMeta& out);
 CudaTensor matmul(const Op& op, Inputs in, const TensorMeta& out);
+CudaTensor index(const Op& op, Inputs in, const TensorMeta& out);  // cat .. index_add
+CudaTensor sort(const Op& op, Inputs in, const TensorMeta& out);   // argsort
+/// Softmax, LogSoftmax and LogSumExp (those Cuda::supports names), one kernel each.
+CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out);
 /// A dense copy of `t` (any strides) by the strided-copy kernel.
 CudaTensor copy_strided(const CudaTensor& t);
 

@@ -26,7 +26,19 @@ struct Loaded {
 };
 
 /// What a kernel key is made of; every field fits its bits.
-enum class Kind : uint8_t { Elementwise, Reduce, Where, Copy, Fill, SeqReduce, Scan, Matmul };
+enum class Kind : uint8_t {
+  Elementwise,
+  Reduce,
+  Where,
+  Copy,
+  Fill,
+  SeqReduce,
+  Scan,
+  Matmul,
+  Index,
+  Sort,
+  Softmax
+};
 constexpr uint64_t key(Kind kind, int op, DType a, DType b = DType::F32, int rank = 0,
                        bool dense = false, bool wide = false, int extra = 0) {
   return uint64_t(kind) | uint64_t(op) << 8 | uint64_t(a) << 24 | uint64_t(b) << 32 |

@@ -68,6 +68,12 @@ CudaTensor Cuda::run(const Op& op, std::span<CudaTensor> in, const TensorMeta& o
         return movement(op, in, out);
       case OpFamily::Matmul:
         return matmul(op, in, out);
+      case OpFamily::Index:
+        return index(op, in, out);
+      case OpFamily::Sort:
+        return sort(op, in, out);
+      case OpFamily::Composite:
+        return composite(op, in, out);
       default:
         not_implemented(op, in);
     }
@@ -81,6 +87,10 @@ CudaTensor Cuda::run(const Op& op, std::span<CudaTensor> in, const TensorMeta& o
     throw DeviceError(opname + " on cuda:" + std::to_string(dev.index) + " with inputs " +
                       describe(in) + ": " + what);
   }
+}
+
+bool Cuda::supports(OpCode c) {
+  return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::LogSumExp;
 }
 
 namespace cuda {

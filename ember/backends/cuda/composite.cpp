@@ -1,0 +1,140 @@
+// Fused composites: softmax, log_softmax (along any dim) and logsumexp (over any dims) in one
+// kernel each (ember/kernel/kernels/softmax.h). The input is seen as [outer, size, inner]
+// in place when its strides allow, else copied (reduced dims moved last for logsumexp).
+// Rows along the last dim take a workgroup each, holding up to 16 elements a thread in
+// registers; along an inner dim, a thread per row walks it with coalesced loads.
+#include <algorithm>
+#include <vector>
+
+#include "ember/backends/cuda/ops.h"
+#include "ember/kernel/kernels/softmax.h"
+
+namespace ember::cuda::detail {
+
+namespace {
+
+constexpr int64_t kMaxI32 = 0x7fffffff;
+
+// The single stride of dims [b, e) of t seen as one dim, if they merge (size-1 dims skipped).
+bool merged_stride(const CudaTensor& t, size_t b, size_t e, int64_t& stride) {
+  stride = 1;
+  e = std::min(e, t.meta.shape.rank());
+  int64_t expect = 0;
+  bool any = false;
+  for (size_t i = e; i-- > b;) {
+    int64_t n = t.meta.shape[i];
+    if (n == 1) continue;
+    if (!any) {
+      stride = t.strides[i];
+      expect = stride * n;
+      any = true;
+    } else {
+      if (t.strides[i] != expect) return false;
+      expect *= n;
+    }
+  }
+  return true;
+}
+
+// t as [outer, size, inner] with dims [first, last] in the middle: strides, or false.
+bool view3(const CudaTensor& t, size_t first, size_t last, int64_t st[3]) {
+  return merged_stride(t, 0, first, st[0]) && merged_stride(t, first, last + 1, st[1]) &&
+         merged_stride(t, last + 1, t.meta.shape.rank(), st[2]);
+}
+
+int64_t pow2_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+int log2_of(int64_t p) {
+  int l = 0;
+  while ((int64_t(1) << l) < p) ++l;
+  return l;
+}
+
+}  // namespace
+
+CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
+  if (op.code != OpCode::Softmax && op.code != OpCode::LogSoftmax && op.code != OpCode::LogSumExp)
+    not_implemented(op, in);
+  CudaTensor x = in[0];
+  const Shape& s = x.meta.shape;
+  size_t rank = s.rank();
+  // The dims reduced along: [first, last] after moving them together (logsumexp).
+  size_t first = 0, last = 0;
+  if (op.code != OpCode::LogSumExp) {
+    first = last = static_cast<size_t>(op.attrs.dim);
+  } else {
+    std::vector<bool> red(rank, op.attrs.dims.empty());
+    for (int64_t d : op.attrs.dims) red[d] = true;
+    // The reduced dims of more than one element; a block of them stays in place.
+    first = last = rank;
+    for (size_t d = 0; d < rank; ++d)
+      if (red[d] && s[d] != 1) {
+        if (first == rank) first = d;
+        last = d;
+      }
+    bool block = true;
+    for (size_t d = first; d < rank && d <= last; ++d) block = block && (red[d] || s[d] == 1);
+    if (!block) {  // kept dims first, reduced ones last: the output's order is unchanged
+      Dims order;
+      for (size_t d = 0; d < rank; ++d)
+        if (!red[d]) order.push_back(d);
+      first = order.size();
+      for (size_t d = 0; d < rank; ++d)
+        if (red[d]) order.push_back(d);
+      CudaTensor p = x;
+      for (size_t i = 0; i < rank; ++i) {
+        p.strides[i] = x.strides[order[i]];
+        p.meta.shape[i] = s[order[i]];
+      }
+      x = p;
+      last = rank - 1;
+    }
+  }
+  const Shape& xs = x.meta.shape;
+  int64_t outer = 1, size = 1, inner = 1;
+  for (size_t d = 0; d < xs.rank(); ++d) (d < first ? outer : d <= last ? size : inner) *= xs[d];
+  int64_t st[3];
+  if (!view3(x, first, last, st)) {
+    x = copy_strided(x);
+    view3(x, first, last, st);
+  }
+  int dev = x.device;
+  CudaTensor o = empty(out, dev);
+  int64_t rows = outer * inner;
+  if (out.shape.numel() == 0) return o;
+  DeviceState& d = device(dev);
+  DType t = x.meta.dtype;
+  bool wide = xs.numel() > kMaxI32 || out.shape.numel() > kMaxI32 ||
+              int64_t(x.storage->bytes / size_of(t)) > kMaxI32;
+  bool group = size > 64 && (inner == 1 || rows < int64_t(d.multiprocessors) * 64);
+  // Up to 16 elements a thread in registers: rows up to 16K elements are read once.
+  int64_t wg = 256, items = 0;
+  if (group) {
+    wg = std::clamp<int64_t>(pow2_at_least((size + 7) / 8), 128, 1024);
+    int64_t per = (size + wg - 1) / wg;
+    items = per <= 16 ? pow2_at_least(per) : 0;
+  }
+  const Loaded& l = kernel_for(
+      d, key(Kind::Softmax, int(op.code), t, t, group ? log2_of(wg) : 0, group, wide, int(items)),
+      [&] {
+        kernel::SoftmaxSpec ss;
+        ss.op = op.code;
+        ss.dtype = t;
+        ss.layout = group ? kernel::SoftmaxSpec::GroupPerRow : kernel::SoftmaxSpec::ThreadPerRow;
+        ss.items = static_cast<int>(items);
+        ss.wide_index = wide;
+        ss.workgroup = static_cast<int>(wg);
+        return kernel::softmax_kernel(ss);
+      });
+  Args a(l);
+  a.ptr(x.ptr()).ptr(o.ptr()).i(outer).i(size).i(inner).i(st[0]).i(st[1]).i(st[2]);
+  a.launch(d, group ? std::min<int64_t>(rows, int64_t(d.multiprocessors) * 32)
+                    : groups_for(d, rows, 256));
+  return o;
+}
+
+}  // namespace ember::cuda::detail
