@@ -1,6 +1,6 @@
 // The spatial kernels of spatial.h and interpolate.h on a GPU: max/avg/adaptive pooling and
-// their backward ops, interpolate in every mode, unfold and fold, compiled with NVRTC,
-// launched through the driver and compared with the CPU backend's result for the same op on
+// their backward ops, interpolate in every mode, unfold, fold and the direct conv, compiled with
+// NVRTC, launched through the driver and compared with the CPU backend's result for the same op on
 // random inputs (strided views, ties and NaNs for max pooling, strides, padding, dilation,
 // ceil mode, zero-size batches). Without a CUDA driver or GPU every test skips, saying so.
 #include <gtest/gtest.h>
@@ -142,12 +142,13 @@ class GpuSpatial : public ::testing::Test {
   }
 
   static void expect_close(const TensorData& got, const TensorData& want, const std::string& what,
-                           double rtol = -1) {
+                           double rtol = -1, double atol = -1) {
     DType t = want.dtype();
     if (rtol < 0)
       rtol = t == DType::F16 || t == DType::BF16 ? 1e-2 : t == DType::F32 ? 2e-5 : 1e-12;
     std::string why;
-    EXPECT_TRUE(got.all_close(want, rtol, rtol * 0.1, &why)) << what << ": " << why;
+    if (atol < 0) atol = rtol * 0.1;
+    EXPECT_TRUE(got.all_close(want, rtol, atol, &why)) << what << ": " << why;
   }
 
   // MaxPool or AvgPool (both divisor rules) and the backward op on x of shape xs.
@@ -268,7 +269,11 @@ class GpuSpatial : public ::testing::Test {
       geometry(a, spatial(xs), spatial(os), nullptr);
       strides(a, g.cpu);
     });
-    expect_close(fetch(*gx, xs, acc).convert(t), want_b, "interpolate_backward " + tag, f32_tol);
+    // atomic adds in any order: sums that cancel are off by their terms' rounding
+    expect_close(fetch(*gx, xs, acc).convert(t), want_b, "interpolate_backward " + tag, f32_tol,
+                 t == DType::F32   ? 1e-5
+                 : t == DType::F64 ? 1e-12
+                                   : -1);
   }
 
   void unfold_fold(DType t, const Shape& xs, const Window& w, bool strided,
@@ -310,6 +315,36 @@ class GpuSpatial : public ::testing::Test {
     });
     expect_close(fetch(*y, xs, t), want_f, "fold " + tag,
                  t == DType::F32 || t == DType::F64 ? 0 : -1);
+  }
+
+  // Conv (no bias) of x [N, C_in, *s] by a weight [c_out, C_in / groups, *kernel].
+  void conv(DType t, const Shape& xs, int64_t c_out, int64_t groups, const Window& w, bool strided,
+            const std::string& what) {
+    int r = static_cast<int>(xs.rank()) - 2;
+    std::string tag = what + " " + std::string(name(t));
+    View x = make(t, xs, strided);
+    Dims wd{c_out, xs[1] / groups};
+    for (int i = 0; i < r; ++i) wd.push_back(w.kernel[i]);
+    View wt = make(t, Shape(wd));
+    Op op{OpCode::Conv, {}};
+    op.attrs.window = w;
+    op.attrs.window.groups = groups;
+    TensorData want = cpu(op, {x.cpu, wt.cpu});
+    Shape os = want.shape();
+    Buffer out = zeros(os, t);
+    launch(kernel::conv_direct_kernel({t, r}), [&](cuda::LaunchArgs& a) {
+      a.buffer(x.ptr()).buffer(wt.ptr()).buffer(out->ptr()).scalar_int(os.numel());
+      a.scalar_int(xs[1]).scalar_int(c_out).scalar_int(groups);
+      geometry(a, spatial(xs), spatial(os), &op.attrs.window);
+      strides(a, x.cpu);
+      strides(a, wt.cpu);
+    });
+    // the CPU's GEMM sums in another order
+    bool f32 = t == DType::F32, f64 = t == DType::F64;
+    expect_close(fetch(*out, os, t), want, "conv " + tag, f32 ? 1e-4 : -1,
+                 f32   ? 1e-4
+                 : f64 ? 1e-10
+                       : -1);
   }
 
   static inline std::string skip_;
@@ -365,5 +400,15 @@ TEST_F(GpuSpatial, UnfoldAndFoldMatchTheCpuBackend) {
     unfold_fold(t, Shape{1, 2, 4, 5, 6}, window({2, 2, 3}, {1, 2, 2}, {1, 0, 1}, {2, 1, 1}), false,
                 "3-d");
     unfold_fold(t, Shape{0, 3, 6, 6}, window({3, 3}, {2, 2}, {1, 1}), false, "zero-size batch");
+  }
+}
+
+TEST_F(GpuSpatial, DirectConvMatchesTheCpuBackend) {
+  for (DType t : kFloats) {
+    conv(t, Shape{2, 4, 9, 8}, 4, 4, window({3, 3}, {2, 1}, {1, 1}, {1, 2}), true, "depthwise 2-d");
+    conv(t, Shape{2, 4, 11}, 6, 2, window({3}, {2}, {2}, {2}), false, "grouped 1-d");
+    conv(t, Shape{1, 3, 4, 5, 6}, 2, 1, window({2, 3, 2}, {1, 2, 1}, {1, 1, 0}, {2, 1, 1}), false,
+         "3-d");
+    conv(t, Shape{0, 3, 5, 5}, 2, 1, window({3, 3}), false, "zero-size batch");
   }
 }

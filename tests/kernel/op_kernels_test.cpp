@@ -428,3 +428,22 @@ TEST(KernelSpatial, InterpolateEveryModeBuilds) {
   ks.push_back(interpolate_kernel({DType::BF16, InterpMode::Linear, 1}));
   compile_all(std::move(ks));
 }
+
+TEST(KernelSpatial, DirectConvBuilds) {
+  std::vector<Kernel> ks;
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16})
+    for (int rank = 1; rank <= 3; ++rank)
+      for (bool wide : {false, true}) {
+        Kernel k = conv_direct_kernel({t, rank, wide});
+        default_pipeline().run(k);
+        EXPECT_NO_THROW(render_cuda(k)) << k.name;
+        if (rank == 2 && !wide) ks.push_back(std::move(k));
+      }
+  std::vector<std::string> names = param_names(conv_direct_kernel({DType::F32, 1}));
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "w", "out", "n", "in_channels", "out_channels",
+                                             "groups", "in0", "out0", "kernel0", "stride0",
+                                             "padding0", "dilation0", "x_stride0", "x_stride1",
+                                             "x_stride2", "w_stride0", "w_stride1", "w_stride2"}));
+  EXPECT_THROW(conv_direct_kernel({DType::I32}), ValueError);
+  compile_all(std::move(ks));
+}

@@ -340,4 +340,46 @@ Kernel unfold_kernel(const UnfoldSpec& s) {
   return kb.finish();
 }
 
+Kernel conv_direct_kernel(const ConvSpec& s) {
+  check("conv", s.dtype, s.rank);
+  const int r = s.rank;
+  ScalarType t = scalar_of(s.dtype), ct = detail::compute_type(t);
+  ScalarType ix = detail::index_type(s.wide_index);
+  KernelBuilder kb(detail::kname("conv_direct", s.dtype, s.wide_index, "_r" + std::to_string(r)),
+                   {s.workgroup, 1, 1});
+  Mem x = kb.buffer("x", t, Access::Read);
+  Mem w = kb.buffer("w", t, Access::Read);
+  Mem out = kb.buffer("out", t, Access::Write);
+  Val n = kb.scalar("n", ix), c_in = kb.scalar("in_channels", ix);
+  Val c_out = kb.scalar("out_channels", ix), groups = kb.scalar("groups", ix);
+  Geometry geo = geometry(kb, r, ix, true);
+  std::vector<Val> xs = detail::scalars(kb, "x_stride", r + 2, ix);
+  std::vector<Val> ws = detail::scalars(kb, "w_stride", r + 2, ix);
+  Var acc = kb.var("acc", ct);
+  detail::grid_loop(kb, n, [&](Val p) {
+    Pos q = split(p, c_out, geo.out);  // q.c: the output channel
+    Val cg = c_in / groups, first = q.c / (c_out / groups) * cg;
+    std::vector<Taps> tp;
+    std::vector<Val> lo, hi;
+    for (int i = 0; i < r; ++i) {
+      tp.push_back(taps_of(kb, geo, i, q.at[i]));
+      lo.push_back(tp[i].lo);
+      hi.push_back(tp[i].hi);
+    }
+    acc.set(kb.lit(ct, 0));
+    kb.for_(kb.lit(ix, 0), cg, kb.lit(ix, 1), [&](Val ci) {
+      Val xb = q.n * xs[0] + (first + ci) * xs[1], wb = q.c * ws[0] + ci * ws[1];
+      nest(kb, lo, hi, [&](const std::vector<Val>& kk) {
+        std::vector<Val> pos;
+        for (int i = 0; i < r; ++i) pos.push_back(tp[i].start + kk[i] * geo.d[i]);
+        Val xv = load_as(kb, x, xb + spatial_offset(pos, xs), ct);
+        Val wv = load_as(kb, w, wb + spatial_offset(kk, ws), ct);
+        acc.set(acc.get() + wv * xv);
+      });
+    });
+    kb.store(out, p, kb.cast(acc.get(), t));
+  });
+  return kb.finish();
+}
+
 }  // namespace ember::kernel

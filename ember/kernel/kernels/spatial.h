@@ -54,8 +54,14 @@
 //         [cg, Lx]; y = Fold(cols). Conv's input gradient is this with gy for x.
 //  ConvWeightGrad(x, gy [N, C_out, *lo])  dw[grp] [cog, cg * K] = sum over n of gy[n, grp]
 //         [cog, L] x cols[n, grp]^T. With Unfold's out strides set to lay the columns out as
-//         [C_in * K, N, L] (out_stride = {L, N * L, 1}) and gy seen as [C_out, N, L], this is
-//         one GEMM per group with inner size N * L.
+//         [C_in * K, N, L] (out_stride = {L, N * L, 1}) and gy copied to [C_out, N, L] (a
+//         permute: copy.h), this is one GEMM per group with inner size N * L.
+//
+// conv_direct_kernel, for small channel counts (depthwise, C_in / G of a few) where a GEMM
+// does not pay: x, w, out, n (= N * C_out * prod(out)), in_channels, out_channels, groups,
+// window, x_stride0..x_stride{r+1}, w_stride0..w_stride{r+1}. out (dense [N, C_out, *out])
+// sums w * x over the group's input channels and the taps inside the input, in f32 for
+// halves; no bias.
 #pragma once
 #include "ember/core/export.h"
 #include "ember/kernel/ir.h"
@@ -82,9 +88,17 @@ struct UnfoldSpec {
   int workgroup = 256;
 };
 
+struct ConvSpec {
+  DType dtype = DType::F32;
+  int rank = 2;  // spatial dims, 1 to 3
+  bool wide_index = false;
+  int workgroup = 256;
+};
+
 /// The kernel (ValueError for an op that is not a pool, a dtype that is not a float, or a rank
 /// out of range).
 EMBER_API Kernel pool_kernel(const PoolSpec& spec);
 EMBER_API Kernel unfold_kernel(const UnfoldSpec& spec);
+EMBER_API Kernel conv_direct_kernel(const ConvSpec& spec);
 
 }  // namespace ember::kernel
