@@ -8,6 +8,10 @@
 #                              # seconds per epoch and test accuracy (BENCH_EPOCHS, default 3;
 #                              # BENCH_SEEDS, comma-separated, default 42; BENCH_MODELS,
 #                              # default mlp,cnn)
+#   scripts/bench.sh cuda      # ember's CUDA backend vs PyTorch on the GPU (same run) and the
+#                              # stored H200 anchor: copy, matmul f32/tf32/bf16, softmax, sum,
+#                              # add, a 6-op chain, per-op overhead (needs a GPU; BENCH_REPS
+#                              # default 30, PYTHON: the interpreter with CUDA PyTorch)
 #   scripts/bench.sh build     # build times (cold, after a model edit, a small user program) and
 #                              # stripped binary sizes, Release and Debug, ccache off
 #                              # (BENCH_BUILD_CONFIGS, BENCH_BUILD_COLD=0 to skip cold builds)
@@ -16,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-suites="cpu autodiff mnist build"
+suites="cpu autodiff mnist cuda build"
 if [ $# -ne 1 ]; then
   echo "usage: scripts/bench.sh SUITE   (suites: $suites)" >&2
   exit 2
@@ -25,6 +29,10 @@ suite=$1
 case "$suite" in
   cpu | autodiff | mnist) ;;
   build) scripts/setup.sh; exec bench/build_bench.sh ;;
+  cuda)
+    cmake --preset release -DEMBER_CUDA=ON >/dev/null
+    cmake --build --preset release --target cuda_bench
+    EMBER_CUDA_BENCH=build/bench/cuda_bench BENCH_OUT=bench/out exec bench/cuda_bench.sh ;;
   *) echo "bench.sh: unknown suite '$suite' (suites: $suites)" >&2; exit 2 ;;
 esac
 

@@ -5,18 +5,19 @@
 # through -rpath /usr/local/cuda/lib64.
 #   scripts/gpu_bundle.sh            # -> build-gpu/bundle/ and build-gpu/ember-gpu-bundle.tar.gz
 # On the GPU machine:  tar xzf ember-gpu-bundle.tar.gz && bundle/run.sh
+# and, separately (not run by run.sh), the CUDA benchmark against PyTorch:  bundle/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${EMBER_GPU_BUILD:-build-gpu}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=OFF \
-  -DEMBER_BUILD_BENCH=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_CUDA=ON -DEMBER_STATIC_GTEST=ON \
+  -DEMBER_BUILD_BENCH=ON -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_CUDA=ON -DEMBER_STATIC_GTEST=ON \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,/usr/local/cuda/lib64" >/dev/null
 # The GPU suites, and the suites that loop over available_devices() (the op goldens run on
 # every cuda:N there), with where each binary is built.
 declare -A dirs=([kernel_gpu_test]=tests/kernel [cuda_kernels_test]=tests/cuda
   [cuda_backend_test]=tests/cuda [ops_test]=tests)
 tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test ops_test)
-cmake --build "$build" --target "${tests[@]}" -j "${JOBS:-2}"
+cmake --build "$build" --target "${tests[@]}" cuda_bench -j "${JOBS:-2}"
 bundle="$build/bundle"
 rm -rf "$bundle"
 mkdir -p "$bundle"
@@ -29,6 +30,15 @@ for t in "${tests[@]}"; do
     exit 1
   fi
 done
+# The benchmark: bundle/bench.sh runs cuda_bench, the PyTorch peer where python3 has CUDA
+# PyTorch, and prints the ratios (bench/cuda_bench.sh); bundle/out/ gets the JSON.
+cp "$build/bench/cuda_bench" bench/peer_torch_cuda.py bench/cuda_report.py \
+  bench/peer_torch_cuda_h200.json "$bundle/"
+cp bench/cuda_bench.sh "$bundle/bench.sh"
+if ldd "$bundle/cuda_bench" | grep -E "libstdc\+\+|libcuda|not found"; then
+  echo "gpu_bundle.sh: cuda_bench links a library the GPU machine may lack" >&2
+  exit 1
+fi
 cat >"$bundle/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs every GPU test binary of the bundle; the exit status is the first failure's.

@@ -1,0 +1,215 @@
+// cuda_bench: ember's CUDA backend on the figures of the PyTorch GPU peer
+// (bench/peer_torch_cuda.py, same names and sizes): device copy, matmul f32 / tf32 / bf16,
+// softmax, sum, elementwise add and a 6-op chain, and the eager overhead of a tiny op. Each is
+// warmed up, then timed `reps` times between two CUDA events on the backend's stream; the
+// figure is the median. Run by scripts/bench.sh cuda (or bundle/bench.sh on a GPU machine),
+// which runs the peer beside it and prints the ratios (bench/cuda_report.py).
+//
+//   cuda_bench [--reps N] [--warmup N] [--filter SUBSTRING] [--json FILE]
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ember/backend/apply.h"
+#include "ember/backends/cuda/cuda.h"
+#include "ember/backends/cuda/ops.h"
+#include "ember/backends/cuda/runtime.h"
+#include "ember/core/error.h"
+
+using namespace ember;
+using H = CudaTensor;
+
+namespace {
+
+const Device kGpu{DeviceKind::Cuda, 0};
+
+struct Options {
+  int reps = 30, warmup = 5;
+  std::string filter, json;
+};
+
+struct Record {
+  std::string name;  // the peer's name for the figure
+  double ms;         // median per call
+  std::string unit;  // "TFLOP/s", "GB/s", "us/op" or "ms"
+  double value;      // the figure in that unit
+};
+
+H run(Op op, std::vector<H> in) {
+  return apply<Cuda>(std::move(op), std::span<H>(in.data(), in.size()));
+}
+H make(OpCode c, Dims shape, DType t, double a = 0, double b = 1) {
+  Op op{c, {}};
+  op.attrs.shape = std::move(shape);
+  op.attrs.scalar = a;
+  op.attrs.scalar2 = b;
+  op.attrs.dtype = t;
+  op.attrs.seed = 42;
+  return apply<Cuda>(std::move(op), std::span<H>(), kGpu);
+}
+H randn(Dims shape, DType t = DType::F32) { return make(OpCode::RandomNormal, shape, t); }
+H scalar(double v) { return make(OpCode::Full, {}, DType::F32, v); }
+H binary(OpCode c, const H& a, const H& b) { return run(Op{c, {}}, {a, b}); }
+H unary(OpCode c, const H& a) { return run(Op{c, {}}, {a}); }
+
+// Median milliseconds of fn() between two events on the device's stream.
+double time_ms(const Options& o, int reps, const std::function<void()>& fn) {
+  cuda::detail::DeviceState& d = cuda::detail::device(0);
+  for (int i = 0; i < o.warmup; ++i) fn();
+  cuda::synchronize(0);
+  std::vector<double> ts;
+  cuda::Event start, end;
+  for (int i = 0; i < reps; ++i) {
+    start.record_raw(d.s());
+    fn();
+    end.record_raw(d.s());
+    end.synchronize();
+    ts.push_back(end.since(start));
+  }
+  std::sort(ts.begin(), ts.end());
+  size_t n = ts.size();
+  return n % 2 ? ts[n / 2] : (ts[n / 2 - 1] + ts[n / 2]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "cuda_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--reps")
+      o.reps = std::stoi(next());
+    else if (a == "--warmup")
+      o.warmup = std::stoi(next());
+    else if (a == "--filter")
+      o.filter = next();
+    else if (a == "--json")
+      o.json = next();
+    else {
+      std::fprintf(stderr, "usage: cuda_bench [--reps N] [--warmup N] [--filter S] [--json F]\n");
+      return 2;
+    }
+  }
+  std::string why;
+  if (!cuda::available(&why)) {
+    std::fprintf(stderr, "cuda_bench: no CUDA GPU: %s\n", why.c_str());
+    return 1;
+  }
+  cuda::DeviceInfo info = cuda::device_info(0);
+  std::printf("cuda_bench: %s (sm_%d, %d SMs), %d reps after %d warm-up\n", info.name.c_str(),
+              info.arch(), info.multiprocessors, o.reps, o.warmup);
+  std::vector<Record> records;
+  auto want = [&](const std::string& name) {
+    return o.filter.empty() || name.find(o.filter) != std::string::npos;
+  };
+  auto put = [&](std::string name, double ms, std::string unit, double value) {
+    std::printf("%-44s %10.4f ms %12.2f %s\n", name.c_str(), ms, value, unit.c_str());
+    std::fflush(stdout);
+    records.push_back({std::move(name), ms, std::move(unit), value});
+  };
+  auto gbps = [](double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; };
+
+  try {
+    // 1. Device copy: the strided-copy kernel on a permuted-free dense view (what
+    // contiguous() runs), and the driver's memcpy.
+    if (want("copy_GBps(read+write)")) {
+      H x = randn({int64_t(1) << 28});
+      double bytes = 2.0 * (int64_t(1) << 28) * 4;
+      double ms = time_ms(o, o.reps, [&] { H y = cuda::detail::copy_strided(x); });
+      put("copy_GBps(read+write)", ms, "GB/s", gbps(bytes, ms));
+      H y = cuda::detail::copy_strided(x);
+      cuda::detail::DeviceState& d = cuda::detail::device(0);
+      ms = time_ms(o, o.reps,
+                   [&] { cuda::raw::copy_dtod(y.ptr(), x.ptr(), size_t(bytes / 2), d.s()); });
+      put("memcpy_dtod_GBps(read+write)", ms, "GB/s", gbps(bytes, ms));
+    }
+    // 2. Matmul: 2 n^3 flop.
+    for (int64_t n : {4096, 8192})
+      for (const char* kind : {"fp32", "tf32", "bf16"}) {
+        std::string name = "matmul_" + std::to_string(n) + "_" + kind + "_TFLOPs";
+        if (!want(name)) continue;
+        cuda::set_allow_tf32(std::strcmp(kind, "tf32") == 0);
+        DType t = std::strcmp(kind, "bf16") == 0 ? DType::BF16 : DType::F32;
+        H a = randn({n, n}, t), b = randn({n, n}, t);
+        double ms =
+            time_ms(o, std::max(3, o.reps / 3), [&] { H c = binary(OpCode::Matmul, a, b); });
+        put(name, ms, "TFLOP/s", 2.0 * n * n * n / (ms * 1e-3) / 1e12);
+      }
+    cuda::set_allow_tf32(false);
+    // 3. Elementwise: a + b on 64M f32, and the peer's 6-op chain
+    // gelu(a * b + c).exp() * 0.5 + a, tanh (gelu decomposes into its primitives here).
+    {
+      int64_t n = int64_t(1) << 26;
+      if (want("add_64M_GBps") || want("chain6_64M_eager_ms")) {
+        H a = randn({n}), b = randn({n}), c = randn({n}), half = scalar(0.5);
+        if (want("add_64M_GBps")) {
+          double ms = time_ms(o, o.reps, [&] { H y = binary(OpCode::Add, a, b); });
+          put("add_64M_GBps", ms, "GB/s", gbps(3.0 * n * 4, ms));
+        }
+        if (want("chain6_64M_eager_ms")) {
+          double ms = time_ms(o, o.reps, [&] {
+            H t = binary(OpCode::Add, binary(OpCode::Mul, a, b), c);
+            t = unary(OpCode::Exp, unary(OpCode::Gelu, t));
+            t = unary(OpCode::Tanh, binary(OpCode::Add, binary(OpCode::Mul, t, half), a));
+          });
+          put("chain6_64M_eager_ms", ms, "ms", ms);
+        }
+      }
+    }
+    // 4. Eager overhead: 100 dependent adds of a scalar to 16 elements.
+    if (want("tiny_add_us_per_op_eager")) {
+      H t = randn({16}), one = scalar(1.0);
+      double ms = time_ms(o, o.reps, [&] {
+        H z = t;
+        for (int i = 0; i < 100; ++i) z = binary(OpCode::Add, z, one);
+      });
+      put("tiny_add_us_per_op_eager", ms, "us/op", ms * 1000 / 100);
+    }
+    // 5. Softmax over the last dim, and a sum of 256M f32.
+    if (want("softmax_8192x4096_ms")) {
+      H m = randn({8192, 4096});
+      Op sm{OpCode::Softmax, {}};
+      sm.attrs.dim = 1;
+      double ms = time_ms(o, o.reps, [&] { H y = run(sm, {m}); });
+      put("softmax_8192x4096_ms", ms, "ms", ms);
+      std::printf("%-44s %10s    %12.2f GB/s\n", "  (softmax read + write)", "",
+                  gbps(2.0 * 8192 * 4096 * 4, ms));
+    }
+    if (want("sum_256M_ms")) {
+      H x = randn({int64_t(1) << 28});
+      double ms = time_ms(o, o.reps, [&] { H y = run(Op{OpCode::Sum, {}}, {x}); });
+      put("sum_256M_ms", ms, "ms", ms);
+      std::printf("%-44s %10s    %12.2f GB/s\n", "  (sum read)", "",
+                  gbps((int64_t(1) << 28) * 4.0, ms));
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "cuda_bench: %s\n", e.what());
+    return 1;
+  }
+
+  if (!o.json.empty()) {
+    FILE* f = std::fopen(o.json.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "cuda_bench: cannot write %s\n", o.json.c_str());
+      return 1;
+    }
+    std::fprintf(f, "{\"gpu\": \"%s\", \"results\": [\n", info.name.c_str());
+    for (size_t i = 0; i < records.size(); ++i)
+      std::fprintf(f, "  {\"name\": \"%s\", \"ms\": %.6g, \"unit\": \"%s\", \"value\": %.6g}%s\n",
+                   records[i].name.c_str(), records[i].ms, records[i].unit.c_str(),
+                   records[i].value, i + 1 < records.size() ? "," : "");
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+  return 0;
+}
