@@ -97,7 +97,10 @@ TensorMeta reduce_rule(Op& op, const TensorMeta& x) {
   Dims out;
   for (size_t i = 0; i < x.shape.rank(); ++i) {
     bool reduced = all || std::find(a.dims.begin(), a.dims.end(), int64_t(i)) != a.dims.end();
-    if (reduced && x.shape[i] == 0 && (op.code == OpCode::Max || op.code == OpCode::Min || arg))
+    // No max over nothing; logsumexp, whose decomposition starts with a max, agrees on every
+    // backend, fused or not.
+    if (reduced && x.shape[i] == 0 &&
+        (op.code == OpCode::Max || op.code == OpCode::Min || op.code == OpCode::LogSumExp || arg))
       throw ValueError(tag(op) + "cannot reduce over a zero-size dim of " + x.shape.to_string());
     if (!reduced)
       out.push_back(x.shape[i]);
