@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The PyTorch peer of the main job: the same Fashion-MNIST models and hyper-parameters as
 examples/mnist (batch 64, Adam 1e-3, the same normalization), trained for N epochs on the
-CPU; writes seconds per training epoch and the test accuracy after each epoch as JSON.
+CPU (or, with --device cuda, on a GPU); writes seconds per training epoch and the test accuracy after each epoch as JSON.
 
     peer_torch_mnist.py --model cnn --epochs 3 --threads 2 --seed 42 --out bench/out/mnist.torch.cnn.42.json
 """
@@ -53,13 +53,15 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--data", default=os.environ.get("EMBER_MNIST_DIR",
                                                       "/usr/share/datasets/fashion-mnist"))
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU peer")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    dev = torch.device(a.device)
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     xtr, ytr = load(a.data, "train")
     xte, yte = load(a.data, "t10k")
-    net = model(a.model)
+    net = model(a.model).to(dev)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xtr, ytr),
                                          batch_size=64, shuffle=True)
@@ -69,19 +71,23 @@ def main():
         net.train()
         t0 = time.perf_counter()
         for xb, yb in loader:
+            xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
             opt.zero_grad()
             loss = lossf(net(xb), yb)
             loss.backward()
             opt.step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
         secs = time.perf_counter() - t0
         net.eval()
         with torch.no_grad():
-            acc = sum((net(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item()
+            acc = sum((net(xte[i:i + 1000].to(dev)).argmax(1).cpu() == yte[i:i + 1000]).sum().item()
                       for i in range(0, len(yte), 1000)) / len(yte)
         epochs.append({"seconds": secs, "test_accuracy": acc})
         print("torch %s epoch %d: %.2f s, test accuracy %.4f" % (a.model, len(epochs), secs, acc))
     with open(a.out, "w") as f:
-        json.dump({"model": a.model, "threads": a.threads, "seed": a.seed, "epochs": epochs}, f)
+        json.dump({"model": a.model, "device": a.device, "threads": a.threads, "seed": a.seed,
+                   "epochs": epochs}, f)
 
 
 main()

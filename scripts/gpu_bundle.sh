@@ -6,18 +6,20 @@
 #   scripts/gpu_bundle.sh            # -> build-gpu/bundle/ and build-gpu/ember-gpu-bundle.tar.gz
 # On the GPU machine:  tar xzf ember-gpu-bundle.tar.gz && bundle/run.sh
 # and, separately (not run by run.sh), the CUDA benchmark against PyTorch:  bundle/bench.sh
+# and the main job on the GPU beside PyTorch's:  EMBER_MNIST_DIR=... bundle/mnist.sh [epochs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${EMBER_GPU_BUILD:-build-gpu}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=OFF \
-  -DEMBER_BUILD_BENCH=ON -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_CUDA=ON -DEMBER_STATIC_GTEST=ON \
-  -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,/usr/local/cuda/lib64" >/dev/null
+  -DEMBER_BUILD_BENCH=ON -DEMBER_BUILD_EXAMPLES=ON -DEMBER_CUDA=ON -DEMBER_STATIC_GTEST=ON \
+  -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,/usr/local/cuda/lib64 -static-libstdc++ -static-libgcc" \
+  >/dev/null
 # The GPU suites, and the suites that loop over available_devices() (the op goldens run on
 # every cuda:N there), with where each binary is built.
 declare -A dirs=([kernel_gpu_test]=tests/kernel [cuda_kernels_test]=tests/cuda
   [cuda_backend_test]=tests/cuda [ops_test]=tests)
 tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test ops_test)
-cmake --build "$build" --target "${tests[@]}" cuda_bench -j "${JOBS:-2}"
+cmake --build "$build" --target "${tests[@]}" cuda_bench mnist -j "${JOBS:-2}"
 bundle="$build/bundle"
 rm -rf "$bundle"
 mkdir -p "$bundle"
@@ -39,6 +41,36 @@ if ldd "$bundle/cuda_bench" | grep -E "libstdc\+\+|libcuda|not found"; then
   echo "gpu_bundle.sh: cuda_bench links a library the GPU machine may lack" >&2
   exit 1
 fi
+# The main job (its terminal libraries travel with it) and the PyTorch peer of it.
+mkdir -p "$bundle/lib"
+cp "$build/examples/mnist" bench/peer_torch_mnist.py "$bundle/"
+for l in $(ldd "$bundle/mnist" | awk '/libncursesw|libtinfo/ {print $3}'); do cp "$l" "$bundle/lib/"; done
+if ldd "$bundle/mnist" | grep -E "libstdc\+\+|libcuda|not found"; then
+  echo "gpu_bundle.sh: mnist links a library the GPU machine may lack" >&2
+  exit 1
+fi
+cat >"$bundle/mnist.sh" <<'MNIST'
+#!/usr/bin/env bash
+# The main job on cuda:0 and on the CPU, and PyTorch's same models on the GPU: seconds per
+# epoch and test accuracy.  EMBER_MNIST_DIR=<Fashion-MNIST IDX files> mnist.sh [epochs] [model]
+set -u
+cd "$(dirname "$0")"
+export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+epochs=${1:-3}
+model=${2:-mlp}
+mkdir -p out
+status=0
+for backend in cuda cpu; do
+  echo "== ember mnist --model $model --backend $backend"
+  ./mnist train --model "$model" --backend "$backend" --epochs "$epochs" --plain \
+    --out "out/mnist-$model-$backend" || status=$?
+done
+echo "== PyTorch on the GPU"
+python3 peer_torch_mnist.py --model "$model" --epochs "$epochs" --device cuda \
+  --data "$EMBER_MNIST_DIR" --out "out/mnist.torch.$model.cuda.json" || status=$?
+exit $status
+MNIST
+chmod +x "$bundle/mnist.sh"
 cat >"$bundle/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs every GPU test binary of the bundle; the exit status is the first failure's.
