@@ -316,6 +316,82 @@ TEST_F(CudaBackend, Reduce) {
   expect_same(s, {random({3, 0}, DType::F32)}, {}, 0, 0, "sum over an empty dim");
 }
 
+// Few outputs with long rows take the split reduction (chunks in parallel, then a combining
+// pass): whole tensors of large and odd sizes, rows that are vector-aligned or not, an inner
+// dim, an offset view; every op and dtype class; NaN and ties across chunks.
+TEST_F(CudaBackend, SplitReduce) {
+  const OpCode ops[] = {OpCode::Sum, OpCode::Prod,   OpCode::Max,
+                        OpCode::Min, OpCode::ArgMax, OpCode::ArgMin};
+  struct Case {
+    Shape shape;
+    Dims dims;
+    std::vector<Op> views;
+    std::string name;
+  };
+  const Case cases[] = {
+      {{(1 << 20) + 3}, {}, {}, "whole 1M+3"},
+      {{5001}, {0}, {}, "5001"},
+      {{4, 65536}, {1}, {}, "rows of 64K"},
+      {{3, 30001}, {1}, {}, "odd rows"},
+      {{2, 20003, 2}, {1}, {}, "inner dim"},
+      {{3, 40001}, {}, {slice({1, 0}, {3, 40001}, {1, 1})}, "offset view, all dims"},
+      {{200, 300}, {}, {permute({1, 0})}, "permuted, all dims"}};
+  for (DType t :
+       {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64, DType::I8})
+    for (OpCode c : ops)
+      for (const Case& k : cases) {
+        bool arg = c == OpCode::ArgMax || c == OpCode::ArgMin;
+        if (arg && k.dims.size() != 1) continue;
+        if (c == OpCode::Prod && is_float(t) && k.shape.numel() > 200000) continue;
+        Op op{c, {}};
+        op.attrs.dims = k.dims;
+        double lo = -9, hi = 9;
+        if (c == OpCode::Prod) lo = is_float(t) ? 0.999 : -2, hi = is_float(t) ? 1.001 : 2;
+        if (c == OpCode::Sum && is_float(t)) lo = 0.5, hi = 1.5;  // no cancellation
+        bool half = t == DType::F16 || t == DType::BF16;
+        double tl = !is_float(t) || arg ? 0 : half ? 3e-2 : 1e-4;
+        expect_same(op, {random(k.shape, t, lo, hi)}, {k.views}, tl, tl,
+                    std::string(name(c)) + " " + std::string(name(t)) + " " + k.name);
+      }
+  // NaN: max and min propagate it, argmax and argmin give the first one.
+  std::vector<double> v(300007);
+  std::uniform_real_distribution<double> f(-5, 5);
+  for (double& e : v) e = f(rng_);
+  v[250000] = NAN;
+  v[123457] = NAN;
+  for (DType t : {DType::F32, DType::F16, DType::F64})
+    for (OpCode c : ops) {
+      if (c == OpCode::Sum || c == OpCode::Prod) continue;
+      Op op{c, {}};
+      if (c == OpCode::ArgMax || c == OpCode::ArgMin) op.attrs.dims = {0};
+      expect_same(op, {TensorData::from<double>(v, Shape{int64_t(v.size())}).convert(t)}, {}, 0, 0,
+                  std::string(name(c)) + " with NaN " + std::string(name(t)));
+    }
+  // Bools: max and min.
+  for (OpCode c : {OpCode::Max, OpCode::Min}) {
+    Op op{c, {}};
+    expect_same(op, {random({200003}, DType::Bool)}, {}, 0, 0, std::string(name(c)) + " bool");
+    std::vector<double> ones(200003, 1.0);
+    expect_same(op, {TensorData::from<double>(ones, Shape{200003}).convert(DType::Bool)}, {}, 0, 0,
+                std::string(name(c)) + " all true");
+  }
+}
+
+// Dense copies (the driver's copy) of odd sizes and offsets: scatter copies an input that
+// others still hold before writing into it.
+TEST_F(CudaBackend, DenseCopies) {
+  for (DType t : {DType::F32, DType::F16, DType::I8, DType::F64, DType::Bool})
+    for (int64_t n : {1, 7, 4097, 100003}) {
+      Op sc{OpCode::Scatter, {}};
+      sc.attrs.dim = 1;
+      TensorData idx = TensorData::from<double>({0, 0, 0}, Shape{3, 1}).convert(DType::I64);
+      expect_same(
+          sc, {random({4, n}, t), idx, random({3, 1}, t)},
+          {{slice({1, 0}, {4, n}, {1, 1})}, {}, {}}, 0, 0,
+          "scatter into an offset view of " + std::to_string(n) + " " + std::string(name(t)));
+    }
+}
+
 TEST_F(CudaBackend, Scan) {
   for (OpCode c : {OpCode::CumSum, OpCode::CumProd, OpCode::CumMax, OpCode::CumMin})
     for (DType t : {DType::F32, DType::I64})
@@ -582,18 +658,42 @@ TEST_F(CudaBackend, FusedSoftmax) {
       expect_same(op, {random(s, DType::F32, -20, 20)}, {}, 1e-5, 1e-6,
                   std::string(name(c)) + " " + s.to_string());
     }
-  // -inf, +inf and NaN in rows: the decomposition's results.
-  TensorData d = random({6, 300}, DType::F32);
-  auto* p = reinterpret_cast<float*>(d.bytes().data());
-  for (int i = 0; i < 300; ++i) p[i] = -INFINITY;  // a row of -inf
-  p[300 + 7] = INFINITY;
-  p[600 + 9] = NAN;
-  p[900 + 1] = -INFINITY;
-  for (OpCode c : {OpCode::Softmax, OpCode::LogSoftmax, OpCode::LogSumExp}) {
-    Op op{c, {}};
+  // The vector path (dense rows whose length is a multiple of 16 bytes), each dtype, every
+  // register count, past it (the scalar path), an offset view on and off the vector alignment.
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})
+    for (Shape s : {Shape{3, 72}, Shape{4, 256}, Shape{3, 4096}, Shape{2, 16384}, Shape{2, 32768},
+                    Shape{2, 65536}, Shape{1, 65544}})
+      for (OpCode c : {OpCode::Softmax, OpCode::LogSoftmax, OpCode::LogSumExp}) {
+        Op op{c, {}};
+        op.attrs.dim = 1;
+        op.attrs.dims = {1};
+        expect_same(op, {random(s, t, -20, 20)}, {}, tol(t), tol(t),
+                    std::string(name(c)) + " vector " + std::string(name(t)) + " " + s.to_string());
+      }
+  for (int64_t first : {1, 8}) {
+    Op op{OpCode::Softmax, {}};
     op.attrs.dim = 1;
-    op.attrs.dims = {1};
-    expect_same(op, {d}, {}, 1e-5, 1e-6, std::string(name(c)) + " with inf and NaN");
+    expect_same(op, {random({9, 1024}, DType::F32, -20, 20)},
+                {{slice({first, 0}, {9, 1024}, {1, 1})}}, 1e-5, 1e-6,
+                "softmax rows from " + std::to_string(first));
+    expect_same(op, {random({5, 1025}, DType::F32, -20, 20)}, {{slice({0, 1}, {5, 1025}, {1, 1})}},
+                1e-5, 1e-6, "softmax columns from 1");
+  }
+  // -inf, +inf and NaN in rows: the decomposition's results.
+  for (int64_t len : {300, 512}) {  // the scalar and the vector path
+    TensorData d = random({6, len}, DType::F32);
+    auto* p = reinterpret_cast<float*>(d.bytes().data());
+    for (int i = 0; i < len; ++i) p[i] = -INFINITY;  // a row of -inf
+    p[len + 7] = INFINITY;
+    p[2 * len + 9] = NAN;
+    p[3 * len + 1] = -INFINITY;
+    for (OpCode c : {OpCode::Softmax, OpCode::LogSoftmax, OpCode::LogSumExp}) {
+      Op op{c, {}};
+      op.attrs.dim = 1;
+      op.attrs.dims = {1};
+      expect_same(op, {d}, {}, 1e-5, 1e-6,
+                  std::string(name(c)) + " with inf and NaN, rows of " + std::to_string(len));
+    }
   }
   const Dims dim_sets[] = {{}, {0}, {1}, {2}, {0, 2}, {1, 2}};
   for (DType t : {DType::F32, DType::F16, DType::F64})
@@ -624,6 +724,42 @@ TEST_F(CudaBackend, CompositesDecompose) {
   Op mean{OpCode::Mean, {}};
   mean.attrs.dims = {0};
   expect_same(mean, {random({5, 33}, DType::F32)}, {}, 1e-5, 1e-6, "mean");
+}
+
+// Gelu and Silu run as one kernel (the decompositions' expressions): every layout, the float
+// dtypes, NaN and infinities.
+TEST_F(CudaBackend, FusedGeluSilu) {
+  for (OpCode c : {OpCode::Gelu, OpCode::Silu})
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})
+      for (auto& [lname, in, views] : layouts())
+        expect_same(Op{c, {}}, {random(in, t, -6, 6)}, {views}, tol(t), tol(t),
+                    std::string(name(c)) + " " + std::string(name(t)) + " " + lname);
+  std::vector<double> v = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e30, -1e30, 3.5};
+  for (OpCode c : {OpCode::Gelu, OpCode::Silu})
+    expect_same(Op{c, {}}, {TensorData::from<double>(v, Shape{8})}, {}, 1e-6, 1e-6,
+                std::string(name(c)) + " special values");
+}
+
+// A one-element operand broadcast to a dense one keeps the vector path: either side, odd
+// sizes (the tail), several dtypes, an offset dense view, both operands one element.
+TEST_F(CudaBackend, ScalarOperands) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I8})
+    for (OpCode c :
+         {OpCode::Add, OpCode::Sub, OpCode::Mul, OpCode::Div, OpCode::Maximum, OpCode::Less})
+      for (int64_t n : {1, 5, 4099}) {
+        if (c == OpCode::Div && !is_float(t)) continue;
+        std::string what =
+            std::string(name(c)) + " " + std::string(name(t)) + " " + std::to_string(n);
+        double lo = is_float(t) ? -3 : 1, hi = 3;
+        TensorData x = random({n}, t, lo, hi), s1 = random({}, t, lo, hi);
+        expect_same(Op{c, {}}, {x, s1}, {}, tol(t), tol(t), what + " x op s");
+        expect_same(Op{c, {}}, {s1, x}, {}, tol(t), tol(t), what + " s op x");
+        expect_same(Op{c, {}}, {random({1}, t, lo, hi), x}, {}, tol(t), tol(t), what + " [1]");
+        expect_same(Op{c, {}}, {random({3, n}, t, lo, hi), s1}, {{slice({1, 0}, {3, n}, {1, 1})}},
+                    tol(t), tol(t), what + " offset view");
+        expect_same(Op{c, {}}, {s1, random({}, t, lo, hi)}, {}, tol(t), tol(t),
+                    what + " both scalars");
+      }
 }
 
 // Runs everywhere: without a GPU nothing is registered and a cuda device is a clean error.

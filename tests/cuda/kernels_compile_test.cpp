@@ -87,6 +87,55 @@ TEST_F(CudaKernels, LayerKernelsAsRequested) {
   }
 }
 
+// Gelu and Silu in one pass, and dense elementwise kernels with one-element operands.
+TEST_F(CudaKernels, FusedUnaryAndScalarOperands) {
+  for (OpCode c : {OpCode::Gelu, OpCode::Silu})
+    for (DType t : {DType::F32, DType::BF16, DType::F64}) {
+      EXPECT_TRUE(kernel::elementwise_supported(c, t));
+      kernel::ElementwiseSpec es{c, t};
+      es.contiguous = t != DType::F64;
+      compiles(kernel::elementwise_kernel(es));
+    }
+  EXPECT_FALSE(kernel::elementwise_supported(OpCode::Gelu, DType::I32));
+  for (DType t : {DType::F32, DType::F16, DType::I8, DType::F64})
+    for (int mask : {1, 2}) {
+      kernel::ElementwiseSpec es{mask == 1 ? OpCode::Sub : OpCode::Less, t};
+      es.contiguous = true;
+      es.scalar_inputs = mask;
+      compiles(kernel::elementwise_kernel(es));
+    }
+}
+
+// The two passes of split reductions (few outputs, long rows) as reduce.cpp asks for them:
+// every op on f32, and each dtype class on the vector and scalar partial paths.
+TEST_F(CudaKernels, SplitReductions) {
+  const OpCode ops[] = {OpCode::Sum, OpCode::Prod,   OpCode::Max,
+                        OpCode::Min, OpCode::ArgMax, OpCode::ArgMin};
+  auto all_stages = [&](OpCode c, DType t) {
+    for (int stage = 0; stage < 3; ++stage) {
+      kernel::ReduceSpec rs{c, t};
+      rs.stage = stage == 2 ? kernel::ReduceSpec::Finish : kernel::ReduceSpec::Partial;
+      rs.vector = stage == 0;
+      if (rs.vector && kernel::reduce_vector_width(t) == 1) continue;
+      rs.wide_index = t == DType::F64;
+      compiles(kernel::reduce_kernel(rs));
+    }
+  };
+  for (OpCode c : ops) all_stages(c, DType::F32);
+  for (DType t : kNumbers) all_stages(t == DType::F32 ? OpCode::ArgMin : OpCode::Sum, t);
+  all_stages(OpCode::Max, DType::BF16);
+  all_stages(OpCode::Min, DType::Bool);
+  all_stages(OpCode::ArgMax, DType::F16);
+  all_stages(OpCode::Prod, DType::I64);
+  kernel::ReduceSpec bad{OpCode::Sum, DType::Bool};
+  bad.stage = kernel::ReduceSpec::Partial;
+  EXPECT_THROW(kernel::reduce_kernel(bad), ValueError);
+  bad = {OpCode::Sum, DType::I8};
+  bad.stage = kernel::ReduceSpec::Partial;
+  bad.vector = true;
+  EXPECT_THROW(kernel::reduce_kernel(bad), ValueError);
+}
+
 // The indexing kernels as index.cpp asks for them: the strided-output copy (cat,
 // slice_assign), gather, the three scatter stages, index_select and index_add on their
 // accumulator types, with i64 and i32 indices.
@@ -154,6 +203,15 @@ TEST_F(CudaKernels, SoftmaxAsRequested) {
       s.wide_index = true;
       compiles(kernel::softmax_kernel(s));
     }
+    // The vector path: 16-byte vectors, 1 to 8 a thread, workgroups of 64 to 1024.
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})
+      for (int items : {1, 4, 8}) {
+        kernel::SoftmaxSpec s{op, t};
+        s.items = items;
+        s.vector = true;
+        s.workgroup = items == 1 ? 64 : items == 4 ? 256 : 1024;
+        compiles(kernel::softmax_kernel(s));
+      }
   }
   EXPECT_THROW(kernel::softmax_kernel({OpCode::Exp, DType::F32}), ValueError);
   EXPECT_THROW(kernel::softmax_kernel({OpCode::Softmax, DType::I32}), ValueError);

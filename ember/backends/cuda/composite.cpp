@@ -57,6 +57,8 @@ int log2_of(int64_t p) {
 }  // namespace
 
 CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
+  // One pass instead of the decomposition's five.
+  if (op.code == OpCode::Gelu || op.code == OpCode::Silu) return elementwise(op, in, out);
   if (op.code != OpCode::Softmax && op.code != OpCode::LogSoftmax && op.code != OpCode::LogSumExp)
     not_implemented(op, in);
   CudaTensor x = in[0];
@@ -113,23 +115,35 @@ CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   bool group = size > 64 && (inner == 1 || rows < int64_t(d.multiprocessors) * 64);
   // Up to 16 elements a thread in registers: rows up to 16K elements are read once.
   int64_t wg = 256, items = 0;
-  if (group) {
+  // Dense rows: 16-byte vectors held in registers, up to 8 a thread.
+  int64_t vw = kernel::softmax_vector_width(t);
+  bool vec = group && inner == 1 && st[1] == 1 && size % vw == 0 &&
+             (outer == 1 || st[0] % vw == 0) && x.offset % vw == 0;
+  if (vec) {
+    int64_t vecs = size / vw;
+    wg = std::clamp<int64_t>(pow2_at_least((vecs + 3) / 4), 64, 1024);
+    int64_t per = (vecs + wg - 1) / wg;
+    items = per <= 8 ? pow2_at_least(per) : 0;
+    vec = items > 0;
+  }
+  if (group && !vec) {
     wg = std::clamp<int64_t>(pow2_at_least((size + 7) / 8), 128, 1024);
     int64_t per = (size + wg - 1) / wg;
     items = per <= 16 ? pow2_at_least(per) : 0;
   }
-  const Loaded& l = kernel_for(
-      d, key(Kind::Softmax, int(op.code), t, t, group ? log2_of(wg) : 0, group, wide, int(items)),
-      [&] {
-        kernel::SoftmaxSpec ss;
-        ss.op = op.code;
-        ss.dtype = t;
-        ss.layout = group ? kernel::SoftmaxSpec::GroupPerRow : kernel::SoftmaxSpec::ThreadPerRow;
-        ss.items = static_cast<int>(items);
-        ss.wide_index = wide;
-        ss.workgroup = static_cast<int>(wg);
-        return kernel::softmax_kernel(ss);
-      });
+  uint64_t k = key(Kind::Softmax, int(op.code), t, t, group ? log2_of(wg) : 0, group, wide,
+                   int(items) | int(vec) << 5);
+  const Loaded& l = kernel_for(d, k, [&] {
+    kernel::SoftmaxSpec ss;
+    ss.op = op.code;
+    ss.dtype = t;
+    ss.layout = group ? kernel::SoftmaxSpec::GroupPerRow : kernel::SoftmaxSpec::ThreadPerRow;
+    ss.items = static_cast<int>(items);
+    ss.wide_index = wide;
+    ss.workgroup = static_cast<int>(wg);
+    ss.vector = vec;
+    return kernel::softmax_kernel(ss);
+  });
   Args a(l);
   a.ptr(x.ptr()).ptr(o.ptr()).i(outer).i(size).i(inner).i(st[0]).i(st[1]).i(st[2]);
   a.launch(d, group ? std::min<int64_t>(rows, int64_t(d.multiprocessors) * 32)

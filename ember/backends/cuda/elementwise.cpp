@@ -30,10 +30,13 @@ struct Strided {
   Collapsed c;
   bool dense = false;  // every operand dense, of the output's shape and vector-aligned
   int rank = 0;        // 0 when dense
+  int scalars = 0;     // dense: bit j set when input j is one element broadcast to all
 };
 
-// The operands' strides broadcast to `s`, merged; `w` the dense path's vector width.
-Strided layout(std::span<const CudaTensor> in, const CudaTensor& o, int w) {
+// The operands' strides broadcast to `s`, merged; `w` the dense path's vector width. With
+// `allow_scalars`, one-element inputs (stride 0 after merging) keep the dense path.
+Strided layout(std::span<const CudaTensor> in, const CudaTensor& o, int w,
+               bool allow_scalars = false) {
   const Shape& s = o.meta.shape;
   Dims st[3];
   const Dims* sp[3];
@@ -44,8 +47,17 @@ Strided layout(std::span<const CudaTensor> in, const CudaTensor& o, int w) {
   Strided r;
   r.c = collapse(s, std::span<const Dims* const>(sp, in.size()));
   r.dense = w > 0 && r.c.shape.size() == 1 && aligned(o, w);
-  for (size_t j = 0; j < in.size() && r.dense; ++j)
+  for (size_t j = 0; j < in.size() && r.dense; ++j) {
+    if (allow_scalars && r.c.strides[j][0] == 0) {
+      r.scalars |= 1 << j;
+      continue;
+    }
     r.dense = r.c.strides[j][0] == 1 && aligned(in[j], w);
+  }
+  if (!r.dense || r.scalars == (1 << in.size()) - 1) {  // all broadcast: the strided path
+    r.dense = false;
+    r.scalars = 0;
+  }
   r.rank = r.dense ? 0 : static_cast<int>(r.c.shape.size());
   if (r.rank > 8) throw DeviceError("[cuda] more than 8 dims after merging: " + s.to_string());
   return r;
@@ -55,8 +67,13 @@ Strided layout(std::span<const CudaTensor> in, const CudaTensor& o, int w) {
 void copy_into(const CudaTensor& x, const CudaTensor& o) {
   int64_t n = o.meta.shape.numel();
   if (n == 0) return;
-  Strided L = layout(std::span<const CudaTensor>(&x, 1), o, 0);
   DeviceState& d = device(o.device);
+  if (x.meta.dtype == o.meta.dtype && x.meta.shape == o.meta.shape && x.is_contiguous()) {
+    // Dense to dense: the driver's copy runs at the memory's speed (the scalar kernel does not).
+    raw::copy_dtod(o.ptr(), x.ptr(), size_t(n) * size_of(x.meta.dtype), d.s());
+    return;
+  }
+  Strided L = layout(std::span<const CudaTensor>(&x, 1), o, 0);
   const Loaded& l =
       kernel_for(d, key(Kind::Copy, 0, x.meta.dtype, o.meta.dtype, L.rank, false, L.c.wide), [&] {
         kernel::CopySpec cs;
@@ -85,18 +102,19 @@ CudaTensor elementwise(const Op& op, Inputs in, const TensorMeta& out) {
   if (n == 0) return o;
   int arity = static_cast<int>(in.size());
   int w = kernel::vector_width(t);
-  Strided L = layout(std::span<const CudaTensor>(in.data(), in.size()), o, w);
+  Strided L = layout(std::span<const CudaTensor>(in.data(), in.size()), o, w, true);
   const Collapsed& c = L.c;
   bool dense = L.dense;
   int rank = L.rank;
   DeviceState& d = device(dev);
-  const Loaded& l =
-      kernel_for(d, key(Kind::Elementwise, int(op.code), t, t, rank, dense, c.wide), [&] {
+  const Loaded& l = kernel_for(
+      d, key(Kind::Elementwise, int(op.code), t, t, rank, dense, c.wide, L.scalars), [&] {
         kernel::ElementwiseSpec es;
         es.op = op.code;
         es.dtype = t;
         es.rank = dense ? 1 : rank;
         es.contiguous = dense;
+        es.scalar_inputs = L.scalars;
         es.wide_index = c.wide;
         return kernel::elementwise_kernel(es);
       });

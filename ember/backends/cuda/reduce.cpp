@@ -2,6 +2,7 @@
 // elements reduced (kept dims moved first and copied when the reduced dims are not one
 // block). Long rows use the kernel layer's workgroup reductions; short rows and many
 // reductions across rows use one thread per output (kernels.h), whose loads stay coalesced.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -10,6 +11,77 @@
 #include "ember/kernel/kernels/reduce.h"
 
 namespace ember::cuda::detail {
+
+namespace {
+
+// DType of kernel::reduce_accumulator(op, t).
+DType accumulator_dtype(OpCode op, DType t) {
+  bool ext = op == OpCode::Max || op == OpCode::Min;
+  bool arg = op == OpCode::ArgMax || op == OpCode::ArgMin;
+  if (t == DType::F16 || t == DType::BF16) return DType::F32;
+  if (t == DType::Bool && ext) return DType::U8;
+  if (is_int(t) && !ext && !arg) return DType::I64;
+  return t;
+}
+
+// Few outputs with long rows (a whole-tensor sum): a workgroup per output would leave most of
+// the GPU idle, so each row is cut into chunks reduced in parallel (16-byte loads on dense
+// rows) and a second pass combines the chunks. False when the other paths suit better.
+bool split_reduce(const Op& op, const CudaTensor& x, const CudaTensor& o, int64_t outer, int64_t r,
+                  int64_t inner, bool wide) {
+  DType t = x.meta.dtype;
+  bool ext = op.code == OpCode::Max || op.code == OpCode::Min;
+  bool arg = op.code == OpCode::ArgMax || op.code == OpCode::ArgMin;
+  if (!ext && !arg && op.code != OpCode::Sum && op.code != OpCode::Prod) return false;
+  if (t == DType::Bool && !ext) return false;
+  DeviceState& d = device(x.device);
+  int64_t outputs = outer * inner;
+  int64_t target = int64_t(d.multiprocessors) * 8;  // workgroups that fill the GPU
+  constexpr int kGroup = 256;
+  if (r < 8 * kGroup || outputs * 2 > target) return false;
+  int64_t w = kernel::reduce_vector_width(t);
+  bool vec = w > 1 && inner == 1 && x.offset % w == 0 && (outer == 1 || r % w == 0);
+  if (!vec) w = 1;
+  // At least a few loads a thread per chunk; chunks a multiple of the vector width.
+  int64_t want = (target + outputs - 1) / outputs;
+  int64_t chunk = std::max<int64_t>((r + want - 1) / want, 4 * kGroup * w);
+  chunk = (chunk + w - 1) / w * w;
+  int64_t splits = (r + chunk - 1) / chunk;
+  if (splits < 2) return false;
+  TensorMeta pm{Shape{outputs * splits}, accumulator_dtype(op.code, t)};
+  CudaTensor part = empty(pm, x.device);
+  CudaTensor part_index;
+  if (arg) part_index = empty(TensorMeta{Shape{outputs * splits}, DType::I64}, x.device);
+  auto spec = [&](kernel::ReduceSpec::Stage stage, bool v) {
+    kernel::ReduceSpec rs;
+    rs.op = op.code;
+    rs.dtype = t;
+    rs.wide_index = wide;
+    rs.workgroup = kGroup;
+    rs.stage = stage;
+    rs.vector = v;
+    return rs;
+  };
+  const Loaded& lp = kernel_for(d, key(Kind::Reduce, int(op.code), t, t, 1, vec, wide), [&] {
+    return kernel::reduce_kernel(spec(kernel::ReduceSpec::Partial, vec));
+  });
+  Args a(lp);
+  a.ptr(x.ptr()).ptr(part.ptr());
+  if (arg) a.ptr(part_index.ptr());
+  a.i(outer).i(r).i(inner).i(r * inner).i(inner).i(1).i(chunk).i(splits);
+  a.launch(d, outputs * splits);
+  const Loaded& lf = kernel_for(d, key(Kind::Reduce, int(op.code), t, t, 2, false, wide), [&] {
+    return kernel::reduce_kernel(spec(kernel::ReduceSpec::Finish, false));
+  });
+  Args b(lf);
+  b.ptr(part.ptr());
+  if (arg) b.ptr(part_index.ptr());
+  b.ptr(o.ptr()).i(outputs).i(splits);
+  b.launch(d, outputs);
+  return true;
+}
+
+}  // namespace
 
 CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   const CudaTensor& x0 = in[0];
@@ -57,6 +129,7 @@ CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   DType t = x.meta.dtype;
   DeviceState& d = device(x0.device);
   bool wide = x.meta.shape.numel() > 0x7fffffff;
+  if (split_reduce(op, x, o, outer, r, inner, wide)) return o;
   bool workgroup = r > 64 && (inner == 1 || outputs < int64_t(d.multiprocessors) * 64);
   if (workgroup) {
     const Loaded& l = kernel_for(d, key(Kind::Reduce, int(op.code), t, t, 0, false, wide), [&] {

@@ -90,7 +90,8 @@ CudaTensor Cuda::run(const Op& op, std::span<CudaTensor> in, const TensorMeta& o
 }
 
 bool Cuda::supports(OpCode c) {
-  return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::LogSumExp;
+  return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::LogSumExp ||
+         c == OpCode::Gelu || c == OpCode::Silu;
 }
 
 namespace cuda {

@@ -1,5 +1,6 @@
 #include "ember/kernel/kernels/elementwise.h"
 
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -9,7 +10,10 @@ namespace ember::kernel {
 
 namespace {
 
-bool unary_op(OpCode op) { return info(op).family == OpFamily::Unary; }
+// Unary ops, and the composites that are one expression of one input (Gelu, Silu).
+bool unary_op(OpCode op) {
+  return info(op).family == OpFamily::Unary || op == OpCode::Gelu || op == OpCode::Silu;
+}
 
 bool supported_unary(OpCode op, DType t) {
   switch (op) {
@@ -45,6 +49,8 @@ bool supported_unary(OpCode op, DType t) {
     case OpCode::Trunc:
     case OpCode::IsNan:
     case OpCode::IsInf:
+    case OpCode::Gelu:
+    case OpCode::Silu:
       return is_float(t);
     case OpCode::LogicalNot:
       return is_bool(t);
@@ -173,6 +179,10 @@ Val apply_elementwise(KernelBuilder& kb, OpCode op, std::span<const Val> in) {
       return down(kb.erf(x));
     case OpCode::Sigmoid:
       return down(c(1) / (c(1) + kb.exp(-x)));
+    case OpCode::Gelu:  // the decomposition's expression (ops/decompose.h), in one pass
+      return down(x * c(0.5) * (kb.erf(x * c(M_SQRT1_2)) + c(1)));
+    case OpCode::Silu:
+      return down(x * (c(1) / (c(1) + kb.exp(-x))));
     case OpCode::Floor:
       return down(kb.floor(x));
     case OpCode::Ceil:
@@ -247,19 +257,31 @@ Kernel elementwise_kernel(const ElementwiseSpec& s) {
   ScalarType in_t = scalar_of(s.dtype), out_t = scalar_of(elementwise_out_dtype(s.op, s.dtype));
   ScalarType ix = s.wide_index ? ScalarType::I64 : ScalarType::I32;
   int w = s.contiguous ? vector_width(s.dtype) : 1;
-  std::string kname = std::string(name(s.op)) + "_" + std::string(name(s.dtype)) +
-                      (s.contiguous ? "_dense" : "_r" + std::to_string(s.rank)) +
-                      (s.wide_index ? "_i64" : "");
+  std::string kname =
+      std::string(name(s.op)) + "_" + std::string(name(s.dtype)) +
+      (s.contiguous ? "_dense" : "_r" + std::to_string(s.rank)) +
+      (s.contiguous && s.scalar_inputs ? "_s" + std::to_string(s.scalar_inputs) : "") +
+      (s.wide_index ? "_i64" : "");
   KernelBuilder kb(kname, {s.workgroup, 1, 1});
   const char* in_names[2] = {unary ? "x" : "a", "b"};
   std::vector<Mem> in;
-  for (int j = 0; j < arity; ++j) in.push_back(kb.buffer(in_names[j], in_t, Access::Read, w));
+  auto one_element = [&](int j) { return s.contiguous && (s.scalar_inputs >> j & 1); };
+  for (int j = 0; j < arity; ++j)
+    in.push_back(kb.buffer(in_names[j], in_t, Access::Read, one_element(j) ? 1 : w));
   Mem out = kb.buffer("out", out_t, Access::Write, w);
   Val n = kb.scalar("n", ix);
   Val first = kb.cast(kb.global_id(0), ix);
   Val stride = kb.cast(kb.num_groups(0), ix) * kb.cast(kb.local_size(0), ix);
 
   if (s.contiguous) {
+    // One-element inputs are read once and repeated across the lanes.
+    std::vector<Val> single(arity), lanes(arity);
+    for (int j = 0; j < arity; ++j)
+      if (one_element(j)) {
+        single[j] = kb.load(in[j], kb.lit(ix, 0));
+        std::vector<Val> copies(w, single[j]);
+        lanes[j] = w > 1 ? kb.vec(copies) : single[j];
+      }
     Val chunks = (n + (w - 1)) / w;
     kb.for_(first, chunks, stride, [&](Val chunk) {
       Val base = chunk * w;
@@ -267,13 +289,15 @@ Kernel elementwise_kernel(const ElementwiseSpec& s) {
           base + w <= n,
           [&] {
             std::vector<Val> v;
-            for (const Mem& m : in) v.push_back(kb.load(m, base, w));
+            for (int j = 0; j < arity; ++j)
+              v.push_back(one_element(j) ? lanes[j] : kb.load(in[j], base, w));
             kb.store(out, base, apply_elementwise(kb, s.op, v));
           },
           [&] {
             kb.for_(base, n, kb.lit(ix, 1), [&](Val i) {
               std::vector<Val> v;
-              for (const Mem& m : in) v.push_back(kb.load(m, i));
+              for (int j = 0; j < arity; ++j)
+                v.push_back(one_element(j) ? single[j] : kb.load(in[j], i));
               kb.store(out, i, apply_elementwise(kb, s.op, v));
             });
           });

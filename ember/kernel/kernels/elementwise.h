@@ -7,6 +7,8 @@
 //   s.contiguous = true;                             // dense: 16-byte vector loads and stores
 //   kernel::Kernel fast = kernel::elementwise_kernel(s);
 //
+// Gelu and Silu (composites of one input) have kernels too: the decompositions' expressions.
+//
 // Parameters, in order: the inputs (x, or a and b), out, n (elements), then for the strided
 // path shape0..shape{rank-1} and each input's strides (x_stride*, or a_stride* then b_stride*),
 // in elements, 0 where the input is broadcast. The output is dense. Index parameters are i32,
@@ -27,7 +29,10 @@ struct ElementwiseSpec {
   DType dtype = DType::F32;  // of the inputs
   int rank = 1;              // strided path: rank of the (collapsed) output
   bool contiguous = false;   // every operand dense and of the output's shape
-  bool wide_index = false;   // i64 indices
+  /// Dense path: bit j set when input j is one element broadcast to every output (a scalar
+  /// operand), read once; the others are dense.
+  int scalar_inputs = 0;
+  bool wide_index = false;  // i64 indices
   int workgroup = 256;
 };
 

@@ -25,10 +25,34 @@ struct ReduceSpec {
   OpCode op = OpCode::Sum;  // Sum, Prod, Max, Min, ArgMax or ArgMin
   DType dtype = DType::F32;
   bool wide_index = false;
-  int workgroup = 256;  // a multiple of 32 (a power of two for prod, argmax, argmin)
+  int workgroup = 256;  // a multiple of 32 (a power of two for prod, argmax, argmin and splits)
+  /// Whole: a workgroup per output (above). Partial and Finish: the two passes of a split
+  /// reduction, for few outputs with long rows, where a workgroup per output leaves the GPU
+  /// idle (see below).
+  enum Stage : uint8_t { Whole, Partial, Finish } stage = Whole;
+  /// Partial only: rows are dense (size_stride 1) and x, outer_stride and chunk are multiples
+  /// of reduce_vector_width(dtype) elements: 16-byte loads.
+  bool vector = false;
 };
 
 /// The kernel (ValueError for an op or dtype without one).
 EMBER_API Kernel reduce_kernel(const ReduceSpec& spec);
+
+// A split reduction cuts each row into `splits` chunks of `chunk` elements (the last may be
+// shorter; splits = ceil(size / chunk)). Partial: a workgroup per (output, chunk) pair, looping
+// when there are fewer workgroups, writes the chunk's result in the accumulator type to
+// partial[output * splits + chunk] (argmax/argmin: the value and its index along the row, an i64
+// in partial_index). Finish: a workgroup per output combines its `splits` partial results.
+// The argument rule (first extreme, first NaN) holds across chunks: indices decide ties.
+//
+// Partial parameters: x, partial, [partial_index,] outer, size, inner, outer_stride,
+// size_stride, inner_stride, chunk, splits.
+// Finish parameters: partial, [partial_index,] out, outputs, splits.
+
+/// The type of a split reduction's partial results: f32 for f16/bf16, i64 for integer sums and
+/// products, u8 for bool max/min, the dtype otherwise.
+EMBER_API ScalarType reduce_accumulator(OpCode op, DType dtype);
+/// Elements of `dtype` in a 16-byte load of the vector Partial path (1: no vector path).
+EMBER_API int reduce_vector_width(DType dtype);
 
 }  // namespace ember::kernel

@@ -9,6 +9,10 @@
 //                registers (rows up to items * workgroup), so x is read once;
 //  ThreadPerRow  a thread per (outer, inner) row, walking it in order: for inner > 1, where
 //                neighbouring threads read neighbouring elements.
+// GroupPerRow with `items` and `vector`: each thread holds `items` 16-byte vectors of
+// softmax_vector_width(dtype) elements (rows up to items * width * workgroup), read and written
+// with vector accesses; needs inner = 1, size_stride = 1, and size, outer_stride and x's and
+// out's element offsets multiples of the width.
 //
 //   kernel::SoftmaxSpec s{OpCode::Softmax, DType::F32};
 //   s.items = 8;                                     // rows up to 8 * 256 elements
@@ -33,7 +37,11 @@ struct SoftmaxSpec {
   int items = 0;  // GroupPerRow: elements a thread holds in registers (0: re-read x), up to 16
   bool wide_index = false;
   int workgroup = 256;  // GroupPerRow: a multiple of 32 up to 1024
+  bool vector = false;  // GroupPerRow with items: 16-byte loads and stores (above)
 };
+
+/// Elements in one 16-byte vector of the vector path.
+EMBER_API int softmax_vector_width(DType dtype);
 
 /// The kernel (ValueError for another op, a non-float dtype or a bad workgroup).
 EMBER_API Kernel softmax_kernel(const SoftmaxSpec& spec);
