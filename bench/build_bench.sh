@@ -7,6 +7,7 @@
 #   the rebuild of the main job after a real edit of its model (a layer width),
 #   the compile + link of a small user program (bench/buildtime/user_train.cpp),
 #   the stripped sizes of the main job's binary and of a minimal inference binary.
+# Each time is recorded as wall seconds and as CPU seconds (user + system, all processes).
 # Writes bench/out/build.json (records as in docs/benchmarks.md; the peer is the target) and
 # prints a table. Run from the repository root by scripts/bench.sh.
 set -euo pipefail
@@ -19,6 +20,7 @@ export CCACHE_DISABLE=1
 model=examples/mnist/mlp.h  # the MLP: a layer width is edited, then the main job rebuilt
 records="$out/build.records"
 : >"$records"
+echo "bench.sh build: load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores" >&2
 
 now() { date +%s.%N; }
 # record NAME SECONDS TARGET_SECONDS|- [UNIT]
@@ -26,13 +28,17 @@ record() {
   echo "$1|$2|$3|${4:-s}" >>"$records"
   printf 'bench.sh build: %-48s %10.2f %s\n' "$1" "$2" "${4:-s}" >&2
 }
-timed() {  # timed NAME TARGET command...: runs the command, records its wall time
+# timed NAME TARGET command...: runs the command, records its wall time and, as "NAME, CPU",
+# the user + system seconds of its processes (what a busy machine changes least).
+timed() {
   local name=$1 target=$2
   shift 2
-  local t0
+  local t0 cpu
   t0=$(now)
-  "$@" >/dev/null
+  /usr/bin/time -f "%U %S" -o "$out/time.txt" "$@" >/dev/null
   record "$name" "$(awk -v a="$(now)" -v b="$t0" 'BEGIN { print a - b }')" "$target"
+  cpu=$(awk '{ print $1 + $2 }' "$out/time.txt")
+  record "$name, CPU" "$cpu" -
 }
 
 restore_model() { [ -f "$out/model.h.orig" ] && cp "$out/model.h.orig" "$model" && rm -f "$out/model.h.orig"; }
@@ -102,5 +108,5 @@ for r in rows:
     ratio = f"{r['speedup']:.2f}" if r.get("speedup") else "-"
     print(f"| {r['name']:<48} | {v:8.2f} {u:<1} | {ts:>8} | {ratio:>6} |")
 EOF
-rm -f "$records"
+rm -f "$records" "$out/time.txt"
 echo "bench.sh: wrote $out/build.json" >&2

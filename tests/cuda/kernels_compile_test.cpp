@@ -10,10 +10,12 @@
 #include "ember/kernel/kernels/create.h"
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/index.h"
+#include "ember/kernel/kernels/interpolate.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/scan.h"
 #include "ember/kernel/kernels/softmax.h"
 #include "ember/kernel/kernels/sort.h"
+#include "ember/kernel/kernels/spatial.h"
 #include "ember/kernel/kernels/where.h"
 
 using namespace ember;
@@ -215,6 +217,54 @@ TEST_F(CudaKernels, SoftmaxAsRequested) {
   }
   EXPECT_THROW(kernel::softmax_kernel({OpCode::Exp, DType::F32}), ValueError);
   EXPECT_THROW(kernel::softmax_kernel({OpCode::Softmax, DType::I32}), ValueError);
+}
+
+// The spatial kernels as spatial.cpp asks for them: every pool op (both divisor rules for
+// average pooling), interpolate in each mode forward and backward, unfold, fold and the direct
+// conv, over the ranks and dtypes it launches them with.
+TEST_F(CudaKernels, SpatialAsRequested) {
+  const OpCode pools[] = {OpCode::MaxPool,         OpCode::MaxPoolBackward,
+                          OpCode::AvgPool,         OpCode::AvgPoolBackward,
+                          OpCode::AdaptiveAvgPool, OpCode::AdaptiveAvgPoolBackward};
+  for (OpCode c : pools)
+    for (int r = 1; r <= 3; ++r) {
+      kernel::PoolSpec p{c, r == 2 ? DType::F16 : DType::F32, r};
+      p.count_include_pad = r != 3;
+      p.wide_index = r == 1;
+      compiles(kernel::pool_kernel(p));
+    }
+  for (InterpMode m : {InterpMode::Nearest, InterpMode::Linear, InterpMode::Cubic})
+    for (bool backward : {false, true}) {
+      kernel::InterpolateSpec s{DType::BF16, m, m == InterpMode::Cubic ? 2 : 3, true, backward};
+      compiles(kernel::interpolate_kernel(s));
+      s.dtype = DType::F64;
+      s.align_corners = false;
+      s.wide_index = true;
+      compiles(kernel::interpolate_kernel(s));
+    }
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})
+    for (bool fold : {false, true}) {
+      kernel::UnfoldSpec u{t, t == DType::F64 ? 3 : 2};
+      u.fold = fold;
+      u.wide_index = t == DType::BF16;
+      compiles(kernel::unfold_kernel(u));
+    }
+  for (int r = 1; r <= 3; ++r) {
+    kernel::ConvSpec c{r == 1 ? DType::F16 : DType::F32, r};
+    c.wide_index = r == 3;
+    compiles(kernel::conv_direct_kernel(c));
+  }
+}
+
+// Integer pow (square and multiply, unrolled) on every integer type, dense and strided.
+TEST_F(CudaKernels, IntegerPow) {
+  for (DType t : {DType::I64, DType::I32, DType::I16, DType::I8, DType::U8})
+    for (bool dense : {true, false}) {
+      kernel::ElementwiseSpec es{OpCode::Pow, t};
+      es.rank = dense ? 1 : 2;
+      es.contiguous = dense;
+      compiles(kernel::elementwise_kernel(es));
+    }
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ CudaTensor index(const Op& op, Inputs in, const TensorMeta& out);  // cat .. ind
 CudaTensor sort(const Op& op, Inputs in, const TensorMeta& out);   // argsort
 /// Softmax, LogSoftmax and LogSumExp (those Cuda::supports names), one kernel each.
 CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out);
+/// Pooling, interpolate, unfold/fold and the conv family (spatial.cpp).
+CudaTensor spatial(const Op& op, Inputs in, const TensorMeta& out);
 /// A dense copy of `t` (any strides) by the strided-copy kernel.
 CudaTensor copy_strided(const CudaTensor& t);
 

@@ -37,7 +37,8 @@ enum class Kind : uint8_t {
   Matmul,
   Index,
   Sort,
-  Softmax
+  Softmax,
+  Spatial
 };
 constexpr uint64_t key(Kind kind, int op, DType a, DType b = DType::F32, int rank = 0,
                        bool dense = false, bool wide = false, int extra = 0) {

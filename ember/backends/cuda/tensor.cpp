@@ -74,6 +74,8 @@ CudaTensor Cuda::run(const Op& op, std::span<CudaTensor> in, const TensorMeta& o
         return sort(op, in, out);
       case OpFamily::Composite:
         return composite(op, in, out);
+      case OpFamily::Spatial:
+        return spatial(op, in, out);
       default:
         not_implemented(op, in);
     }

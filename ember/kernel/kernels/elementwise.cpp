@@ -79,6 +79,7 @@ bool supported_binary(OpCode op, DType t) {
     case OpCode::NotEqual:
       return true;
     case OpCode::Pow:
+      return is_float(t) || is_int(t);
     case OpCode::Atan2:
       return is_float(t);
     case OpCode::BitwiseAnd:
@@ -102,6 +103,28 @@ Val remainder(KernelBuilder& kb, const Val& a, const Val& b) {
   Val zero = kb.lit(r.type(), 0);
   Val fix = (r != zero) && ((r < zero) != (b < zero));
   return kb.select(fix, r + b, r);
+}
+
+// Integer pow as the CPU backend: square and multiply over the exponent's bits (unrolled, so
+// vectors work), products wrapping; a negative exponent gives 1 for base 1, +-1 for base -1
+// and 0 otherwise.
+Val int_pow(KernelBuilder& kb, const Val& base, const Val& e) {
+  Type t = base.type();
+  Val zero = kb.lit(t, 0), one = kb.lit(t, 1);
+  Val r = one, b = base, rest = e;
+  int bits = byte_size(t.scalar) * 8 - (is_signed(t.scalar) ? 1 : 0);
+  for (int i = 0; i < bits; ++i) {
+    r = kb.select((rest & one) != zero, r * b, r);
+    if (i + 1 < bits) {
+      b = b * b;
+      rest = rest >> one;
+    }
+  }
+  if (!is_signed(t.scalar)) return r;
+  Val odd = (e & one) != zero;
+  Val minus = kb.select(odd, kb.lit(t, -1), one);
+  Val neg = kb.select(base == one, one, kb.select(base == kb.lit(t, -1), minus, zero));
+  return kb.select(e < zero, neg, r);
 }
 
 }  // namespace
@@ -213,6 +236,7 @@ Val apply_elementwise(KernelBuilder& kb, OpCode op, std::span<const Val> in) {
     case OpCode::Minimum:
       return down(kb.min(x, y));
     case OpCode::Pow:
+      if (is_int(t)) return int_pow(kb, x, y);
       return down(kb.pow(x, y));
     case OpCode::Atan2:
       return down(kb.atan2(x, y));
