@@ -2,10 +2,13 @@
 // column-major C^T = B^T A^T, so the operands swap); operands whose last two dims are neither
 // row- nor column-major are copied first. Batch dims that merge into one stride are one
 // strided-batched call, the rest a loop of calls. Integers, and shapes cuBLASLt finds no
-// algorithm for, use a simple kernel.
+// algorithm for, use a simple kernel. Large products time the heuristic's first few algorithms
+// once per shape, layout and alignment and keep the fastest.
 #include <array>
+#include <cmath>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "ember/backends/cuda/cublaslt.h"
 #include "ember/backends/cuda/kernels.h"
@@ -55,7 +58,12 @@ struct Plan {
   lt::Layout a = nullptr, b = nullptr, c = nullptr;
   lt::Algo algo{};
   bool found = false;
+  std::vector<lt::Algo> candidates;  // the heuristic's best first
+  bool tuned = false;
 };
+// Algorithms asked of the heuristic; large products time them once and keep the fastest.
+constexpr int kCandidates = 4;
+constexpr double kTuneFlops = double(int64_t(1) << 36);
 using PlanKey = std::array<int64_t, 18>;
 
 struct LtDevice {
@@ -147,13 +155,15 @@ Plan make_plan(LtDevice& ld, const GemmCall& g, int al_a, int al_b, int al_c, bo
   A.MatmulPreferenceSetAttribute(pref, lt::kPrefAlignB, &ab, sizeof ab);
   A.MatmulPreferenceSetAttribute(pref, lt::kPrefAlignC, &ac, sizeof ac);
   A.MatmulPreferenceSetAttribute(pref, lt::kPrefAlignD, &ac, sizeof ac);
-  lt::HeuristicResult res{};
+  lt::HeuristicResult res[kCandidates] = {};
   int found = 0;
-  lt::Status st =
-      A.MatmulAlgoGetHeuristic(ld.handle, p.desc, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
+  lt::Status st = A.MatmulAlgoGetHeuristic(ld.handle, p.desc, p.a, p.b, p.c, p.c, pref, kCandidates,
+                                           res, &found);
   A.MatmulPreferenceDestroy(pref);
-  p.found = st == 0 && found > 0 && res.state == 0;
-  if (p.found) p.algo = res.algo;
+  for (int i = 0; st == 0 && i < std::min(found, kCandidates); ++i)
+    if (res[i].state == 0) p.candidates.push_back(res[i].algo);
+  p.found = !p.candidates.empty();
+  if (p.found) p.algo = p.candidates[0];
   return p;
 }
 
@@ -168,6 +178,39 @@ void naive(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePt
   args.launch(d, groups_for(d, g.batch * g.m * g.n, 256));
 }
 
+lt::Status run_plan(LtDevice& ld, DeviceState& d, const Plan& p, const lt::Algo& algo,
+                    const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c) {
+  const lt::Api& A = lt::api();
+  float f1 = 1, f0 = 0;
+  double d1 = 1, d0 = 0;
+  const void* alpha = g.dtype == DType::F64 ? static_cast<const void*>(&d1) : &f1;
+  const void* beta = g.dtype == DType::F64 ? static_cast<const void*>(&d0) : &f0;
+  return A.Matmul(ld.handle, p.desc, alpha, reinterpret_cast<const void*>(b), p.a,
+                  reinterpret_cast<const void*>(a), p.b, beta, reinterpret_cast<void*>(c), p.c,
+                  reinterpret_cast<void*>(c), p.c, &algo,
+                  reinterpret_cast<void*>(ld.workspace->ptr), kWorkspace, d.s());
+}
+
+// Times the heuristic's candidates on this call's operands (c is overwritten; beta is 0) once
+// and keeps the fastest; a candidate that fails to launch is skipped.
+void tune(LtDevice& ld, DeviceState& d, Plan& p, const GemmCall& g, DevicePtr a, DevicePtr b,
+          DevicePtr c) {
+  float best = INFINITY;
+  size_t pick = 0;
+  Event start, end;
+  for (size_t i = 0; i < p.candidates.size(); ++i) {
+    if (run_plan(ld, d, p, p.candidates[i], g, a, b, c) != 0) continue;  // warm-up
+    start.record_raw(d.s());
+    bool ok = true;
+    for (int r = 0; r < 3 && ok; ++r) ok = run_plan(ld, d, p, p.candidates[i], g, a, b, c) == 0;
+    end.record_raw(d.s());
+    end.synchronize();
+    float ms = end.since(start);
+    if (ok && ms < best) best = ms, pick = i;
+  }
+  p.algo = p.candidates[pick];
+}
+
 void gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
           const std::string& shapes) {
   bool blas = g.dtype == DType::F32 || g.dtype == DType::F64 || g.dtype == DType::F16 ||
@@ -178,25 +221,21 @@ void gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr
   int al_a = alignment(a), al_b = alignment(b), al_c = alignment(c);
   PlanKey k{int64_t(g.dtype), tf32, g.m,  g.n,  g.k,  g.va.ld, g.va.col, g.vb.ld, g.vb.col,
             g.batch,          g.sa, g.sb, g.sc, al_a, al_b,    al_c,     0,       0};
-  const Plan* plan;
+  Plan* plan;
   {
     std::lock_guard lk(ld.mu);
     auto it = ld.plans.find(k);
     if (it == ld.plans.end())
       it = ld.plans.emplace(k, make_plan(ld, g, al_a, al_b, al_c, tf32, shapes)).first;
     plan = &it->second;
+    if (plan->found && !plan->tuned) {
+      plan->tuned = true;
+      double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(g.batch);
+      if (plan->candidates.size() > 1 && flops >= kTuneFlops) tune(ld, d, *plan, g, a, b, c);
+    }
   }
   if (!plan->found) return naive(d, g, a, b, c);
-  const lt::Api& A = lt::api();
-  float f1 = 1, f0 = 0;
-  double d1 = 1, d0 = 0;
-  const void* alpha = g.dtype == DType::F64 ? static_cast<const void*>(&d1) : &f1;
-  const void* beta = g.dtype == DType::F64 ? static_cast<const void*>(&d0) : &f0;
-  lt_check(A.Matmul(ld.handle, plan->desc, alpha, reinterpret_cast<const void*>(b), plan->a,
-                    reinterpret_cast<const void*>(a), plan->b, beta, reinterpret_cast<void*>(c),
-                    plan->c, reinterpret_cast<void*>(c), plan->c, &plan->algo,
-                    reinterpret_cast<void*>(ld.workspace->ptr), kWorkspace, d.s()),
-           "cublasLtMatmul", shapes);
+  lt_check(run_plan(ld, d, *plan, plan->algo, g, a, b, c), "cublasLtMatmul", shapes);
 }
 
 }  // namespace
