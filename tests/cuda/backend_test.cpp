@@ -377,6 +377,23 @@ TEST_F(CudaBackend, SplitReduce) {
   }
 }
 
+// A few rows of a million elements or more: softmax, log_softmax and logsumexp take the
+// decomposition, whose reductions are split across the GPU.
+TEST_F(CudaBackend, FewLongRowsDecompose) {
+  for (OpCode c : {OpCode::Softmax, OpCode::LogSoftmax, OpCode::LogSumExp}) {
+    Op op{c, {}};
+    op.attrs.dim = 1;
+    op.attrs.dims = {1};
+    expect_same(op, {random({2, (1 << 20) + 5}, DType::F32, -20, 20)}, {}, 1e-4, 1e-6,
+                std::string(name(c)) + " rows of 1M+5");
+  }
+  Op lse{OpCode::LogSumExp, {}};  // the whole tensor
+  expect_same(lse, {random({1200, 1000}, DType::F32, -20, 20)}, {}, 1e-4, 1e-5,
+              "logsumexp of 1.2M");
+  expect_same(lse, {random({1200, 1000}, DType::BF16, -20, 20)}, {}, 2e-2, 2e-2,
+              "logsumexp of 1.2M bf16");
+}
+
 // Dense copies (the driver's copy) of odd sizes and offsets: scatter copies an input that
 // others still hold before writing into it.
 TEST_F(CudaBackend, DenseCopies) {

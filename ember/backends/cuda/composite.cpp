@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "ember/backend/apply.h"
 #include "ember/backends/cuda/ops.h"
 #include "ember/kernel/kernels/softmax.h"
+#include "ember/ops/decompose.h"
 
 namespace ember::cuda::detail {
 
@@ -99,6 +101,10 @@ CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   const Shape& xs = x.meta.shape;
   int64_t outer = 1, size = 1, inner = 1;
   for (size_t d = 0; d < xs.rank(); ++d) (d < first ? outer : d <= last ? size : inner) *= xs[d];
+  // A few very long rows: a workgroup a row would leave the GPU idle, while the
+  // decomposition's reductions split the rows across it (reduce.cpp).
+  if (outer * inner * 4 <= int64_t(device(x.device).multiprocessors) && size >= (int64_t(1) << 20))
+    return decompose<Cuda>(op, in, out);
   int64_t st[3];
   if (!view3(x, first, last, st)) {
     x = copy_strided(x);
