@@ -36,9 +36,11 @@ bool split_reduce(const Op& op, const CudaTensor& x, const CudaTensor& o, int64_
   if (t == DType::Bool && !ext) return false;
   DeviceState& d = device(x.device);
   int64_t outputs = outer * inner;
-  int64_t target = int64_t(d.multiprocessors) * 8;  // workgroups that fill the GPU
   constexpr int kGroup = 256;
-  if (r < 8 * kGroup || outputs * 2 > target) return false;
+  int64_t fill = int64_t(d.multiprocessors) * 8;  // workgroups resident at once, about
+  if (r < 8 * kGroup || outputs * 2 > fill) return false;
+  // Several waves of short chunks, so the hardware balances them whatever the occupancy.
+  int64_t target = int64_t(d.multiprocessors) * 32;
   int64_t w = kernel::reduce_vector_width(t);
   bool vec = w > 1 && inner == 1 && x.offset % w == 0 && (outer == 1 || r % w == 0);
   if (!vec) w = 1;
