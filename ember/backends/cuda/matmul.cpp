@@ -198,16 +198,18 @@ void tune(LtDevice& ld, DeviceState& d, Plan& p, const GemmCall& g, DevicePtr a,
   float best = INFINITY;
   size_t pick = 0;
   Event start, end;
-  for (size_t i = 0; i < p.candidates.size(); ++i) {
-    if (run_plan(ld, d, p, p.candidates[i], g, a, b, c) != 0) continue;  // warm-up
-    start.record_raw(d.s());
-    bool ok = true;
-    for (int r = 0; r < 3 && ok; ++r) ok = run_plan(ld, d, p, p.candidates[i], g, a, b, c) == 0;
-    end.record_raw(d.s());
-    end.synchronize();
-    float ms = end.since(start);
-    if (ok && ms < best) best = ms, pick = i;
-  }
+  // Two rounds, the best of each candidate's: the first may run while the clocks ramp up.
+  for (int round = 0; round < 2; ++round)
+    for (size_t i = 0; i < p.candidates.size(); ++i) {
+      if (run_plan(ld, d, p, p.candidates[i], g, a, b, c) != 0) continue;  // warm-up
+      start.record_raw(d.s());
+      bool ok = true;
+      for (int r = 0; r < 3 && ok; ++r) ok = run_plan(ld, d, p, p.candidates[i], g, a, b, c) == 0;
+      end.record_raw(d.s());
+      end.synchronize();
+      float ms = end.since(start);
+      if (ok && ms < best) best = ms, pick = i;
+    }
   p.algo = p.candidates[pick];
 }
 
