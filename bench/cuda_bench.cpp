@@ -120,8 +120,8 @@ int main(int argc, char** argv) {
   auto gbps = [](double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; };
 
   try {
-    // 1. Device copy: the strided-copy kernel on a permuted-free dense view (what
-    // contiguous() runs), and the driver's memcpy.
+    // 1. Device copy: the backend's copy of a dense tensor (copy_strided, what an op that
+    // must copy its input runs: the driver's copy for dense data), and the raw memcpy.
     if (want("copy_GBps(read+write)")) {
       H x = randn({int64_t(1) << 28});
       double bytes = 2.0 * (int64_t(1) << 28) * 4;
