@@ -377,6 +377,29 @@ TEST_F(CudaBackend, SplitReduce) {
   }
 }
 
+// Many dense rows of 2048 or more (a sum over the last dim): one chunk a row with 16-byte
+// loads, every op and dtype class, keepdim, ties for the argument ops.
+TEST_F(CudaBackend, DenseRowsReduce) {
+  const OpCode ops[] = {OpCode::Sum, OpCode::Prod,   OpCode::Max,
+                        OpCode::Min, OpCode::ArgMax, OpCode::ArgMin};
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64})
+    for (OpCode c : ops)
+      for (int64_t len : {2048, 4104}) {
+        Op op{c, {}};
+        op.attrs.dims = {1};
+        op.attrs.flag = len == 2048;  // keepdim
+        bool arg = c == OpCode::ArgMax || c == OpCode::ArgMin;
+        double lo = -9, hi = 9;
+        if (c == OpCode::Prod) lo = is_float(t) ? 0.999 : -2, hi = is_float(t) ? 1.001 : 2;
+        if (c == OpCode::Sum && is_float(t)) lo = 0.5, hi = 1.5;
+        bool half = t == DType::F16 || t == DType::BF16;
+        double tl = !is_float(t) || arg ? 0 : half ? 3e-2 : 1e-4;
+        expect_same(
+            op, {random({1500, len}, t, lo, hi)}, {}, tl, tl,
+            std::string(name(c)) + " rows of " + std::to_string(len) + " " + std::string(name(t)));
+      }
+}
+
 // A few rows of a million elements or more: softmax, log_softmax and logsumexp take the
 // decomposition, whose reductions are split across the GPU.
 TEST_F(CudaBackend, FewLongRowsDecompose) {

@@ -83,6 +83,44 @@ bool split_reduce(const Op& op, const CudaTensor& x, const CudaTensor& o, int64_
   return true;
 }
 
+// Many dense rows of 2048 or more elements (a sum over the last dim): the split kernel's
+// first pass with one chunk a row, 16-byte loads with two in flight a thread, writing the
+// output itself (its accumulator type is the dtype's; argmax/argmin write the indices and
+// keep the values aside). False when the rows or types do not allow it.
+bool dense_rows_reduce(const Op& op, const CudaTensor& x, const CudaTensor& o, int64_t outer,
+                       int64_t r, int64_t inner, bool wide) {
+  DType t = x.meta.dtype;
+  bool arg = op.code == OpCode::ArgMax || op.code == OpCode::ArgMin;
+  bool ext = op.code == OpCode::Max || op.code == OpCode::Min;
+  if (!arg && !ext && op.code != OpCode::Sum && op.code != OpCode::Prod) return false;
+  if (!arg && accumulator_dtype(op.code, t) != t) return false;
+  int64_t w = kernel::reduce_vector_width(t);
+  constexpr int kGroup = 256;
+  if (w == 1 || inner != 1 || r % w != 0 || x.offset % w != 0 || r < 2 * kGroup * w) return false;
+  DeviceState& d = device(x.device);
+  CudaTensor values;
+  if (arg) values = empty(TensorMeta{Shape{outer}, accumulator_dtype(op.code, t)}, x.device);
+  const Loaded& l = kernel_for(d, key(Kind::Reduce, int(op.code), t, t, 1, true, wide), [&] {
+    kernel::ReduceSpec rs;
+    rs.op = op.code;
+    rs.dtype = t;
+    rs.wide_index = wide;
+    rs.workgroup = kGroup;
+    rs.stage = kernel::ReduceSpec::Partial;
+    rs.vector = true;
+    return kernel::reduce_kernel(rs);
+  });
+  Args a(l);
+  a.ptr(x.ptr());
+  if (arg)
+    a.ptr(values.ptr()).ptr(o.ptr());
+  else
+    a.ptr(o.ptr());
+  a.i(outer).i(r).i(inner).i(r * inner).i(inner).i(1).i(r).i(1);
+  a.launch(d, std::min<int64_t>(outer, int64_t(d.multiprocessors) * 64));
+  return true;
+}
+
 }  // namespace
 
 CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
@@ -132,6 +170,7 @@ CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   DeviceState& d = device(x0.device);
   bool wide = x.meta.shape.numel() > 0x7fffffff;
   if (split_reduce(op, x, o, outer, r, inner, wide)) return o;
+  if (dense_rows_reduce(op, x, o, outer, r, inner, wide)) return o;
   bool workgroup = r > 64 && (inner == 1 || outputs < int64_t(d.multiprocessors) * 64);
   if (workgroup) {
     const Loaded& l = kernel_for(d, key(Kind::Reduce, int(op.code), t, t, 0, false, wide), [&] {
