@@ -1,7 +1,9 @@
 // Reductions over any set of dims. The input is viewed as [outer, r, inner] with the r
 // elements reduced (kept dims moved first and copied when the reduced dims are not one
-// block). Long rows use the kernel layer's workgroup reductions; short rows and many
-// reductions across rows use one thread per output (kernels.h), whose loads stay coalesced.
+// block). Few outputs of long rows are split across the GPU (two passes); many dense long
+// rows take the split kernel's first pass alone; other long rows use the kernel layer's
+// workgroup reductions; short rows and many reductions across rows use one thread per output
+// (kernels.h), whose loads stay coalesced.
 #include <algorithm>
 #include <cmath>
 #include <vector>
