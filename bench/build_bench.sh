@@ -41,7 +41,9 @@ timed() {
   record "$name, CPU" "$cpu" -
 }
 
-restore_model() { [ -f "$out/model.h.orig" ] && cp "$out/model.h.orig" "$model" && rm -f "$out/model.h.orig"; }
+restore_model() {
+  if [ -f "$out/model.h.orig" ]; then cp "$out/model.h.orig" "$model" && rm -f "$out/model.h.orig"; fi
+}
 trap restore_model EXIT
 
 for cfg in $configs; do

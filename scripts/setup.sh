@@ -6,7 +6,7 @@
 #   scripts/setup.sh --docs     # also Doxygen, for the API reference (scripts/docs.sh)
 set -euo pipefail
 
-packages=(build-essential cmake ninja-build ccache pkg-config
+packages=(build-essential cmake ninja-build ccache pkg-config lld
           libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev nlohmann-json3-dev
           dataset-fashion-mnist python3 python3-numpy
           libsqlite3-dev libstb-dev zlib1g-dev python3-sklearn

@@ -1,12 +1,9 @@
-// The CNN's training and inference (see run.h).
+// The CNN's training (see run.h). Its inference is in cnn_infer.cpp: two translation units, so
+// that a rebuild after editing the model compiles them side by side.
 #include "cnn.h"
 
 #include "run.h"
 
 namespace mnist {
 TrainResult train_cnn(const Args& a) { return train_model<Cnn>(a); }
-std::vector<std::vector<float>> predict_cnn(const std::filesystem::path& path,
-                                            const std::vector<std::vector<float>>& images) {
-  return predict_model<Cnn>(path, images);
-}
 }  // namespace mnist

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "app.h"
-#include "ember/core/parse.h"
 #include "ember/backend/dispatch.h"
+#include "ember/core/parse.h"
 #include "ember/data/image.h"
 #include "ember/data/mnist.h"
 #include "ember/record/safetensors.h"

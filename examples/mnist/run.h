@@ -1,7 +1,7 @@
 // The part of the example that depends on the model: train it with the Learner, evaluate it on
-// the test set, save it, and run it on images. Instantiated once per model, in mlp.cpp and
-// cnn.cpp. Every model and loader runs on Dispatch, so `--backend` picks the device at run time.
-// What does not depend on the model (the loaders, the Learner's settings, the test-set
+// the test set and save it (its inference is in infer.h). Instantiated once per model, in mlp.cpp
+// and cnn.cpp. Every model and loader runs on Dispatch, so `--backend` picks the device at run
+// time. What does not depend on the model (the loaders, the Learner's settings, the test-set
 // figures) is in run.cpp, compiled once: editing a model recompiles only the code below.
 #pragma once
 #include <iostream>
@@ -12,7 +12,6 @@
 #include "ember/nn/record.h"
 #include "ember/optim/adam.h"
 #include "ember/optim/lr_scheduler.h"
-#include "ember/tensor/activation.h"
 #include "ember/train/learner.h"
 
 namespace mnist {
@@ -62,20 +61,6 @@ TrainResult train_model(const Args& a) {
   r.model_path = test_results(r, a, acc, confusion);
   nn::save_module(eval, r.model_path, {.metadata = {{"mnist.model", a.model}}});
   return r;
-}
-
-template <template <class> class Model>
-std::vector<std::vector<float>> predict_model(const std::filesystem::path& path,
-                                              const std::vector<std::vector<float>>& images) {
-  using namespace ember;
-  auto model = Model<Dispatch>::init(Dispatch::default_device());
-  nn::load_module(model, path);
-  std::vector<std::vector<float>> out;
-  for (const auto& px : images) {
-    auto x = Tensor<Dispatch, 4>::from_values(px, {1, 1, 28, 28});
-    out.push_back(activation::softmax(model.forward(x), 1).template to_vec<float>());
-  }
-  return out;
 }
 
 }  // namespace mnist
