@@ -62,6 +62,41 @@ foreach(target IN LISTS EMBER_LIBRARIES)
   list(APPEND EMBER_TARGETS_${component} ${target})
 endforeach()
 
+# A component's libraries ordered so that each comes before the libraries it links (what a
+# static link line needs: `ember` calls into `ember_cuda`, defined after it), by a depth-first
+# walk of their link interfaces; EMBER_LINK_ORDER_<component> gets the result.
+function(ember_link_visit component t)
+  get_property(seen GLOBAL PROPERTY EMBER_LINK_SEEN)
+  if(t IN_LIST seen)
+    return()
+  endif()
+  set_property(GLOBAL APPEND PROPERTY EMBER_LINK_SEEN ${t})  # before its links: cycle-safe
+  get_target_property(links ${t} INTERFACE_LINK_LIBRARIES)
+  foreach(link IN LISTS links)
+    string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" link "${link}")
+    if(TARGET ${link})
+      get_target_property(real ${link} ALIASED_TARGET)
+      if(real)
+        set(link ${real})
+      endif()
+    endif()
+    if(link IN_LIST EMBER_TARGETS_${component})
+      ember_link_visit(${component} ${link})
+    endif()
+  endforeach()
+  set_property(GLOBAL APPEND PROPERTY EMBER_LINK_POSTORDER ${t})  # after what it links
+endfunction()
+function(ember_link_order component)
+  set_property(GLOBAL PROPERTY EMBER_LINK_SEEN "")
+  set_property(GLOBAL PROPERTY EMBER_LINK_POSTORDER "")
+  foreach(t IN LISTS EMBER_TARGETS_${component})
+    ember_link_visit(${component} ${t})
+  endforeach()
+  get_property(order GLOBAL PROPERTY EMBER_LINK_POSTORDER)
+  list(REVERSE order)  # dependents before what they link
+  set(EMBER_LINK_ORDER_${component} ${order} PARENT_SCOPE)
+endfunction()
+
 # What each component needs: components (from links to ember libraries) and packages (from
 # links to namespaced imported targets, and a library's EMBER_PACKAGE property), plus the
 # pkg-config Requires and Libs. A static library's private links are in its link interface
@@ -70,15 +105,18 @@ foreach(component IN LISTS EMBER_COMPONENTS)
   set(needs)
   set(packages)
   set(pc_libs)
-  foreach(target IN LISTS EMBER_TARGETS_${component})
+  ember_link_order(${component})
+  foreach(target IN LISTS EMBER_LINK_ORDER_${component})
     get_target_property(type ${target} TYPE)
     if(NOT type STREQUAL "INTERFACE_LIBRARY")
       get_target_property(output ${target} OUTPUT_NAME)
       if(NOT output)
         set(output ${target})
       endif()
-      list(PREPEND pc_libs "-l${output}")  # dependents before what they link
+      list(APPEND pc_libs "-l${output}")
     endif()
+  endforeach()
+  foreach(target IN LISTS EMBER_TARGETS_${component})
     get_target_property(package ${target} EMBER_PACKAGE)
     if(package)
       list(APPEND packages ${package})
