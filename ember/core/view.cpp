@@ -1,6 +1,7 @@
 #include "ember/core/view.h"
 
 #include <string>
+#include <vector>
 
 #include "ember/core/error.h"
 
@@ -83,6 +84,41 @@ void apply_view(const Op& op, const Shape& in, const Shape& out, Dims& strides, 
     default:
       throw Error("[" + std::string(name(op.code)) + "] is not a view");
   }
+}
+
+ReduceLayout reduce_layout(const Shape& s, const Dims& dims) {
+  const size_t rank = s.rank();
+  std::vector<bool> red(rank, dims.empty());
+  for (int64_t d : dims) red[static_cast<size_t>(d)] = true;
+  int64_t first = -1, last = -1;
+  for (size_t d = 0; d < rank; ++d)
+    if (red[d] && s[d] != 1) {
+      if (first < 0) first = static_cast<int64_t>(d);
+      last = static_cast<int64_t>(d);
+    }
+  bool block = true;
+  for (int64_t d = first; first >= 0 && d <= last; ++d)
+    block = block && (red[static_cast<size_t>(d)] || s[static_cast<size_t>(d)] == 1);
+  ReduceLayout g;
+  if (block) {
+    for (size_t d = 0; d < rank; ++d) {
+      const auto di = static_cast<int64_t>(d);
+      if (first >= 0 && di >= first && di <= last)
+        g.size *= s[d];
+      else if (first >= 0 && di > last)
+        g.inner *= s[d];
+      else
+        g.outer *= s[d];
+    }
+    return g;
+  }
+  for (size_t d = 0; d < rank; ++d)
+    if (!red[d]) g.order.push_back(static_cast<int64_t>(d));
+  for (size_t d = 0; d < rank; ++d)
+    if (red[d]) g.order.push_back(static_cast<int64_t>(d));
+  for (int64_t d : g.order)
+    (red[static_cast<size_t>(d)] ? g.size : g.outer) *= s[static_cast<size_t>(d)];
+  return g;
 }
 
 }  // namespace ember

@@ -10,6 +10,8 @@
 //   Op flip{OpCode::Flip, {}};
 //   flip.attrs.dims = {1};
 //   ember::apply_view(flip, Shape{2, 3}, Shape{2, 3}, strides, offset);  // {3, -1}, offset 2
+//   ember::ReduceLayout r = ember::reduce_layout(Shape{4, 5, 6}, {1});    // 4 x 5 x 6, in place
+//   ember::ReduceLayout q = ember::reduce_layout(Shape{4, 5, 6}, {0, 2}); // order {1, 0, 2}
 #pragma once
 #include "ember/core/export.h"
 #include "ember/core/shape.h"
@@ -26,5 +28,16 @@ EMBER_API bool reshape_strides(const Shape& from, const Dims& strides, const Sha
 /// strides and offset in place. Throws for any other op.
 EMBER_API void apply_view(const Op& op, const Shape& in, const Shape& out, Dims& strides,
                           int64_t& offset);
+
+/// How a reduction over `dims` (empty: every dim) walks a tensor of shape `s`. When the
+/// reduced dims form one block (dims of size 1 aside), `order` is empty and the tensor, made
+/// contiguous, is [outer, size, inner] with the middle dim reduced. Otherwise `order` lists the
+/// kept dims, then the reduced ones: permuted so and made contiguous, it is [outer, size]
+/// (inner is 1).
+struct ReduceLayout {
+  Dims order;
+  int64_t outer = 1, size = 1, inner = 1;
+};
+EMBER_API ReduceLayout reduce_layout(const Shape& s, const Dims& dims);
 
 }  // namespace ember

@@ -7,6 +7,7 @@
 
 #include "ember/backends/cpu/elementwise.h"
 #include "ember/backends/cpu/kernels.h"
+#include "ember/core/view.h"
 
 namespace ember::cpu {
 
@@ -171,43 +172,16 @@ CpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   const CpuTensor& x0 = in[0];
   const Shape& s = x0.meta.shape;
   size_t rank = s.rank();
-  std::vector<bool> red(rank, op.attrs.dims.empty());
-  for (int64_t d : op.attrs.dims) red[d] = true;
-  // Reduced dims must form one block; otherwise move kept dims first.
-  int64_t first = -1, last = -1;
-  for (size_t d = 0; d < rank; ++d)
-    if (red[d] && s[d] != 1) {
-      if (first < 0) first = static_cast<int64_t>(d);
-      last = static_cast<int64_t>(d);
-    }
-  bool block = true;
-  for (int64_t d = first; first >= 0 && d <= last; ++d) block = block && (red[d] || s[d] == 1);
-  CpuTensor x = x0;
-  int64_t outer = 1, r = 1, inner = 1;
-  if (block) {
+  const ReduceLayout g = reduce_layout(s, op.attrs.dims);
+  const int64_t outer = g.outer, r = g.size, inner = g.inner;
+  CpuTensor x;
+  if (g.order.empty()) {
     x = contiguous(x0);
-    for (size_t d = 0; d < rank; ++d) {
-      if (first >= 0 && int64_t(d) >= first && int64_t(d) <= last)
-        r *= s[d];
-      else if (first >= 0 && int64_t(d) > last)
-        inner *= s[d];
-      else
-        outer *= s[d];
-    }
-  } else {
-    Dims order, shp;
-    for (size_t d = 0; d < rank; ++d)
-      if (!red[d]) order.push_back(d);
-    for (size_t d = 0; d < rank; ++d)
-      if (red[d]) order.push_back(d);
+  } else {  // kept dims first, then the reduced ones
     CpuTensor p = x0;
     for (size_t i = 0; i < rank; ++i) {
-      p.strides[i] = x0.strides[order[i]];
-      p.meta.shape[i] = s[order[i]];
-      if (red[order[i]])
-        r *= s[order[i]];
-      else
-        outer *= s[order[i]];
+      p.strides[i] = x0.strides[static_cast<size_t>(g.order[i])];
+      p.meta.shape[i] = s[static_cast<size_t>(g.order[i])];
     }
     x = contiguous(p);
   }

@@ -10,6 +10,7 @@
 
 #include "ember/backends/cuda/kernels.h"
 #include "ember/backends/cuda/ops.h"
+#include "ember/core/view.h"
 #include "ember/kernel/kernels/reduce.h"
 
 namespace ember::cuda::detail {
@@ -129,39 +130,16 @@ CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   const CudaTensor& x0 = in[0];
   const Shape& s = x0.meta.shape;
   size_t rank = s.rank();
-  std::vector<bool> red(rank, op.attrs.dims.empty());
-  for (int64_t d : op.attrs.dims) red[d] = true;
-  int64_t first = -1, last = -1;
-  for (size_t d = 0; d < rank; ++d)
-    if (red[d] && s[d] != 1) {
-      if (first < 0) first = static_cast<int64_t>(d);
-      last = static_cast<int64_t>(d);
-    }
-  bool block = true;
-  for (int64_t d = first; first >= 0 && d <= last; ++d) block = block && (red[d] || s[d] == 1);
+  const ReduceLayout g = reduce_layout(s, op.attrs.dims);
+  const int64_t outer = g.outer, r = g.size, inner = g.inner;
   CudaTensor x;
-  int64_t outer = 1, r = 1, inner = 1;
-  if (block) {
+  if (g.order.empty()) {
     x = contiguous(x0);
-    for (size_t d = 0; d < rank; ++d) {
-      if (first >= 0 && int64_t(d) >= first && int64_t(d) <= last)
-        r *= s[d];
-      else if (first >= 0 && int64_t(d) > last)
-        inner *= s[d];
-      else
-        outer *= s[d];
-    }
-  } else {
-    Dims order;
-    for (size_t d = 0; d < rank; ++d)
-      if (!red[d]) order.push_back(d);
-    for (size_t d = 0; d < rank; ++d)
-      if (red[d]) order.push_back(d);
+  } else {  // kept dims first, then the reduced ones
     CudaTensor p = x0;
     for (size_t i = 0; i < rank; ++i) {
-      p.strides[i] = x0.strides[order[i]];
-      p.meta.shape[i] = s[order[i]];
-      (red[order[i]] ? r : outer) *= s[order[i]];
+      p.strides[i] = x0.strides[static_cast<size_t>(g.order[i])];
+      p.meta.shape[i] = s[static_cast<size_t>(g.order[i])];
     }
     x = contiguous(p);
   }
