@@ -45,7 +45,12 @@ struct Case {
 std::string describe(const Case& c) {
   std::string s(name(c.op.code));
   s += " inputs";
-  for (const auto& i : c.in) s += " " + i.shape.to_string() + ":" + std::string(name(i.dtype));
+  for (const auto& i : c.in) {  // appends, not " " + ...: GCC 12's -Wrestrict misfires on that
+    s += ' ';
+    s += i.shape.to_string();
+    s += ':';
+    s += name(i.dtype);
+  }
   const auto& a = c.op.attrs;
   s += " shape=" + Shape(a.shape).to_string() + " dims=" + Shape(a.dims).to_string() +
        " ends=" + Shape(a.ends).to_string() + " steps=" + Shape(a.steps).to_string() +
