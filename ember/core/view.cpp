@@ -50,14 +50,20 @@ bool reshape_strides(const Shape& from, const Dims& strides, const Shape& to, Di
   return true;
 }
 
-void apply_view(const Op& op, const Shape& in, const Shape& out, Dims& strides, int64_t& offset) {
+bool apply_view(const Op& op, const Shape& in, const Shape& out, Dims& strides, int64_t& offset) {
   const OpAttrs& a = op.attrs;
   switch (op.code) {
+    case OpCode::Reshape: {
+      Dims st;
+      if (!reshape_strides(in, strides, out, st)) return false;
+      strides = std::move(st);
+      return true;
+    }
     case OpCode::Permute: {
       Dims st(in.rank());
       for (size_t i = 0; i < st.size(); ++i) st[i] = strides[a.dims[i]];
       strides = std::move(st);
-      return;
+      return true;
     }
     case OpCode::Expand: {
       Dims st(out.rank(), 0);
@@ -65,7 +71,7 @@ void apply_view(const Op& op, const Shape& in, const Shape& out, Dims& strides, 
       for (size_t i = 0; i < in.rank(); ++i)
         st[off + i] = in[i] == 1 && out[off + i] != 1 ? 0 : strides[i];
       strides = std::move(st);
-      return;
+      return true;
     }
     case OpCode::Slice:
       for (size_t i = 0; i < in.rank(); ++i) {
@@ -74,13 +80,13 @@ void apply_view(const Op& op, const Shape& in, const Shape& out, Dims& strides, 
         // overflow), and it is never walked. Otherwise step < the dim, so the product fits.
         if (out[i] > 1) strides[i] *= a.steps[i];
       }
-      return;
+      return true;
     case OpCode::Flip:
       for (int64_t d : a.dims) {
         if (in[d] > 0) offset += (in[d] - 1) * strides[d];
         strides[d] = -strides[d];
       }
-      return;
+      return true;
     default:
       throw Error("[" + std::string(name(op.code)) + "] is not a view");
   }

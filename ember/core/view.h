@@ -24,9 +24,11 @@ namespace ember {
 /// within, and the new dims must tile each run). False: the reshape needs a copy.
 EMBER_API bool reshape_strides(const Shape& from, const Dims& strides, const Shape& to, Dims& out);
 
-/// Applies Permute, Expand, Slice or Flip (input shape `in`, output shape `out`) to the
-/// strides and offset in place. Throws for any other op.
-EMBER_API void apply_view(const Op& op, const Shape& in, const Shape& out, Dims& strides,
+/// Applies a movement op (Reshape, Permute, Expand, Slice or Flip; input shape `in`, output
+/// shape `out`) to the strides and offset in place. Returns false, changing nothing, for a
+/// reshape that needs a copy: the caller makes the tensor contiguous instead. Throws for any
+/// other op.
+EMBER_API bool apply_view(const Op& op, const Shape& in, const Shape& out, Dims& strides,
                           int64_t& offset);
 
 /// How a reduction over `dims` (empty: every dim) walks a tensor of shape `s`. When the

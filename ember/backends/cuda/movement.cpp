@@ -7,24 +7,9 @@ namespace ember::cuda::detail {
 
 CudaTensor movement(const Op& op, Inputs in, const TensorMeta& out) {
   CudaTensor t = in[0];
-  switch (op.code) {
-    case OpCode::Reshape: {
-      Dims st;
-      if (!reshape_strides(t.meta.shape, t.strides, out.shape, st)) {
-        t = copy_strided(t);
-        st = contiguous_strides(out.shape);
-      }
-      t.strides = std::move(st);
-      break;
-    }
-    case OpCode::Permute:
-    case OpCode::Expand:
-    case OpCode::Slice:
-    case OpCode::Flip:
-      apply_view(op, t.meta.shape, out.shape, t.strides, t.offset);
-      break;
-    default:
-      not_implemented(op, in);
+  if (!apply_view(op, t.meta.shape, out.shape, t.strides, t.offset)) {  // a reshape: copy
+    t = copy_strided(t);
+    t.strides = contiguous_strides(out.shape);
   }
   t.meta = out;
   return t;

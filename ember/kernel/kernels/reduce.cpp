@@ -123,20 +123,8 @@ ScalarType reduce_accumulator(OpCode op, DType dtype) {
 }
 
 int reduce_vector_width(DType dtype) {
-  switch (dtype) {
-    case DType::F64:
-    case DType::I64:
-      return 2;
-    case DType::F32:
-    case DType::I32:
-      return 4;
-    case DType::F16:
-    case DType::BF16:
-    case DType::I16:
-      return 8;
-    default:
-      return 1;
-  }
+  const int bytes = size_of(dtype);  // 16-byte loads; bytes and bools load one at a time
+  return bytes > 1 ? 16 / bytes : 1;
 }
 
 namespace {
