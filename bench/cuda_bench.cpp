@@ -1,6 +1,7 @@
 // cuda_bench: ember's CUDA backend on the figures of the PyTorch GPU peer
 // (bench/peer_torch_cuda.py, same names and sizes): device copy, matmul f32 / tf32 / bf16,
-// softmax, sum, elementwise add and a 6-op chain, and the eager overhead of a tiny op. Each is
+// softmax, sum, elementwise add and a 6-op chain, the eager overhead of a tiny op, and conv2d
+// (forward, and forward + backward) in f32 and TF32. Each is
 // warmed up, then timed `reps` times between two CUDA events on the backend's stream; the
 // figure is the median. Run by scripts/bench.sh cuda (or bundle/bench.sh on a GPU machine),
 // which runs the peer beside it and prints the ratios (bench/cuda_report.py).
@@ -191,6 +192,47 @@ int main(int argc, char** argv) {
       put("sum_256M_ms", ms, "ms", ms);
       std::printf("%-44s %10s    %12.2f GB/s\n", "  (sum read)", "",
                   gbps((int64_t(1) << 28) * 4.0, ms));
+    }
+    // 6. conv2d: x [64, 128, 56, 56], w [128, 128, 3, 3], padding 1, no bias, 2 N C_out H W
+    // C_in 9 flop, strict f32 and with TF32; forward + backward adds the input gradient
+    // (conv_transpose) and the weight gradient (conv_weight_grad), three times the flop.
+    for (const char* kind : {"fp32", "tf32"}) {
+      std::string fwd = std::string("conv2d_64x128x56x56_k3_") + kind + "_TFLOPs";
+      std::string both = std::string("conv2d_64x128x56x56_k3_") + kind + "_fwdbwd_TFLOPs";
+      if (!want(fwd) && !want(both)) continue;
+      cuda::set_allow_tf32(std::strcmp(kind, "tf32") == 0);
+      const double flops = 2.0 * 64 * 128 * 56 * 56 * 128 * 9;
+      H x = randn({64, 128, 56, 56}), w = randn({128, 128, 3, 3});
+      Window win;
+      win.kernel = {3, 3};
+      win.padding = {1, 1};
+      auto conv_op = [&](OpCode c) {
+        Op op{c, {}};
+        op.attrs.window = win;
+        return op;
+      };
+      Op conv = conv_op(OpCode::Conv), dx = conv_op(OpCode::ConvTranspose),
+         dw = conv_op(OpCode::ConvWeightGrad);
+      if (want(fwd)) {
+        double ms = time_ms(o, o.reps, [&] { H y = run(conv, {x, w}); });
+        put(fwd, ms, "TFLOP/s", flops / (ms * 1e-3) / 1e12);
+      }
+      if (want(both)) {
+        H gy = randn({64, 128, 56, 56});
+        double ms = time_ms(o, o.reps, [&] {
+          H y = run(conv, {x, w});
+          H gx = run(dx, {gy, w});
+          H gw = run(dw, {x, gy});
+        });
+        put(both, ms, "TFLOP/s", 3 * flops / (ms * 1e-3) / 1e12);
+      }
+    }
+    cuda::set_allow_tf32(false);
+    if (want("conv2d")) {
+      std::string why;
+      int v = cuda::cudnn_version(&why);
+      std::string path = v ? "cuDNN " + std::to_string(v) : "unfold + GEMM (" + why + ")";
+      std::printf("%-44s %s\n", "  (conv2d through)", path.c_str());
     }
   } catch (const Error& e) {
     std::fprintf(stderr, "cuda_bench: %s\n", e.what());

@@ -39,7 +39,7 @@ def main():
 
     print(f"ember on {ember.get('gpu')}; peer: {peer_gpu or 'not run'}; "
           f"anchor: {('torch ' + anchor.get('torch', '?') + ' on ' + anchor.get('gpu', '?')) if anchor else 'none'}")
-    head = f"{'name':34s} {'ember':>18s} {'torch (now)':>18s} {'speedup':>8s} {'anchor':>12s} {'vs anchor':>9s}"
+    head = f"{'name':42s} {'ember':>18s} {'torch (now)':>18s} {'speedup':>8s} {'anchor':>12s} {'vs anchor':>9s}"
     print(head)
     print("-" * len(head))
     records = []
@@ -63,7 +63,7 @@ def main():
 
         def fig(v, u):
             return f"{v:10.3f} {u:>7s}"
-        line = f"{r['name']:34s} {fig(r['value'], unit)} "
+        line = f"{r['name']:42s} {fig(r['value'], unit)} "
         line += f"{fig(pr['value'], unit) if pr else '':>18s} "
         line += f"{(str(rec['speedup']) + 'x') if pr else '':>8s} "
         line += f"{av if av is not None else '':>12} "
@@ -71,6 +71,9 @@ def main():
         print(line)
     print("speedup = torch time / ember time, vs anchor = ember's figure against the stored "
           "anchor's (above 1: ember ahead)")
+    if any(r["name"].startswith("conv2d_") for r in ember["results"]):
+        print("conv2d: ember and the peer convolve without bias; the anchor's nn.Conv2d adds "
+              "one (a further pass over the output, not in the flop count)")
     with open(a.out, "w") as f:
         json.dump(records, f, indent=1)
 

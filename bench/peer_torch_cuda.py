@@ -104,6 +104,38 @@ def main():
             ms = time_ms(lambda: x.sum())
             put("sum_256M_ms", ms, "ms", ms)
 
+    # conv2d: x [64, 128, 56, 56], w [128, 128, 3, 3], padding 1, no bias (ember's conv has
+    # none), cuDNN's defaults (torch.backends.cudnn.benchmark off); strict f32 with
+    # cudnn.allow_tf32 off, TF32 with it on (PyTorch's default). Forward under no_grad;
+    # forward + backward takes both gradients for an upstream gradient, three times the flop.
+    conv_flops = 2 * 64 * 128 * 56 * 56 * 128 * 9
+    for kind in ("fp32", "tf32"):
+        fwd = f"conv2d_64x128x56x56_k3_{kind}_TFLOPs"
+        both = f"conv2d_64x128x56x56_k3_{kind}_fwdbwd_TFLOPs"
+        if not (want(fwd) or want(both)):
+            continue
+        torch.backends.cudnn.allow_tf32 = kind == "tf32"
+        xc = torch.randn(64, 128, 56, 56, device=dev, requires_grad=True)
+        wc = torch.randn(128, 128, 3, 3, device=dev, requires_grad=True)
+        if want(fwd):
+            def conv_fwd():
+                with torch.no_grad():
+                    return F.conv2d(xc, wc, padding=1)
+
+            ms = time_ms(conv_fwd)
+            put(fwd, ms, "TFLOP/s", conv_flops / (ms * 1e-3) / 1e12)
+        if want(both):
+            gy = torch.randn(64, 128, 56, 56, device=dev)
+
+            def conv_fwd_bwd():
+                y = F.conv2d(xc, wc, padding=1)
+                return torch.autograd.grad(y, (xc, wc), gy)
+
+            ms = time_ms(conv_fwd_bwd)
+            put(both, ms, "TFLOP/s", 3 * conv_flops / (ms * 1e-3) / 1e12)
+        del xc, wc
+    torch.backends.cudnn.allow_tf32 = True
+
     report = {"peer": "torch", "torch": torch.__version__,
               "gpu": torch.cuda.get_device_name(0), "results": results}
     if args.out:

@@ -1,7 +1,8 @@
 // The CUDA backend: strided tensors in device memory from a caching pool, kernels generated
-// from the kernel IR (compiled with NVRTC once and cached), matmul through cuBLASLt. Every
-// op is queued on the device's stream; to_data waits for it. Nothing is linked against CUDA:
-// the driver, NVRTC and cuBLASLt are opened at run time, so programs start everywhere.
+// from the kernel IR (compiled with NVRTC once and cached), matmul through cuBLASLt, convs
+// through cuDNN where it is found. Every op is queued on the device's stream; to_data waits
+// for it. Nothing is linked against CUDA: the driver, NVRTC, cuBLASLt and cuDNN are opened at
+// run time, so programs start everywhere.
 //
 //   using ember::Cuda;
 //   if (ember::cuda::available()) {
@@ -11,8 +12,16 @@
 // Through Dispatch the devices are "cuda:0" ... "cuda:N-1" (ember::available_devices()).
 // Views (reshape of contiguous data, permute, expand, slice, flip) share the buffer and only
 // change strides and offset; an op on a handle no one else holds may reuse its buffer.
+// Convs run on cuDNN (libcudnn.so.9, loaded at run time) where it is found and takes the case,
+// else on unfold + GEMM; EMBER_CUDNN=0 turns cuDNN off:
+//
+//   std::string why;
+//   int version = ember::cuda::cudnn_version(&why);     // e.g. 91400; 0: why says why
+//   int64_t runs = ember::cuda::cudnn_conv_calls();     // conv-family ops cuDNN ran so far
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "ember/backend/backend.h"
 #include "ember/backends/cuda/pool.h"
@@ -40,6 +49,13 @@ EMBER_API void synchronize(int device = 0);
 /// default: f32 matmul is exact f32.
 EMBER_API void set_allow_tf32(bool on);
 EMBER_API bool allow_tf32();
+/// The cuDNN version conv, conv_transpose and conv_weight_grad run on (e.g. 91400 for 9.14.0),
+/// or 0 where they take unfold + GEMM instead: no libcudnn.so.9, one older than 9.0, or
+/// `EMBER_CUDNN=0`; `why` says which. Needs no GPU.
+EMBER_API int cudnn_version(std::string* why = nullptr);
+/// How many conv-family ops ran through cuDNN in this process (the others took the direct
+/// kernel or unfold + GEMM: cases cuDNN does not take fall back to them).
+EMBER_API int64_t cudnn_conv_calls();
 /// Dispatch's backend for cuda:0..N-1, or nullptr where no GPU is usable (called by the
 /// device registry; registering it by hand is not needed).
 EMBER_API std::unique_ptr<DeviceBackend> make_device_backend();

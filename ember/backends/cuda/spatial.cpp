@@ -1,9 +1,11 @@
 // The spatial family on [N, C, *spatial] tensors: pooling and its backward ops, interpolate
 // (+ backward, atomic adds into an f32 accumulator for halves), unfold and fold from the kernel
-// layer (spatial.h, interpolate.h), and conv, conv_transpose and conv_weight_grad composed from
-// Unfold/Fold and the backend's GEMM (matmul.cpp, cuBLASLt), batched over groups and images, or
-// the direct conv kernel where a group has few input channels.
+// layer (spatial.h, interpolate.h), and conv, conv_transpose and conv_weight_grad through cuDNN
+// (cudnn.cpp) where it is found and takes the case, else composed from Unfold/Fold and the
+// backend's GEMM (matmul.cpp, cuBLASLt), batched over groups and images; conv takes the direct
+// kernel where a group has few input channels.
 #include "ember/kernel/kernels/spatial.h"
+#include "ember/backends/cuda/cudnn.h"
 #include "ember/backends/cuda/ops.h"
 #include "ember/core/error.h"
 #include "ember/kernel/kernels/interpolate.h"
@@ -226,6 +228,10 @@ CudaTensor conv(const Op& op, Inputs in, const TensorMeta& out) {
   if (out.shape.numel() == 0) return empty(out, dev);
   if (use_direct(cg, k)) return conv_direct(op, x0, in[1], out);
   CudaTensor wt = contiguous(in[1]);
+  if (dnn::enabled()) {
+    CudaTensor y = empty(out, dev);
+    if (cudnn_conv(op, contiguous(x0), wt, y)) return y;
+  }
   // w[grp] [cog, cg * K], the same for every image (batch stride 0)
   CudaTensor a = view_of(wt, Shape{1, g, cog, cg * k}, Dims{0, cog * cg * k, cg * k, 1});
   bool one = true;  // 1x1, stride 1, no padding: the columns are x itself
@@ -256,6 +262,10 @@ CudaTensor conv_transpose(const Op& op, Inputs in, const TensorMeta& out) {
   Dims lx_dims = spatial_of(xs);
   int64_t lx = Shape(lx_dims).numel();
   if (out.shape.numel() == 0) return empty(out, dev);
+  if (dnn::enabled()) {  // backward data where output_padding maps onto it
+    CudaTensor y = empty(out, dev);
+    if (cudnn_conv(op, x, wt, y)) return y;
+  }
   // w[grp]^T [cog * K, cg] (column-major view of the row-major [cg, cog * K] block)
   CudaTensor a = view_of(wt, Shape{1, g, cog * k, cg}, Dims{0, cg * cog * k, 1, cog * k});
   CudaTensor b = view_of(x, Shape{nb, g, cg, lx}, Dims{c_in * lx, cg * lx, lx, 1});
@@ -275,6 +285,10 @@ CudaTensor conv_weight_grad(const Op& op, Inputs in, const TensorMeta& out) {
   Dims pos = spatial_of(gy.meta.shape);
   int64_t l = Shape(pos).numel(), nl = nb * l;
   if (out.shape.numel() == 0) return empty(out, dev);
+  if (dnn::enabled()) {
+    CudaTensor dw = empty(out, dev);
+    if (cudnn_conv(op, contiguous(x), gy, dw)) return dw;
+  }
   // Columns laid out [C_in * K, N, L] and gy as [C_out, N, L]: one GEMM per group over N * L.
   CudaTensor cols = empty({Shape{c_in * k, nb, l}, out.dtype}, dev);
   unfold_into(x, cols, Dims{l, nl, 1}, w, pos);
