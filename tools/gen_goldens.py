@@ -628,6 +628,42 @@ attention_case("bf16", In(2, 4, 8, dtype="bf16"), In(2, 6, 8, dtype="bf16"),
                In(2, 6, 8, dtype="bf16"), rtol=2e-2, atol=2e-2)
 attention_case("empty_queries", In(2, 0, 4), In(2, 3, 4), In(2, 3, 4))
 
+# ---- layer norm and RMS norm over the trailing dims gamma has ----------------------------
+def layer_norm_ref(x, w, b, eps):
+    return F.layer_norm(x, w.shape, w, b, eps)
+
+
+def rms_norm_ref(x, w, eps):  # torch.nn.functional.rms_norm, which torch 1.13 lacks
+    dims = tuple(range(x.dim() - w.dim(), x.dim()))
+    return x * torch.rsqrt((x * x).mean(dims, keepdim=True) + eps) * w
+
+
+def norm_case(key, x, tag, eps=1e-5, **kw):
+    """layer_norm or rms_norm of x over the trailing dims of `shape` (kw), gamma near 1."""
+    shape, dt = kw.pop("shape", x.shape[-1:]), x.dtype
+    ins = [x, In(*shape, dtype=dt, lo=0.5, hi=1.5)]
+    if key == "layer_norm":
+        ins.append(In(*shape, dtype=dt, lo=-1, hi=1))
+    fn = layer_norm_ref if key == "layer_norm" else rms_norm_ref
+    case(key, fn, ins, {"eps": eps}, tag=tag, **kw)
+
+
+for key in ("layer_norm", "rms_norm"):
+    norm_case(key, In(4, 6), "plain")
+    norm_case(key, In(2, 3, 5), "rank3", eps=1e-3)
+    norm_case(key, In(2, 3, 4), "two_dims", shape=(3, 4))
+    norm_case(key, In(2, 5, 4, layout="transposed"), "noncontig")
+    norm_case(key, In(3, 4, 6, layout="transposed"), "noncontig_two_dims", shape=(4, 6))
+    norm_case(key, In(5), "rank1")
+    norm_case(key, In(3, 37), "odd_row")
+    norm_case(key, In(2, 1000), "long_row", rtol=1e-4, atol=1e-5)
+    norm_case(key, In(3, 16, lo=100, hi=102), "offset", rtol=1e-4, atol=1e-4)
+    norm_case(key, In(3, 7, dtype="f64"), "f64", rtol=1e-12, atol=1e-12)
+    norm_case(key, In(2, 3, 4, dtype="f64"), "f64_two_dims", shape=(3, 4), rtol=1e-12, atol=1e-12)
+    norm_case(key, In(4, 64, dtype="f16"), "f16", rtol=2e-3, atol=2e-3)
+    norm_case(key, In(4, 64, dtype="bf16"), "bf16", rtol=2e-2, atol=2e-2)
+    norm_case(key, In(0, 4), "empty")
+
 out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")
 with open(path, "w") as f:

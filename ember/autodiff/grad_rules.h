@@ -352,6 +352,37 @@ Grads<I> grad_attention(const Ctx<I>& c) {
   return out;
 }
 
+// layer_norm and rms_norm, in the forward's compute type (f32 for halves), with xh the
+// normalized x, r its rstd and gh = g * gamma: gamma gets sum(g * xh) and beta sum(g) over the
+// leading dims; x gets r * (gh - mean(gh) - xh * mean(gh * xh)), without the mean(gh) term for
+// rms_norm (whose xh is not centred).
+template <Backend I>
+Grads<I> grad_norm(const Ctx<I>& c) {
+  const bool layer = c.op.code == OpCode::LayerNorm;
+  const DType t = c.in[0].dtype, ct = detail::norm_compute_type(t);
+  const T<I> x = c.xs[0].cast(ct), gamma = c.xs[1].cast(ct), g = c.g.cast(ct);
+  auto [xh, r] = detail::norm_parts<I>(c.op, x);
+  Grads<I> out(layer ? 3 : 2);
+  if (c.needs_grad(0)) {
+    const Dims d = detail::norm_dims(c.op, x.rank());
+    T<I> gh = g * gamma;
+    T<I> inner = gh - xh * (gh * xh).reduce(OpCode::Mean, d, true);
+    if (layer) inner = inner - gh.reduce(OpCode::Mean, d, true);
+    out[0] = (inner * r).cast(t);
+  }
+  if (c.needs_grad(1)) out[1] = (g * xh).sum_to(c.in[1].shape).cast(t);
+  if (layer && c.needs_grad(2)) out[2] = g.sum_to(c.in[2].shape).cast(t);
+  return out;
+}
+template <Backend I>
+Grads<I> grad_layer_norm(const Ctx<I>& c) {
+  return grad_norm(c);
+}
+template <Backend I>
+Grads<I> grad_rms_norm(const Ctx<I>& c) {
+  return grad_norm(c);
+}
+
 /// The gradients of op's inputs, from the op table's grad column. An undefined entry means
 /// no gradient flows to that input.
 template <Backend I>

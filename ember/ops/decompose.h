@@ -2,6 +2,7 @@
 // a backend with a faster kernel lists the op in `supports` and never comes here.
 #pragma once
 #include <cmath>
+#include <utility>
 
 #include "ember/ops/dyn.h"
 
@@ -44,6 +45,34 @@ Dyn<B> attention_probs(const Op& op, const Dyn<B>& q, const Dyn<B>& k, const Dyn
   return none.select(p.scalar(0.0), p);
 }
 
+/// What layer_norm and rms_norm compute in: f32 for f16/bf16, the input's type otherwise.
+inline DType norm_compute_type(DType t) {
+  return t == DType::F16 || t == DType::BF16 ? DType::F32 : t;
+}
+
+/// The dims [dim, rank) a norm op normalizes over.
+inline Dims norm_dims(const Op& op, int64_t rank) {
+  Dims d;
+  for (int64_t i = op.attrs.dim; i < rank; ++i) d.push_back(i);
+  return d;
+}
+
+/// x (in the compute type) normalized by the norm op `op`, and the reciprocal deviation it
+/// used (kept dims of size 1): layer_norm (x - mean) * rstd with rstd = 1 / sqrt(biased var +
+/// eps), rms_norm x * rstd with rstd = 1 / sqrt(mean(x^2) + eps).
+template <Backend B>
+std::pair<Dyn<B>, Dyn<B>> norm_parts(const Op& op, const Dyn<B>& x) {
+  const Dims d = norm_dims(op, x.rank());
+  const double eps = op.attrs.scalar.f;
+  if (op.code == OpCode::RmsNorm) {
+    Dyn<B> rstd = ((x * x).reduce(OpCode::Mean, d, true) + eps).rsqrt();
+    return {x * rstd, rstd};
+  }
+  Dyn<B> c = x - x.reduce(OpCode::Mean, d, true);
+  Dyn<B> rstd = ((c * c).reduce(OpCode::Mean, d, true) + eps).rsqrt();
+  return {c * rstd, rstd};
+}
+
 }  // namespace detail
 
 template <Backend B>
@@ -69,15 +98,18 @@ typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
       T shifted = x - keep(C::Max, x);
       return (shifted - keep(C::Sum, shifted.exp()).log()).handle();
     }
-    case C::Gelu: return (x * 0.5 * ((x * M_SQRT1_2).erf() + 1.0)).handle();
-    case C::Silu: return (x * x.sigmoid()).handle();
+    case C::Gelu:
+      return (x * 0.5 * ((x * M_SQRT1_2).erf() + 1.0)).handle();
+    case C::Silu:
+      return (x * x.sigmoid()).handle();
     case C::Softplus: {
       double beta = a.scalar.f, threshold = a.scalar2.f;
       T bx = x * beta;
       T soft = T::run(C::Log1p, {bx.exp()}) / beta;
       return bx.gt(threshold).select(x, soft).handle();
     }
-    case C::Relu: return T::run(C::Maximum, {x, x.scalar(0.0)}).handle();
+    case C::Relu:
+      return T::run(C::Maximum, {x, x.scalar(0.0)}).handle();
     case C::LogSumExp: {  // max + log(sum(exp(x - max))), with an infinite max taken as 0
       T m = x.reduce(C::Max, a.dims, true);
       T finite = m.isinf().select(m.scalar(0.0), m);
@@ -88,7 +120,15 @@ typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
       const T mask = detail::attention_mask<B>(op, x, T(in[1]), in.size() > 3 ? T(in[3]) : T());
       return detail::attention_probs<B>(op, x, T(in[1]), mask).matmul(T(in[2])).handle();
     }
-    default: throw Error("[" + std::string(name(op.code)) + "] has no decomposition");
+    case C::LayerNorm:
+    case C::RmsNorm: {  // in f32 for halves; gamma and beta broadcast over the leading dims
+      const DType ct = detail::norm_compute_type(x.dtype());
+      T y = detail::norm_parts<B>(op, x.cast(ct)).first * T(in[1]).cast(ct);
+      if (op.code == C::LayerNorm) y = y + T(in[2]).cast(ct);
+      return y.cast(x.dtype()).handle();
+    }
+    default:
+      throw Error("[" + std::string(name(op.code)) + "] has no decomposition");
   }
 }
 

@@ -604,6 +604,26 @@ TensorMeta attention_rule(const Op& op, Metas in) {
   return {Shape(out), q.dtype};
 }
 
+// layer_norm(x, gamma, beta) and rms_norm(x, gamma) over dims [dim, rank) of x: gamma (and
+// beta) have those dims' shape and x's dtype.
+TensorMeta norm_rule(Op& op, Metas in) {
+  const TensorMeta& x = *in[0];
+  const Shape& s = x.shape;
+  auto& a = op.attrs;
+  if (s.rank() == 0) throw ShapeError(tag(op) + "needs an input of rank 1 or more, got []");
+  check_same_dtype(op, in, 0);
+  a.dim = wrap(op, a.dim, s.rank());
+  Shape want(std::span<const int64_t>(s.dims().data() + a.dim, s.rank() - size_t(a.dim)));
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i]->shape != want)
+      throw ShapeError(tag(op) + (i == 1 ? "gamma " : "beta ") + in[i]->shape.to_string() +
+                       " does not match the normalized shape " + want.to_string() + " (dims " +
+                       std::to_string(a.dim) + ".. of input " + s.to_string() + ")");
+  if (!(a.scalar.f >= 0))
+    throw ValueError(tag(op) + "epsilon must be non-negative, got " + std::to_string(a.scalar.f));
+  return x;
+}
+
 // The output meets the shape invariant (shape.h): no negative dim, elements and bytes fit int64.
 void check_output(const Op& op, const TensorMeta& out, Metas in) {
   const SizeFit fit = size_fit(out.shape, size_of(out.dtype));
@@ -669,6 +689,7 @@ TensorMeta infer_rule(Op& op, Metas in) {
     case OpFamily::Composite:
       if (op.code == OpCode::Mean || op.code == OpCode::LogSumExp) return reduce_rule(op, x);
       if (op.code == OpCode::Attention) return attention_rule(op, in);
+      if (op.code == OpCode::LayerNorm || op.code == OpCode::RmsNorm) return norm_rule(op, in);
       if (op.code == OpCode::Softmax || op.code == OpCode::LogSoftmax)
         a.dim = wrap(op, a.dim, x.shape.rank());
       return x;

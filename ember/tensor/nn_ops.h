@@ -1,6 +1,6 @@
 // Convolution, pooling, interpolation and unfold/fold on [N, C, *spatial] float tensors with
-// 1 to 3 spatial dims, and scaled dot-product attention, as ops with CPU kernels and
-// gradients (docs/nn-ops.md).
+// 1 to 3 spatial dims, scaled dot-product attention, and layer and RMS norm, as ops with CPU
+// kernels and gradients (docs/nn-ops.md).
 //
 //   using T4 = ember::Tensor<ember::Cpu, 4>;
 //   auto x = T4::random({8, 3, 32, 32}, ember::Distribution::normal(0, 1));
@@ -216,6 +216,39 @@ Tensor<B, D> scaled_dot_product_attention(const Tensor<B, D>& q, const Tensor<B,
                                        o.mask ? o.mask->handle() : typename B::Handle{}};
   return Tensor<B, D>(apply<B>(Op{OpCode::Attention, std::move(a)},
                                std::span<typename B::Handle>(in.data(), o.mask ? 4 : 3)));
+}
+
+/// Layer norm of x over its last G dims, like torch.nn.functional.layer_norm with
+/// normalized_shape = gamma's shape: (x - mean) / sqrt(var + epsilon) * gamma + beta, with the
+/// biased variance; f16/bf16 compute in f32. gamma and beta have the shape of x's last G dims.
+///
+///   using T3 = ember::Tensor<ember::Cpu, 3>;
+///   auto x = T3::random({8, 128, 512}, ember::Distribution::normal(0, 1));
+///   auto y = ember::layer_norm(x, ember::Tensor<ember::Cpu, 1>::ones({512}),
+///                              ember::Tensor<ember::Cpu, 1>::zeros({512}));   // [8, 128, 512]
+template <Backend B, int D, int G>
+Tensor<B, D> layer_norm(const Tensor<B, D>& x, const Tensor<B, G>& gamma, const Tensor<B, G>& beta,
+                        double epsilon = 1e-5) {
+  static_assert(G >= 1 && G <= D, "layer_norm normalizes 1 to D trailing dims");
+  OpAttrs a;
+  a.dim = D - G;
+  a.scalar = epsilon;
+  std::array<typename B::Handle, 3> in{x.handle(), gamma.handle(), beta.handle()};
+  return Tensor<B, D>(
+      apply<B>(Op{OpCode::LayerNorm, std::move(a)}, std::span<typename B::Handle>(in)));
+}
+
+/// RMS norm of x over its last G dims: x / sqrt(mean(x^2) + epsilon) * gamma, like
+/// torch.nn.functional.rms_norm with normalized_shape = gamma's shape.
+template <Backend B, int D, int G>
+Tensor<B, D> rms_norm(const Tensor<B, D>& x, const Tensor<B, G>& gamma, double epsilon = 1e-5) {
+  static_assert(G >= 1 && G <= D, "rms_norm normalizes 1 to D trailing dims");
+  OpAttrs a;
+  a.dim = D - G;
+  a.scalar = epsilon;
+  std::array<typename B::Handle, 2> in{x.handle(), gamma.handle()};
+  return Tensor<B, D>(
+      apply<B>(Op{OpCode::RmsNorm, std::move(a)}, std::span<typename B::Handle>(in)));
 }
 
 }  // namespace ember

@@ -1,4 +1,5 @@
-// The CUDA backend's fused composites (softmax, log_softmax, logsumexp, gelu, silu), the
+// The CUDA backend's fused composites (softmax, log_softmax, logsumexp, gelu, silu,
+// layer_norm, rms_norm), the
 // composites it decomposes, one-element operands and integer pow, against the CPU backend.
 #include "backend_fixture.h"
 
@@ -86,6 +87,71 @@ TEST_F(CudaBackend, FusedSoftmax) {
   for (Device dev : {Device::cpu(), kGpu})
     EXPECT_THROW(run(lse, {on(random({3, 0}, DType::F32), dev)}, dev), ValueError)
         << dev.to_string();
+}
+
+// layer_norm and rms_norm (x, gamma[, beta]) over the last or the last two dims of x, one op.
+Op norm_op(OpCode c, int64_t dim, double eps = 1e-5) {
+  Op op{c, {}};
+  op.attrs.dim = dim;
+  op.attrs.scalar = eps;
+  return op;
+}
+
+TEST_F(CudaBackend, FusedNorm) {
+  auto norm_inputs = [&](OpCode c, const Shape& x, const Shape& w, DType t, double lo = -3,
+                         double hi = 3) {
+    std::vector<TensorData> in{random(x, t, lo, hi), random(w, t, 0.5, 1.5)};
+    if (c == OpCode::LayerNorm) in.push_back(random(w, t, -1, 1));
+    return in;
+  };
+  EXPECT_TRUE(Cuda::supports(OpCode::LayerNorm));
+  EXPECT_TRUE(Cuda::supports(OpCode::RmsNorm));
+  const OpCode ops[] = {OpCode::LayerNorm, OpCode::RmsNorm};
+  // Every layout of x (in place where the rows stay dense, else copied), over one and two dims.
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})
+    for (OpCode c : ops)
+      for (auto& [lname, in, views] : layouts())
+        for (int64_t dim : {2, 1}) {
+          Shape w = dim == 2 ? Shape{5} : Shape{6, 5};
+          std::vector<TensorData> data = norm_inputs(c, in, w, t);
+          expect_same(norm_op(c, dim), data, {views}, tol(t), tol(t),
+                      std::string(name(c)) + " " + std::string(name(t)) + " dim " +
+                          std::to_string(dim) + " " + lname);
+        }
+  // Every kernel layout: a thread per row (many short rows), a workgroup with registers, with
+  // 16-byte vectors, re-reading x (long rows), and the decomposition for a very long row.
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})
+    for (OpCode c : ops)
+      for (Shape s : {Shape{3, 37}, Shape{20000, 8}, Shape{9000, 33}, Shape{8, 1000}, Shape{4, 768},
+                      Shape{3, 4096}, Shape{2, 4099}, Shape{2, 30000}, Shape{2, 65536},
+                      Shape{1, (int64_t(1) << 20) + 8}}) {
+        Shape w{s[1]};
+        expect_same(norm_op(c, 1), norm_inputs(c, s, w, t), {}, tol(t), std::max(tol(t), 1e-5),
+                    std::string(name(c)) + " " + std::string(name(t)) + " " + s.to_string());
+      }
+  for (OpCode c : ops) {
+    // Rows at an offset on and off the vector alignment, gamma off it, a large mean, epsilon.
+    for (int64_t first : {1, 8})
+      expect_same(norm_op(c, 1), norm_inputs(c, {9, 1024}, {1024}, DType::F32),
+                  {{slice({first, 0}, {9, 1024}, {1, 1})}}, 1e-5, 1e-5,
+                  std::string(name(c)) + " rows from " + std::to_string(first));
+    expect_same(norm_op(c, 1), norm_inputs(c, {5, 1025}, {1025}, DType::F32),
+                {{slice({0, 1}, {5, 1025}, {1, 1})}}, 1e-5, 1e-5,
+                std::string(name(c)) + " columns from 1");
+    expect_same(
+        norm_op(c, 1), norm_inputs(c, {6, 513}, {513}, DType::F32),
+        {{slice({0, 1}, {6, 513}, {1, 1})}, {slice({1}, {513}, {1})}, {slice({1}, {513}, {1})}},
+        1e-5, 1e-5, std::string(name(c)) + " gamma at an offset");
+    expect_same(norm_op(c, 1), norm_inputs(c, {7, 512}, {512}, DType::F32, 1000, 1001), {}, 1e-4,
+                1e-4, std::string(name(c)) + " mean 1000");
+    expect_same(norm_op(c, 1, 0.5), norm_inputs(c, {7, 100}, {100}, DType::F32), {}, 1e-5, 1e-5,
+                std::string(name(c)) + " eps 0.5");
+    // Rows dense in x, with leading dims that do not merge (in place, strided rows).
+    expect_same(norm_op(c, 2), norm_inputs(c, {5, 4, 64}, {64}, DType::F32), {{permute({1, 0, 2})}},
+                1e-5, 1e-5, std::string(name(c)) + " permuted rows");
+    expect_same(norm_op(c, 1), norm_inputs(c, {0, 64}, {64}, DType::F32), {}, 0, 0,
+                std::string(name(c)) + " no rows");
+  }
 }
 
 TEST_F(CudaBackend, CompositesDecompose) {

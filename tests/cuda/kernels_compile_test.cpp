@@ -11,6 +11,7 @@
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/index.h"
 #include "ember/kernel/kernels/interpolate.h"
+#include "ember/kernel/kernels/norm.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/scan.h"
 #include "ember/kernel/kernels/softmax.h"
@@ -217,6 +218,29 @@ TEST_F(CudaKernels, SoftmaxAsRequested) {
   }
   EXPECT_THROW(kernel::softmax_kernel({OpCode::Exp, DType::F32}), ValueError);
   EXPECT_THROW(kernel::softmax_kernel({OpCode::Softmax, DType::I32}), ValueError);
+}
+
+// The fused layer_norm and rms_norm kernels composite.cpp picks: a thread per row, workgroups
+// of 32 to 1024 with 0 to 16 register items, and the 16-byte vector path with 1 to 8.
+TEST_F(CudaKernels, NormAsRequested) {
+  for (OpCode op : {OpCode::LayerNorm, OpCode::RmsNorm})
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+      kernel::NormSpec s{op, t, kernel::NormSpec::ThreadPerRow};
+      compiles(kernel::norm_kernel(s));
+      s.layout = kernel::NormSpec::GroupPerRow;
+      for (int items : {0, 2, 16}) {
+        s.items = items;
+        s.workgroup = items == 0 ? 1024 : 32;
+        compiles(kernel::norm_kernel(s));
+      }
+      s.vector = true;
+      s.wide_index = true;
+      for (int items : {1, 8}) {
+        s.items = items;
+        s.workgroup = items == 1 ? 64 : 1024;
+        compiles(kernel::norm_kernel(s));
+      }
+    }
 }
 
 // The spatial kernels as spatial.cpp asks for them: every pool op (both divisor rules for

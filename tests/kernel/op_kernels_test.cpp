@@ -17,6 +17,7 @@
 #include "ember/kernel/kernels/detail.h"
 #include "ember/kernel/kernels/index.h"
 #include "ember/kernel/kernels/interpolate.h"
+#include "ember/kernel/kernels/norm.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/scan.h"
 #include "ember/kernel/kernels/sort.h"
@@ -445,5 +446,62 @@ TEST(KernelSpatial, DirectConvBuilds) {
                                              "padding0", "dilation0", "x_stride0", "x_stride1",
                                              "x_stride2", "w_stride0", "w_stride1", "w_stride2"}));
   EXPECT_THROW(conv_direct_kernel({DType::I32}), ValueError);
+  compile_all(std::move(ks));
+}
+
+// ---- layer_norm and rms_norm ------------------------------------------------------------
+
+// Every layout the CUDA backend picks (composite.cpp), for every float dtype: a thread per row,
+// a workgroup per row re-reading x or holding it in registers, and 16-byte vectors.
+TEST(KernelNorm, EveryLayoutAndDtypeCompiles) {
+  std::vector<Kernel> ks;
+  for (OpCode op : {OpCode::LayerNorm, OpCode::RmsNorm})
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+      std::vector<NormSpec> specs;
+      NormSpec thread{op, t, NormSpec::ThreadPerRow};
+      specs.push_back(thread);
+      for (int items : {0, 1, 4, 16}) {
+        NormSpec g{op, t};
+        g.items = items;
+        g.workgroup = items == 0 ? 1024 : items == 1 ? 32 : 256;
+        specs.push_back(g);
+      }
+      for (int items : {1, 4, 8}) {
+        NormSpec v{op, t};
+        v.items = items;
+        v.vector = true;
+        v.workgroup = items == 8 ? 1024 : 64;
+        specs.push_back(v);
+      }
+      NormSpec wide{op, t};
+      wide.items = 2;
+      wide.wide_index = true;
+      specs.push_back(wide);
+      for (const NormSpec& s : specs) {
+        Kernel k = norm_kernel(s);
+        std::string d = dump(k);
+        bool layer = op == OpCode::LayerNorm;
+        EXPECT_EQ(k.params.size(), layer ? 8u : 7u) << k.name;
+        EXPECT_EQ(contains(d, "param beta"), layer) << k.name;
+        EXPECT_EQ(contains(d, "barrier"), s.layout == NormSpec::GroupPerRow) << k.name;
+        EXPECT_TRUE(contains(d, "rsqrt")) << d;
+        if (s.vector) {
+          int w = norm_vector_width(t);
+          EXPECT_TRUE(contains(d, "x" + std::to_string(w) + " = load x[")) << d;
+        }
+        ks.push_back(std::move(k));
+      }
+    }
+  EXPECT_EQ(norm_vector_width(DType::F32), 4);
+  EXPECT_EQ(norm_vector_width(DType::BF16), 8);
+  EXPECT_THROW(norm_kernel({OpCode::Softmax, DType::F32}), ValueError);
+  EXPECT_THROW(norm_kernel({OpCode::LayerNorm, DType::I32}), ValueError);
+  NormSpec bad{OpCode::RmsNorm, DType::F32};
+  bad.workgroup = 48;
+  EXPECT_THROW(norm_kernel(bad), ValueError);
+  bad.workgroup = 256;
+  bad.items = 17;
+  EXPECT_THROW(norm_kernel(bad), ValueError);
+  for (Kernel& k : ks) EXPECT_NO_THROW(render_cuda(k)) << k.name;
   compile_all(std::move(ks));
 }

@@ -214,6 +214,53 @@ TEST(Errors, Attention) {
       "[attention] needs a float tensor, got i64 [2, 3, 4, 8]");
 }
 
+TEST(Errors, Norms) {
+  using T1 = Tensor<B, 1>;
+  using T3 = Tensor<B, 3>;
+  auto x = T3::ones({2, 3, 4});
+  expect_error<ShapeError>(
+      [&] { layer_norm(x, T1::ones({5}), T1::zeros({5})); },
+      "[layer_norm] gamma [5] does not match the normalized shape [4] (dims 2.. "
+      "of input [2, 3, 4])");
+  expect_error<ShapeError>(
+      [&] {
+        layer_norm(x, T2::ones({3, 4}), T2::zeros({4, 3}));
+      },
+      "[layer_norm] beta [4, 3] does not match the normalized shape [3, 4]");
+  expect_error<ShapeError>(
+      [&] {
+        rms_norm(x, T2::ones({2, 4}));
+      },
+      "[rms_norm] gamma [2, 4] does not match the normalized shape [3, 4]");
+  expect_error<DTypeError>([&] { rms_norm(x, T1::ones({4}, Device::cpu(), DType::F64)); },
+                           "[rms_norm] element types differ: f32 and f64");
+  expect_error<ValueError>([&] { rms_norm(x, T1::ones({4}), -1.0); },
+                           "[rms_norm] epsilon must be non-negative");
+  expect_error<DTypeError>(
+      [&] {
+        auto i = Tensor<B, 3, Int>::ones({2, 3, 4});
+        Op op{OpCode::RmsNorm, {}};
+        std::vector<B::Handle> in{i.handle(), i.handle()};
+        apply<B>(op, std::span<B::Handle>(in));
+      },
+      "[rms_norm] needs a float tensor, got i64 [2, 3, 4]");
+  expect_error<ShapeError>(
+      [&] {
+        Op op{OpCode::LayerNorm, {}};
+        auto s = Tensor<B, 0>::ones(Shape{});
+        std::vector<B::Handle> in{s.handle(), s.handle(), s.handle()};
+        apply<B>(op, std::span<B::Handle>(in));
+      },
+      "[layer_norm] needs an input of rank 1 or more, got []");
+  expect_error<ValueError>(
+      [&] {
+        Op op{OpCode::LayerNorm, {}};
+        std::vector<B::Handle> in{x.handle(), x.handle()};
+        apply<B>(op, std::span<B::Handle>(in));
+      },
+      "[layer_norm] takes 3 inputs, got 2");
+}
+
 TEST(Errors, DTypes) {
   auto f = T2::ones({2, 2});
   auto h = T2::ones({2, 2}, Device::cpu(), DType::F16);

@@ -415,6 +415,28 @@ std::vector<Case> composite_cases(OpCode c, Accepts acc) {
           }
       return out;
     }
+    case OpCode::LayerNorm:
+    case OpCode::RmsNorm: {  // x, gamma (and beta) of fitting and unfitting shapes, dims, eps
+      std::vector<Case> out;
+      const std::vector<Shape> xs = {Shape{2, 3}, Shape{0, 3}, Shape{2, 0}, Shape{3}, Shape{}};
+      const std::vector<Shape> ws = {Shape{3}, Shape{0}, Shape{2, 3}, Shape{}, Shape{4}};
+      const size_t arity = c == OpCode::LayerNorm ? 3 : 2;
+      for (const Shape& x : xs)
+        for (const Shape& w : ws)
+          for (int64_t dim : {-1, 0, 1, -3, 2})
+            for (double eps : {1e-5, 0.0, -1.0, std::numeric_limits<double>::quiet_NaN(),
+                               std::numeric_limits<double>::infinity()}) {
+              OpAttrs a;
+              a.dim = dim;
+              a.scalar = Scalar(eps);
+              std::vector<Input> in{{x, DType::F32}};
+              for (size_t i = 1; i < arity; ++i) in.push_back({w, DType::F32});
+              add(out, c, a, in);
+              in[1] = {w, DType::F64};
+              add(out, c, a, in);
+            }
+      return out;
+    }
     default: {
       std::vector<Case> out = unary_cases(c, acc);
       for (double v : {0.0, -1.0, std::numeric_limits<double>::infinity(),

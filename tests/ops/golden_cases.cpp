@@ -46,6 +46,19 @@ InterpMode interp_mode(const Args<B>& a) {
   return InterpMode::Linear;  // linear, bilinear, trilinear
 }
 
+// layer_norm and rms_norm: calls f.template operator()<D, G>() with D the rank of x (1 to 4)
+// and G the rank of gamma (1 or 2: the normalized trailing dims).
+template <Backend B, class F>
+typename B::Handle by_norm_ranks(const Args<B>& a, F f) {
+  const size_t d = a.rank(0), g = a.rank(1);
+  if (g == 1 && d == 1) return f.template operator()<1, 1>().handle();
+  if (g == 1 && d == 2) return f.template operator()<2, 1>().handle();
+  if (g == 1 && d == 3) return f.template operator()<3, 1>().handle();
+  if (g == 2 && d == 2) return f.template operator()<2, 2>().handle();
+  if (g == 2 && d == 3) return f.template operator()<3, 2>().handle();
+  throw ValueError("[golden] norm ranks not wired");
+}
+
 template <Backend B>
 std::map<std::string, OpFn<B>>& golden_ops() {
   using A = Args<B>;
@@ -392,6 +405,16 @@ std::map<std::string, OpFn<B>>& golden_ops() {
       if (a.rank(0) == 3) return run.template operator()<3>();
       if (a.rank(0) == 4) return run.template operator()<4>();
       throw ValueError("[golden] attention rank not wired");
+    };
+    ops["layer_norm"] = [](const A& a) {
+      return by_norm_ranks(a, [&]<int D, int G>() {
+        return layer_norm(a.template f<D>(0), a.template f<G>(1), a.template f<G>(2), a.fa("eps"));
+      });
+    };
+    ops["rms_norm"] = [](const A& a) {
+      return by_norm_ranks(a, [&]<int D, int G>() {
+        return rms_norm(a.template f<D>(0), a.template f<G>(1), a.fa("eps"));
+      });
     };
     return ops;
   }();

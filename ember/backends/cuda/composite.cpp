@@ -3,11 +3,14 @@
 // in place when its strides allow, else copied (reduced dims moved last for logsumexp).
 // Rows along the last dim take a workgroup each, holding up to 16 elements a thread in
 // registers; along an inner dim, a thread per row walks it with coalesced loads.
+// layer_norm and rms_norm are one kernel each too (ember/kernel/kernels/norm.h), over rows of
+// the normalized dims (norm() below).
 #include <algorithm>
 #include <vector>
 
 #include "ember/backend/apply.h"
 #include "ember/backends/cuda/ops.h"
+#include "ember/kernel/kernels/norm.h"
 #include "ember/kernel/kernels/softmax.h"
 #include "ember/ops/decompose.h"
 
@@ -56,11 +59,79 @@ int log2_of(int64_t p) {
   return l;
 }
 
+// layer_norm and rms_norm: x as [rows, size] with size the normalized dims, in place when
+// those dims are dense and the leading ones merge into one row stride (0 for broadcast rows),
+// else copied. Rows of a few elements take a thread each, longer ones a workgroup that holds
+// the row in registers (16-byte vectors where the layout allows).
+CudaTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
+  const bool layer = op.code == OpCode::LayerNorm;
+  CudaTensor x = in[0];
+  const Shape& s = x.meta.shape;
+  const size_t rank = s.rank(), first = static_cast<size_t>(op.attrs.dim);
+  int64_t rows = 1, size = 1;
+  for (size_t d = 0; d < rank; ++d) (d < first ? rows : size) *= s[d];
+  int dev = x.device;
+  CudaTensor o = empty(out, dev);
+  if (out.shape.numel() == 0) return o;
+  // A few very long rows: the decomposition's split reductions use the whole GPU (reduce.cpp).
+  DeviceState& d = device(dev);
+  if (rows * 4 <= int64_t(d.multiprocessors) && size >= (int64_t(1) << 20))
+    return decompose<Cuda>(op, in, out);
+  int64_t row_stride = 0, elem_stride = 1;
+  if (!merged_stride(x, first, rank, elem_stride) || elem_stride != 1 ||
+      !merged_stride(x, 0, first, row_stride)) {
+    x = copy_strided(x);
+    row_stride = size;
+  }
+  CudaTensor gamma = contiguous(in[1]);
+  CudaTensor beta = layer ? contiguous(in[2]) : CudaTensor{};
+  DType t = x.meta.dtype;
+  bool wide = rows * size > kMaxI32 || int64_t(x.storage->bytes / size_of(t)) > kMaxI32;
+  bool group = size > 32 || rows < int64_t(d.multiprocessors) * 64;
+  int64_t wg = 256, items = 0;
+  int64_t vw = kernel::norm_vector_width(t);
+  bool vec = group && size % vw == 0 && (rows == 1 || row_stride % vw == 0) && x.offset % vw == 0 &&
+             gamma.offset % vw == 0 && (!layer || beta.offset % vw == 0);
+  if (vec) {  // up to 8 vectors a thread: rows up to 8 * 1024 * 16 bytes are read once
+    int64_t vecs = size / vw;
+    wg = std::clamp<int64_t>(pow2_at_least((vecs + 3) / 4), 32, 1024);
+    int64_t per = (vecs + wg - 1) / wg;
+    items = per <= 8 ? pow2_at_least(per) : 0;
+    vec = items > 0;
+  }
+  if (group && !vec) {
+    wg = std::clamp<int64_t>(pow2_at_least((size + 7) / 8), 32, 1024);
+    int64_t per = (size + wg - 1) / wg;
+    items = per <= 16 ? pow2_at_least(per) : 0;
+  }
+  uint64_t k = key(Kind::Norm, int(op.code), t, t, group ? log2_of(wg) : 0, group, wide,
+                   int(items) | int(vec) << 5);
+  const Loaded& l = kernel_for(d, k, [&] {
+    kernel::NormSpec ns;
+    ns.op = op.code;
+    ns.dtype = t;
+    ns.layout = group ? kernel::NormSpec::GroupPerRow : kernel::NormSpec::ThreadPerRow;
+    ns.items = static_cast<int>(items);
+    ns.wide_index = wide;
+    ns.workgroup = static_cast<int>(wg);
+    ns.vector = vec;
+    return kernel::norm_kernel(ns);
+  });
+  Args a(l);
+  a.ptr(x.ptr()).ptr(gamma.ptr());
+  if (layer) a.ptr(beta.ptr());
+  a.ptr(o.ptr()).i(rows).i(size).i(row_stride).f(op.attrs.scalar.f);
+  a.launch(d, group ? std::min<int64_t>(rows, int64_t(d.multiprocessors) * (2048 / wg))
+                    : groups_for(d, rows, 256));
+  return o;
+}
+
 }  // namespace
 
 CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   // One pass instead of the decomposition's five.
   if (op.code == OpCode::Gelu || op.code == OpCode::Silu) return elementwise(op, in, out);
+  if (op.code == OpCode::LayerNorm || op.code == OpCode::RmsNorm) return norm(op, in, out);
   if (op.code != OpCode::Softmax && op.code != OpCode::LogSoftmax && op.code != OpCode::LogSumExp)
     not_implemented(op, in);
   CudaTensor x = in[0];

@@ -86,8 +86,8 @@ class EMBER_API Cuda {
   static Handle from_data(const TensorData& d, Device dev);
   static TensorData to_data(const Handle& h);
   static Handle run(const Op& op, std::span<Handle> in, const TensorMeta& out, Device dev);
-  /// Softmax, LogSoftmax, LogSumExp, Gelu and Silu run as one kernel each; other composites
-  /// decompose.
+  /// Softmax, LogSoftmax, LogSumExp, Gelu, Silu, LayerNorm and RmsNorm run as one kernel
+  /// each; other composites decompose.
   static bool supports(OpCode c);
 };
 

@@ -16,7 +16,7 @@ CudaTensor movement(const Op& op, Inputs in, const TensorMeta& out);
 CudaTensor matmul(const Op& op, Inputs in, const TensorMeta& out);
 CudaTensor index(const Op& op, Inputs in, const TensorMeta& out);  // cat .. index_add
 CudaTensor sort(const Op& op, Inputs in, const TensorMeta& out);   // argsort
-/// Softmax, LogSoftmax and LogSumExp (those Cuda::supports names), one kernel each.
+/// Softmax, LogSoftmax, LogSumExp, LayerNorm and RmsNorm (Cuda::supports), one kernel each.
 CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out);
 /// Pooling, interpolate, unfold/fold and the conv family (spatial.cpp).
 CudaTensor spatial(const Op& op, Inputs in, const TensorMeta& out);

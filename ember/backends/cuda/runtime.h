@@ -38,7 +38,8 @@ enum class Kind : uint8_t {
   Index,
   Sort,
   Softmax,
-  Spatial
+  Spatial,
+  Norm
 };
 constexpr uint64_t key(Kind kind, int op, DType a, DType b = DType::F32, int rank = 0,
                        bool dense = false, bool wide = false, int extra = 0) {

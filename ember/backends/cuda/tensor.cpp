@@ -93,7 +93,7 @@ CudaTensor Cuda::run(const Op& op, std::span<CudaTensor> in, const TensorMeta& o
 
 bool Cuda::supports(OpCode c) {
   return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::LogSumExp ||
-         c == OpCode::Gelu || c == OpCode::Silu;
+         c == OpCode::Gelu || c == OpCode::Silu || c == OpCode::LayerNorm || c == OpCode::RmsNorm;
 }
 
 namespace cuda {

@@ -11,6 +11,7 @@
 #include "ember/nn/config.h"
 #include "ember/nn/init.h"
 #include "ember/nn/module.h"
+#include "ember/tensor/nn_ops.h"
 
 namespace ember::nn {
 
@@ -27,11 +28,6 @@ Tensor<B, D> per_channel(const Tensor<B, 1>& v) {
   s.fill(1);
   s[1] = v.dim(0);
   return v.template reshape<D>(s);
-}
-/// A [C] vector shaped to broadcast against [..., C] of rank D.
-template <int D, Backend B>
-Tensor<B, D> last_dim(const Tensor<B, 1>& v) {
-  return v.template unsqueeze<D>();
 }
 template <Backend B, int D>
 void check_channels(const char* op, const Tensor<B, D>& x, int64_t c, int dim) {
@@ -53,11 +49,7 @@ struct LayerNorm {
   template <int D>
   Tensor<B, D> forward(const Tensor<B, D>& x) const {
     detail::check_channels("layer_norm", x, gamma.shape()[0], D - 1);
-    auto mean = x.mean_dim(D - 1);
-    auto c = x - mean;
-    auto var = c.square().mean_dim(D - 1);
-    auto y = c * (var + epsilon).rsqrt();
-    return y * detail::last_dim<D>(gamma.val()) + detail::last_dim<D>(beta.val());
+    return ember::layer_norm(x, gamma.val(), beta.val(), epsilon);  // one op: fused where supported
   }
 };
 
@@ -84,8 +76,7 @@ struct RmsNorm {
   template <int D>
   Tensor<B, D> forward(const Tensor<B, D>& x) const {
     detail::check_channels("rms_norm", x, gamma.shape()[0], D - 1);
-    auto y = x * (x.square().mean_dim(D - 1) + epsilon).rsqrt();
-    return y * detail::last_dim<D>(gamma.val());
+    return ember::rms_norm(x, gamma.val(), epsilon);
   }
 };
 
