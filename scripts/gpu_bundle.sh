@@ -14,16 +14,22 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=OFF \
   -DEMBER_BUILD_BENCH=ON -DEMBER_BUILD_EXAMPLES=ON -DEMBER_CUDA=ON -DEMBER_STATIC_GTEST=ON \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,/usr/local/cuda/lib64 -static-libstdc++ -static-libgcc" \
   >/dev/null
-# The GPU suites, and the suites that loop over available_devices() (the op goldens run on
-# every cuda:N there), with where each binary is built.
+# The GPU suites, the suite that loops over available_devices() (the op goldens run on every
+# cuda:N there), and the device-aware suites (tests/support/suite.h), which run.sh runs on
+# cuda:0, with where each binary is built.
 declare -A dirs=([kernel_gpu_test]=tests/kernel [cuda_kernels_test]=tests/cuda
   [cuda_backend_test]=tests/cuda [ops_test]=tests)
-tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test ops_test)
+device_tests=(grad_test layer_test loss_test seq_test optim_test train_test)
+for t in "${device_tests[@]}"; do dirs[$t]=tests; done
+tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test ops_test "${device_tests[@]}")
 cmake --build "$build" --target "${tests[@]}" cuda_bench mnist -j "${JOBS:-2}"
 bundle="$build/bundle"
 rm -rf "$bundle"
-mkdir -p "$bundle"
-cp tests/ops/goldens.json "$bundle/"  # ops_test reads it from $EMBER_GOLDENS
+mkdir -p "$bundle/data"
+# The suites' goldens: they read them from $EMBER_TEST_DATA (tests/support/suite.h).
+cp tests/ops/goldens.json tests/nn/layer_goldens.json tests/nn/loss_goldens.json \
+  tests/nn/seq_goldens.json tests/optim/optim_goldens.json tests/train/metric_goldens.json \
+  "$bundle/data/"
 for t in "${tests[@]}"; do
   cp "$build/${dirs[$t]}/$t" "$bundle/"
   # The bundle must not need the -dev libraries the GPU machine lacks.
@@ -73,20 +79,27 @@ MNIST
 chmod +x "$bundle/mnist.sh"
 cat >"$bundle/run.sh" <<'RUN'
 #!/usr/bin/env bash
-# Runs every GPU test binary of the bundle; the exit status is the first failure's.
+# Runs every GPU test binary of the bundle, the device-aware suites on cuda:0 (EMBER_TEST_DEVICE
+# overrides); the exit status is the first failure's.
 set -u
 cd "$(dirname "$0")"
 status=0
-export EMBER_GOLDENS="$PWD/goldens.json"
-for t in TESTS; do
+export EMBER_TEST_DATA="$PWD/data"
+export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+device=${EMBER_TEST_DEVICE:-cuda:0}
+for t in GPU_TESTS DEVICE_TESTS; do
   echo "== $t"
-  ./"$t" "$@"
+  case " DEVICE_TESTS " in
+    *" $t "*) EMBER_TEST_DEVICE=$device ./"$t" "$@" ;;
+    *) ./"$t" "$@" ;;
+  esac
   rc=$?
   if [ $rc -ne 0 ] && [ $status -eq 0 ]; then status=$rc; fi
 done
 exit $status
 RUN
-sed -i "s/TESTS/${tests[*]}/" "$bundle/run.sh"
+gpu_tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test ops_test)
+sed -i "s/GPU_TESTS/${gpu_tests[*]}/; s/DEVICE_TESTS/${device_tests[*]}/g" "$bundle/run.sh"
 chmod +x "$bundle/run.sh"
 tar czf "$build/ember-gpu-bundle.tar.gz" -C "$build" bundle
 du -sh "$bundle" "$build/ember-gpu-bundle.tar.gz"

@@ -1,8 +1,10 @@
 // Gradients of every differentiable op in the golden file: against PyTorch's (computed by
-// tools/gen_goldens.py) and against central finite differences in f64.
+// tools/gen_goldens.py) and against central finite differences in f64, on the suite's device
+// (support/suite.h).
 #include <gtest/gtest.h>
 
 #include "../ops/golden.h"
+#include "suite.h"
 
 namespace ember::test {
 namespace {
@@ -29,11 +31,11 @@ std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
 // Runs the case on Autodiff<Dispatch> with float inputs as leaves; returns each input's
 // gradient of sum(out * grad_out) (zeros where none flowed; empty for non-float inputs).
 std::vector<TensorData> autodiff_grads(const json& c, DType float_as) {
-  Args<AD> args = load_inputs<AD>(c, Device::cpu(), float_as);
+  Args<AD> args = load_inputs<AD>(c, suite_device(), float_as);
   for (auto& h : args.in)
     if (is_float(AD::meta(h).dtype)) h = AD::require_grad(h);
   D out(golden_ops<AD>().at(c.at("op").get<std::string>())(args));
-  D gout(AD::from_data(golden_tensor(c.at("grad_out")).convert(out.dtype()), Device::cpu()));
+  D gout(AD::from_data(golden_tensor(c.at("grad_out")).convert(out.dtype()), suite_device()));
   D loss = (out * gout).reduce(OpCode::Sum, {}, false);
   Gradients<Dispatch> grads = AD::backward(loss.handle());
   std::vector<TensorData> result;
@@ -70,7 +72,7 @@ class GradFiniteDiff : public ::testing::TestWithParam<size_t> {};
 TEST_P(GradFiniteDiff, MatchesCentralDifferences) {
   const json& c = golden_file().at("cases").at(GetParam());
   auto got = autodiff_grads(c, DType::F64);
-  Args<Dispatch> base = load_inputs<Dispatch>(c, Device::cpu(), DType::F64);
+  Args<Dispatch> base = load_inputs<Dispatch>(c, suite_device(), DType::F64);
   auto& fn = golden_ops<Dispatch>().at(c.at("op").get<std::string>());
   TensorData gout = golden_tensor(c.at("grad_out")).convert(DType::F64);
   auto gv = gout.to_vec<double>();
@@ -91,7 +93,7 @@ TEST_P(GradFiniteDiff, MatchesCentralDifferences) {
         auto p = xv;
         p[k] = v;
         Args<Dispatch> a = base;
-        a.in[i] = Dispatch::from_data(TensorData::from<double>(p, x.shape()), Device::cpu());
+        a.in[i] = Dispatch::from_data(TensorData::from<double>(p, x.shape()), suite_device());
         return loss(a);
       };
       double num = (eval(xv[k] + eps) - eval(xv[k] - eps)) / (2 * eps);

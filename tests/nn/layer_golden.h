@@ -2,7 +2,8 @@
 // tools/gen_nn_goldens.py) holds a layer's config, its parameters in ember's layout, inputs,
 // the output, and the gradients of sum(output * grad_out) for the inputs and parameters.
 // A test builds the layer from the config, loads the parameters through the record API,
-// runs forward and backward on Autodiff<Cpu> and compares everything.
+// runs forward and backward on Autodiff<Dispatch> on the suite's device (support/suite.h:
+// $EMBER_TEST_DEVICE) and compares everything.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -17,12 +18,15 @@
 #include "ember/ember.h"
 #include "ember/nn/config.h"
 #include "ember/nn/record.h"
+#include "suite.h"
 
 namespace ember::test {
 
-using AD = Autodiff<Cpu>;
+using AD = Autodiff<Dispatch>;
 
-inline nlohmann::json read_json(const std::string& path) {
+/// A goldens file, by its source-tree path (or $EMBER_TEST_DATA's copy: support/suite.h).
+inline nlohmann::json read_json(const std::string& source_path) {
+  std::string path = data_file(source_path);
   std::ifstream f(path);
   if (!f) throw std::runtime_error("cannot open " + path);
   return nlohmann::json::parse(f);

@@ -91,9 +91,9 @@ const std::map<std::string, LayerFn>& layers() {
            expect_close(y.to_data(), c.at("output"), "output", 1e-4, 1e-5);
          };
          if (c.at("inputs").at(0).at("shape").size() == 4)
-           run(case_input<4, Float, Cpu>(c, 0));
+           run(case_input<4, Float, Dispatch>(c, 0));
          else
-           run(case_input<2, Float, Cpu>(c, 0));
+           run(case_input<2, Float, Dispatch>(c, 0));
        }},
       {"prelu", unary_layer<3, nn::PReluConfig>()},
       {"conv1d", unary_layer<3, nn::Conv1dConfig>()},
@@ -172,23 +172,24 @@ TEST(Dropout, DropsAtRateAndScalesOnlyWhileTraining) {
     autodiff::NoGradGuard ng;
     EXPECT_EQ(nn::Dropout{0.3}.forward(x).inner().to_vec<float>(), x.inner().to_vec<float>());
   }
-  auto xc = Tensor<Cpu, 2>::ones({3, 3});
+  auto xc = Tensor<Dispatch, 2>::ones({3, 3});
   EXPECT_EQ(nn::Dropout{0.3}.forward(xc).to_vec<float>(), xc.to_vec<float>());
   EXPECT_THROW((nn::DropoutConfig{1.5}.init()), ValueError);
 }
 
 TEST(Layers, ShapeErrorsNameTheLayer) {
-  auto fc = nn::LinearConfig{4, 3}.init<Cpu>();
+  auto fc = nn::LinearConfig{4, 3}.init<Dispatch>();
   try {
-    fc.forward(Tensor<Cpu, 2>::zeros({2, 5}));
+    fc.forward(Tensor<Dispatch, 2>::zeros({2, 5}));
     FAIL();
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("[linear]"), std::string::npos) << e.what();
   }
-  EXPECT_THROW((nn::GroupNormConfig{4, 6}.init<Cpu>()), ValueError);
-  EXPECT_THROW((nn::LayerNormConfig{4}.init<Cpu>().forward(Tensor<Cpu, 2>::zeros({2, 5}))),
-               ShapeError);
-  EXPECT_THROW((nn::PixelShuffle{2}.forward(Tensor<Cpu, 4>::zeros({1, 3, 2, 2}))), ShapeError);
+  EXPECT_THROW((nn::GroupNormConfig{4, 6}.init<Dispatch>()), ValueError);
+  EXPECT_THROW(
+      (nn::LayerNormConfig{4}.init<Dispatch>().forward(Tensor<Dispatch, 2>::zeros({2, 5}))),
+      ShapeError);
+  EXPECT_THROW((nn::PixelShuffle{2}.forward(Tensor<Dispatch, 4>::zeros({1, 3, 2, 2}))), ShapeError);
 }
 
 }  // namespace

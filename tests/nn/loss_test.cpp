@@ -1,7 +1,8 @@
 // Losses against PyTorch: every case of tests/nn/loss_goldens.json (written by
-// tools/gen_loss_goldens.py) runs on Autodiff<Cpu>, where the loss and the gradients of its
-// float inputs must match PyTorch's, and on Dispatch (a plain backend) for the values. Then
-// argument errors, config JSON, and the CTC gradient against finite differences.
+// tools/gen_loss_goldens.py) runs on Autodiff<Dispatch>, where the loss and the gradients of its
+// float inputs must match PyTorch's, and on Dispatch (a plain backend) for the values, both on
+// the suite's device (support/suite.h). Then argument errors, config JSON, and the CTC gradient
+// against finite differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 
 #include "ember/ember.h"
 #include "ember/nn/loss.h"
+#include "suite.h"
 #include "tests/ops/golden.h"
 
 namespace ember::nn {
@@ -20,8 +22,9 @@ using nlohmann::json;
 
 const json& goldens() {
   static const json j = [] {
-    std::ifstream f(EMBER_LOSS_GOLDENS);
-    if (!f) throw std::runtime_error("cannot open " EMBER_LOSS_GOLDENS);
+    std::string path = test::data_file(EMBER_LOSS_GOLDENS);
+    std::ifstream f(path);
+    if (!f) throw std::runtime_error("cannot open " + path);
     return json::parse(f);
   }();
   return j;
@@ -113,7 +116,7 @@ template <Backend B>
 Inputs<B> load(const json& c) {
   Inputs<B> in;
   for (const auto& [k, v] : c.at("inputs").items())
-    in.h.emplace(k, B::from_data(test::golden_tensor(v), Device::cpu()));
+    in.h.emplace(k, B::from_data(test::golden_tensor(v), test::suite_device()));
   return in;
 }
 
@@ -140,9 +143,9 @@ std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
 
 class LossGolden : public ::testing::TestWithParam<size_t> {};
 
-// Values and gradients on Autodiff<Cpu>.
-TEST_P(LossGolden, AutodiffCpuValuesAndGradients) {
-  using B = Autodiff<Cpu>;
+// Values and gradients on Autodiff<Dispatch>.
+TEST_P(LossGolden, AutodiffValuesAndGradients) {
+  using B = Autodiff<Dispatch>;
   const json& c = golden(GetParam());
   Inputs<B> in = load<B>(c);
   std::map<std::string, B::Handle> leaves;
@@ -153,15 +156,15 @@ TEST_P(LossGolden, AutodiffCpuValuesAndGradients) {
   if (!c.contains("grads")) return;
   B::Handle seed = out;
   if (B::meta(out).shape.rank() > 0) {  // d/dx of sum(out * grad_out)
-    auto gout = B::from_data(test::golden_tensor(c.at("grad_out")), Device::cpu());
+    auto gout = B::from_data(test::golden_tensor(c.at("grad_out")), test::suite_device());
     auto prod = ember::detail::Dyn<B>(out) * ember::detail::Dyn<B>(gout);
     seed = prod.reduce(OpCode::Sum, {}, false).handle();
   }
   auto grads = B::backward(seed);
   for (const auto& [k, want] : c.at("grads").items()) {
-    const Cpu::Handle* g = B::grad(grads, leaves.at(k));
+    const Dispatch::Handle* g = B::grad(grads, leaves.at(k));
     ASSERT_NE(g, nullptr) << c.at("id") << ": no gradient for " << k;
-    expect_close(Cpu::to_data(*g), test::golden_tensor(want), c, "gradient of " + k);
+    expect_close(Dispatch::to_data(*g), test::golden_tensor(want), c, "gradient of " + k);
   }
 }
 
@@ -190,9 +193,9 @@ void expect_error(F f, const std::string& prefix, const std::vector<std::string>
   }
 }
 
-using C2 = Tensor<Cpu, 2>;
-using C1 = Tensor<Cpu, 1>;
-using I1 = Tensor<Cpu, 1, Int>;
+using C2 = Tensor<Dispatch, 2>;
+using C1 = Tensor<Dispatch, 1>;
+using I1 = Tensor<Dispatch, 1, Int>;
 
 TEST(LossErrors, CrossEntropy) {
   auto x = C2::zeros({4, 3});
@@ -264,7 +267,7 @@ TEST(LossErrors, MarginLosses) {
                            {"[2, 3]", "[3]"});
   expect_error<ShapeError>(
       [&] {
-        MarginRankingLossConfig{}.init().forward(a, a, Tensor<Cpu, 2, Int>::ones({2, 2}));
+        MarginRankingLossConfig{}.init().forward(a, a, Tensor<Dispatch, 2, Int>::ones({2, 2}));
       },
       "[margin_ranking_loss]", {"[2, 3]", "[2, 2]"});
   expect_error<ShapeError>(
@@ -277,8 +280,8 @@ TEST(LossErrors, MarginLosses) {
 }
 
 TEST(LossErrors, Ctc) {
-  auto lp = activation::log_softmax(Tensor<Cpu, 3>::zeros({5, 2, 4}), 2);
-  auto tg = Tensor<Cpu, 2, Int>::from_values<int64_t>({1, 2, 3, 0}, Shape{2, 2});
+  auto lp = activation::log_softmax(Tensor<Dispatch, 3>::zeros({5, 2, 4}), 2);
+  auto tg = Tensor<Dispatch, 2, Int>::from_values<int64_t>({1, 2, 3, 0}, Shape{2, 2});
   auto ctc = CtcLossConfig{}.init();
   expect_error<ValueError>(
       [&] {
@@ -353,19 +356,19 @@ TEST(LossBackends, SameValueOnEveryStack) {
 // The CTC gradient with respect to log_probs themselves (not the logits, which is what
 // PyTorch's backward gives), against central differences in f64.
 TEST(LossCtc, GradientOfLogProbsMatchesFiniteDifferences) {
-  using B = Autodiff<Cpu>;
+  using B = Autodiff<Dispatch>;
   const int64_t t = 6, n = 2, c = 4;
-  auto logits =
-      Tensor<Cpu, 3>::random({t, n, c}, Distribution::normal(0, 1), Device::cpu(), DType::F64);
+  auto logits = Tensor<Dispatch, 3>::random({t, n, c}, Distribution::normal(0, 1),
+                                            test::suite_device(), DType::F64);
   auto base = activation::log_softmax(logits, 2).to_vec<double>();
-  auto tg = Tensor<Cpu, 2, Int>::from_values<int64_t>({1, 1, 2, 3, 0, 0}, Shape{2, 3});
+  auto tg = Tensor<Dispatch, 2, Int>::from_values<int64_t>({1, 1, 2, 3, 0, 0}, Shape{2, 3});
   std::vector<int64_t> il{6, 5}, tl{3, 1};
   auto ctc = CtcLossConfig{}.with_reduction(Reduction::Sum).init();
-  auto lp = Tensor<B, 3>::from_values(base, Shape{t, n, c}, Device::cpu()).require_grad();
+  auto lp = Tensor<B, 3>::from_values(base, Shape{t, n, c}, test::suite_device()).require_grad();
   auto grads = ctc.forward(lp, Tensor<B, 2, Int>::from_data(tg.to_data()), il, tl).backward();
   auto ad = lp.grad(grads)->to_vec<double>();
   auto f = [&](const std::vector<double>& v) {
-    return ctc.forward(Tensor<Cpu, 3>::from_values(v, Shape{t, n, c}), tg, il, tl)
+    return ctc.forward(Tensor<Dispatch, 3>::from_values(v, Shape{t, n, c}), tg, il, tl)
         .into_scalar<double>();
   };
   for (size_t k = 0; k < base.size(); ++k) {

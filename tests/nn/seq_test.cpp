@@ -182,7 +182,7 @@ TEST(SeqGoldens, MatchPyTorch) {
 
 // ---- KV cache ------------------------------------------------------------------------------
 
-using T3 = Tensor<Cpu, 3>;
+using T3 = Tensor<Dispatch, 3>;
 
 T3 rand3(int64_t a, int64_t b, int64_t c) {
   return T3::random({a, b, c}, Distribution::uniform(-1, 1));
@@ -202,11 +202,11 @@ T3 in_chunks(const T3& x, const std::vector<int64_t>& sizes, Step step) {
 }
 
 TEST(MhaCache, IncrementalDecodingMatchesTheFullCausalPass) {
-  auto m = nn::MultiHeadAttentionConfig{8, 2}.init<Cpu>();
+  auto m = nn::MultiHeadAttentionConfig{8, 2}.init<Dispatch>();
   auto x = rand3(2, 7, 8);
   auto full = m.forward(x, x, x, {.causal = true}).output;
   for (auto sizes : {std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1}, std::vector<int64_t>{3, 1, 2, 1}}) {
-    nn::MhaCache<Cpu> cache;
+    nn::MhaCache<Dispatch> cache;
     auto inc = in_chunks(x, sizes, [&](const T3& xt) {
       return m.forward(xt, xt, xt, {.causal = true, .cache = &cache}).output;
     });
@@ -215,11 +215,11 @@ TEST(MhaCache, IncrementalDecodingMatchesTheFullCausalPass) {
   }
   // A key padding mask covers the cached keys too.
   auto pad =
-      Tensor<Cpu, 2, Bool>::from_values<bool>({false, false, false, false, false, false, false,
-                                               false, true, false, false, false, true, true},
-                                              {2, 7});
+      Tensor<Dispatch, 2, Bool>::from_values<bool>({false, false, false, false, false, false, false,
+                                                    false, true, false, false, false, true, true},
+                                                   {2, 7});
   auto full_p = m.forward(x, x, x, {.key_padding_mask = pad, .causal = true}).output;
-  nn::MhaCache<Cpu> cache;
+  nn::MhaCache<Dispatch> cache;
   int64_t len = 0;
   auto inc = in_chunks(x, {2, 2, 3}, [&](const T3& xt) {
     len += xt.dim(1);
@@ -230,10 +230,10 @@ TEST(MhaCache, IncrementalDecodingMatchesTheFullCausalPass) {
 }
 
 TEST(MhaCache, StaticCacheProjectsTheMemoryOnce) {
-  auto m = nn::MultiHeadAttentionConfig{8, 4}.init<Cpu>();
+  auto m = nn::MultiHeadAttentionConfig{8, 4}.init<Dispatch>();
   auto q = rand3(2, 3, 8), mem = rand3(2, 5, 8);
   auto full = m.forward(q, mem, mem).output;
-  nn::MhaCache<Cpu> cache{.static_kv = true};
+  nn::MhaCache<Dispatch> cache{.static_kv = true};
   auto inc = in_chunks(q, {1, 2}, [&](const T3& qt) {
     auto y = m.forward(qt, mem, mem, {.cache = &cache}).output;
     EXPECT_EQ(cache.len(), 5);  // never grows
@@ -246,14 +246,14 @@ TEST(DecoderCache, AutoregressiveDecodingMatchesTheFullPass) {
   for (bool norm_first : {false, true}) {
     SCOPED_TRACE(norm_first ? "pre-norm" : "post-norm");
     auto dec = nn::TransformerDecoderConfig{2, 8, 2, 16}
-                   .with_dropout(0.1)  // inactive: Cpu is not a training backend
+                   .with_dropout(0.1)  // inactive: Dispatch is not a training backend
                    .with_norm_first(norm_first)
                    .with_final_norm(norm_first)
-                   .init<Cpu>();
+                   .init<Dispatch>();
     auto tgt = rand3(2, 6, 8), mem = rand3(2, 4, 8);
-    auto mem_pad = Tensor<Cpu, 2, Bool>::from_values<bool>(
+    auto mem_pad = Tensor<Dispatch, 2, Bool>::from_values<bool>(
         {false, false, false, false, false, false, true, true}, {2, 4});
-    nn::DecoderMasks<Cpu> masks{.causal = true, .memory_key_padding_mask = mem_pad};
+    nn::DecoderMasks<Dispatch> masks{.causal = true, .memory_key_padding_mask = mem_pad};
     auto full = dec.forward(tgt, mem, masks);
     auto cache = dec.new_cache();
     auto inc = in_chunks(tgt, {1, 1, 2, 1, 1},
@@ -305,9 +305,9 @@ void expect_error(F f, const std::string& what) {
 }
 
 TEST(Mha, MaskAndShapeErrorsNameTheLayerAndShapes) {
-  auto m = nn::MultiHeadAttentionConfig{8, 2}.init<Cpu>();
+  auto m = nn::MultiHeadAttentionConfig{8, 2}.init<Dispatch>();
   auto q = rand3(2, 3, 8), kv = rand3(2, 5, 8);
-  using M2 = Tensor<Cpu, 2, Bool>;
+  using M2 = Tensor<Dispatch, 2, Bool>;
   expect_error(
       [&] {
         m.forward(q, kv, kv, {.key_padding_mask = M2::zeros({2, 3})});
@@ -325,42 +325,46 @@ TEST(Mha, MaskAndShapeErrorsNameTheLayerAndShapes) {
       "[mha] attn_mask [5, 3] must be [seq_q, seq_k] = [3, 5]");
   expect_error([&] { m.forward(q, rand3(2, 5, 6), kv); }, "[mha] inputs must end in d_model 8");
   expect_error([&] { m.forward(q, kv, rand3(2, 4, 8)); }, "[mha] query, key and value");
-  nn::MhaCache<Cpu> cache;
+  nn::MhaCache<Dispatch> cache;
   m.forward(q, q, q, {.cache = &cache});
   expect_error(
       [&] { m.forward(rand3(1, 1, 8), rand3(1, 1, 8), rand3(1, 1, 8), {.cache = &cache}); },
       "[mha] the cache holds batch 2");
-  EXPECT_THROW((nn::MultiHeadAttentionConfig{8, 3}.init<Cpu>()), ValueError);
-  EXPECT_THROW((nn::TransformerEncoderLayerConfig{8, 3, 16}.init<Cpu>()), ValueError);
-  auto enc = nn::TransformerEncoderLayerConfig{8, 2, 16}.init<Cpu>();
+  EXPECT_THROW((nn::MultiHeadAttentionConfig{8, 3}.init<Dispatch>()), ValueError);
+  EXPECT_THROW((nn::TransformerEncoderLayerConfig{8, 3, 16}.init<Dispatch>()), ValueError);
+  auto enc = nn::TransformerEncoderLayerConfig{8, 2, 16}.init<Dispatch>();
   expect_error([&] { enc.forward(q, {.mask = M2::zeros({3, 4})}); }, "[mha] attn_mask [3, 4]");
 }
 
 TEST(Recurrent, ShapeErrorsNameTheLayerAndShapes) {
-  auto lstm = nn::LstmConfig{4, 5}.with_num_layers(2).init<Cpu>();
+  auto lstm = nn::LstmConfig{4, 5}.with_num_layers(2).init<Dispatch>();
   auto x = rand3(6, 3, 4);
-  auto h = Tensor<Cpu, 3>::zeros({1, 3, 5});
+  auto h = Tensor<Dispatch, 3>::zeros({1, 3, 5});
   expect_error(
       [&] {
-        lstm.forward(x, nn::LstmState<Cpu>{h, h});
+        lstm.forward(x, nn::LstmState<Dispatch>{h, h});
       },
       "[lstm] h_0 [1, 3, 5] must be [num_layers * dirs, batch, d_hidden] = [2, 3, 5]");
   expect_error([&] { lstm.forward(rand3(6, 3, 5)); },
                "[lstm] input [6, 3, 5] does not end in "
                "d_input 4");
-  auto gru = nn::GruConfig{4, 5}.with_bidirectional(true).init<Cpu>();
-  expect_error([&] { gru.forward(x, Tensor<Cpu, 3>::zeros({1, 3, 5})); }, "[gru] h_0 [1, 3, 5]");
-  EXPECT_THROW((nn::RnnConfig{4, 5}.with_num_layers(0).init<Cpu>()), ValueError);
-  auto pe = nn::PositionalEncodingConfig{8, 10}.init<Cpu>();
+  auto gru = nn::GruConfig{4, 5}.with_bidirectional(true).init<Dispatch>();
+  expect_error(
+      [&] {
+        gru.forward(x, Tensor<Dispatch, 3>::zeros({1, 3, 5}));
+      },
+      "[gru] h_0 [1, 3, 5]");
+  EXPECT_THROW((nn::RnnConfig{4, 5}.with_num_layers(0).init<Dispatch>()), ValueError);
+  auto pe = nn::PositionalEncodingConfig{8, 10}.init<Dispatch>();
   expect_error([&] { pe.forward(rand3(1, 6, 8), 5); }, "[positional_encoding] positions 5..11");
-  EXPECT_THROW((nn::RotaryEncodingConfig{7}.init<Cpu>()), ValueError);
+  EXPECT_THROW((nn::RotaryEncodingConfig{7}.init<Dispatch>()), ValueError);
 }
 
 // ---- the rest ----------------------------------------------------------------------------------
 
 TEST(SeqLayers, ParamCountsAreLazyAndMatchPyTorch) {
   // torch.nn.LSTM(10, 20, num_layers=2, bidirectional=True): 15040 parameters.
-  auto lstm = nn::LstmConfig{10, 20}.with_num_layers(2).with_bidirectional(true).init<Cpu>();
+  auto lstm = nn::LstmConfig{10, 20}.with_num_layers(2).with_bidirectional(true).init<Dispatch>();
   EXPECT_EQ(nn::num_params(lstm), 15040);
   bool any_init = false;
   nn::for_each_param(
@@ -369,12 +373,14 @@ TEST(SeqLayers, ParamCountsAreLazyAndMatchPyTorch) {
   EXPECT_EQ(nn::param_paths(lstm).front(), "layers.0.fwd.ih.weight");
   EXPECT_EQ(nn::param_paths(lstm).back(), "layers.1.rev.hh.bias");
   // torch.nn.GRU(10, 20): 3 * 20 * (10 + 20 + 2) = 1920; torch.nn.RNN(10, 20, bias=False): 600.
-  EXPECT_EQ(nn::num_params(nn::GruConfig{10, 20}.init<Cpu>()), 1920);
-  EXPECT_EQ(nn::num_params(nn::RnnConfig{10, 20}.with_bias(false).init<Cpu>()), 600);
+  EXPECT_EQ(nn::num_params(nn::GruConfig{10, 20}.init<Dispatch>()), 1920);
+  EXPECT_EQ(nn::num_params(nn::RnnConfig{10, 20}.with_bias(false).init<Dispatch>()), 600);
   // torch.nn.TransformerEncoderLayer(512, 8, 2048): 3152384.
-  EXPECT_EQ(nn::num_params(nn::TransformerEncoderLayerConfig{512, 8, 2048}.init<Cpu>()), 3152384);
+  EXPECT_EQ(nn::num_params(nn::TransformerEncoderLayerConfig{512, 8, 2048}.init<Dispatch>()),
+            3152384);
   // torch.nn.TransformerDecoderLayer(512, 8, 2048): 4204032.
-  EXPECT_EQ(nn::num_params(nn::TransformerDecoderLayerConfig{512, 8, 2048}.init<Cpu>()), 4204032);
+  EXPECT_EQ(nn::num_params(nn::TransformerDecoderLayerConfig{512, 8, 2048}.init<Dispatch>()),
+            4204032);
 }
 
 TEST(SeqLayers, ConfigsRoundTripThroughJson) {
@@ -415,7 +421,7 @@ TEST(SeqLayers, DropoutActsOnlyWhileTraining) {
 
 TEST(Rotary, ScoresDependOnlyOnRelativePositions) {
   for (bool interleaved : {false, true}) {
-    auto rope = nn::RotaryEncodingConfig{8}.with_interleaved(interleaved).init<Cpu>();
+    auto rope = nn::RotaryEncodingConfig{8}.with_interleaved(interleaved).init<Dispatch>();
     auto q = rand3(1, 1, 8), k = rand3(1, 1, 8);
     auto score = [&](int64_t m, int64_t n) {
       return rope.forward(q, m).mul(rope.forward(k, n)).sum().into_scalar();

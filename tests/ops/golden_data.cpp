@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "golden.h"
+#include "suite.h"
 
 namespace ember::test {
 
@@ -23,9 +24,7 @@ double number(const json& v) {
 
 const json& golden_file() {
   static const json j = [] {
-    // $EMBER_GOLDENS overrides the source tree's file (the GPU bundle carries its own copy).
-    const char* env = std::getenv("EMBER_GOLDENS");
-    std::string path = env && *env ? env : EMBER_GOLDENS;
+    std::string path = data_file(EMBER_GOLDENS);  // $EMBER_TEST_DATA: the GPU bundle's copy
     std::ifstream f(path);
     if (!f) throw std::runtime_error("cannot open " + path);
     return json::parse(f);

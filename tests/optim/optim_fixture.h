@@ -1,5 +1,6 @@
 // The golden problem of tools/gen_optim_goldens.py in ember: a tiny MLP with parameters of
-// ranks 2, 1 and 0 and one the loss does not use, on fixed data.
+// ranks 2, 1 and 0 and one the loss does not use, on fixed data, on the suite's device
+// (support/suite.h).
 #pragma once
 #include <fstream>
 #include <stdexcept>
@@ -10,10 +11,11 @@
 
 #include "ember/ember.h"
 #include "ember/nn/layers/linear.h"
+#include "suite.h"
 
 namespace ember::optim::test {
 
-using AD = Autodiff<Cpu>;
+using AD = Autodiff<Dispatch>;
 
 template <Backend B>
 struct Net {
@@ -30,8 +32,9 @@ struct Net {
 
 inline const nlohmann::json& goldens() {
   static const nlohmann::json doc = [] {
-    std::ifstream f(EMBER_OPTIM_GOLDENS);
-    if (!f) throw std::runtime_error("cannot read " EMBER_OPTIM_GOLDENS);
+    std::string path = ember::test::data_file(EMBER_OPTIM_GOLDENS);
+    std::ifstream f(path);
+    if (!f) throw std::runtime_error("cannot read " + path);
     return nlohmann::json::parse(f);
   }();
   return doc;
@@ -42,10 +45,10 @@ inline std::string param_path(size_t i) {
 }
 
 template <int D>
-Tensor<Cpu, D> cpu_tensor(const nlohmann::json& t, DType dt) {
+Tensor<Dispatch, D> golden_tensor(const nlohmann::json& t, DType dt) {
   auto v = t["values"].get<std::vector<double>>();
   Shape s(t["shape"].get<std::vector<int64_t>>());
-  return Tensor<Cpu, D>::from_data(TensorData::from<double>(v, s).convert(dt));
+  return Tensor<Dispatch, D>::from_data(TensorData::from<double>(v, s).convert(dt));
 }
 
 /// The data, the initial parameters and the loss.
@@ -53,15 +56,15 @@ class Problem {
  public:
   explicit Problem(DType dt) : dt_(dt) {
     const auto& p = goldens()["problem"];
-    x_ = cpu_tensor<2>(p["x"], dt);
-    y_ = cpu_tensor<2>(p["y"], dt);
+    x_ = golden_tensor<2>(p["x"], dt);
+    y_ = golden_tensor<2>(p["y"], dt);
     for (const auto& b : p["micro_batches"]) batches_.emplace_back(b[0], b[1]);
   }
   /// A fresh Net with the golden initial values (new parameter ids every call).
   Net<AD> net() const {
     const auto& ps = goldens()["problem"]["params"];
     auto param = [&]<int D>(size_t i) {
-      return nn::Param<Tensor<AD, D>>(Tensor<AD, D>::from_inner(cpu_tensor<D>(ps.at(i), dt_)));
+      return nn::Param<Tensor<AD, D>>(Tensor<AD, D>::from_inner(golden_tensor<D>(ps.at(i), dt_)));
     };
     Net<AD> n;
     n.fc1.weight = param.template operator()<2>(0);
@@ -88,7 +91,8 @@ class Problem {
 
  private:
   DType dt_;
-  Tensor<Cpu, 2> x_{Tensor<Cpu, 2>::zeros({1, 1})}, y_{Tensor<Cpu, 2>::zeros({1, 1})};
+  Tensor<Dispatch, 2> x_{Tensor<Dispatch, 2>::zeros({1, 1})},
+      y_{Tensor<Dispatch, 2>::zeros({1, 1})};
   std::vector<std::pair<int64_t, int64_t>> batches_;
 };
 

@@ -24,7 +24,7 @@ namespace ember::train {
 namespace {
 
 namespace fs = std::filesystem;
-using AD = Autodiff<Cpu>;
+using AD = Autodiff<Dispatch>;
 using ember::test::Batch;
 using ember::test::blobs;
 using ember::test::read_text_file;
@@ -144,7 +144,7 @@ TEST(LearnerFaults, MetricsOnAFullDiskStopTrainingAndKeepTheCheckpoint) {
   for (const char* file : {"metrics.jsonl", "metrics.csv"}) {
     TempFolder t("learner_full");
     auto train = blobs<AD>(4, 1);
-    auto valid = blobs<Cpu>(2, 2);
+    auto valid = blobs<Dispatch>(2, 2);
     Hooks hooks;
     // When epoch 2's training ends, the metric file is moved onto a full disk (/dev/full:
     // every write fails with ENOSPC), just before the Learner appends to it.
@@ -163,7 +163,8 @@ TEST(LearnerFaults, MetricsOnAFullDiskStopTrainingAndKeepTheCheckpoint) {
     CheckpointDir ck(t.dir / "checkpoints");
     EXPECT_EQ(ck.list(), std::vector<int64_t>{1});
     EXPECT_TRUE(no_partial_checkpoints(t.dir / "checkpoints"));
-    auto m = Net<Cpu>{nn::LinearConfig{4, 16}.init<Cpu>(), nn::LinearConfig{16, 3}.init<Cpu>()};
+    auto m = Net<Dispatch>{nn::LinearConfig{4, 16}.init<Dispatch>(),
+                           nn::LinearConfig{16, 3}.init<Dispatch>()};
     EXPECT_NO_THROW(nn::load_module(m, ck.path(1) / "model.safetensors"));
     // A resume on a working disk logs each epoch once.
     fs::remove(t.dir / file);
@@ -178,7 +179,7 @@ TEST(LearnerFaults, RunFolderIsCheckedBeforeTheFirstStep) {
   TempFolder t("learner_dir");
   std::ofstream(t.dir / "a_file") << "x";
   auto train = blobs<AD>(2, 1);
-  auto valid = blobs<Cpu>(1, 2);
+  auto valid = blobs<Dispatch>(1, 2);
   struct Case {
     fs::path dir;
     std::string says;
@@ -207,7 +208,7 @@ TEST(LearnerFaults, RunFolderIsCheckedBeforeTheFirstStep) {
 
 TEST(LearnerFaults, AbortAndStopSayWhereTheyEnded) {
   auto train = blobs<AD>(10, 1);
-  auto valid = blobs<Cpu>(3, 2);
+  auto valid = blobs<Dispatch>(3, 2);
   {
     TempFolder t("learner_abort");
     Hooks hooks;
@@ -270,7 +271,7 @@ void log_epoch_past_the_checkpoint(const fs::path& dir) {
 
 TEST(LearnerFaults, ResumeDropsMetricLinesTheCheckpointDoesNotCover) {
   auto train = blobs<AD>(6, 1);
-  auto valid = blobs<Cpu>(2, 2);
+  auto valid = blobs<Dispatch>(2, 2);
   TempFolder full_run("learner_full_run"), t("learner_resume_lines");
   make_learner({.num_epochs = 4, .dir = full_run.dir.string()}).fit(train, valid);
   make_learner({.num_epochs = 2, .dir = t.dir.string()}).fit(train, valid);
@@ -284,7 +285,7 @@ TEST(LearnerFaults, ResumeDropsMetricLinesTheCheckpointDoesNotCover) {
 
 TEST(LearnerFaults, ResumeFromAnOlderCheckpointKeepsTheLinesItCovers) {
   auto train = blobs<AD>(6, 1);
-  auto valid = blobs<Cpu>(2, 2);
+  auto valid = blobs<Dispatch>(2, 2);
   TempFolder full_run("learner_full_run"), t("learner_old_ck");
   make_learner({.num_epochs = 3, .dir = full_run.dir.string()}).fit(train, valid);
   make_learner({.num_epochs = 2, .dir = t.dir.string()}).fit(train, valid);
@@ -303,7 +304,7 @@ TEST(LearnerFaults, ResumeFromAnOlderCheckpointKeepsTheLinesItCovers) {
 
 TEST(LearnerFaults, AFreshRunStartsNewMetricFiles) {
   auto train = blobs<AD>(4, 1);
-  auto valid = blobs<Cpu>(2, 2);
+  auto valid = blobs<Dispatch>(2, 2);
   TempFolder t("learner_fresh");
   make_learner({.num_epochs = 2, .dir = t.dir.string()}).fit(train, valid);
   make_learner({.num_epochs = 2, .dir = t.dir.string()}).fit(train, valid);  // no resume

@@ -21,7 +21,7 @@ namespace ember::train {
 namespace {
 
 namespace fs = std::filesystem;
-using AD = Autodiff<Cpu>;
+using AD = Autodiff<Dispatch>;
 using ember::test::Batch;
 using ember::test::blobs;
 
@@ -68,7 +68,7 @@ std::vector<float> weights(const Net<AD>& m) {
 TEST(Learner, LearnsAndLogs) {
   TempDir t;
   auto train = blobs<AD>(20, 1);
-  auto valid = blobs<Cpu>(5, 2);
+  auto valid = blobs<Dispatch>(5, 2);
   auto l = make_learner({.num_epochs = 4, .dir = t.dir.string()});
   l.fit(train, valid);
   auto& h = l.history().epochs;
@@ -86,7 +86,7 @@ TEST(Learner, LearnsAndLogs) {
 TEST(Learner, ResumeFromEpochCheckpointMatchesUninterrupted) {
   TempDir t1, t2;
   auto train = blobs<AD>(10, 1);
-  auto valid = blobs<Cpu>(3, 2);
+  auto valid = blobs<Dispatch>(3, 2);
   auto full = make_learner({.num_epochs = 4, .dir = (t1.dir / "a").string()});
   auto a = full.fit(train, valid);
 
@@ -118,7 +118,7 @@ class StopAt final : public Renderer {
 TEST(Learner, StopMidEpochThenResumeMatchesUninterrupted) {
   TempDir t1, t2;
   auto train = blobs<AD>(10, 1);
-  auto valid = blobs<Cpu>(3, 2);
+  auto valid = blobs<Dispatch>(3, 2);
   auto full = make_learner({.num_epochs = 3, .dir = (t1.dir / "a").string()});
   auto a = full.fit(train, valid);
 
@@ -135,7 +135,7 @@ TEST(Learner, StopMidEpochThenResumeMatchesUninterrupted) {
 TEST(Learner, EarlyStoppingWithPatience) {
   TempDir t;
   auto train = blobs<AD>(10, 1);
-  auto valid = blobs<Cpu>(3, 2);
+  auto valid = blobs<Dispatch>(3, 2);
   // min_delta so large nothing counts as an improvement after the first epoch.
   auto l = make_learner({.num_epochs = 10, .dir = t.dir.string(), .patience = 2, .min_delta = 100});
   l.fit(train, valid);
@@ -149,6 +149,7 @@ TEST(Learner, EarlyStoppingWithPatience) {
 TEST(Checkpoint, KilledWhileSavingLeavesCompleteCheckpoints) {
   TempDir t;
   CheckpointDir dir(t.dir);
+  // On the CPU backend itself: the child of fork() must not touch a GPU the parent opened.
   auto big = nn::LinearConfig{512, 512}.init<Cpu>();
   for (int round = 0; round < 5; ++round) {
     pid_t pid = ::fork();
@@ -178,7 +179,7 @@ TEST(Checkpoint, KilledWhileSavingLeavesCompleteCheckpoints) {
 
 TEST(Learner, DeterministicRuns) {
   auto train = blobs<AD>(10, 1);
-  auto valid = blobs<Cpu>(3, 2);
+  auto valid = blobs<Dispatch>(3, 2);
   auto a = make_learner({.num_epochs = 3}).fit(train, valid);
   auto b = make_learner({.num_epochs = 3}).fit(train, valid);
   EXPECT_EQ(weights(a), weights(b));

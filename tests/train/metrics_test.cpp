@@ -10,6 +10,7 @@
 
 #include "ember/core/error.h"
 #include "ember/train/metrics.h"
+#include "suite.h"
 
 namespace ember::train {
 namespace {
@@ -44,7 +45,8 @@ double run(Metric& m, const json& c) {
 }
 
 TEST(Metrics, MatchScikitLearn) {
-  std::ifstream f(EMBER_METRIC_GOLDENS);
+  std::ifstream f(ember::test::data_file(EMBER_METRIC_GOLDENS));
+  ASSERT_TRUE(f) << ember::test::data_file(EMBER_METRIC_GOLDENS);
   const json file = json::parse(f);
   int checked = 0;
   for (const auto& c : file.at("cases")) {
