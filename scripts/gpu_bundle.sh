@@ -18,10 +18,11 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=OFF \
 # cuda:N there), and the device-aware suites (tests/support/suite.h), which run.sh runs on
 # cuda:0, with where each binary is built.
 declare -A dirs=([kernel_gpu_test]=tests/kernel [cuda_kernels_test]=tests/cuda
-  [cuda_backend_test]=tests/cuda [ops_test]=tests)
+  [cuda_backend_test]=tests/cuda [cuda_memory_test]=tests/cuda [ops_test]=tests)
 device_tests=(grad_test layer_test loss_test seq_test optim_test train_test)
 for t in "${device_tests[@]}"; do dirs[$t]=tests; done
-tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test ops_test "${device_tests[@]}")
+gpu_tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test cuda_memory_test ops_test)
+tests=("${gpu_tests[@]}" "${device_tests[@]}")
 cmake --build "$build" --target "${tests[@]}" cuda_bench mnist -j "${JOBS:-2}"
 bundle="$build/bundle"
 rm -rf "$bundle"
@@ -98,7 +99,6 @@ for t in GPU_TESTS DEVICE_TESTS; do
 done
 exit $status
 RUN
-gpu_tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test ops_test)
 sed -i "s/GPU_TESTS/${gpu_tests[*]}/; s/DEVICE_TESTS/${device_tests[*]}/g" "$bundle/run.sh"
 chmod +x "$bundle/run.sh"
 tar czf "$build/ember-gpu-bundle.tar.gz" -C "$build" bundle
