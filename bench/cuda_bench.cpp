@@ -8,6 +8,7 @@
 //
 //   cuda_bench [--reps N] [--warmup N] [--filter SUBSTRING] [--json FILE]
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -19,6 +20,8 @@
 #include "ember/backends/cuda/ops.h"
 #include "ember/backends/cuda/runtime.h"
 #include "ember/core/error.h"
+#include "ember/ember.h"
+#include "ember/kernel/kernels/elementwise.h"
 
 using namespace ember;
 using H = CudaTensor;
@@ -176,6 +179,57 @@ int main(int argc, char** argv) {
       });
       put("tiny_add_us_per_op_eager", ms, "us/op", ms * 1000 / 100);
     }
+    // The same through what a user writes (Tensor<Dispatch>: apply, Dispatch, the backend), and
+    // where the time goes: the host's time per op for 10000 adds submitted at once, and the
+    // floor of the driver and the GPU, the add's own kernel launched 10000 times with its
+    // arguments packed once (cuLaunchKernel and the kernel, nothing of ember).
+    if (want("tiny_add_us_per_op_tensor")) {
+      auto t = Tensor<Dispatch, 1>::random({16}, Distribution::normal(0, 1), kGpu);
+      double ms = time_ms(o, o.reps, [&] {
+        auto z = t;
+        for (int i = 0; i < 100; ++i) z = z + 1.0;
+      });
+      put("tiny_add_us_per_op_tensor", ms, "us/op", ms * 1000 / 100);
+    }
+    if (want("tiny_add_host_us_per_op")) {
+      H t = randn({16}), one = scalar(1.0);
+      H z = binary(OpCode::Add, t, one);
+      cuda::synchronize(0);
+      std::vector<double> us;
+      for (int r = 0; r < 5; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < 10000; ++i) z = binary(OpCode::Add, z, one);
+        auto t1 = std::chrono::steady_clock::now();
+        cuda::synchronize(0);
+        auto t2 = std::chrono::steady_clock::now();
+        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / 10000);
+        std::printf("%-44s %10s    submit %.2f us/op, with the sync %.2f us/op\n",
+                    "  (host, 10000 adds)", "", us.back(),
+                    std::chrono::duration<double, std::micro>(t2 - t0).count() / 10000);
+      }
+      std::sort(us.begin(), us.end());
+      put("tiny_add_host_us_per_op", us[2] * 1e-3, "us/op", us[2]);
+      // The floor: the backend's kernel for a dense f32 add (the key elementwise.cpp gives it).
+      cuda::detail::DeviceState& d = cuda::detail::device(0);
+      using cuda::detail::Kind;
+      const cuda::detail::Loaded& l = cuda::detail::kernel_for(
+          d,
+          cuda::detail::key(Kind::Elementwise, int(OpCode::Add), DType::F32, DType::F32, 1, true),
+          [] {
+            kernel::ElementwiseSpec es;
+            es.contiguous = true;
+            return kernel::elementwise_kernel(es);
+          });
+      {
+        H u = randn({16});
+        cuda::detail::Args a(l);
+        a.ptr(u.ptr()).ptr(u.ptr()).ptr(u.ptr()).i(16);
+        double ms = time_ms(o, o.reps, [&] {
+          for (int i = 0; i < 100; ++i) a.launch(d, 1);
+        });
+        put("launch_floor_us_per_op", ms, "us/op", ms * 1000 / 100);
+      }
+    }
     // 5. Softmax over the last dim, and a sum of 256M f32.
     if (want("softmax_8192x4096_ms")) {
       H m = randn({8192, 4096});
@@ -184,6 +238,15 @@ int main(int argc, char** argv) {
       double ms = time_ms(o, o.reps, [&] { H y = run(sm, {m}); });
       put("softmax_8192x4096_ms", ms, "ms", ms);
       std::printf("%-44s %10s    %12.2f GB/s\n", "  (softmax read + write)", "",
+                  gbps(2.0 * 8192 * 4096 * 4, ms));
+    }
+    if (want("layernorm_8192x4096_ms")) {
+      auto x = Tensor<Dispatch, 2>::random({8192, 4096}, Distribution::normal(0, 1), kGpu);
+      auto g = Tensor<Dispatch, 1>::ones({4096}, kGpu),
+           b = Tensor<Dispatch, 1>::zeros({4096}, kGpu);
+      double ms = time_ms(o, o.reps, [&] { auto y = layer_norm(x, g, b); });
+      put("layernorm_8192x4096_ms", ms, "ms", ms);
+      std::printf("%-44s %10s    %12.2f GB/s\n", "  (layer norm read + write)", "",
                   gbps(2.0 * 8192 * 4096 * 4, ms));
     }
     if (want("sum_256M_ms")) {

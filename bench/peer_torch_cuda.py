@@ -10,6 +10,7 @@ so a run here, a stored anchor and ember's run can be read side by side.
 """
 import argparse
 import json
+import time
 import statistics
 import sys
 
@@ -95,10 +96,30 @@ def main():
 
             ms = time_ms(tiny)
             put("tiny_add_us_per_op_eager", ms, "us/op", ms * 1000 / 100)
+            # PyTorch's eager path is what its users write: the same figure for ember's
+            # Tensor<Dispatch> row.
+            put("tiny_add_us_per_op_tensor", ms, "us/op", ms * 1000 / 100)
+        if want("tiny_add_host_us_per_op"):
+            z = torch.randn(16, device=dev)
+            torch.cuda.synchronize()
+            us = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                for _ in range(10000):
+                    z = z + 1.0
+                us.append((time.perf_counter() - t0) * 1e6 / 10000)
+                torch.cuda.synchronize()
+            us.sort()
+            put("tiny_add_host_us_per_op", us[2] * 1e-3, "us/op", us[2])
         if want("softmax_8192x4096_ms"):
             m = torch.randn(8192, 4096, device=dev)
             ms = time_ms(lambda: torch.softmax(m, -1))
             put("softmax_8192x4096_ms", ms, "ms", ms)
+        if want("layernorm_8192x4096_ms"):
+            m = torch.randn(8192, 4096, device=dev)
+            g, b = torch.ones(4096, device=dev), torch.zeros(4096, device=dev)
+            ms = time_ms(lambda: F.layer_norm(m, (4096,), g, b))
+            put("layernorm_8192x4096_ms", ms, "ms", ms)
         if want("sum_256M_ms"):
             x = torch.randn(1 << 28, device=dev)
             ms = time_ms(lambda: x.sum())
