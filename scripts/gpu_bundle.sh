@@ -3,8 +3,8 @@
 # 13 libraries (docs/cuda.md): a baseline-ISA build (no -march=native), GoogleTest and
 # libstdc++ linked statically, NVRTC and the driver loaded at run time, cuBLAS & co found
 # through -rpath /usr/local/cuda/lib64.
-#   scripts/gpu_bundle.sh            # -> build-gpu/bundle/ and build-gpu/ember-gpu-bundle.tar.gz
-# On the GPU machine:  tar xzf ember-gpu-bundle.tar.gz && bundle/run.sh
+#   scripts/gpu_bundle.sh            # -> build-gpu/bundle/ and build-gpu/ember-gpu-bundle.tar.xz
+# On the GPU machine:  tar xJf ember-gpu-bundle.tar.xz && bundle/run.sh
 # and, separately (not run by run.sh), the CUDA benchmark against PyTorch:  bundle/bench.sh
 # and the main job on the GPU beside PyTorch's:  EMBER_MNIST_DIR=... bundle/mnist.sh [epochs]
 set -euo pipefail
@@ -101,5 +101,6 @@ exit $status
 RUN
 sed -i "s/GPU_TESTS/${gpu_tests[*]}/; s/DEVICE_TESTS/${device_tests[*]}/g" "$bundle/run.sh"
 chmod +x "$bundle/run.sh"
-tar czf "$build/ember-gpu-bundle.tar.gz" -C "$build" bundle
-du -sh "$bundle" "$build/ember-gpu-bundle.tar.gz"
+# xz: a third smaller than gzip for these binaries
+tar cJf "$build/ember-gpu-bundle.tar.xz" -C "$build" bundle
+du -sh "$bundle" "$build/ember-gpu-bundle.tar.xz"

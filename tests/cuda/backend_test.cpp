@@ -3,6 +3,8 @@
 // and zero-size inputs; the memory pool; errors. Without a CUDA driver or GPU the GPU tests
 // skip, saying so, and the registration is checked to stay away. Index ops, fused composites
 // and spatial ops are in index_test.cpp, composite_test.cpp and spatial_test.cpp.
+#include <cmath>
+
 #include "backend_fixture.h"
 
 using namespace ember;
@@ -124,6 +126,29 @@ TEST_F(CudaBackend, InPlaceReuse) {
   }
   std::string why;
   EXPECT_TRUE(Dispatch::to_data(g).all_close(Dispatch::to_data(c), 1e-5, 1e-5, &why)) << why;
+}
+
+TEST_F(CudaBackend, ScalarConstantsAreKeptAndNeverOverwritten) {
+  // `z + 1.0` makes its scalar operand with a one-element Full: the backend keeps it, so a loop
+  // of such adds, each reusing z's buffer, allocates nothing and fills nothing after the first.
+  using T0 = Tensor<Dispatch, 0>;
+  using T1 = Tensor<Dispatch, 1>;
+  auto z = T1::zeros({16}, kGpu);
+  z = std::move(z) + 1.0;
+  cuda::synchronize(0);
+  const int64_t before = cuda::memory_stats(0).allocations;
+  for (int i = 0; i < 99; ++i) z = std::move(z) + 1.0;
+  EXPECT_EQ(cuda::memory_stats(0).allocations, before);
+  EXPECT_EQ(z.to_vec<float>(), std::vector<float>(16, 100.f));
+  // A kept constant is shared: an op on a temporary of it must not write into it.
+  auto two = T0::full({}, 2.0, kGpu);
+  auto three = std::move(two) + 1.0;
+  EXPECT_EQ(three.into_scalar<float>(), 3.f);
+  EXPECT_EQ(T0::full({}, 2.0, kGpu).into_scalar<float>(), 2.f);
+  EXPECT_EQ(T0::full({}, 2.0, kGpu, DType::I64).into_scalar<int64_t>(), 2);
+  EXPECT_EQ(T0::full({}, -0.0, kGpu).into_scalar<float>(), 0.f);
+  EXPECT_TRUE(std::signbit(T0::full({}, -0.0, kGpu).into_scalar<float>()));
+  EXPECT_EQ((Tensor<Dispatch, 2>::full({1, 1}, 5.0, kGpu).shape()), (Shape{1, 1}));
 }
 
 TEST_F(CudaBackend, WhereAndCast) {

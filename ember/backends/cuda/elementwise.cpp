@@ -166,13 +166,50 @@ CudaTensor copy_strided(const CudaTensor& t) {
   return o;
 }
 
-CudaTensor create(const Op& op, const TensorMeta& out, int dev) {
+namespace {
+
+// One-element Full results (the scalar operand of `x + 1.0`), kept per device and value so that
+// a repeated constant costs no fill on the stream. A kept tensor is shared, so no op ever
+// overwrites it (reusable() wants the only owner). At most kMax values; then it starts over.
+class Constants {
+ public:
+  template <class Make>
+  CudaTensor get(int dev, const TensorMeta& out, uint64_t bits, Make&& make) {
+    Key k{dev, out.dtype, out.shape.rank(), bits};
+    std::lock_guard lk(mu_);
+    for (const auto& [key, t] : kept_)
+      if (key == k && t.meta.shape == out.shape) return t;
+    if (kept_.size() >= kMax) kept_.clear();
+    kept_.emplace_back(k, make());
+    return kept_.back().second;
+  }
+
+ private:
+  struct Key {
+    int dev;
+    DType dtype;
+    size_t rank;
+    uint64_t bits;
+    bool operator==(const Key&) const = default;
+  };
+  static constexpr size_t kMax = 64;
+  std::mutex mu_;
+  std::vector<std::pair<Key, CudaTensor>> kept_;
+};
+
+Constants& constants() {
+  static auto* c = new Constants;  // never destroyed: tensors freed at exit still find the pool
+  return *c;
+}
+
+// A creation op run on the stream.
+CudaTensor fill(const Op& op, const TensorMeta& out, int dev) {
+  const OpAttrs& at = op.attrs;
+  bool fl = is_float(out.dtype);
   CudaTensor o = empty(out, dev);
   int64_t n = out.shape.numel();
   if (n == 0) return o;
   DeviceState& d = device(dev);
-  const OpAttrs& at = op.attrs;
-  bool fl = is_float(out.dtype);
   if (op.code == OpCode::Full && size_of(out.dtype) < 8) {
     // The value's bits, converted on the host exactly as the CPU backend converts it.
     TensorData one =
@@ -224,6 +261,18 @@ CudaTensor create(const Op& op, const TensorMeta& out, int dev) {
   }
   a.launch(d, groups_for(d, n, 256));
   return o;
+}
+
+}  // namespace
+
+CudaTensor create(const Op& op, const TensorMeta& out, int dev) {
+  if (op.code != OpCode::Full || out.shape.numel() != 1) return fill(op, out, dev);
+  uint64_t bits = 0;
+  if (is_float(out.dtype))
+    std::memcpy(&bits, &op.attrs.scalar.f, sizeof bits);
+  else
+    bits = static_cast<uint64_t>(op.attrs.scalar.as<int64_t>());
+  return constants().get(dev, out, bits, [&] { return fill(op, out, dev); });
 }
 
 }  // namespace ember::cuda::detail
