@@ -61,60 +61,6 @@ int log2_of(int64_t p) {
   return l;
 }
 
-// A row kernel's launch configuration (softmax and norm), as a tuning code (tune.h): bit 0
-// a thread per row, bit 1 16-byte vectors, log2 of the workgroup above.
-struct RowConfig {
-  bool group = true, vec = false;
-  int64_t wg = 256, items = 0;
-};
-int64_t row_code(bool group, bool vec, int64_t wg) {
-  return (group ? 0 : 1) | (vec ? 2 : 0) | int64_t(log2_of(wg)) << 2;
-}
-// The configuration of `code` for rows of `size` elements (vw a vector): the registers hold the
-// row when they can (up to 8 vectors or 16 elements a thread); a vector code whose rows do not
-// fit in 8 vectors a thread takes the scalar path with the same workgroup.
-RowConfig row_config(int64_t code, int64_t size, int64_t vw) {
-  RowConfig c;
-  c.group = !(code & 1);
-  if (!c.group) return c;
-  c.wg = int64_t(1) << (code >> 2);
-  if (code & 2) {
-    int64_t per = (size / vw + c.wg - 1) / c.wg;
-    if (per <= 8) {
-      c.vec = true;
-      c.items = pow2_at_least(per);
-      return c;
-    }
-  }
-  int64_t per = (size + c.wg - 1) / c.wg;
-  c.items = per <= 16 ? pow2_at_least(per) : 0;
-  return c;
-}
-// Candidates for rows of up to 2^ls elements (the tuning key's bucket), the heuristic's first:
-// workgroups that hold such a row in registers without idle threads, vector ones when the
-// layout allows, and a thread per row where that can pay. Every one is valid for any shape of
-// the bucket.
-std::vector<int64_t> row_candidates(int64_t heuristic, int ls, int64_t vw, bool vec_ok,
-                                    int64_t min_wg, bool thread) {
-  std::vector<int64_t> c{heuristic};
-  auto add = [&](int64_t v) {
-    if (std::find(c.begin(), c.end(), v) == c.end()) c.push_back(v);
-  };
-  int64_t big = int64_t(1) << std::min(ls, 40);
-  int64_t vecs = std::max<int64_t>(1, big / vw);
-  if (vec_ok && vecs <= 8 * 1024) {
-    int64_t lo = std::clamp<int64_t>(pow2_at_least((vecs + 7) / 8), min_wg, 1024);
-    int64_t hi = std::clamp<int64_t>(vecs, lo, 1024);
-    for (int64_t wg = lo; wg <= hi; wg *= 2) add(row_code(true, true, wg));
-  } else {
-    int64_t lo = std::clamp<int64_t>(pow2_at_least((big + 15) / 16), min_wg, 1024);
-    int64_t hi = std::clamp<int64_t>(big, lo, 1024);
-    for (int64_t wg = lo; wg <= hi; wg *= 2) add(row_code(true, false, wg));
-  }
-  if (thread) add(row_code(false, false, 256));
-  return c;
-}
-
 std::string row_key(const char* family, OpCode op, DType t, int64_t rows, int64_t size, int flags,
                     bool wide) {
   return std::string(family) + "." + std::string(name(op)) + "/" + std::string(name(t)) + "/r" +

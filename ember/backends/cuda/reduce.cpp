@@ -102,38 +102,6 @@ bool dense_rows_ok(const Op& op, const CudaTensor& x, int64_t r, int64_t inner) 
   return w > 1 && inner == 1 && r % w == 0 && x.offset % w == 0 && r >= 2 * 256 * w;
 }
 
-// The launch configurations tuned (tune.h), as codes: the path in bits 0-1, log2 of the
-// workgroup above.
-enum Path : int64_t { kWhole = 0, kSeq = 1, kRows = 2 };
-int64_t code_of(Path p, int64_t wg) {
-  int l = 0;
-  while ((int64_t(1) << l) < wg) ++l;
-  return int64_t(p) | int64_t(l) << 2;
-}
-
-// The candidates for a reduction of rows of about 2^lr elements (bucket of the tuning key),
-// the heuristic's first. Every one is a valid configuration for any shape of the bucket.
-std::vector<int64_t> reduce_candidates(int64_t heuristic, bool rows, int64_t w, int lr,
-                                       bool strided_inner) {
-  std::vector<int64_t> c{heuristic};
-  auto add = [&](int64_t v) {
-    if (std::find(c.begin(), c.end(), v) == c.end()) c.push_back(v);
-  };
-  int64_t big = int64_t(1) << std::min(lr, 40);
-  if (rows) {
-    for (int64_t wg = 128; wg <= 1024; wg *= 2)
-      if (2 * wg * w <= big) add(code_of(kRows, wg));
-    add(code_of(kWhole, 256));
-    add(code_of(kWhole, 1024));
-    return c;
-  }
-  if (big >= 128)
-    for (int64_t wg = 128; wg <= std::min<int64_t>(1024, std::max<int64_t>(128, big / 4)); wg *= 2)
-      add(code_of(kWhole, wg));
-  if (strided_inner || big <= 256) add(code_of(kSeq, 0));
-  return c;
-}
-
 }  // namespace
 
 CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
@@ -163,12 +131,12 @@ CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   bool arg = op.code == OpCode::ArgMax || op.code == OpCode::ArgMin;
   bool rows = dense_rows_ok(op, x, r, inner);
   bool workgroup = r > 64 && (inner == 1 || outputs < int64_t(d.multiprocessors) * 64);
-  int64_t heuristic = rows        ? code_of(kRows, 256)
-                      : workgroup ? code_of(kWhole, 256)
-                                  : code_of(kSeq, 0);
+  int64_t heuristic = rows        ? reduce_code(kRows, 256)
+                      : workgroup ? reduce_code(kWhole, 256)
+                                  : reduce_code(kSeq, 0);
   CudaTensor values;  // the dense-rows path's argmax/argmin values
   auto launch = [&](int64_t code) {
-    Path path = Path(code & 3);
+    ReducePath path = ReducePath(code & 3);
     int wg = 1 << (code >> 2);
     int wk = wg == 256 ? 0 : log2_bucket(wg);  // the heuristic's kernels keep their keys
     if (path == kRows) {

@@ -231,16 +231,107 @@ int64_t tuned_choice(Tuner& tuner, const std::string& key, std::span<const int64
   return tuner.choose(key, candidates, time);
 }
 
-Tuner& device_tuner(DeviceState& d) {
-  static std::mutex mu;
-  static std::map<int, Tuner*>* tuners = new std::map<int, Tuner*>();  // never destroyed
-  std::lock_guard lk(mu);
-  Tuner*& t = (*tuners)[d.index];
-  if (!t) {
-    DeviceInfo info = device_info(d.index);
-    t = new Tuner(Tuner::default_file(info.name, d.arch),
-                  info.name + " sm_" + std::to_string(d.arch));
+namespace {
+int64_t pow2(int64_t n) { return int64_t(1) << log2_bucket(n); }
+}  // namespace
+
+int64_t row_code(bool group, bool vec, int64_t wg) {
+  return (group ? 0 : 1) | (vec ? 2 : 0) | int64_t(log2_bucket(wg)) << 2;
+}
+// The same items as the heuristics in composite.cpp pick for their workgroup.
+RowConfig row_config(int64_t code, int64_t size, int64_t vw) {
+  RowConfig c;
+  c.group = !(code & 1);
+  if (!c.group) return c;
+  c.wg = int64_t(1) << (code >> 2);
+  if (code & 2) {
+    int64_t per = (size / vw + c.wg - 1) / c.wg;
+    if (per <= 8) {
+      c.vec = true;
+      c.items = pow2(per);
+      return c;
+    }
   }
+  int64_t per = (size + c.wg - 1) / c.wg;
+  c.items = per <= 16 ? pow2(per) : 0;
+  return c;
+}
+// `big` is the bucket's longest row: from the smallest workgroup that holds it in registers to
+// one element (vector) a thread.
+std::vector<int64_t> row_candidates(int64_t heuristic, int ls, int64_t vw, bool vec_ok,
+                                    int64_t min_wg, bool thread) {
+  std::vector<int64_t> c{heuristic};
+  auto add = [&](int64_t v) {
+    if (std::find(c.begin(), c.end(), v) == c.end()) c.push_back(v);
+  };
+  int64_t big = int64_t(1) << std::min(ls, 40);
+  int64_t vecs = std::max<int64_t>(1, big / vw);
+  if (vec_ok && vecs <= 8 * 1024) {
+    int64_t lo = std::clamp<int64_t>(pow2((vecs + 7) / 8), min_wg, 1024);
+    int64_t hi = std::clamp<int64_t>(vecs, lo, 1024);
+    for (int64_t wg = lo; wg <= hi; wg *= 2) add(row_code(true, true, wg));
+  } else {
+    int64_t lo = std::clamp<int64_t>(pow2((big + 15) / 16), min_wg, 1024);
+    int64_t hi = std::clamp<int64_t>(big, lo, 1024);
+    for (int64_t wg = lo; wg <= hi; wg *= 2) add(row_code(true, false, wg));
+  }
+  if (thread) add(row_code(false, false, 256));
+  return c;
+}
+
+int64_t reduce_code(ReducePath p, int64_t wg) { return int64_t(p) | int64_t(log2_bucket(wg)) << 2; }
+
+// Power-of-two workgroups: the tree reductions (prod, argmax, argmin) and kRows need them.
+std::vector<int64_t> reduce_candidates(int64_t heuristic, bool rows, int64_t w, int lr,
+                                       bool strided_inner) {
+  std::vector<int64_t> c{heuristic};
+  auto add = [&](int64_t v) {
+    if (std::find(c.begin(), c.end(), v) == c.end()) c.push_back(v);
+  };
+  int64_t big = int64_t(1) << std::min(lr, 40);
+  if (rows) {
+    for (int64_t wg = 128; wg <= 1024; wg *= 2)
+      if (2 * wg * w <= big) add(reduce_code(kRows, wg));
+    add(reduce_code(kWhole, 256));
+    add(reduce_code(kWhole, 1024));
+    return c;
+  }
+  if (big >= 128)
+    for (int64_t wg = 128; wg <= std::min<int64_t>(1024, std::max<int64_t>(128, big / 4)); wg *= 2)
+      add(reduce_code(kWhole, wg));
+  if (strided_inner || big <= 256) add(reduce_code(kSeq, 0));
+  return c;
+}
+
+namespace {
+std::mutex g_tuners_mu;
+std::map<int, Tuner*>& tuners() {
+  static auto* m = new std::map<int, Tuner*>();  // never destroyed, like the device states
+  return *m;
+}
+std::string device_text(DeviceState& d, std::string* name = nullptr) {
+  DeviceInfo info = device_info(d.index);
+  if (name) *name = info.name;
+  return info.name + " sm_" + std::to_string(d.arch);
+}
+}  // namespace
+
+Tuner& device_tuner(DeviceState& d) {
+  std::lock_guard lk(g_tuners_mu);
+  Tuner*& t = tuners()[d.index];
+  if (!t) {
+    std::string name;
+    std::string text = device_text(d, &name);
+    t = new Tuner(Tuner::default_file(name, d.arch), text);
+  }
+  return *t;
+}
+
+Tuner& reset_device_tuner(DeviceState& d, const std::filesystem::path& file) {
+  std::string text = device_text(d);
+  std::lock_guard lk(g_tuners_mu);
+  Tuner*& t = tuners()[d.index];
+  t = new Tuner(file, text);
   return *t;
 }
 

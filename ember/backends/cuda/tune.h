@@ -19,6 +19,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ember/core/export.h"
 
@@ -86,9 +87,47 @@ EMBER_API int64_t tuned_choice(Tuner& tuner, const std::string& key,
                                std::span<const int64_t> candidates, int64_t elements,
                                const std::function<double(int64_t)>& time);
 
+// Candidate configurations, as the codes the tuner stores. Candidate lists depend only on the
+// tuning key's fields and the heuristic's code (first), so a stored code stays meaningful for
+// every shape of its bucket; each candidate is a valid configuration of the kernel builders.
+
+/// A row kernel's configuration (softmax.h, norm.h): a workgroup per row (`group`, `wg`
+/// threads, `items` elements or 16-byte vectors a thread in registers) or a thread per row.
+struct RowConfig {
+  bool group = true, vec = false;
+  int64_t wg = 256, items = 0;
+};
+/// The code of a row configuration: bit 0 a thread per row, bit 1 vectors, log2(wg) above.
+int64_t row_code(bool group, bool vec, int64_t wg);
+/// The configuration of `code` for rows of `size` elements (`vw` elements a vector): items
+/// chosen so the registers hold the row when they can (up to 8 vectors or 16 elements a
+/// thread; items * wg always covers the row then); a vector code whose rows need more than 8
+/// vectors a thread takes the scalar path with the same workgroup.
+RowConfig row_config(int64_t code, int64_t size, int64_t vw);
+/// Candidates for rows of up to 2^ls elements, the heuristic's first: workgroups of `min_wg`
+/// to 1024 that hold such a row in registers without idle threads (vector ones when `vec_ok`:
+/// the layout allows 16-byte accesses), and a thread per row when `thread`.
+std::vector<int64_t> row_candidates(int64_t heuristic, int ls, int64_t vw, bool vec_ok,
+                                    int64_t min_wg, bool thread);
+
+/// A reduction's path (reduce.cpp): a workgroup per output (reduce.h, Whole), a thread per
+/// output (kernels.h), or one chunk a dense row (reduce.h, Partial with vectors).
+enum ReducePath : int64_t { kWhole = 0, kSeq = 1, kRows = 2 };
+/// The code of a reduction configuration: the path in bits 0-1, log2 of the workgroup above.
+int64_t reduce_code(ReducePath p, int64_t wg);
+/// Candidates for rows of up to 2^lr elements, the heuristic's first: with `rows` (dense rows
+/// of a vector width `w`, the kRows path allowed) kRows workgroups of 128 to 1024 and kWhole
+/// ones; else kWhole workgroups of 128 to 1024 (at least 4 elements a thread) and kSeq along
+/// an inner dim (`strided_inner`) or for short rows.
+std::vector<int64_t> reduce_candidates(int64_t heuristic, bool rows, int64_t w, int lr,
+                                       bool strided_inner);
+
 class DeviceState;
 /// The tuner of device `d` (over Tuner::default_file for its name and architecture).
 Tuner& device_tuner(DeviceState& d);
+/// Replaces the tuner of device `d` by a fresh one over `file` (empty: memory only), as a new
+/// process would start: for tests. The previous one is never destroyed.
+Tuner& reset_device_tuner(DeviceState& d, const std::filesystem::path& file);
 /// Launches `launch(code)` once with the code chosen for `key` (tuned_choice with the device's
 /// tuner, timing each candidate's launches with events on the device's stream); the last
 /// launch is always the chosen code's, so the output is its result. A chosen code whose launch
