@@ -4,7 +4,8 @@
 // Rows along the last dim take a workgroup each, holding up to 16 elements a thread in
 // registers; along an inner dim, a thread per row walks it with coalesced loads.
 // layer_norm and rms_norm are one kernel each too (ember/kernel/kernels/norm.h), over rows of
-// the normalized dims (norm() below).
+// the normalized dims (norm() below). On large problems the workgroup, vector path and layout
+// are tuned once per shape bucket among valid alternatives (tune.h).
 #include <algorithm>
 #include <string>
 #include <vector>

@@ -3,7 +3,8 @@
 // block). Few outputs of long rows are split across the GPU (two passes); many dense long
 // rows take the split kernel's first pass alone; other long rows use the kernel layer's
 // workgroup reductions; short rows and many reductions across rows use one thread per output
-// (kernels.h), whose loads stay coalesced.
+// (kernels.h), whose loads stay coalesced. Large problems tune the path and workgroup among
+// valid alternatives once per shape bucket (tune.h); split reductions keep their heuristic.
 #include <algorithm>
 #include <cmath>
 #include <string>

@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +29,7 @@ constexpr std::string_view kFormat = "ember-tune 1";
 // Another candidate replaces the heuristic only when this much faster: timing noise must not
 // trade a good heuristic for an equal one measured in a lucky moment.
 constexpr double kMargin = 0.97;
+constexpr int kPasses = 2;
 
 uint64_t fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ull) {
   for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
@@ -194,17 +196,22 @@ int64_t Tuner::choose(const std::string& key, std::span<const int64_t> candidate
   }
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> t(candidates.size(), inf);
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    try {
-      double v = time(candidates[i]);
-      if (std::isfinite(v) && v >= 0)
-        t[i] = v;
-      else
+  std::vector<bool> failed(candidates.size(), false);
+  // Passes over all candidates, each keeping its best: the clocks may still ramp up during
+  // the first candidates of the first pass.
+  for (int pass = 0; pass < kPasses; ++pass)
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (failed[i]) continue;
+      try {
+        double v = time(candidates[i]);
+        if (!std::isfinite(v) || v < 0) throw std::runtime_error("no time");
+        t[i] = std::min(t[i], v);
+      } catch (...) {  // a candidate that cannot run is not one to choose
+        failed[i] = true;
+        t[i] = inf;
         ++stats_.failures;
-    } catch (...) {  // a candidate that cannot run is not one to choose
-      ++stats_.failures;
+      }
     }
-  }
   ++stats_.timings;
   size_t best = 0;
   for (size_t i = 1; i < t.size(); ++i)
@@ -337,20 +344,16 @@ Tuner& reset_device_tuner(DeviceState& d, const std::filesystem::path& file) {
 
 namespace {
 
-// Milliseconds of one launch: a warm-up (which also compiles and loads the kernel), then the
-// best of two rounds of three launches between events on the stream.
+// Milliseconds of one launch: a warm-up (which also compiles and loads the kernel the first
+// time), then three launches between events on the stream.
 double time_launches(DeviceState& d, const std::function<void()>& launch) {
   launch();
   Event start, end;
-  double best = std::numeric_limits<double>::infinity();
-  for (int round = 0; round < 2; ++round) {
-    start.record_raw(d.s());
-    for (int i = 0; i < 3; ++i) launch();
-    end.record_raw(d.s());
-    end.synchronize();
-    best = std::min(best, double(end.since(start)) / 3);
-  }
-  return best;
+  start.record_raw(d.s());
+  for (int i = 0; i < 3; ++i) launch();
+  end.record_raw(d.s());
+  end.synchronize();
+  return double(end.since(start)) / 3;
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 // second process times nothing. Any failure while timing falls back to the heuristic.
 //
 //   Tuner t(Tuner::default_file("NVIDIA H200", 90), "NVIDIA H200 sm_90");
-//   int64_t code = t.choose("softmax/f32/r12/s14/f1", {heuristic, a, b}, time_one);
+//   std::vector<int64_t> candidates{heuristic, a, b};
+//   int64_t code = t.choose("softmax.softmax/f32/r12/s14/f1", candidates, time_one);
 //
 // The file: a header line naming the format and the device, one `key code` line per entry and
 // a last line with the entry count and a checksum; written to a temporary name and renamed, so
