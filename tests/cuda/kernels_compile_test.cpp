@@ -3,7 +3,11 @@
 // NVRTC. Needs no GPU: source errors show up on any machine with the toolkit.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <tuple>
+
 #include "ember/backends/cuda/kernels.h"
+#include "ember/backends/cuda/tune.h"
 #include "ember/core/error.h"
 #include "ember/kernel/codegen/nvrtc.h"
 #include "ember/kernel/kernels/copy.h"
@@ -288,6 +292,91 @@ TEST_F(CudaKernels, IntegerPow) {
       es.rank = dense ? 1 : 2;
       es.contiguous = dense;
       compiles(kernel::elementwise_kernel(es));
+    }
+}
+
+// Every configuration the tuner may choose (tune.h) for softmax, the norms and the reductions,
+// over every shape bucket: the kernel builders accept it, its registers cover the row, and
+// each distinct f32 kernel compiles (other dtypes are built and validated).
+TEST_F(CudaKernels, TunedCandidates) {
+  namespace td = cuda::detail;
+  std::set<std::tuple<int64_t, int64_t, bool, int64_t>> rows;  // wg, items, vector, width
+  for (int ls = 0; ls <= 22; ++ls)
+    for (int64_t vw : {2, 4, 8})
+      for (bool vec_ok : {false, true})
+        for (int64_t min_wg : {32, 64, 128}) {
+          std::vector<int64_t> cands =
+              td::row_candidates(td::row_code(false, false, 256), ls, vw, vec_ok, min_wg, true);
+          EXPECT_LE(cands.size(), 8u);
+          int64_t big = int64_t(1) << ls;
+          for (int64_t code : cands)
+            for (int64_t size : {big / 2 + 1, big}) {
+              if (vec_ok) size = (size + vw - 1) / vw * vw;  // the vector layout's rows
+              if (vec_ok && size > big) continue;
+              td::RowConfig c = td::row_config(code, size, vw);
+              if (!c.group) continue;
+              std::string what = "code " + std::to_string(code) + " size " + std::to_string(size);
+              EXPECT_TRUE(c.wg >= 32 && c.wg <= 1024 && c.wg % 32 == 0) << what;
+              EXPECT_TRUE(!c.vec || vec_ok) << what;
+              EXPECT_LE(c.items, c.vec ? 8 : 16) << what;
+              if (c.vec)
+                EXPECT_GE(c.items * c.wg * vw, size) << what;
+              else if (c.items)
+                EXPECT_GE(c.items * c.wg, size) << what;
+              else
+                EXPECT_GT(size, 16 * c.wg) << what;
+              rows.insert({c.wg, c.items, c.vec, vw});
+            }
+        }
+  for (auto [wg, items, vec, vw] : rows) {
+    DType t = vw == 2 ? DType::F64 : vw == 4 ? DType::F32 : DType::F16;
+    kernel::SoftmaxSpec ss{OpCode::Softmax, t};
+    ss.workgroup = int(wg);
+    ss.items = int(items);
+    ss.vector = vec;
+    kernel::NormSpec ns{OpCode::LayerNorm, t};
+    ns.workgroup = int(wg);
+    ns.items = int(items);
+    ns.vector = vec;
+    if (t == DType::F32) {
+      compiles(kernel::softmax_kernel(ss));
+      compiles(kernel::norm_kernel(ns));
+    } else {
+      EXPECT_NO_THROW(kernel::softmax_kernel(ss));
+      EXPECT_NO_THROW(kernel::norm_kernel(ns));
+    }
+  }
+  std::set<std::pair<int64_t, int64_t>> reduce;  // path, workgroup
+  for (int lr = 0; lr <= 31; ++lr)
+    for (int64_t w : {1, 2, 4, 8})
+      for (bool dense : {false, true})
+        for (bool strided : {false, true}) {
+          if (dense && (w == 1 || strided)) continue;
+          std::vector<int64_t> cands =
+              td::reduce_candidates(td::reduce_code(td::kWhole, 256), dense, w, lr, strided);
+          EXPECT_LE(cands.size(), 8u);
+          for (int64_t code : cands) {
+            int64_t path = code & 3, wg = int64_t(1) << (code >> 2);
+            EXPECT_TRUE(path != td::kRows || dense);
+            if (path != td::kSeq) {
+              EXPECT_TRUE(wg >= 32 && wg <= 1024 && (wg & (wg - 1)) == 0);
+              reduce.insert({path, wg});
+            }
+          }
+        }
+  for (auto [path, wg] : reduce)
+    for (OpCode op :
+         {OpCode::Sum, OpCode::Prod, OpCode::Max, OpCode::Min, OpCode::ArgMax, OpCode::ArgMin}) {
+      kernel::ReduceSpec rs{op, DType::F32};
+      rs.workgroup = int(wg);
+      if (path == td::kRows) {
+        rs.stage = kernel::ReduceSpec::Partial;
+        rs.vector = true;
+      }
+      if (op == OpCode::Sum || op == OpCode::ArgMax)
+        compiles(kernel::reduce_kernel(rs));
+      else
+        EXPECT_NO_THROW(kernel::reduce_kernel(rs));
     }
 }
 

@@ -4,12 +4,15 @@
 // Rows along the last dim take a workgroup each, holding up to 16 elements a thread in
 // registers; along an inner dim, a thread per row walks it with coalesced loads.
 // layer_norm and rms_norm are one kernel each too (ember/kernel/kernels/norm.h), over rows of
-// the normalized dims (norm() below).
+// the normalized dims (norm() below). On large problems the workgroup, vector path and layout
+// are tuned once per shape bucket among valid alternatives (tune.h).
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "ember/backend/apply.h"
 #include "ember/backends/cuda/ops.h"
+#include "ember/backends/cuda/tune.h"
 #include "ember/kernel/kernels/norm.h"
 #include "ember/kernel/kernels/softmax.h"
 #include "ember/ops/decompose.h"
@@ -59,6 +62,13 @@ int log2_of(int64_t p) {
   return l;
 }
 
+std::string row_key(const char* family, OpCode op, DType t, int64_t rows, int64_t size, int flags,
+                    bool wide) {
+  return std::string(family) + "." + std::string(name(op)) + "/" + std::string(name(t)) + "/r" +
+         std::to_string(log2_bucket(rows)) + "/s" + std::to_string(log2_bucket(size)) + "/f" +
+         std::to_string(flags) + (wide ? "/w" : "");
+}
+
 // layer_norm and rms_norm: x as [rows, size] with size the normalized dims, in place when
 // those dims are dense and the leading ones merge into one row stride (0 for broadcast rows),
 // else copied. Rows of a few elements take a thread each, longer ones a workgroup that holds
@@ -90,8 +100,9 @@ CudaTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
   bool group = size > 32 || rows < int64_t(d.multiprocessors) * 64;
   int64_t wg = 256, items = 0;
   int64_t vw = kernel::norm_vector_width(t);
-  bool vec = group && size % vw == 0 && (rows == 1 || row_stride % vw == 0) && x.offset % vw == 0 &&
-             gamma.offset % vw == 0 && (!layer || beta.offset % vw == 0);
+  bool vec_ok = size % vw == 0 && (rows == 1 || row_stride % vw == 0) && x.offset % vw == 0 &&
+                gamma.offset % vw == 0 && (!layer || beta.offset % vw == 0);
+  bool vec = group && vec_ok;
   if (vec) {  // up to 8 vectors a thread: rows up to 8 * 1024 * 16 bytes are read once
     int64_t vecs = size / vw;
     wg = std::clamp<int64_t>(pow2_at_least((vecs + 3) / 4), 32, 1024);
@@ -99,30 +110,34 @@ CudaTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
     items = per <= 8 ? pow2_at_least(per) : 0;
     vec = items > 0;
   }
-  if (group && !vec) {
-    wg = std::clamp<int64_t>(pow2_at_least((size + 7) / 8), 32, 1024);
-    int64_t per = (size + wg - 1) / wg;
-    items = per <= 16 ? pow2_at_least(per) : 0;
-  }
-  uint64_t k = key(Kind::Norm, int(op.code), t, t, group ? log2_of(wg) : 0, group, wide,
-                   int(items) | int(vec) << 5);
-  const Loaded& l = kernel_for(d, k, [&] {
-    kernel::NormSpec ns;
-    ns.op = op.code;
-    ns.dtype = t;
-    ns.layout = group ? kernel::NormSpec::GroupPerRow : kernel::NormSpec::ThreadPerRow;
-    ns.items = static_cast<int>(items);
-    ns.wide_index = wide;
-    ns.workgroup = static_cast<int>(wg);
-    ns.vector = vec;
-    return kernel::norm_kernel(ns);
-  });
-  Args a(l);
-  a.ptr(x.ptr()).ptr(gamma.ptr());
-  if (layer) a.ptr(beta.ptr());
-  a.ptr(o.ptr()).i(rows).i(size).i(row_stride).f(op.attrs.scalar.f);
-  a.launch(d, group ? std::min<int64_t>(rows, int64_t(d.multiprocessors) * (2048 / wg))
-                    : groups_for(d, rows, 256));
+  if (group && !vec) wg = std::clamp<int64_t>(pow2_at_least((size + 7) / 8), 32, 1024);
+  int64_t heuristic = row_code(group, vec, group ? wg : 256);
+  auto launch = [&](int64_t code) {
+    RowConfig c = row_config(code, size, vw);
+    uint64_t k = key(Kind::Norm, int(op.code), t, t, c.group ? log2_of(c.wg) : 0, c.group, wide,
+                     int(c.items) | int(c.vec) << 5);
+    const Loaded& l = kernel_for(d, k, [&] {
+      kernel::NormSpec ns;
+      ns.op = op.code;
+      ns.dtype = t;
+      ns.layout = c.group ? kernel::NormSpec::GroupPerRow : kernel::NormSpec::ThreadPerRow;
+      ns.items = static_cast<int>(c.items);
+      ns.wide_index = wide;
+      ns.workgroup = static_cast<int>(c.wg);
+      ns.vector = c.vec;
+      return kernel::norm_kernel(ns);
+    });
+    Args a(l);
+    a.ptr(x.ptr()).ptr(gamma.ptr());
+    if (layer) a.ptr(beta.ptr());
+    a.ptr(o.ptr()).i(rows).i(size).i(row_stride).f(op.attrs.scalar.f);
+    a.launch(d, c.group ? std::min<int64_t>(rows, int64_t(d.multiprocessors) * (2048 / c.wg))
+                        : groups_for(d, rows, 256));
+  };
+  int ls = log2_bucket(size);
+  std::vector<int64_t> cands = row_candidates(heuristic, ls, vw, vec_ok, 32, ls <= 6);
+  launch_tuned(d, row_key("norm", op.code, t, rows, size, int(vec_ok), wide), cands, rows * size,
+               launch);
   return o;
 }
 
@@ -194,8 +209,9 @@ CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   int64_t wg = 256, items = 0;
   // Dense rows: 16-byte vectors held in registers, up to 8 a thread.
   int64_t vw = kernel::softmax_vector_width(t);
-  bool vec = group && inner == 1 && st[1] == 1 && size % vw == 0 &&
-             (outer == 1 || st[0] % vw == 0) && x.offset % vw == 0;
+  bool vec_ok = inner == 1 && st[1] == 1 && size % vw == 0 && (outer == 1 || st[0] % vw == 0) &&
+                x.offset % vw == 0;
+  bool vec = group && vec_ok;
   if (vec) {
     int64_t vecs = size / vw;
     wg = std::clamp<int64_t>(pow2_at_least((vecs + 3) / 4), 64, 1024);
@@ -203,28 +219,36 @@ CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
     items = per <= 8 ? pow2_at_least(per) : 0;
     vec = items > 0;
   }
-  if (group && !vec) {
-    wg = std::clamp<int64_t>(pow2_at_least((size + 7) / 8), 128, 1024);
-    int64_t per = (size + wg - 1) / wg;
-    items = per <= 16 ? pow2_at_least(per) : 0;
-  }
-  uint64_t k = key(Kind::Softmax, int(op.code), t, t, group ? log2_of(wg) : 0, group, wide,
-                   int(items) | int(vec) << 5);
-  const Loaded& l = kernel_for(d, k, [&] {
-    kernel::SoftmaxSpec ss;
-    ss.op = op.code;
-    ss.dtype = t;
-    ss.layout = group ? kernel::SoftmaxSpec::GroupPerRow : kernel::SoftmaxSpec::ThreadPerRow;
-    ss.items = static_cast<int>(items);
-    ss.wide_index = wide;
-    ss.workgroup = static_cast<int>(wg);
-    ss.vector = vec;
-    return kernel::softmax_kernel(ss);
-  });
-  Args a(l);
-  a.ptr(x.ptr()).ptr(o.ptr()).i(outer).i(size).i(inner).i(st[0]).i(st[1]).i(st[2]);
-  a.launch(d, group ? std::min<int64_t>(rows, int64_t(d.multiprocessors) * 32)
-                    : groups_for(d, rows, 256));
+  if (group && !vec) wg = std::clamp<int64_t>(pow2_at_least((size + 7) / 8), 128, 1024);
+  int64_t heuristic = row_code(group, vec, group ? wg : 256);
+  auto launch = [&](int64_t code) {
+    RowConfig c = row_config(code, size, vw);
+    uint64_t k = key(Kind::Softmax, int(op.code), t, t, c.group ? log2_of(c.wg) : 0, c.group, wide,
+                     int(c.items) | int(c.vec) << 5);
+    const Loaded& l = kernel_for(d, k, [&] {
+      kernel::SoftmaxSpec ss;
+      ss.op = op.code;
+      ss.dtype = t;
+      ss.layout = c.group ? kernel::SoftmaxSpec::GroupPerRow : kernel::SoftmaxSpec::ThreadPerRow;
+      ss.items = static_cast<int>(c.items);
+      ss.wide_index = wide;
+      ss.workgroup = static_cast<int>(c.wg);
+      ss.vector = c.vec;
+      return kernel::softmax_kernel(ss);
+    });
+    Args a(l);
+    a.ptr(x.ptr()).ptr(o.ptr()).i(outer).i(size).i(inner).i(st[0]).i(st[1]).i(st[2]);
+    a.launch(d, c.group ? std::min<int64_t>(rows, int64_t(d.multiprocessors) * 32)
+                        : groups_for(d, rows, 256));
+  };
+  // Along an inner dim a thread per row reads neighbouring elements; along the last dim it
+  // can pay for short rows only.
+  int ls = log2_bucket(size);
+  std::vector<int64_t> cands =
+      row_candidates(heuristic, ls, vw, vec_ok, vec_ok ? 64 : 128, inner > 1 || ls <= 8);
+  launch_tuned(d,
+               row_key("softmax", op.code, t, rows, size, int(vec_ok) | int(inner > 1) << 1, wide),
+               cands, rows * size, launch);
   return o;
 }
 

@@ -3,13 +3,16 @@
 // block). Few outputs of long rows are split across the GPU (two passes); many dense long
 // rows take the split kernel's first pass alone; other long rows use the kernel layer's
 // workgroup reductions; short rows and many reductions across rows use one thread per output
-// (kernels.h), whose loads stay coalesced.
+// (kernels.h), whose loads stay coalesced. Large problems tune the path and workgroup among
+// valid alternatives once per shape bucket (tune.h); split reductions keep their heuristic.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "ember/backends/cuda/kernels.h"
 #include "ember/backends/cuda/ops.h"
+#include "ember/backends/cuda/tune.h"
 #include "ember/core/view.h"
 #include "ember/kernel/kernels/reduce.h"
 
@@ -90,38 +93,14 @@ bool split_reduce(const Op& op, const CudaTensor& x, const CudaTensor& o, int64_
 // first pass with one chunk a row, 16-byte loads with two in flight a thread, writing the
 // output itself (its accumulator type is the dtype's; argmax/argmin write the indices and
 // keep the values aside). False when the rows or types do not allow it.
-bool dense_rows_reduce(const Op& op, const CudaTensor& x, const CudaTensor& o, int64_t outer,
-                       int64_t r, int64_t inner, bool wide) {
+bool dense_rows_ok(const Op& op, const CudaTensor& x, int64_t r, int64_t inner) {
   DType t = x.meta.dtype;
   bool arg = op.code == OpCode::ArgMax || op.code == OpCode::ArgMin;
   bool ext = op.code == OpCode::Max || op.code == OpCode::Min;
   if (!arg && !ext && op.code != OpCode::Sum && op.code != OpCode::Prod) return false;
   if (!arg && accumulator_dtype(op.code, t) != t) return false;
   int64_t w = kernel::reduce_vector_width(t);
-  constexpr int kGroup = 256;
-  if (w == 1 || inner != 1 || r % w != 0 || x.offset % w != 0 || r < 2 * kGroup * w) return false;
-  DeviceState& d = device(x.device);
-  CudaTensor values;
-  if (arg) values = empty(TensorMeta{Shape{outer}, accumulator_dtype(op.code, t)}, x.device);
-  const Loaded& l = kernel_for(d, key(Kind::Reduce, int(op.code), t, t, 1, true, wide), [&] {
-    kernel::ReduceSpec rs;
-    rs.op = op.code;
-    rs.dtype = t;
-    rs.wide_index = wide;
-    rs.workgroup = kGroup;
-    rs.stage = kernel::ReduceSpec::Partial;
-    rs.vector = true;
-    return kernel::reduce_kernel(rs);
-  });
-  Args a(l);
-  a.ptr(x.ptr());
-  if (arg)
-    a.ptr(values.ptr()).ptr(o.ptr());
-  else
-    a.ptr(o.ptr());
-  a.i(outer).i(r).i(inner).i(r * inner).i(inner).i(1).i(r).i(1);
-  a.launch(d, std::min<int64_t>(outer, int64_t(d.multiprocessors) * 64));
-  return true;
+  return w > 1 && inner == 1 && r % w == 0 && x.offset % w == 0 && r >= 2 * 256 * w;
 }
 
 }  // namespace
@@ -150,28 +129,77 @@ CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   DeviceState& d = device(x0.device);
   bool wide = x.meta.shape.numel() > 0x7fffffff;
   if (split_reduce(op, x, o, outer, r, inner, wide)) return o;
-  if (dense_rows_reduce(op, x, o, outer, r, inner, wide)) return o;
+  bool arg = op.code == OpCode::ArgMax || op.code == OpCode::ArgMin;
+  bool rows = dense_rows_ok(op, x, r, inner);
   bool workgroup = r > 64 && (inner == 1 || outputs < int64_t(d.multiprocessors) * 64);
-  if (workgroup) {
-    const Loaded& l = kernel_for(d, key(Kind::Reduce, int(op.code), t, t, 0, false, wide), [&] {
-      kernel::ReduceSpec rs;
-      rs.op = op.code;
-      rs.dtype = t;
-      rs.wide_index = wide;
-      return kernel::reduce_kernel(rs);
-    });
+  int64_t heuristic = rows        ? reduce_code(kRows, 256)
+                      : workgroup ? reduce_code(kWhole, 256)
+                                  : reduce_code(kSeq, 0);
+  CudaTensor values;  // the dense-rows path's argmax/argmin values
+  auto launch = [&](int64_t code) {
+    ReducePath path = ReducePath(code & 3);
+    int wg = 1 << (code >> 2);
+    int wk = wg == 256 ? 0 : log2_bucket(wg);  // the heuristic's kernels keep their keys
+    if (path == kRows) {
+      if (arg && !values.storage)
+        values = empty(TensorMeta{Shape{outer}, accumulator_dtype(op.code, t)}, x.device);
+      const Loaded& l =
+          kernel_for(d, key(Kind::Reduce, int(op.code), t, t, 1, true, wide, wk), [&] {
+            kernel::ReduceSpec rs;
+            rs.op = op.code;
+            rs.dtype = t;
+            rs.wide_index = wide;
+            rs.workgroup = wg;
+            rs.stage = kernel::ReduceSpec::Partial;
+            rs.vector = true;
+            return kernel::reduce_kernel(rs);
+          });
+      Args a(l);
+      a.ptr(x.ptr());
+      if (arg)
+        a.ptr(values.ptr()).ptr(o.ptr());
+      else
+        a.ptr(o.ptr());
+      a.i(outer).i(r).i(inner).i(r * inner).i(inner).i(1).i(r).i(1);
+      a.launch(d, std::min<int64_t>(outer, int64_t(d.multiprocessors) * 64));
+      return;
+    }
+    if (path == kWhole) {
+      const Loaded& l =
+          kernel_for(d, key(Kind::Reduce, int(op.code), t, t, 0, false, wide, wk), [&] {
+            kernel::ReduceSpec rs;
+            rs.op = op.code;
+            rs.dtype = t;
+            rs.wide_index = wide;
+            rs.workgroup = wg;
+            return kernel::reduce_kernel(rs);
+          });
+      Args a(l);
+      a.ptr(x.ptr()).ptr(o.ptr()).i(outer).i(r).i(inner).i(r * inner).i(inner).i(1);
+      // 4096 threads a multiprocessor (16 workgroups of 256), looping over the outputs.
+      a.launch(d, std::min<int64_t>(outputs, int64_t(d.multiprocessors) * (4096 / wg)));
+      return;
+    }
+    if (t == DType::Bool && op.code != OpCode::Max && op.code != OpCode::Min)
+      not_implemented(op, in, "bool");
+    const Loaded& l = kernel_for(d, key(Kind::SeqReduce, int(op.code), t),
+                                 [&] { return kernels::seq_reduce_kernel(op.code, t); });
     Args a(l);
     a.ptr(x.ptr()).ptr(o.ptr()).i(outer).i(r).i(inner).i(r * inner).i(inner).i(1);
-    a.launch(d, std::min<int64_t>(outputs, int64_t(d.multiprocessors) * 16));
+    a.launch(d, groups_for(d, outputs, 128));
+  };
+  if (t == DType::Bool) {  // not tuned
+    launch(heuristic);
     return o;
   }
-  if (t == DType::Bool && op.code != OpCode::Max && op.code != OpCode::Min)
-    not_implemented(op, in, "bool");
-  const Loaded& l = kernel_for(d, key(Kind::SeqReduce, int(op.code), t),
-                               [&] { return kernels::seq_reduce_kernel(op.code, t); });
-  Args a(l);
-  a.ptr(x.ptr()).ptr(o.ptr()).i(outer).i(r).i(inner).i(r * inner).i(inner).i(1);
-  a.launch(d, groups_for(d, outputs, 128));
+  int lr = log2_bucket(r);
+  std::vector<int64_t> cands =
+      reduce_candidates(heuristic, rows, kernel::reduce_vector_width(t), lr, inner > 1);
+  std::string tkey = "reduce." + std::string(name(op.code)) + "/" + std::string(name(t)) +
+                     (rows ? "/rows" : "/any") + "/o" + std::to_string(log2_bucket(outputs)) +
+                     "/r" + std::to_string(lr) + "/i" + std::to_string(int(inner > 1)) +
+                     (wide ? "/w" : "");
+  launch_tuned(d, tkey, cands, outer * r * inner, launch);
   return o;
 }
 
