@@ -145,7 +145,7 @@ TEST_F(CudaBackend, ScalarConstantsAreKeptAndNeverOverwritten) {
   auto three = std::move(two) + 1.0;
   EXPECT_EQ(three.into_scalar<float>(), 3.f);
   EXPECT_EQ(T0::full({}, 2.0, kGpu).into_scalar<float>(), 2.f);
-  EXPECT_EQ(T0::full({}, 2.0, kGpu, DType::I64).into_scalar<int64_t>(), 2);
+  EXPECT_EQ((Tensor<Dispatch, 0, Int>::full({}, 2, kGpu).into_scalar<int64_t>()), 2);
   EXPECT_EQ(T0::full({}, -0.0, kGpu).into_scalar<float>(), 0.f);
   EXPECT_TRUE(std::signbit(T0::full({}, -0.0, kGpu).into_scalar<float>()));
   EXPECT_EQ((Tensor<Dispatch, 2>::full({1, 1}, 5.0, kGpu).shape()), (Shape{1, 1}));

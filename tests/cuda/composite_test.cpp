@@ -142,8 +142,11 @@ TEST_F(CudaBackend, FusedNorm) {
         norm_op(c, 1), norm_inputs(c, {6, 513}, {513}, DType::F32),
         {{slice({0, 1}, {6, 513}, {1, 1})}, {slice({1}, {513}, {1})}, {slice({1}, {513}, {1})}},
         1e-5, 1e-5, std::string(name(c)) + " gamma at an offset");
-    expect_same(norm_op(c, 1), norm_inputs(c, {7, 512}, {512}, DType::F32, 1000, 1001), {}, 1e-4,
-                1e-4, std::string(name(c)) + " mean 1000");
+    // Rows of values in [1000, 1001]: the f32 sum behind the mean is about 5e5, whose rounding
+    // (1 ulp = 0.03) moves the mean by up to ~5e-4 in either backend, a few 1e-3 of the
+    // normalized output (std 0.29); PyTorch's f32 layer norm is as exact, no more.
+    expect_same(norm_op(c, 1), norm_inputs(c, {7, 512}, {512}, DType::F32, 1000, 1001), {}, 5e-3,
+                5e-3, std::string(name(c)) + " mean 1000");
     expect_same(norm_op(c, 1, 0.5), norm_inputs(c, {7, 100}, {100}, DType::F32), {}, 1e-5, 1e-5,
                 std::string(name(c)) + " eps 0.5");
     // Rows dense in x, with leading dims that do not merge (in place, strided rows).

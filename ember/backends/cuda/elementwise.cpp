@@ -1,10 +1,12 @@
 // Elementwise ops (unary, binary, compare, where, cast), the strided copy behind
 // contiguous(), and the creation ops.
-#include "ember/kernel/kernels/elementwise.h"
+#include <algorithm>
+
 #include "ember/backends/cuda/ops.h"
 #include "ember/core/error.h"
 #include "ember/kernel/kernels/copy.h"
 #include "ember/kernel/kernels/create.h"
+#include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/where.h"
 
 namespace ember::cuda::detail {
@@ -170,16 +172,23 @@ namespace {
 
 // One-element Full results (the scalar operand of `x + 1.0`), kept per device and value so that
 // a repeated constant costs no fill on the stream. A kept tensor is shared, so no op ever
-// overwrites it (reusable() wants the only owner). At most kMax values; then it starts over.
+// overwrites it (reusable() wants the only owner). The kCapacity most recently used values are
+// kept: a step whose scalars change every time (an optimizer's bias corrections) replaces the
+// oldest one by one, so the device memory they hold stays the same (kCapacity small blocks).
 class Constants {
  public:
+  static constexpr size_t kCapacity = 64;
   template <class Make>
   CudaTensor get(int dev, const TensorMeta& out, uint64_t bits, Make&& make) {
     Key k{dev, out.dtype, out.shape.rank(), bits};
     std::lock_guard lk(mu_);
-    for (const auto& [key, t] : kept_)
-      if (key == k && t.meta.shape == out.shape) return t;
-    if (kept_.size() >= kMax) kept_.clear();
+    for (size_t i = kept_.size(); i-- > 0;)
+      if (kept_[i].first == k && kept_[i].second.meta.shape == out.shape) {
+        if (i + 1 != kept_.size())
+          std::rotate(kept_.begin() + i, kept_.begin() + i + 1, kept_.end());
+        return kept_.back().second;
+      }
+    if (kept_.size() >= kCapacity) kept_.erase(kept_.begin());
     kept_.emplace_back(k, make());
     return kept_.back().second;
   }
@@ -192,7 +201,6 @@ class Constants {
     uint64_t bits;
     bool operator==(const Key&) const = default;
   };
-  static constexpr size_t kMax = 64;
   std::mutex mu_;
   std::vector<std::pair<Key, CudaTensor>> kept_;
 };
