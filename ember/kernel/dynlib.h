@@ -1,9 +1,11 @@
 // A shared library opened at run time (dlopen), so that binaries start on machines without
-// the library and report what is missing. Used for NVRTC and the CUDA driver.
+// the library and report what is missing. Used for NVRTC, the CUDA driver, cuBLASLt and cuDNN.
 //
 //   kernel::DynLib lib;
 //   std::string why;
 //   if (lib.open({"libm.so.6"}, why)) { auto* f = lib.symbol<double (*)(double)>("cos"); }
+//   double (*sine)(double) = nullptr;
+//   bool found = lib.bind(sine, {"sin"}, why);
 #pragma once
 #include <dlfcn.h>
 
@@ -38,6 +40,15 @@ class DynLib {
   template <class F>
   F symbol(const char* name) const {
     return handle_ ? reinterpret_cast<F>(::dlsym(handle_, name)) : nullptr;
+  }
+  /// Sets `fn` to the first of `names` the library has. When it has none, `fn` is nullptr and
+  /// `why` gets "<library> has no <first name>" appended; returns whether it was found.
+  template <class F>
+  bool bind(F& fn, std::initializer_list<const char*> names, std::string& why) const {
+    for (const char* n : names)
+      if ((fn = symbol<F>(n))) return true;
+    why += (why.empty() ? "" : "; ") + name_ + " has no " + *names.begin();
+    return false;
   }
   bool loaded() const { return handle_ != nullptr; }
   const std::string& name() const { return name_; }

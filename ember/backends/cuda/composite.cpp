@@ -62,6 +62,22 @@ int log2_of(int64_t p) {
   return l;
 }
 
+// The heuristic launch of a row kernel (softmax family, norms) as a row_code: a thread per row
+// unless `group`; else a workgroup per row holding the row in registers, as up to 8 16-byte
+// vectors a thread where the rows allow vectors (`vec_ok`; rows up to 8 * 1024 vectors are read
+// once), else as scalars; workgroups of at least `min_vec` / `min_scalar` threads.
+int64_t row_heuristic(bool group, bool vec_ok, int64_t size, int64_t vw, int64_t min_vec,
+                      int64_t min_scalar) {
+  if (!group) return row_code(false, false, 256);
+  if (vec_ok) {
+    int64_t vecs = size / vw;
+    int64_t wg = std::clamp<int64_t>(pow2_at_least((vecs + 3) / 4), min_vec, 1024);
+    if ((vecs + wg - 1) / wg <= 8) return row_code(true, true, wg);
+  }
+  return row_code(true, false,
+                  std::clamp<int64_t>(pow2_at_least((size + 7) / 8), min_scalar, 1024));
+}
+
 std::string row_key(const char* family, OpCode op, DType t, int64_t rows, int64_t size, int flags,
                     bool wide) {
   return std::string(family) + "." + std::string(name(op)) + "/" + std::string(name(t)) + "/r" +
@@ -98,20 +114,10 @@ CudaTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
   DType t = x.meta.dtype;
   bool wide = rows * size > kMaxI32 || int64_t(x.storage->bytes / size_of(t)) > kMaxI32;
   bool group = size > 32 || rows < int64_t(d.multiprocessors) * 64;
-  int64_t wg = 256, items = 0;
   int64_t vw = kernel::norm_vector_width(t);
   bool vec_ok = size % vw == 0 && (rows == 1 || row_stride % vw == 0) && x.offset % vw == 0 &&
                 gamma.offset % vw == 0 && (!layer || beta.offset % vw == 0);
-  bool vec = group && vec_ok;
-  if (vec) {  // up to 8 vectors a thread: rows up to 8 * 1024 * 16 bytes are read once
-    int64_t vecs = size / vw;
-    wg = std::clamp<int64_t>(pow2_at_least((vecs + 3) / 4), 32, 1024);
-    int64_t per = (vecs + wg - 1) / wg;
-    items = per <= 8 ? pow2_at_least(per) : 0;
-    vec = items > 0;
-  }
-  if (group && !vec) wg = std::clamp<int64_t>(pow2_at_least((size + 7) / 8), 32, 1024);
-  int64_t heuristic = row_code(group, vec, group ? wg : 256);
+  int64_t heuristic = row_heuristic(group, vec_ok, size, vw, 32, 32);
   auto launch = [&](int64_t code) {
     RowConfig c = row_config(code, size, vw);
     uint64_t k = key(Kind::Norm, int(op.code), t, t, c.group ? log2_of(c.wg) : 0, c.group, wide,
@@ -205,22 +211,11 @@ CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   bool wide = xs.numel() > kMaxI32 || out.shape.numel() > kMaxI32 ||
               int64_t(x.storage->bytes / size_of(t)) > kMaxI32;
   bool group = size > 64 && (inner == 1 || rows < int64_t(d.multiprocessors) * 64);
-  // Up to 16 elements a thread in registers: rows up to 16K elements are read once.
-  int64_t wg = 256, items = 0;
-  // Dense rows: 16-byte vectors held in registers, up to 8 a thread.
+  // Dense rows: 16-byte vectors held in registers.
   int64_t vw = kernel::softmax_vector_width(t);
   bool vec_ok = inner == 1 && st[1] == 1 && size % vw == 0 && (outer == 1 || st[0] % vw == 0) &&
                 x.offset % vw == 0;
-  bool vec = group && vec_ok;
-  if (vec) {
-    int64_t vecs = size / vw;
-    wg = std::clamp<int64_t>(pow2_at_least((vecs + 3) / 4), 64, 1024);
-    int64_t per = (vecs + wg - 1) / wg;
-    items = per <= 8 ? pow2_at_least(per) : 0;
-    vec = items > 0;
-  }
-  if (group && !vec) wg = std::clamp<int64_t>(pow2_at_least((size + 7) / 8), 128, 1024);
-  int64_t heuristic = row_code(group, vec, group ? wg : 256);
+  int64_t heuristic = row_heuristic(group, vec_ok, size, vw, 64, 128);
   auto launch = [&](int64_t code) {
     RowConfig c = row_config(code, size, vw);
     uint64_t k = key(Kind::Softmax, int(op.code), t, t, c.group ? log2_of(c.wg) : 0, c.group, wide,

@@ -16,13 +16,7 @@ struct Loaded : Api {
       return;
     }
     bool ok = true;
-    auto get = [&](auto& fn, const char* n) {
-      fn = lib.symbol<std::remove_reference_t<decltype(fn)>>(n);
-      if (!fn) {
-        ok = false;
-        error += std::string(error.empty() ? "" : "; ") + lib.name() + " has no " + n;
-      }
-    };
+    auto get = [&](auto& fn, const char* n) { ok = lib.bind(fn, {n}, error) && ok; };
     get(Create, "cublasLtCreate");
     get(MatmulDescCreate, "cublasLtMatmulDescCreate");
     get(MatmulDescDestroy, "cublasLtMatmulDescDestroy");

@@ -69,10 +69,7 @@ struct Api {
     }
     bool ok = true;
     auto get = [&](auto& fn, std::initializer_list<const char*> names) {
-      for (const char* n : names)
-        if ((fn = lib.symbol<std::remove_reference_t<decltype(fn)>>(n))) return;
-      ok = false;
-      error += std::string(error.empty() ? "" : "; ") + "libcuda.so.1 has no " + *names.begin();
+      ok = lib.bind(fn, names, error) && ok;
     };
     get(Init, {"cuInit"});
     get(DriverGetVersion, {"cuDriverGetVersion"});

@@ -5,7 +5,8 @@
 // once and keeping the fastest, later from memory or from a small text file per device, so a
 // second process times nothing. Any failure while timing falls back to the heuristic.
 //
-//   Tuner t(Tuner::default_file("NVIDIA H200", 90), "NVIDIA H200 sm_90");
+//   // the backend's own tuner keeps its file at Tuner::default_file(device name, arch)
+//   Tuner t(std::filesystem::temp_directory_path() / "ember-doc-tune.txt", "NVIDIA H200 sm_90");
 //   std::vector<int64_t> candidates{heuristic, a, b};
 //   int64_t code = t.choose("softmax.softmax/f32/r12/s14/f1", candidates, time_one);
 //

@@ -46,13 +46,7 @@ struct Nvrtc {
                                       "/usr/local/cuda/lib64/libnvrtc.so"};
     if (!lib.open(names, error)) return;
     bool ok = true;
-    auto get = [&](auto& fn, const char* name) {
-      fn = lib.symbol<std::remove_reference_t<decltype(fn)>>(name);
-      if (!fn) {
-        ok = false;
-        error += std::string(error.empty() ? "" : "; ") + lib.name() + " has no " + name;
-      }
-    };
+    auto get = [&](auto& fn, const char* name) { ok = lib.bind(fn, {name}, error) && ok; };
     get(GetErrorString, "nvrtcGetErrorString");
     get(Version, "nvrtcVersion");
     get(GetNumSupportedArchs, "nvrtcGetNumSupportedArchs");
