@@ -209,6 +209,28 @@ int main(int argc, char** argv) {
       }
       std::sort(us.begin(), us.end());
       put("tiny_add_host_us_per_op", us[2] * 1e-3, "us/op", us[2]);
+      // Where the host's time goes, piece by piece (100000 times each, no launch): the op's
+      // validation and shape rule, an output from the pool and back, the kernel map's lookup.
+      auto host_us = [](const auto& fn) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < 100000; ++i) fn();
+        return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                   .count() /
+               100000;
+      };
+      const TensorMeta* metas[2] = {&z.meta, &one.meta};
+      double t_infer = host_us([&] {
+        Op add{OpCode::Add, {}};
+        TensorMeta m = infer(add, std::span<const TensorMeta* const>(metas, 2));
+        (void)m;
+      });
+      double t_alloc = host_us([&] { H e = cuda::detail::empty(z.meta, 0); });
+      cuda::detail::DeviceState& dev0 = cuda::detail::device(0);
+      double t_find = host_us([&] { (void)dev0.find(0x1234); });
+      std::printf(
+          "%-44s %10s    infer %.3f us, output from the pool and back %.3f us, kernel "
+          "map %.3f us\n",
+          "  (host pieces of one op)", "", t_infer, t_alloc, t_find);
       // The floor: the backend's kernel for a dense f32 add (the key elementwise.cpp gives it).
       cuda::detail::DeviceState& d = cuda::detail::device(0);
       using cuda::detail::Kind;
