@@ -4,15 +4,11 @@
 // skips, saying so.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
-#include <functional>
-#include <memory>
 #include <random>
+#include <utility>
 
-#include "ember/backends/cpu/cpu.h"
-#include "ember/backends/cuda/driver.h"
-#include "ember/core/error.h"
-#include "ember/kernel/codegen/nvrtc.h"
 #include "ember/kernel/kernels/copy.h"
 #include "ember/kernel/kernels/create.h"
 #include "ember/kernel/kernels/index.h"
@@ -20,44 +16,18 @@
 #include "ember/kernel/kernels/scan.h"
 #include "ember/kernel/kernels/sort.h"
 #include "ember/kernel/kernels/where.h"
-#include "ember/kernel/passes.h"
+#include "gpu_fixture.h"
 
 using namespace ember;
 
 namespace {
 
-using Buffer = std::unique_ptr<cuda::DeviceBuffer>;
+using kernel_test::Buffer;
+using kernel_test::View;
 
-// A host tensor (a view of random data) and its storage on the device.
-struct View {
-  CpuTensor cpu;
-  Buffer dev;
-  cuda::DevicePtr ptr() const {
-    return dev->ptr() + static_cast<uint64_t>(cpu.offset * size_of(cpu.meta.dtype));
-  }
-};
-
-class GpuOps : public ::testing::Test {
+class GpuOps : public kernel_test::KernelGpu {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    if (!cuda::available(&why)) {
-      skip_ = "no CUDA driver/GPU: skipped (" + why + ")";
-      return;
-    }
-    if (!kernel::nvrtc_available(&why)) {
-      skip_ = "no NVRTC: skipped (" + why + ")";
-      return;
-    }
-    ctx_ = std::make_unique<cuda::Context>(0);
-    arch_ = cuda::device_info(0).arch();
-  }
-  static void TearDownTestSuite() { ctx_.reset(); }
-  void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-  }
-
-  std::mt19937 rng_{4321};
+  GpuOps() : KernelGpu(4321) {}
 
   // Random values: floats in [-3, 3], ints in [lo, hi], bools.
   TensorData random(DType t, int64_t n, int lo = -20, int hi = 20) {
@@ -67,25 +37,6 @@ class GpuOps : public ::testing::Test {
     for (auto& x : v) x = t == DType::Bool ? b(rng_) : is_float(t) ? f(rng_) : i(rng_);
     return TensorData::from<double>(v, Shape{n}).convert(t);
   }
-  static Buffer upload(const TensorData& d) {
-    auto b = std::make_unique<cuda::DeviceBuffer>(std::max<size_t>(d.bytes().size(), 1));
-    if (!d.bytes().empty()) b->upload(d.bytes().data(), d.bytes().size());
-    return b;
-  }
-  static Buffer zeros(Shape s, DType t) { return upload(TensorData(s, t)); }
-  static TensorData fetch(const cuda::DeviceBuffer& b, Shape s, DType t) {
-    TensorData d(s, t);
-    if (!d.bytes().empty()) b.download(d.bytes().data(), d.bytes().size());
-    return d;
-  }
-  // `data` on the host and the device, seen with this shape, strides and offset.
-  static View view_of(const TensorData& data, Shape shape, Dims strides, int64_t offset) {
-    CpuTensor h = Cpu::from_data(data, Device::cpu());
-    View v;
-    v.cpu = CpuTensor{h.storage, TensorMeta{shape, data.dtype()}, strides, offset};
-    v.dev = upload(data);
-    return v;
-  }
   View dense(DType t, Shape s, int lo = -20, int hi = 20) {
     return view_of(random(t, std::max<int64_t>(s.numel(), 1), lo, hi), s, contiguous_strides(s), 0);
   }
@@ -93,43 +44,11 @@ class GpuOps : public ::testing::Test {
     return view_of(d, d.shape(), contiguous_strides(d.shape()), 0);
   }
 
-  // The CPU backend's result of `op` on these inputs.
+  // The CPU backend's result of `op` on these inputs, on a copy: the test's op stays as it
+  // wrote it.
   static TensorData cpu(Op op, std::vector<CpuTensor> in) {
-    std::vector<TensorMeta> metas;
-    for (const CpuTensor& t : in) metas.push_back(t.meta);
-    std::vector<const TensorMeta*> mp;
-    for (const auto& m : metas) mp.push_back(&m);
-    TensorMeta out = infer(op, mp);
-    return Cpu::to_data(Cpu::run(op, in, out, Device::cpu()));
+    return KernelGpu::cpu(op, std::move(in));
   }
-
-  // Compiles `k` and launches `groups` workgroups with the arguments `args` adds.
-  static void launch(kernel::Kernel k, int64_t groups,
-                     const std::function<void(cuda::LaunchArgs&)>& args) {
-    kernel::default_pipeline().run(k);
-    kernel::CudaCompileOptions o;
-    o.arch = arch_;
-    cuda::Module m(kernel::compile_cuda(k, o));
-    cuda::LaunchArgs a(k);
-    args(a);
-    m.launch(k, std::max<int64_t>(groups, 1), a);
-    ctx_->synchronize();
-  }
-
-  static void expect_close(const TensorData& got, const TensorData& want, const std::string& what,
-                           double rtol = -1, double atol = -1) {
-    DType t = want.dtype();
-    if (rtol < 0)
-      rtol = t == DType::F16 || t == DType::BF16 ? 1e-2 : t == DType::F32 ? 2e-5 : 1e-12;
-    if (!is_float(t)) rtol = 0;
-    if (atol < 0) atol = is_float(t) ? rtol * 0.1 : 0;
-    std::string why;
-    EXPECT_TRUE(got.all_close(want, rtol, atol, &why)) << what << ": " << why;
-  }
-
-  static inline std::string skip_;
-  static inline std::unique_ptr<cuda::Context> ctx_;
-  static inline int arch_ = 90;
 };
 
 // [outer, size, inner] of `s` around `dim`.

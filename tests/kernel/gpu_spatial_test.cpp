@@ -7,29 +7,19 @@
 
 #include <cmath>
 #include <functional>
-#include <memory>
 #include <random>
+#include <utility>
 
-#include "ember/backends/cpu/cpu.h"
-#include "ember/backends/cuda/driver.h"
-#include "ember/kernel/codegen/nvrtc.h"
 #include "ember/kernel/kernels/interpolate.h"
 #include "ember/kernel/kernels/spatial.h"
-#include "ember/kernel/passes.h"
+#include "gpu_fixture.h"
 
 using namespace ember;
 
 namespace {
 
-using Buffer = std::unique_ptr<cuda::DeviceBuffer>;
-
-struct View {
-  CpuTensor cpu;
-  Buffer dev;
-  cuda::DevicePtr ptr() const {
-    return dev->ptr() + static_cast<uint64_t>(cpu.offset * size_of(cpu.meta.dtype));
-  }
-};
+using kernel_test::Buffer;
+using kernel_test::View;
 
 Window window(Dims k, Dims s = {}, Dims p = {}, Dims d = {}, bool ceil = false) {
   Window w;
@@ -49,39 +39,11 @@ Dims spatial(const Shape& s) {
 
 const DType kFloats[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
 
-class GpuSpatial : public ::testing::Test {
+// Its expect_close gives outputs that are not floats the float tolerances (Ints::AsFloats);
+// every output here is a float.
+class GpuSpatial : public kernel_test::KernelGpu {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    if (!cuda::available(&why)) {
-      skip_ = "no CUDA driver/GPU: skipped (" + why + ")";
-      return;
-    }
-    if (!kernel::nvrtc_available(&why)) {
-      skip_ = "no NVRTC: skipped (" + why + ")";
-      return;
-    }
-    ctx_ = std::make_unique<cuda::Context>(0);
-    arch_ = cuda::device_info(0).arch();
-  }
-  static void TearDownTestSuite() { ctx_.reset(); }
-  void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-  }
-
-  std::mt19937 rng_{2024};
-
-  static Buffer upload(const TensorData& d) {
-    auto b = std::make_unique<cuda::DeviceBuffer>(std::max<size_t>(d.bytes().size(), 1));
-    if (!d.bytes().empty()) b->upload(d.bytes().data(), d.bytes().size());
-    return b;
-  }
-  static Buffer zeros(Shape s, DType t) { return upload(TensorData(s, t)); }
-  static TensorData fetch(const cuda::DeviceBuffer& b, Shape s, DType t) {
-    TensorData d(s, t);
-    if (!d.bytes().empty()) b.download(d.bytes().data(), d.bytes().size());
-    return d;
-  }
+  GpuSpatial() : KernelGpu(2024, Ints::AsFloats) {}
 
   // Random values of shape s, dense or (strided) with the last dim's stride 2. With `ties`:
   // small integers (many equal maxima) and a few NaNs.
@@ -102,31 +64,12 @@ class GpuSpatial : public ::testing::Test {
     if (ties && n > 8)
       for (int64_t i : {int64_t{1}, n / 2, n / 2 + 2}) v[i] = NAN;
     TensorData data = TensorData::from<double>(v, Shape{int64_t(v.size())}).convert(t);
-    CpuTensor h = Cpu::from_data(data, Device::cpu());
-    View view;
-    view.cpu = CpuTensor{h.storage, TensorMeta{s, t}, st, 0};
-    view.dev = upload(data);
-    return view;
+    return view_of(data, s, st, 0);
   }
 
-  static TensorData cpu(Op& op, std::vector<CpuTensor> in) {
-    std::vector<TensorMeta> metas;
-    for (const CpuTensor& t : in) metas.push_back(t.meta);
-    std::vector<const TensorMeta*> mp;
-    for (const auto& m : metas) mp.push_back(&m);
-    TensorMeta out = infer(op, mp);
-    return Cpu::to_data(Cpu::run(op, in, out, Device::cpu()));
-  }
-
+  // Launches 7 workgroups, fewer than the elements: the kernels loop.
   static void launch(kernel::Kernel k, const std::function<void(cuda::LaunchArgs&)>& args) {
-    kernel::default_pipeline().run(k);
-    kernel::CudaCompileOptions o;
-    o.arch = arch_;
-    cuda::Module m(kernel::compile_cuda(k, o));
-    cuda::LaunchArgs a(k);
-    args(a);
-    m.launch(k, 7, a);  // fewer workgroups than elements: the kernels loop
-    ctx_->synchronize();
+    KernelGpu::launch(std::move(k), 7, args);
   }
 
   // Geometry parameters (spatial.h): in*, out*, then the window's lists.
@@ -139,16 +82,6 @@ class GpuSpatial : public ::testing::Test {
   }
   static void strides(cuda::LaunchArgs& a, const CpuTensor& t) {
     for (int64_t s : t.strides) a.scalar_int(s);
-  }
-
-  static void expect_close(const TensorData& got, const TensorData& want, const std::string& what,
-                           double rtol = -1, double atol = -1) {
-    DType t = want.dtype();
-    if (rtol < 0)
-      rtol = t == DType::F16 || t == DType::BF16 ? 1e-2 : t == DType::F32 ? 2e-5 : 1e-12;
-    std::string why;
-    if (atol < 0) atol = rtol * 0.1;
-    EXPECT_TRUE(got.all_close(want, rtol, atol, &why)) << what << ": " << why;
   }
 
   // MaxPool or AvgPool (both divisor rules) and the backward op on x of shape xs.
@@ -346,10 +279,6 @@ class GpuSpatial : public ::testing::Test {
                  : f64 ? 1e-10
                        : -1);
   }
-
-  static inline std::string skip_;
-  static inline std::unique_ptr<cuda::Context> ctx_;
-  static inline int arch_ = 90;
 };
 
 }  // namespace

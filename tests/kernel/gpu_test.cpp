@@ -4,50 +4,23 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <memory>
+#include <cmath>
 #include <random>
 
-#include "ember/backends/cpu/cpu.h"
-#include "ember/backends/cuda/driver.h"
 #include "ember/core/error.h"
-#include "ember/kernel/codegen/nvrtc.h"
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/reduce.h"
-#include "ember/kernel/passes.h"
+#include "gpu_fixture.h"
 
 using namespace ember;
 
 namespace {
 
-// A strided view of random host data (the storage is larger than the view when it is
-// permuted or sliced).
-struct View {
-  CpuTensor cpu;
-  std::shared_ptr<cuda::DeviceBuffer> dev;
-};
+using kernel_test::View;
 
-class Gpu : public ::testing::Test {
+class Gpu : public kernel_test::KernelGpu {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    if (!cuda::available(&why)) {
-      skip_ = "no CUDA driver/GPU: skipped (" + why + ")";
-      return;
-    }
-    std::string nv;
-    if (!kernel::nvrtc_available(&nv)) {
-      skip_ = "no NVRTC: skipped (" + nv + ")";
-      return;
-    }
-    ctx_ = std::make_unique<cuda::Context>(0);
-    arch_ = cuda::device_info(0).arch();
-  }
-  static void TearDownTestSuite() { ctx_.reset(); }
-  void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-  }
-
-  std::mt19937 rng_{1234};
+  Gpu() : KernelGpu(1234) {}
 
   // Random values of `t` (ints in [-20, 20], or [1, 9] with a random sign when nonzero).
   TensorData random(DType t, int64_t n, bool nonzero = false) {
@@ -71,13 +44,7 @@ class Gpu : public ::testing::Test {
   // A view with `shape` over storage of `storage` elements, with these strides and offset.
   View view(DType t, Shape shape, Dims strides, int64_t offset, int64_t storage,
             bool nonzero = false) {
-    TensorData d = random(t, std::max<int64_t>(storage, 1), nonzero);
-    CpuTensor h = Cpu::from_data(d, Device::cpu());
-    View v;
-    v.cpu = CpuTensor{h.storage, TensorMeta{shape, t}, strides, offset};
-    v.dev = std::make_shared<cuda::DeviceBuffer>(d.bytes().size());
-    v.dev->upload(d.bytes().data(), d.bytes().size());
-    return v;
+    return view_of(random(t, std::max<int64_t>(storage, 1), nonzero), shape, strides, offset);
   }
   View dense(DType t, Shape shape, bool nonzero = false) {
     return view(t, shape, contiguous_strides(shape), 0, shape.numel(), nonzero);
@@ -90,21 +57,6 @@ class Gpu : public ::testing::Test {
       st[off + i] = t.meta.shape[i] == 1 ? 0 : t.strides[i];
     return st;
   }
-  static cuda::DevicePtr ptr(const View& v) {
-    return v.dev->ptr() + static_cast<uint64_t>(v.cpu.offset * size_of(v.cpu.meta.dtype));
-  }
-
-  static void expect_close(const TensorData& gpu, const TensorData& cpu, const std::string& what,
-                           double rtol = -1) {
-    DType t = cpu.dtype();
-    if (rtol < 0)
-      rtol = t == DType::F16 || t == DType::BF16 ? 1e-2 : t == DType::F32 ? 2e-5 : 1e-12;
-    if (!is_float(t)) rtol = 0;
-    std::string why;
-    EXPECT_TRUE(gpu.all_close(cpu, rtol, is_float(t) ? rtol * 0.1 : 0, &why))
-        << what << ": " << why;
-  }
-
   // Runs the elementwise kernel of `op` on the views and compares with Cpu::run.
   void elementwise(OpCode op, std::vector<View> in, const std::string& what) {
     Op o{op, {}};
@@ -122,7 +74,7 @@ class Gpu : public ::testing::Test {
     int w = kernel::vector_width(in[0].cpu.meta.dtype);
     bool dense = true;
     for (const View& v : in)
-      dense = dense && v.cpu.meta.shape == s && v.cpu.is_contiguous() && ptr(v) % 16 == 0;
+      dense = dense && v.cpu.meta.shape == s && v.cpu.is_contiguous() && v.ptr() % 16 == 0;
     kernel::ElementwiseSpec spec{op, in[0].cpu.meta.dtype};
     spec.rank = std::max<int>(1, static_cast<int>(s.rank()));
     spec.contiguous = dense;
@@ -131,7 +83,7 @@ class Gpu : public ::testing::Test {
     cuda::Module m(kernel::compile_cuda(k, options()));
     cuda::DeviceBuffer o_dev(std::max<size_t>(expect.bytes().size(), 1));
     cuda::LaunchArgs args(k);
-    for (const View& v : in) args.buffer(ptr(v));
+    for (const View& v : in) args.buffer(v.ptr());
     args.buffer(o_dev.ptr()).scalar_int(n);
     if (!dense) {
       for (size_t d = 0; d < s.rank(); ++d) args.scalar_int(s[d]);
@@ -149,16 +101,6 @@ class Gpu : public ::testing::Test {
     o_dev.download(got.bytes().data(), got.bytes().size());
     expect_close(got, expect, what + " (" + k.name + ")");
   }
-
-  static kernel::CudaCompileOptions options() {
-    kernel::CudaCompileOptions o;
-    o.arch = arch_;
-    return o;
-  }
-
-  static inline std::string skip_;
-  static inline std::unique_ptr<cuda::Context> ctx_;
-  static inline int arch_ = 90;
 };
 
 }  // namespace
@@ -205,7 +147,7 @@ TEST_F(Gpu, ReductionsMatchTheCpuBackend) {
         cuda::Module m(kernel::compile_cuda(k, options()));
         cuda::DeviceBuffer o_dev(expect.bytes().size());
         cuda::LaunchArgs args(k);
-        args.buffer(ptr(x)).buffer(o_dev.ptr());
+        args.buffer(x.ptr()).buffer(o_dev.ptr());
         args.scalar_int(7).scalar_int(300).scalar_int(5);
         for (int64_t st : x.cpu.strides) args.scalar_int(st);
         m.launch(k, 35, args);
