@@ -22,7 +22,9 @@
 #include "ember/core/parse.h"
 #include "ember/data/image.h"
 #include "ember/data/mnist.h"
-#include "ember/kernel/cache.h"
+#ifdef EMBER_MNIST_KERNEL_STATS
+#include "ember/kernel/cache.h"  // part of ember in a build with a GPU backend
+#endif
 #include "ember/record/safetensors.h"
 #include "ember/train/checkpoint.h"
 
@@ -197,12 +199,14 @@ int train_run(const Args& a) {
   std::cout << "model: " << r.model_path.string() << "\n";
   std::cout << "report: " << report_path.string() << "\n";
   std::cout << "metrics: " << (fs::path(a.out) / "metrics.jsonl").string() << "\n";
+#ifdef EMBER_MNIST_KERNEL_STATS
   if (a.backend != "cpu") {  // the GPU kernels this run needed: compiled now, or cached
     auto k = kernel::KernelCache::global().stats();
     std::cout << "kernels: " << k.misses << " compiled, " << k.disk_hits
               << " read from the disk cache (" << kernel::KernelCache::default_dir().string()
               << ")\n";
   }
+#endif
   std::cout << "test accuracy: " << std::fixed << std::setprecision(4) << r.test_accuracy << "\n";
   return 0;
 }
