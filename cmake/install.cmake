@@ -62,6 +62,11 @@ foreach(target IN LISTS EMBER_LIBRARIES)
   list(APPEND EMBER_TARGETS_${component} ${target})
 endforeach()
 
+# A link that a program may opt out of, `$<$<condition>:target>` (ember's GPU backends, which
+# a program with EMBER_CPU_ONLY does not link): a link to the target here, for the component
+# graph and the pkg-config files, which link it always.
+set(EMBER_CONDITIONAL_LINK "^\\$<\\$<.*>:([A-Za-z0-9_:]+)>$")
+
 # A component's libraries ordered so that each comes before the libraries it links (what a
 # static link line needs: `ember` calls into `ember_cuda`, defined after it), by a depth-first
 # walk of their link interfaces; EMBER_LINK_ORDER_<component> gets the result.
@@ -74,6 +79,7 @@ function(ember_link_visit component t)
   get_target_property(links ${t} INTERFACE_LINK_LIBRARIES)
   foreach(link IN LISTS links)
     string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" link "${link}")
+    string(REGEX REPLACE "${EMBER_CONDITIONAL_LINK}" "\\1" link "${link}")
     if(TARGET ${link})
       get_target_property(real ${link} ALIASED_TARGET)
       if(real)
@@ -121,6 +127,11 @@ foreach(component IN LISTS EMBER_COMPONENTS)
     if(package)
       list(APPEND packages ${package})
     endif()
+    # Linker flags of the target's link interface that pkg-config must say (EMBER_PC_LINK_FLAGS).
+    get_target_property(flags ${target} EMBER_PC_LINK_FLAGS)
+    if(flags)
+      list(APPEND pc_libs ${flags})
+    endif()
     get_target_property(links ${target} INTERFACE_LINK_LIBRARIES)
     if(NOT links)
       set(links)
@@ -130,6 +141,7 @@ foreach(component IN LISTS EMBER_COMPONENTS)
         continue()
       endif()
       string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" link "${link}")
+      string(REGEX REPLACE "${EMBER_CONDITIONAL_LINK}" "\\1" link "${link}")
       if(TARGET ${link})
         get_target_property(real ${link} ALIASED_TARGET)
         if(real)

@@ -3,30 +3,49 @@
 #include <array>
 #include <atomic>
 #include <mutex>
+#include <utility>
 
 #include "ember/backend/device_backend.h"
 #include "ember/backends/cpu/cpu.h"
 #include "ember/ir/ir.h"
-#ifdef EMBER_WITH_CUDA
-#include "ember/backends/cuda/cuda.h"
-#endif
 
 namespace ember {
 
 namespace {
+
+// Factories of the GPU backends linked into this program, recorded by their registration
+// objects during static initialization (before the registry exists, usually).
+struct Factories {
+  std::mutex mu;
+  bool registry_built = false;
+  std::vector<std::pair<DeviceKind, DeviceBackendFactory>> pending;
+};
+Factories& factories() {
+  static Factories f;
+  return f;
+}
+
+// A factory that throws or finds no device registers nothing: a missing driver must not stop
+// the program.
+std::unique_ptr<DeviceBackend> make_backend(DeviceBackendFactory make) {
+  try {
+    return make();
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
 
 struct Registry {
   std::mutex mu;
   std::array<std::unique_ptr<DeviceBackend>, kNumDeviceKinds> backends;
   Registry() {
     backends[static_cast<int>(DeviceKind::Cpu)] = std::make_unique<DeviceBackendFor<Cpu>>(1);
-#ifdef EMBER_WITH_CUDA
-    // Registered only where a driver reports a GPU; a failure here must not stop the program.
-    try {
-      backends[static_cast<int>(DeviceKind::Cuda)] = cuda::make_device_backend();
-    } catch (const std::exception&) {
-    }
-#endif
+    auto& f = factories();
+    std::lock_guard lk(f.mu);
+    for (auto& [kind, make] : f.pending)
+      if (auto b = make_backend(make)) backends[static_cast<int>(kind)] = std::move(b);
+    f.pending.clear();
+    f.registry_built = true;
   }
 };
 
@@ -44,6 +63,18 @@ void register_device_backend(DeviceKind kind, std::unique_ptr<DeviceBackend> b) 
   auto& r = registry();
   std::lock_guard lk(r.mu);
   r.backends[static_cast<int>(kind)] = std::move(b);
+}
+
+void register_device_factory(DeviceKind kind, DeviceBackendFactory make) {
+  auto& f = factories();
+  {
+    std::lock_guard lk(f.mu);
+    if (!f.registry_built) {
+      f.pending.emplace_back(kind, make);
+      return;
+    }
+  }
+  if (auto b = make_backend(make)) register_device_backend(kind, std::move(b));
 }
 
 DeviceBackend& device_backend(Device dev) {

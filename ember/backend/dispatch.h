@@ -43,6 +43,14 @@ class EMBER_API DeviceBackend {
 
 /// Registers the backend for a device kind (replacing any earlier one).
 EMBER_API void register_device_backend(DeviceKind kind, std::unique_ptr<DeviceBackend> b);
+/// Makes a backend's DeviceBackend, or returns nullptr where it finds no device.
+using DeviceBackendFactory = std::unique_ptr<DeviceBackend> (*)();
+/// Registers a backend library's factory for a device kind. It runs when the device registry
+/// is created (at the first Dispatch call), or at once if the registry exists; a factory that
+/// throws or returns nullptr registers nothing. GPU backends call it from a registration
+/// object that ember::ember's link interface brings into programs (docs/install.md, "Lean
+/// programs"), so Dispatch itself names no GPU backend.
+EMBER_API void register_device_factory(DeviceKind kind, DeviceBackendFactory make);
 /// The backend for a device; throws DeviceError if none is registered or the index is absent.
 EMBER_API DeviceBackend& device_backend(Device dev);
 /// Every device usable now, e.g. {cpu, cuda:0}.

@@ -122,11 +122,7 @@ void attention_typed(const Geometry& g, const T* q, const T* k, const T* v, T* o
   });
 }
 
-CpuTensor as_dtype(const CpuTensor& t, DType dt) {
-  if (t.meta.dtype == dt) return t;
-  CpuTensor in[1] = {t};
-  return cast(Inputs(in), TensorMeta{t.meta.shape, dt});
-}
+CpuTensor as_dtype(const CpuTensor& t, DType dt) { return cast_to(t, dt); }
 
 }  // namespace
 

@@ -166,25 +166,22 @@ void bool_binary(OpCode c, const CpuTensor& a, const CpuTensor& b, const CpuTens
 
 }  // namespace
 
+template <class T>
 CpuTensor binary(const Op& op, Inputs in, const TensorMeta& out) {
   CpuTensor o = reusable(in[0], out) ? in[0] : reusable(in[1], out) ? in[1] : empty(out);
-  DType t = in[0].meta.dtype;
-  if (info(op.code).family == OpFamily::Compare) {
-    dispatch_dtype(t, [&]<class T>() { compare<T>(op.code, in[0], in[1], o); });
-  } else if (is_bool(t)) {
+  if (info(op.code).family == OpFamily::Compare)
+    compare<T>(op.code, in[0], in[1], o);
+  else if constexpr (std::is_same_v<T, bool>)
     bool_binary(op.code, in[0], in[1], o);
-  } else {
-    dispatch_dtype(t, [&]<class T>() {
-      if constexpr (is_half_v<T> || std::is_floating_point_v<T>)
-        float_binary<T>(op.code, in[0], in[1], o);
-      else if constexpr (!std::is_same_v<T, bool>)
-        int_binary<T>(op, in[0], in[1], o);
-    });
-  }
+  else if constexpr (is_half_v<T> || std::is_floating_point_v<T>)
+    float_binary<T>(op.code, in[0], in[1], o);
+  else
+    int_binary<T>(op, in[0], in[1], o);
   return o;
 }
 
-CpuTensor where(Inputs in, const TensorMeta& out) {
+template <class T>
+CpuTensor where(const Op&, Inputs in, const TensorMeta& out) {
   CpuTensor o = empty(out);
   const Shape& s = out.shape;
   Dims sc = broadcast_strides(in[0], s), sa = broadcast_strides(in[1], s),
@@ -192,7 +189,7 @@ CpuTensor where(Inputs in, const TensorMeta& out) {
   auto L = make_loop<4>(s, {&o.strides, &sc, &sa, &sb},
                         {o.offset, in[0].offset, in[1].offset, in[2].offset});
   int64_t s0 = L.inner(0), s1 = L.inner(1), s2 = L.inner(2), s3 = L.inner(3);
-  dispatch_dtype(out.dtype, [&]<class T>() {
+  [&] {
     T* d = reinterpret_cast<T*>(o.storage.get());
     const bool* c = reinterpret_cast<const bool*>(in[0].storage.get());
     const T* a = reinterpret_cast<const T*>(in[1].storage.get());
@@ -228,19 +225,23 @@ CpuTensor where(Inputs in, const TensorMeta& out) {
       for (int64_t i = 0; i < n; ++i)
         d[off[0] + i * s0] = c[off[1] + i * s1] ? a[off[2] + i * s2] : b[off[3] + i * s3];
     });
+  }();
+  return o;
+}
+
+template <class S>
+CpuTensor cast(const Op&, Inputs in, const TensorMeta& out) {
+  if (in[0].meta.dtype == out.dtype) return in[0];
+  CpuTensor o = empty(out);
+  dispatch_dtype(out.dtype, [&]<class D>() {
+    map1<S, D>(in[0], o, [](compute_t<S> v) { return cast_value<D>(v); });
   });
   return o;
 }
 
-CpuTensor cast(Inputs in, const TensorMeta& out) {
-  if (in[0].meta.dtype == out.dtype) return in[0];
-  CpuTensor o = empty(out);
-  dispatch_dtype(in[0].meta.dtype, [&]<class S>() {
-    dispatch_dtype(out.dtype, [&]<class D>() {
-      map1<S, D>(in[0], o, [](compute_t<S> v) { return cast_value<D>(v); });
-    });
-  });
-  return o;
-}
+EMBER_CPU_DEFINE_KERNELS(Binary, binary)
+EMBER_CPU_DEFINE_KERNELS(Compare, binary)
+EMBER_CPU_DEFINE_KERNELS(Where, where)
+EMBER_CPU_DEFINE_KERNELS(Cast, cast)
 
 }  // namespace ember::cpu

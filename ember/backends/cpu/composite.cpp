@@ -77,6 +77,7 @@ bool has_composite_kernel(OpCode c) {
   return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::Attention;
 }
 
+template <class T>
 CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   if (op.code == OpCode::Attention) return attention(op, in, out);
   bool log = op.code == OpCode::LogSoftmax;
@@ -93,19 +94,21 @@ CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
       inner *= s[d];
   }
   if (s.numel() == 0) return y;
-  if (out.dtype == DType::F32 && inner == 1) {
-    const float* xp = x.data<float>();
-    float* yp = y.data<float>();
-    parallel_for(outer, std::max<int64_t>(1, kGrain / n), [&](int64_t b, int64_t e) {
-      for (int64_t o = b; o < e; ++o) softmax_row_f32(xp + o * n, yp + o * n, n, log);
-    });
-    return y;
+  if constexpr (std::is_same_v<T, float>) {
+    if (inner == 1) {
+      const float* xp = x.data<float>();
+      float* yp = y.data<float>();
+      parallel_for(outer, std::max<int64_t>(1, kGrain / n), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) softmax_row_f32(xp + o * n, yp + o * n, n, log);
+      });
+      return y;
+    }
   }
-  dispatch_dtype(out.dtype, [&]<class T>() {
-    if constexpr (std::is_floating_point_v<T> || is_half_v<T>)
-      softmax_strided(x.data<T>(), y.data<T>(), outer, n, inner, log);
-  });
+  if constexpr (std::is_floating_point_v<T> || is_half_v<T>)
+    softmax_strided(x.data<T>(), y.data<T>(), outer, n, inner, log);
   return y;
 }
+
+EMBER_CPU_DEFINE_KERNELS(Composite, composite)
 
 }  // namespace ember::cpu

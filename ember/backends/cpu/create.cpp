@@ -16,10 +16,11 @@ void fill(const CpuTensor& o, F f) {
 }
 }  // namespace
 
-CpuTensor create(const Op& op, const TensorMeta& out) {
+template <class T>
+CpuTensor create(const Op& op, Inputs, const TensorMeta& out) {
   CpuTensor o = empty(out);
   const OpAttrs& a = op.attrs;
-  dispatch_dtype(out.dtype, [&]<class T>() {
+  {
     switch (op.code) {
       case OpCode::Full: {
         T v =
@@ -65,8 +66,10 @@ CpuTensor create(const Op& op, const TensorMeta& out) {
       default:
         throw Error("[" + std::string(name(op.code)) + "] not a creation op");
     }
-  });
+  }
   return o;
 }
+
+EMBER_CPU_DEFINE_KERNELS(Create, create)
 
 }  // namespace ember::cpu

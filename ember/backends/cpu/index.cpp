@@ -65,9 +65,22 @@ void for_each_index(const Op& op, const CpuTensor& x, const CpuTensor& idx, cons
   });
 }
 
-}  // namespace
+// The rows index_select and index_add take along their dim, checked.
+struct Rows {
+  std::vector<int64_t> idx;
+  Split p;
+  int64_t m;
+};
+Rows index_rows(const Op& op, Inputs in) {
+  Rows r{read_indices(in[1]), split_at(in[0].meta.shape, op.attrs.dim), 0};
+  for (int64_t k : r.idx)
+    if (k < 0 || k >= r.p.n) bad_index(op, k, r.p.n);
+  r.m = static_cast<int64_t>(r.idx.size());
+  return r;
+}
 
-CpuTensor index(const Op& op, Inputs in, const TensorMeta& out) {
+// Cat, slice_assign and index_select only move bytes: one copy serves every element type.
+CpuTensor index_bytes(const Op& op, Inputs in, const TensorMeta& out) {
   const OpAttrs& a = op.attrs;
   switch (op.code) {
     case OpCode::Cat: {
@@ -91,82 +104,89 @@ CpuTensor index(const Op& op, Inputs in, const TensorMeta& out) {
       if (v.meta.shape.numel() > 0) copy_into(in[1], v);
       return o;
     }
-    case OpCode::Gather: {
-      CpuTensor o = empty(out);
-      dispatch_dtype(out.dtype, [&]<class T>() {
-        const T* xp = reinterpret_cast<const T*>(in[0].storage.get());
-        T* op_ = reinterpret_cast<T*>(o.storage.get());
-        for_each_index(
-            op, in[0], in[1], o, [&](int64_t xo, int64_t oo) { op_[oo] = xp[xo]; }, false);
-      });
-      return o;
-    }
-    case OpCode::Scatter: {
-      CpuTensor o = writable_copy(in[0], out);
-      CpuTensor ox = o;
-      dispatch_dtype(out.dtype, [&]<class T>() {
-        T* dp = reinterpret_cast<T*>(o.storage.get());
-        const T* vp = reinterpret_cast<const T*>(in[2].storage.get());
-        if (a.flag) {
-          for_each_index(
-              op, ox, in[1], in[2],
-              [&](int64_t xo, int64_t vo) {
-                if constexpr (std::is_same_v<T, bool>)
-                  dp[xo] = dp[xo] || vp[vo];
-                else
-                  dp[xo] = static_cast<T>(wrap_add(compute_t<T>(dp[xo]), compute_t<T>(vp[vo])));
-              },
-              true);
-        } else {
-          for_each_index(
-              op, ox, in[1], in[2], [&](int64_t xo, int64_t vo) { dp[xo] = vp[vo]; }, true);
-        }
-      });
-      return o;
-    }
-    case OpCode::IndexSelect:
-    case OpCode::IndexAdd: {
-      bool add = op.code == OpCode::IndexAdd;
-      std::vector<int64_t> idx = read_indices(in[1]);
-      Split p = split_at(in[0].meta.shape, a.dim);
-      for (int64_t k : idx)
-        if (k < 0 || k >= p.n) bad_index(op, k, p.n);
-      int64_t m = static_cast<int64_t>(idx.size());
-      CpuTensor x = add ? writable_copy(in[0], out) : contiguous(in[0]);
-      CpuTensor v = add ? contiguous(in[2]) : empty(out);
+    case OpCode::IndexSelect: {
+      const Rows r = index_rows(op, in);
+      const Split& p = r.p;
+      const int64_t m = r.m;
+      CpuTensor x = contiguous(in[0]);
+      CpuTensor v = empty(out);
       int64_t es = size_of(out.dtype);
-      if (out.shape.numel() == 0) return add ? x : v;
-      if (!add) {
-        parallel_for(p.outer * m, std::max<int64_t>(1, kGrain / std::max<int64_t>(p.inner, 1)),
-                     [&](int64_t b, int64_t e) {
-                       for (int64_t t = b; t < e; ++t) {
-                         int64_t o = t / m, k = t % m;
-                         std::memcpy(v.raw() + (t * p.inner) * es,
-                                     x.raw() + ((o * p.n + idx[k]) * p.inner) * es, p.inner * es);
-                       }
-                     });
-        return v;
-      }
-      dispatch_dtype(out.dtype, [&]<class T>() {
-        T* xp = x.data<T>();
-        const T* vp = v.data<T>();
-        for (int64_t o = 0; o < p.outer; ++o)
-          for (int64_t k = 0; k < m; ++k) {
-            T* dst = xp + (o * p.n + idx[k]) * p.inner;
-            const T* src = vp + (o * m + k) * p.inner;
-            for (int64_t j = 0; j < p.inner; ++j) {
-              if constexpr (std::is_same_v<T, bool>)
-                dst[j] = dst[j] || src[j];
-              else
-                dst[j] = static_cast<T>(wrap_add(compute_t<T>(dst[j]), compute_t<T>(src[j])));
-            }
-          }
-      });
-      return x;
+      if (out.shape.numel() == 0) return v;
+      parallel_for(p.outer * m, std::max<int64_t>(1, kGrain / std::max<int64_t>(p.inner, 1)),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t t = b; t < e; ++t) {
+                       int64_t o = t / m, k = t % m;
+                       std::memcpy(v.raw() + (t * p.inner) * es,
+                                   x.raw() + ((o * p.n + r.idx[k]) * p.inner) * es, p.inner * es);
+                     }
+                   });
+      return v;
     }
     default:
       throw Error("[" + std::string(name(op.code)) + "] not an index op");
   }
 }
+
+}  // namespace
+
+template <class T>
+CpuTensor index(const Op& op, Inputs in, const TensorMeta& out) {
+  switch (op.code) {
+    case OpCode::Gather: {
+      CpuTensor o = empty(out);
+      const T* xp = reinterpret_cast<const T*>(in[0].storage.get());
+      T* op_ = reinterpret_cast<T*>(o.storage.get());
+      for_each_index(
+          op, in[0], in[1], o, [&](int64_t xo, int64_t oo) { op_[oo] = xp[xo]; }, false);
+      return o;
+    }
+    case OpCode::Scatter: {
+      CpuTensor o = writable_copy(in[0], out);
+      CpuTensor ox = o;
+      T* dp = reinterpret_cast<T*>(o.storage.get());
+      const T* vp = reinterpret_cast<const T*>(in[2].storage.get());
+      if (op.attrs.flag) {
+        for_each_index(
+            op, ox, in[1], in[2],
+            [&](int64_t xo, int64_t vo) {
+              if constexpr (std::is_same_v<T, bool>)
+                dp[xo] = dp[xo] || vp[vo];
+              else
+                dp[xo] = static_cast<T>(wrap_add(compute_t<T>(dp[xo]), compute_t<T>(vp[vo])));
+            },
+            true);
+      } else {
+        for_each_index(
+            op, ox, in[1], in[2], [&](int64_t xo, int64_t vo) { dp[xo] = vp[vo]; }, true);
+      }
+      return o;
+    }
+    case OpCode::IndexAdd: {
+      const Rows r = index_rows(op, in);
+      const Split& p = r.p;
+      CpuTensor x = writable_copy(in[0], out);
+      CpuTensor v = contiguous(in[2]);
+      if (out.shape.numel() == 0) return x;
+      T* xp = x.data<T>();
+      const T* vp = v.data<T>();
+      for (int64_t o = 0; o < p.outer; ++o)
+        for (int64_t k = 0; k < r.m; ++k) {
+          T* dst = xp + (o * p.n + r.idx[k]) * p.inner;
+          const T* src = vp + (o * r.m + k) * p.inner;
+          for (int64_t j = 0; j < p.inner; ++j) {
+            if constexpr (std::is_same_v<T, bool>)
+              dst[j] = dst[j] || src[j];
+            else
+              dst[j] = static_cast<T>(wrap_add(compute_t<T>(dst[j]), compute_t<T>(src[j])));
+          }
+        }
+      return x;
+    }
+    default:
+      return index_bytes(op, in, out);
+  }
+}
+
+EMBER_CPU_DEFINE_KERNELS(Index, index)
 
 }  // namespace ember::cpu

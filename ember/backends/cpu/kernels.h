@@ -1,31 +1,71 @@
-// Internal: the CPU kernel families, one file each, called from Cpu::run.
+// Internal: the CPU kernel families, one file each. Each family is a template over the element
+// type it runs on, and its file defines ember::cpu::kernel<Family, T> for every type
+// (EMBER_CPU_DEFINE_KERNELS) so that the table of kernel_table.h picks them at link time.
 #pragma once
+#include "ember/backends/cpu/kernel_table.h"
 #include "ember/backends/cpu/strided.h"
 
 namespace ember::cpu {
 
 using Inputs = std::span<CpuTensor>;
 
-CpuTensor create(const Op& op, const TensorMeta& out);
+template <class T>
+CpuTensor create(const Op& op, Inputs in, const TensorMeta& out);
+template <class T>
 CpuTensor unary(const Op& op, Inputs in, const TensorMeta& out);
+template <class T>
 CpuTensor binary(const Op& op, Inputs in, const TensorMeta& out);  // also Compare
-CpuTensor where(Inputs in, const TensorMeta& out);
-CpuTensor cast(Inputs in, const TensorMeta& out);
+template <class T>
+CpuTensor where(const Op& op, Inputs in, const TensorMeta& out);
+template <class T>
+CpuTensor cast(const Op& op, Inputs in, const TensorMeta& out);  // T: the source type
+template <class T>
 CpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out);
+template <class T>
 CpuTensor scan(const Op& op, Inputs in, const TensorMeta& out);
+template <class T>
 CpuTensor argsort(const Op& op, Inputs in, const TensorMeta& out);
+template <class T>
 CpuTensor movement(const Op& op, Inputs in, const TensorMeta& out);
+template <class T>
 CpuTensor index(const Op& op, Inputs in, const TensorMeta& out);
-CpuTensor matmul(Inputs in, const TensorMeta& out);
+template <class T>
+CpuTensor matmul(const Op& op, Inputs in, const TensorMeta& out);
 /// Conv, pooling, interpolation, unfold/fold (spatial.cpp, conv.cpp, pool.cpp, interpolate.cpp).
+template <class T>
 CpuTensor spatial(const Op& op, Inputs in, const TensorMeta& out);
-/// Fused kernels for composite ops (softmax, log_softmax, ...).
+/// Fused kernels for composite ops (softmax, log_softmax, attention).
+template <class T>
 CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out);
 bool has_composite_kernel(OpCode c);
 /// The attention op, fused (attention.cpp).
 CpuTensor attention(const Op& op, Inputs in, const TensorMeta& out);
 
+/// Runs an op on the kernel the program's table has for it (what Cpu::run does); kernels call
+/// it for the ops they are made of, so a left-out kernel fails with its name there too.
+CpuTensor run_kernel(const Op& op, Inputs in, const TensorMeta& out);
+/// `t` converted to `dt` (the Cast kernel of t's type), or `t` itself when it has that type.
+CpuTensor cast_to(const CpuTensor& t, DType dt);
+
 /// Copies `src` (any strides) into `dst` (any strides) of the same shape and dtype.
 void copy_into(const CpuTensor& src, const CpuTensor& dst);
 
 }  // namespace ember::cpu
+
+// ember::cpu::kernel<OpFamily::F, T> for every element type T, as fn<T> (in namespace ember::cpu).
+#define EMBER_CPU_DEFINE_KERNEL(F, fn, T)                                                      \
+  template <>                                                                                  \
+  EMBER_API CpuTensor kernel<OpFamily::F, T>(const Op& op, Inputs in, const TensorMeta& out) { \
+    return fn<T>(op, in, out);                                                                 \
+  }
+#define EMBER_CPU_DEFINE_KERNELS(F, fn)         \
+  EMBER_CPU_DEFINE_KERNEL(F, fn, double)        \
+  EMBER_CPU_DEFINE_KERNEL(F, fn, float)         \
+  EMBER_CPU_DEFINE_KERNEL(F, fn, ::ember::f16)  \
+  EMBER_CPU_DEFINE_KERNEL(F, fn, ::ember::bf16) \
+  EMBER_CPU_DEFINE_KERNEL(F, fn, int64_t)       \
+  EMBER_CPU_DEFINE_KERNEL(F, fn, int32_t)       \
+  EMBER_CPU_DEFINE_KERNEL(F, fn, int16_t)       \
+  EMBER_CPU_DEFINE_KERNEL(F, fn, int8_t)        \
+  EMBER_CPU_DEFINE_KERNEL(F, fn, uint8_t)       \
+  EMBER_CPU_DEFINE_KERNEL(F, fn, bool)

@@ -105,15 +105,24 @@ void gemm(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64
   }
 }
 
-}  // namespace
-
-CpuTensor matmul(Inputs in, const TensorMeta& out) {
+// The operands made gemm-ready and each output matrix's offsets into them: the same for every
+// element type, so compiled once.
+struct Batches {
   MatView ma{}, mb{};
-  CpuTensor a = gemm_ready(in[0], ma), b = gemm_ready(in[1], mb);
-  CpuTensor o = empty(out);
+  CpuTensor a, b, o;
+  int64_t m, n, k;
+  Dims oa, ob;  // per output matrix, in elements (inline for a few)
+};
+Batches plan_batches(Inputs in, const TensorMeta& out) {
+  Batches p;
+  p.a = gemm_ready(in[0], p.ma);
+  p.b = gemm_ready(in[1], p.mb);
+  p.o = empty(out);
   const Shape& os = out.shape;
   size_t r = os.rank();
-  int64_t m = os[r - 2], n = os[r - 1], k = a.meta.shape[a.meta.shape.rank() - 1];
+  p.m = os[r - 2];
+  p.n = os[r - 1];
+  p.k = p.a.meta.shape[p.a.meta.shape.rank() - 1];
   // batch offsets of a and b for each output batch index
   Shape batch(std::span<const int64_t>(os.dims().data(), r - 2));
   auto bstrides = [&](const CpuTensor& t) {
@@ -123,26 +132,39 @@ CpuTensor matmul(Inputs in, const TensorMeta& out) {
     v.strides = Dims(std::span<const int64_t>(t.strides.data(), tr - 2));
     return broadcast_strides(v, batch);
   };
-  Dims sa = bstrides(a), sb = bstrides(b);
-  Dims bidx(batch.rank(), 0);
+  Dims sa = bstrides(p.a), sb = bstrides(p.b);
   int64_t nb = batch.numel();
-  dispatch_dtype(out.dtype, [&]<class T>() {
-    if constexpr (!std::is_same_v<T, bool>) {
-      for (int64_t bi = 0; bi < nb; ++bi) {
-        int64_t oa = a.offset, ob = b.offset, rem = bi;
-        for (size_t d = batch.rank(); d-- > 0;) {
-          int64_t i = rem % batch[d];
-          rem /= batch[d];
-          oa += i * sa[d];
-          ob += i * sb[d];
-        }
-        gemm<T>(reinterpret_cast<const T*>(a.storage.get()) + oa, ma,
-                reinterpret_cast<const T*>(b.storage.get()) + ob, mb, o.data<T>() + bi * m * n, m,
-                n, k);
-      }
+  p.oa = Dims(static_cast<size_t>(nb), 0);
+  p.ob = Dims(static_cast<size_t>(nb), 0);
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    int64_t oa = p.a.offset, ob = p.b.offset, rem = bi;
+    for (size_t d = batch.rank(); d-- > 0;) {
+      int64_t i = rem % batch[d];
+      rem /= batch[d];
+      oa += i * sa[d];
+      ob += i * sb[d];
     }
-  });
-  return o;
+    p.oa[static_cast<size_t>(bi)] = oa;
+    p.ob[static_cast<size_t>(bi)] = ob;
+  }
+  return p;
 }
+
+}  // namespace
+
+template <class T>
+CpuTensor matmul(const Op&, Inputs in, const TensorMeta& out) {
+  Batches p = plan_batches(in, out);
+  if constexpr (!std::is_same_v<T, bool>) {
+    const T* a = reinterpret_cast<const T*>(p.a.storage.get());
+    const T* b = reinterpret_cast<const T*>(p.b.storage.get());
+    for (size_t bi = 0; bi < p.oa.size(); ++bi)
+      gemm<T>(a + p.oa[bi], p.ma, b + p.ob[bi], p.mb, p.o.data<T>() + int64_t(bi) * p.m * p.n, p.m,
+              p.n, p.k);
+  }
+  return p.o;
+}
+
+EMBER_CPU_DEFINE_KERNELS(Matmul, matmul)
 
 }  // namespace ember::cpu

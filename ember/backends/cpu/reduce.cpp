@@ -166,28 +166,39 @@ void reduce_kernel(const T* x, O* out, int64_t outer, int64_t r, int64_t inner) 
   });
 }
 
-}  // namespace
-
-CpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
-  const CpuTensor& x0 = in[0];
+// The input laid out as [outer, reduced, inner], contiguous: the same for every element type.
+struct Reduction {
+  CpuTensor x;
+  int64_t outer, r, inner;
+};
+Reduction reduce_input(const Op& op, const CpuTensor& x0) {
   const Shape& s = x0.meta.shape;
   size_t rank = s.rank();
   const ReduceLayout g = reduce_layout(s, op.attrs.dims);
-  const int64_t outer = g.outer, r = g.size, inner = g.inner;
-  CpuTensor x;
+  Reduction red{{}, g.outer, g.size, g.inner};
   if (g.order.empty()) {
-    x = contiguous(x0);
+    red.x = contiguous(x0);
   } else {  // kept dims first, then the reduced ones
     CpuTensor p = x0;
     for (size_t i = 0; i < rank; ++i) {
       p.strides[i] = x0.strides[static_cast<size_t>(g.order[i])];
       p.meta.shape[i] = s[static_cast<size_t>(g.order[i])];
     }
-    x = contiguous(p);
+    red.x = contiguous(p);
   }
+  return red;
+}
+
+}  // namespace
+
+template <class T>
+CpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
+  const Reduction red = reduce_input(op, in[0]);
+  const CpuTensor& x = red.x;
+  const int64_t outer = red.outer, r = red.r, inner = red.inner;
   CpuTensor o = empty(out);
   if (out.shape.numel() == 0) return o;
-  dispatch_dtype(x.meta.dtype, [&]<class T>() {
+  [&] {
     const T* xp = x.data<T>();
     switch (op.code) {
       case OpCode::Max:
@@ -213,8 +224,10 @@ CpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
     }
     throw Error("[" + std::string(name(op.code)) + "] not a reduction for " +
                 std::string(name(x.meta.dtype)));
-  });
+  }();
   return o;
 }
+
+EMBER_CPU_DEFINE_KERNELS(Reduce, reduce)
 
 }  // namespace ember::cpu

@@ -40,12 +40,13 @@ bool is_nan_v(C v) {
 
 }  // namespace
 
+template <class T>
 CpuTensor scan(const Op& op, Inputs in, const TensorMeta& out) {
   CpuTensor x = contiguous(in[0]);
   CpuTensor o = empty(out);
   Split p = split_at(out.shape, op.attrs.dim);
   if (out.shape.numel() == 0) return o;
-  dispatch_dtype(out.dtype, [&]<class T>() {
+  [&] {
     if constexpr (!std::is_same_v<T, bool>) {
       using C = compute_t<T>;
       const T* xp = x.data<T>();
@@ -64,17 +65,18 @@ CpuTensor scan(const Op& op, Inputs in, const TensorMeta& out) {
       }
     }
     throw Error("[" + std::string(name(op.code)) + "] not a scan");
-  });
+  }();
   return o;
 }
 
+template <class T>
 CpuTensor argsort(const Op& op, Inputs in, const TensorMeta& out) {
   CpuTensor x = contiguous(in[0]);
   CpuTensor o = empty(out);
   Split p = split_at(out.shape, op.attrs.dim);
   bool desc = op.attrs.flag;
   if (out.shape.numel() == 0) return o;
-  dispatch_dtype(x.meta.dtype, [&]<class T>() {
+  {
     using C = compute_t<T>;
     const T* xp = x.data<T>();
     int64_t* ip = o.data<int64_t>();
@@ -101,8 +103,11 @@ CpuTensor argsort(const Op& op, Inputs in, const TensorMeta& out) {
         for (int64_t k = 0; k < p.n; ++k) ip[base + k * p.inner] = idx[k];
       }
     });
-  });
+  }
   return o;
 }
+
+EMBER_CPU_DEFINE_KERNELS(Scan, scan)
+EMBER_CPU_DEFINE_KERNELS(Sort, argsort)
 
 }  // namespace ember::cpu

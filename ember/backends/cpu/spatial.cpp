@@ -6,13 +6,12 @@
 
 namespace ember::cpu {
 
+template <class T>
 CpuTensor spatial(const Op& op, Inputs in, const TensorMeta& out) {
-  if (out.dtype == DType::F16 || out.dtype == DType::BF16) {
+  if constexpr (is_half_v<T>) {
     std::vector<CpuTensor> f32(in.size());
-    for (size_t i = 0; i < in.size(); ++i)
-      f32[i] = cast(in.subspan(i, 1), TensorMeta{in[i].meta.shape, DType::F32});
-    CpuTensor r = spatial(op, f32, TensorMeta{out.shape, DType::F32});
-    return cast(std::span<CpuTensor>(&r, 1), out);
+    for (size_t i = 0; i < in.size(); ++i) f32[i] = cast_to(in[i], DType::F32);
+    return cast_to(spatial<float>(op, f32, TensorMeta{out.shape, DType::F32}), out.dtype);
   }
   if (out.shape.numel() == 0) return empty(out);
   std::vector<CpuTensor> c(in.size());
@@ -31,5 +30,7 @@ CpuTensor spatial(const Op& op, Inputs in, const TensorMeta& out) {
       return pool_family(op, c, out);
   }
 }
+
+EMBER_CPU_DEFINE_KERNELS(Spatial, spatial)
 
 }  // namespace ember::cpu

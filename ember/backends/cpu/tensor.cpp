@@ -1,4 +1,4 @@
-// CpuTensor storage, data transfer, and the op switch.
+// CpuTensor storage, data transfer, and the kernel lookup of Cpu::run.
 #include <cstdlib>
 #include <cstring>
 
@@ -107,6 +107,33 @@ void copy_into(const CpuTensor& src, const CpuTensor& dst) {
   }
 }
 
+namespace {
+constexpr std::string_view kFamilyNames[kNumOpFamilies] = {
+    "Create", "Unary", "Binary",   "Compare", "Where",  "Cast",    "Reduce",
+    "Scan",   "Sort",  "Movement", "Index",   "Matmul", "Spatial", "Composite"};
+
+[[noreturn]] void no_kernel(const Op& op, OpFamily f, DType t) {
+  throw DTypeError("[" + std::string(name(op.code)) + "] this program has no cpu kernel of the " +
+                   std::string(kFamilyNames[static_cast<int>(f)]) + " family for " +
+                   std::string(name(t)) + " (its EMBER_CPU_KERNELS table leaves it out)");
+}
+}  // namespace
+
+CpuTensor run_kernel(const Op& op, Inputs in, const TensorMeta& out) {
+  const OpFamily f = info(op.code).family;
+  // The type a family's kernels are made for: the output's for ops without a data input.
+  const DType t = in.empty() || f == OpFamily::Where ? out.dtype : in[0].meta.dtype;
+  Kernel k = kernel_table().at[static_cast<int>(f)][static_cast<int>(t)];
+  if (!k) no_kernel(op, f, t);
+  return k(op, in, out);
+}
+
+CpuTensor cast_to(const CpuTensor& t, DType dt) {
+  if (t.meta.dtype == dt) return t;
+  CpuTensor in[1] = {t};
+  return run_kernel(Op{OpCode::Cast, {}}, Inputs(in), TensorMeta{t.meta.shape, dt});
+}
+
 CpuTensor contiguous(const CpuTensor& t) {
   if (t.is_contiguous()) return t;
   CpuTensor out = empty(t.meta);
@@ -136,37 +163,7 @@ void Cpu::empty_cache() { cpu::empty_cache(); }
 bool Cpu::supports(OpCode c) { return cpu::has_composite_kernel(c); }
 
 CpuTensor Cpu::run(const Op& op, std::span<CpuTensor> in, const TensorMeta& out, Device) {
-  using namespace cpu;
-  switch (info(op.code).family) {
-    case OpFamily::Create:
-      return create(op, out);
-    case OpFamily::Unary:
-      return unary(op, in, out);
-    case OpFamily::Binary:
-    case OpFamily::Compare:
-      return binary(op, in, out);
-    case OpFamily::Where:
-      return where(in, out);
-    case OpFamily::Cast:
-      return cast(in, out);
-    case OpFamily::Reduce:
-      return reduce(op, in, out);
-    case OpFamily::Scan:
-      return scan(op, in, out);
-    case OpFamily::Sort:
-      return argsort(op, in, out);
-    case OpFamily::Movement:
-      return movement(op, in, out);
-    case OpFamily::Index:
-      return index(op, in, out);
-    case OpFamily::Matmul:
-      return matmul(in, out);
-    case OpFamily::Spatial:
-      return spatial(op, in, out);
-    case OpFamily::Composite:
-      return composite(op, in, out);
-  }
-  throw Error("[" + std::string(ember::name(op.code)) + "] not supported by the cpu backend");
+  return cpu::run_kernel(op, in, out);
 }
 
 }  // namespace ember

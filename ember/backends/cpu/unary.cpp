@@ -125,21 +125,20 @@ bool unary_f32_fast(OpCode c, const CpuTensor& x, const CpuTensor& o) {
 
 }  // namespace
 
+template <class T>
 CpuTensor unary(const Op& op, Inputs in, const TensorMeta& out) {
   CpuTensor o = output_for(in[0], out);
-  if (unary_f32_fast(op.code, in[0], o)) return o;
-  DType t = in[0].meta.dtype;
-  if (is_bool(t)) {
+  if constexpr (std::is_same_v<T, float>)
+    if (unary_f32_fast(op.code, in[0], o)) return o;
+  if constexpr (std::is_same_v<T, bool>)
     map1<bool, bool>(in[0], o, [](bool v) { return !v; });
-  } else {
-    dispatch_dtype(t, [&]<class T>() {
-      if constexpr (is_half_v<T> || std::is_floating_point_v<T>)
-        float_unary<T>(op.code, in[0], o);
-      else if constexpr (!std::is_same_v<T, bool>)
-        int_unary<T>(op.code, in[0], o);
-    });
-  }
+  else if constexpr (is_half_v<T> || std::is_floating_point_v<T>)
+    float_unary<T>(op.code, in[0], o);
+  else
+    int_unary<T>(op.code, in[0], o);
   return o;
 }
+
+EMBER_CPU_DEFINE_KERNELS(Unary, unary)
 
 }  // namespace ember::cpu

@@ -56,8 +56,8 @@ EMBER_API int cudnn_version(std::string* why = nullptr);
 /// How many conv-family ops ran through cuDNN in this process (the others took the direct
 /// kernel or unfold + GEMM: cases cuDNN does not take fall back to them).
 EMBER_API int64_t cudnn_conv_calls();
-/// Dispatch's backend for cuda:0..N-1, or nullptr where no GPU is usable (called by the
-/// device registry; registering it by hand is not needed).
+/// Dispatch's backend for cuda:0..N-1, or nullptr where no GPU is usable (the factory that
+/// backends/cuda/register.cpp registers; registering it by hand is not needed).
 EMBER_API std::unique_ptr<DeviceBackend> make_device_backend();
 }  // namespace cuda
 

@@ -1,0 +1,30 @@
+# Saves a record with the full build_infer_min (weights from a seed of their own), then
+# classifies inputs of several seeds with both binaries on that record: the classes must be
+# the same, and must not all be one class (which would say little).
+set(record ${DIR}/infer_min_record.safetensors)
+file(REMOVE ${record})
+execute_process(COMMAND ${FULL} --seed 1234 --save ${record} RESULT_VARIABLE rc
+  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT EXISTS ${record})
+  message(FATAL_ERROR "build_infer_min --save failed (${rc}): ${out}${err}")
+endif()
+set(classes)
+foreach(seed RANGE 1 12)
+  foreach(which FULL LEAN)
+    execute_process(COMMAND ${${which}} --seed ${seed} ${record} RESULT_VARIABLE rc
+      OUTPUT_VARIABLE out_${which} ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0 OR NOT out_${which} MATCHES "^class [0-9]+\n$")
+      message(FATAL_ERROR "${${which}} --seed ${seed} failed (${rc}): ${out_${which}}${err}")
+    endif()
+  endforeach()
+  message("seed ${seed}: full ${out_FULL}        lean ${out_LEAN}")
+  if(NOT out_FULL STREQUAL out_LEAN)
+    message(FATAL_ERROR "seed ${seed}: build_infer_min printed ${out_FULL}, the lean one ${out_LEAN}")
+  endif()
+  list(APPEND classes "${out_FULL}")
+endforeach()
+list(REMOVE_DUPLICATES classes)
+list(LENGTH classes distinct)
+if(distinct LESS 2)
+  message(FATAL_ERROR "every input got the same class: ${classes}")
+endif()
