@@ -37,7 +37,6 @@ GENERATED = {
     "EMBER_SPATIAL_RANKS": ["{}1d", "{}2d", "{}3d"],
     "EMBER_DETAIL_ACTIVATION": ["{}"],
 }
-GENERATED_CLASSES = {"EMBER_DETAIL_ACTIVATION"}
 # Where a name with no alias is looked up, per peer and section ("{}" is the peer's name).
 HOMES = {
     ("torch", "tensor"): ["Tensor::{}", "{}", "activation::{}"],
@@ -312,8 +311,7 @@ def read_surface(peer):
             if line.startswith("# peer:"):
                 title = line.split(":", 1)[1].strip()
             elif line.strip() and not line.startswith("#"):
-                section, name = line.split("\t")
-                rows.append((section, name))
+                rows.append(tuple(fields(line, 2, os.path.relpath(f.name, ROOT))))
     return title, rows
 
 
@@ -324,9 +322,18 @@ def read_aliases():
         for k, line in enumerate(f, 1):
             line = line.rstrip("\n")
             if line.strip() and not line.startswith("#"):
-                peer, name, ember = line.split("\t")
+                peer, name, ember = fields(line, 3, f"tools/api_parity/aliases.txt:{k}")
+                if (peer, name) in out:
+                    sys.exit(f"api_parity: aliases.txt:{k}: a second alias for {peer} {name}")
                 out[(peer, name)] = (ember, k)
     return out
+
+
+def fields(line, n, where):
+    parts = line.split("\t")
+    if len(parts) != n:
+        sys.exit(f"api_parity: {where}: expected {n} tab-separated fields: {line!r}")
+    return parts
 
 
 def short(name):
