@@ -40,8 +40,8 @@ GENERATED = {
 # Where a name with no alias is looked up, per peer and section ("{}" is the peer's name).
 HOMES = {
     ("torch", "tensor"): ["Tensor::{}", "{}", "activation::{}"],
-    ("torch", "torch"): ["{}", "Tensor::{}"],
-    ("torch", "nn.functional"): ["activation::{}", "{}", "Tensor::{}"],
+    ("torch", "torch"): ["{}", "Tensor::{}", "linalg::{}"],
+    ("torch", "nn.functional"): ["activation::{}", "{}", "Tensor::{}", "linalg::{}"],
     ("torch", "nn"): ["nn::{}"],
     ("torch", "loss"): ["nn::{}"],
     ("torch", "init"): ["nn::Initializer::{}"],

@@ -270,6 +270,71 @@ ctc("ctc/long", 40, 8, [[1, 2, 3, 4, 5, 6, 7, 1, 2, 3], [7, 7, 6, 6, 5, 0, 0, 0,
 ctc("ctc/f64", 10, 5, [[1, 2, 2], [3, 4, 0]], [10, 6], [3, 2], dtype=torch.float64,
     rtol=1e-11, atol=1e-13)
 
+# ---- API breadth: NLL, L1, Poisson and Gaussian NLL, hinge losses, BCE element weights ----
+# (appended after the other cases, so that theirs keep their random inputs)
+logp = F.log_softmax(rand(6, 4), 1).detach()
+for tag, cfg in [("plain", {}), ("weights", {"weights": W4}), ("ignore", {"ignore_index": 1}),
+                 ("weights_ignore", {"weights": W4, "ignore_index": 2})]:
+    full = {"ignore_index": -100, "weights": [], **cfg}
+    w = torch.tensor(full["weights"]) if full["weights"] else None
+    each_reduction(f"nll/{tag}", "nll", full, {"input": logp, "target": torch.tensor([0, 1, 2, 3, 1, 2])},
+                   lambda input, target, reduction, w=w, ii=full["ignore_index"]: F.nll_loss(
+                       input, target, weight=w, ignore_index=ii, reduction=reduction), grads=["input"])
+each_reduction("nll/spatial", "nll", {"ignore_index": -100, "weights": []},
+               {"input": F.log_softmax(rand(2, 3, 4), 1).detach(), "target": torch.randint(0, 3, (2, 4))},
+               lambda input, target, reduction: F.nll_loss(input, target, reduction=reduction),
+               grads=["input"])
+each_reduction("l1", "l1", {}, {"input": rand(3, 5), "target": rand(3, 5)},
+               lambda input, target, reduction: F.l1_loss(input, target, reduction=reduction),
+               grads=["input", "target"])
+for tag, cfg in [("log_input", {"log_input": True, "full": False}),
+                 ("rate", {"log_input": False, "full": False}),
+                 ("full", {"log_input": True, "full": True})]:
+    x = rand(4, 5, lo=-1, hi=1.5) if cfg["log_input"] else rand(4, 5, lo=0.1, hi=4)
+    y = torch.randint(0, 6, (4, 5)).float()
+    each_reduction(f"poisson/{tag}", "poisson_nll", {**cfg, "eps": 1e-8}, {"input": x, "target": y},
+                   lambda input, target, reduction, c=cfg: F.poisson_nll_loss(
+                       input, target, log_input=c["log_input"], full=c["full"], reduction=reduction),
+                   grads=["input"])
+for tag, var, full in [("same_shape", rand(4, 3, lo=0.5, hi=2), False),
+                       ("last_dim_1", rand(4, 1, lo=0.5, hi=2), False),
+                       ("full", rand(4, 3, lo=0.5, hi=2), True)]:
+    each_reduction(f"gaussian/{tag}", "gaussian_nll", {"full": full, "eps": 1e-6},
+                   {"input": rand(4, 3), "target": rand(4, 3), "var": var},
+                   lambda input, target, var, reduction, f=full: F.gaussian_nll_loss(
+                       input, target, var, full=f, reduction=reduction),
+                   grads=["input", "target", "var"])
+tgt = torch.tensor([1, -1, -1, 1, -1, 1, 1, -1, -1, 1]).reshape(2, 5)
+for margin in (1.0, 0.5):
+    each_reduction(f"hinge_embedding/margin_{margin}", "hinge_embedding", {"margin": margin},
+                   {"input": rand(2, 5), "target": tgt},
+                   lambda input, target, reduction, m=margin: F.hinge_embedding_loss(
+                       input, target.float(), margin=m, reduction=reduction), grads=["input"])
+for tag, cfg in [("p1", {"p": 1, "margin": 1.0}), ("p2", {"p": 2, "margin": 1.0}),
+                 ("margin_weights", {"p": 1, "margin": 0.5, "weights": W4})]:
+    full = {"weights": [], **cfg}
+    w = torch.tensor(full["weights"]) if full["weights"] else None
+    each_reduction(f"multi_margin/{tag}", "multi_margin", full,
+                   {"input": rand(5, 4, lo=-1, hi=1), "target": torch.tensor([0, 3, 1, 2, 3])},
+                   lambda input, target, reduction, c=full, w=w: F.multi_margin_loss(
+                       input, target, p=c["p"], margin=c["margin"], weight=w, reduction=reduction),
+                   grads=["input"])
+for tag, cfg in [("plain", {}), ("weights", {"weights": W4})]:
+    full = {"weights": [], **cfg}
+    w = torch.tensor(full["weights"]) if full["weights"] else None
+    each_reduction(f"multilabel_soft_margin/{tag}", "multilabel_soft_margin", full,
+                   {"input": rand(3, 4, lo=-3, hi=3), "target": torch.randint(0, 2, (3, 4)).float()},
+                   lambda input, target, reduction, w=w: F.multilabel_soft_margin_loss(
+                       input, target, weight=w, reduction=reduction), grads=["input"])
+for tag, logits in [("probs", False), ("logits", True)]:
+    x = rand(3, 4) if logits else rand(3, 4, lo=0.05, hi=0.95)
+    fn = F.binary_cross_entropy_with_logits if logits else F.binary_cross_entropy
+    each_reduction(f"bce_element_weights/{tag}", "binary_cross_entropy_weighted",
+                   {"logits": logits, "weights": [], "pos_weights": []},
+                   {"input": x, "target": torch.rand(3, 4), "weight": rand(3, 1, lo=0, hi=2)},
+                   lambda input, target, weight, reduction, fn=fn: fn(
+                       input, target, weight=weight, reduction=reduction), grads=["input"])
+
 out = os.path.join(os.path.dirname(__file__), "..", "tests", "nn", "loss_goldens.json")
 with open(out, "w") as f:
     json.dump({"generator": "tools/gen_loss_goldens.py", "torch": torch.__version__,

@@ -145,4 +145,46 @@ C.add("unfold", {"kernel_size": [2, 3], "stride": [1, 2], "padding": [1, 0], "di
 C.add("fold", {"output_size": [4, 5], "kernel_size": [2, 2], "stride": [1, 1], "padding": [0, 0],
                "dilation": [1, 1]}, [], [rnd(2, 12, 12)], tnn.Fold((4, 5), (2, 2)))
 
+# ---- API breadth: norm and embedding options (appended: the cases above keep their inputs) --
+flat = lambda t: t.reshape(-1)  # noqa: E731  (ember keeps a multi-dim gamma flattened)
+m = tnn.LayerNorm((3, 4))
+with torch.no_grad():
+    m.weight.uniform_(0.5, 1.5)
+    m.bias.uniform_(-0.5, 0.5)
+C.add("layer_norm", {"normalized_shape": [3, 4]}, [("gamma", m.weight, flat), ("beta", m.bias, flat)],
+      [rnd(2, 3, 4)], m, tag="two_dims")
+C.add("layer_norm", {"d_model": 5, "elementwise_affine": False}, [], [rnd(2, 3, 5)],
+      tnn.LayerNorm(5, elementwise_affine=False), tag="no_affine")
+w_nb = (torch.rand(5) + 0.5).requires_grad_(True)
+C.add("layer_norm", {"d_model": 5, "bias": False}, [("gamma", w_nb, same)], [rnd(2, 3, 5)],
+      lambda x: F.layer_norm(x, (5,), w_nb, None), tag="no_bias")
+for tag, shape in [("no_affine_2d", (4, 3)), ("no_affine_4d", (2, 3, 4, 5))]:
+    bn = tnn.BatchNorm2d(3, affine=False) if len(shape) == 4 else tnn.BatchNorm1d(3, affine=False)
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 1.5)
+    bufs = [("running_mean", lambda bn=bn: bn.running_mean.clone()),
+            ("running_var", lambda bn=bn: bn.running_var.clone())]
+    C.add("batch_norm_train", {"num_features": 3, "affine": False}, [], [rnd(*shape)], bn,
+          tag=tag, buffers=bufs)
+m = tnn.Embedding(10, 4, padding_idx=3)
+C.add("embedding", {"n_embedding": 10, "d_model": 4, "padding_idx": 3}, [("weight", m.weight, same)],
+      [torch.tensor([[1, 3, 9], [0, 3, 3]])], m, tag="padding_idx")
+m = tnn.Embedding(10, 4, max_norm=1.5)
+with torch.no_grad():
+    m.weight.mul_(1.5)
+C.add("embedding", {"n_embedding": 10, "d_model": 4, "max_norm": 1.5}, [("weight", m.weight, same)],
+      [torch.tensor([[1, 3, 9], [0, 5, 3]])], m, tag="max_norm")
+m = tnn.Embedding(10, 4, max_norm=2.0, norm_type=1.0)
+C.add("embedding", {"n_embedding": 10, "d_model": 4, "max_norm": 2.0, "max_norm_p": 1.0},
+      [("weight", m.weight, same)], [torch.tensor([[2, 4], [6, 8]])], m, tag="max_norm_p1")
+
+for key, nd, fill, pad, shape in [("conv2d", 2, "reflect", [1, 2], (2, 3, 5, 6)),
+                                  ("conv2d", 2, "replicate", [2, 1], (1, 3, 4, 4)),
+                                  ("conv1d", 1, "circular", [2], (2, 3, 7))]:
+    k = [3] * nd
+    m = (tnn.Conv2d if nd == 2 else tnn.Conv1d)(3, 4, k, padding=pad, padding_mode=fill)
+    C.add(key, {"channels": [3, 4], "kernel_size": k, "padding": pad, "padding_fill": fill},
+          [("weight", m.weight, same), ("bias", m.bias, same)], [rnd(*shape)], m, tag=fill)
+
 C.write(os.path.join(os.path.dirname(__file__), "..", "tests", "nn", "layer_goldens.json"))

@@ -169,6 +169,8 @@ typename Autodiff<B>::Handle Autodiff<B>::run(const Op& op, std::span<Handle> in
   for (const Handle& h : in) tracked = tracked || h.node != nullptr;
   tracked =
       tracked && autodiff::grad_enabled() && info(op.code).differentiable && is_float(out.dtype);
+  // differentiated through its decomposition: the graph records the decomposition's ops
+  if (tracked && info(op.code).grad_by_decomposition) return decompose<Autodiff<B>>(op, in, out);
   detail::HandleBuffer<InnerHandle> vals(in.size());
   // untracked: hand the values over, so a temporary's buffer can be reused in place
   for (size_t i = 0; i < in.size(); ++i) vals[i] = tracked ? in[i].value : std::move(in[i].value);

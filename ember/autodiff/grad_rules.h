@@ -398,6 +398,7 @@ Grads<I> backward_rule(const Ctx<I>& c) {
 #define NONE return {};
 #define GRADS(...) return {__VA_ARGS__};
 #define CALL(f) return f<I>(c);
+#define DECOMPOSE return {};  // never recorded: Autodiff records the decomposition's ops
 #define SKIP \
   T<I> {}
 #define EMBER_OP(code, family, arity, accepts, result, save, rule) \
@@ -409,6 +410,7 @@ Grads<I> backward_rule(const Ctx<I>& c) {
 #undef NONE
 #undef GRADS
 #undef CALL
+#undef DECOMPOSE
 #undef SKIP
   }
   return {};

@@ -134,6 +134,37 @@ M to_device(M m, Device dev) {
   return m;
 }
 
+namespace detail {
+/// A layer's parameters and its input must have the same float type: the error names the
+/// layer and both types.
+template <Backend B, int D, int P>
+void check_dtype(const char* layer, const Tensor<B, D>& x, const Tensor<B, P>& p) {
+  if (x.dtype() != p.dtype())
+    throw DTypeError(std::string("[") + layer + "] input " + x.shape().to_string() + " is " +
+                     std::string(name(x.dtype())) + ", the layer's parameters are " +
+                     std::string(name(p.dtype())) + " (convert the layer with nn::to_dtype)");
+}
+}  // namespace detail
+
+/// A copy with every float parameter and buffer converted to `dtype` (f16, bf16, f32 or f64),
+/// with the same parameter ids: a module built in f32 runs on f64 inputs after
+/// `auto m64 = nn::to_dtype(m, DType::F64);`. Int and Bool tensors stay as they are.
+template <Module M>
+M to_dtype(M m, DType dtype) {
+  if (!is_float(dtype))
+    throw DTypeError("[to_dtype] " + std::string(name(dtype)) + " is not a float type");
+  for_each_param(m, [&](const std::string&, auto& p) {
+    using V = typename std::remove_cvref_t<decltype(p)>::Value;
+    if constexpr (std::is_same_v<typename V::kind_type, Float>) p.set(p.val().cast(dtype));
+  });
+  for_each_buffer(m, [&](const std::string&, auto& b) {
+    using V = std::remove_cvref_t<decltype(b.val())>;
+    if constexpr (std::is_same_v<typename V::kind_type, Float>)
+      if (!b.empty()) b.set(b.val().cast(dtype));
+  });
+  return m;
+}
+
 /// A copy whose parameters under `prefix` (all, when empty) are frozen: they are detached
 /// and optimizers skip them. `freeze(m, "encoder")` matches "encoder.*", not "encoder2.*".
 template <Module M>

@@ -73,6 +73,78 @@ std::pair<Dyn<B>, Dyn<B>> norm_parts(const Op& op, const Dyn<B>& x) {
   return {c * rstd, rstd};
 }
 
+/// x[start:end] along dim d.
+template <Backend B>
+Dyn<B> slice_dim(const Dyn<B>& x, int64_t d, int64_t start, int64_t end) {
+  OpAttrs a;
+  a.dims = Dims(x.rank(), 0);
+  a.ends = x.shape().dims();
+  a.steps = Dims(x.rank(), 1);
+  a.dims[d] = start;
+  a.ends[d] = end;
+  return Dyn<B>::run(OpCode::Slice, a, {x});
+}
+
+/// The parts joined along dim d (the empty ones left out).
+template <Backend B>
+Dyn<B> cat_dim(const std::vector<Dyn<B>>& parts, int64_t d) {
+  std::vector<typename B::Handle> hs;
+  for (const auto& p : parts)
+    if (p.shape()[d] > 0) hs.push_back(p.handle());
+  if (hs.empty()) return parts.at(0);
+  if (hs.size() == 1) return Dyn<B>(hs[0]);
+  OpAttrs a;
+  a.dim = d;
+  return Dyn<B>(apply<B>(Op{OpCode::Cat, a}, std::span<typename B::Handle>(hs)));
+}
+
+/// pad(x) as slices, flips and concatenations (constant mode: a filled tensor with x assigned
+/// into it). Crops first, then pads one dim at a time.
+template <Backend B>
+Dyn<B> pad(const Op& op, Dyn<B> x, const TensorMeta& out) {
+  const Dims& p = op.attrs.dims;
+  const int64_t r = x.rank();
+  for (int64_t d = 0; d < r; ++d) {
+    const int64_t lo = std::max<int64_t>(-p[2 * d], 0), hi = std::max<int64_t>(-p[2 * d + 1], 0);
+    if (lo > 0 || hi > 0) x = slice_dim(x, d, lo, x.shape()[d] - hi);
+  }
+  const auto mode = static_cast<PadMode>(op.attrs.dim);
+  if (mode == PadMode::Constant) {
+    Dyn<B> filled = Dyn<B>::full(out.shape, op.attrs.scalar, x.dtype(), x.device());
+    OpAttrs a;
+    for (int64_t d = 0; d < r; ++d) {
+      const int64_t lo = std::max<int64_t>(p[2 * d], 0);
+      a.dims.push_back(lo);
+      a.ends.push_back(lo + x.shape()[d]);
+      a.steps.push_back(1);
+    }
+    return Dyn<B>::run(OpCode::SliceAssign, a, {filled, x});
+  }
+  for (int64_t d = 0; d < r; ++d) {
+    const int64_t lo = std::max<int64_t>(p[2 * d], 0), hi = std::max<int64_t>(p[2 * d + 1], 0);
+    if (lo == 0 && hi == 0) continue;
+    const int64_t n = x.shape()[d];
+    // the part added before (side 0) or after (side 1), `count` long
+    auto added = [&](int side, int64_t count) {
+      if (mode == PadMode::Reflect)
+        return (side == 0 ? slice_dim(x, d, 1, count + 1) : slice_dim(x, d, n - 1 - count, n - 1))
+            .flip({d});
+      if (mode == PadMode::Replicate) {
+        Dims s = x.shape().dims();
+        s[d] = count;
+        return slice_dim(x, d, side == 0 ? 0 : n - 1, side == 0 ? 1 : n).expand(Shape(s));
+      }
+      return side == 0 ? slice_dim(x, d, n - count, n) : slice_dim(x, d, 0, count);  // circular
+    };
+    std::vector<Dyn<B>> parts;
+    if (lo > 0) parts.push_back(added(0, lo));
+    parts.push_back(x);
+    if (hi > 0) parts.push_back(added(1, hi));
+    x = cat_dim<B>(parts, d);
+  }
+  return x;
+}
+
 }  // namespace detail
 
 template <Backend B>
@@ -127,6 +199,8 @@ typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
       if (op.code == C::LayerNorm) y = y + T(in[2]).cast(ct);
       return y.cast(x.dtype()).handle();
     }
+    case C::Pad:
+      return detail::pad<B>(op, x, out).handle();
     default:
       throw Error("[" + std::string(name(op.code)) + "] has no decomposition");
   }

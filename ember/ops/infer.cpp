@@ -528,7 +528,7 @@ TensorMeta spatial_rule(Op& op, Metas in) {
       if (op.code == OpCode::Interpolate || op.code == OpCode::InterpolateBackward) {
         if (static_cast<int>(a.interp) >= kNumInterpModes)
           throw ValueError(tag(op) + "unknown mode " + std::to_string(static_cast<int>(a.interp)));
-        if (a.interp == InterpMode::Nearest && a.flag)
+        if ((a.interp == InterpMode::Nearest || a.interp == InterpMode::NearestExact) && a.flag)
           throw ValueError(tag(op) + "align_corners applies to the linear and cubic modes only");
         if (a.interp == InterpMode::Cubic && r != 2)
           throw ValueError(tag(op) + "cubic mode takes 2 spatial dims (bicubic), got " +
@@ -624,6 +624,45 @@ TensorMeta norm_rule(Op& op, Metas in) {
   return x;
 }
 
+// pad(x): dims holds {before, after} for every dim; negative values crop. What each mode
+// can add is bounded by what is left of the dim after cropping.
+TensorMeta pad_rule(const Op& op, const TensorMeta& x) {
+  const auto& a = op.attrs;
+  const Shape& s = x.shape;
+  auto pads = [&] {
+    std::string p = "pads [";
+    for (size_t i = 0; i < a.dims.size(); ++i) p += (i ? ", " : "") + std::to_string(a.dims[i]);
+    return p + "] on input " + s.to_string();
+  };
+  if (a.dims.size() != 2 * s.rank())
+    throw ValueError(tag(op) + "needs {before, after} for each of the " + std::to_string(s.rank()) +
+                     " dims, got " + pads());
+  if (a.dim < 0 || a.dim > 3) throw ValueError(tag(op) + "unknown mode " + std::to_string(a.dim));
+  const auto mode = static_cast<PadMode>(a.dim);
+  Dims out = s.dims();
+  for (size_t d = 0; d < s.rank(); ++d) {
+    const int64_t lo = a.dims[2 * d], hi = a.dims[2 * d + 1];
+    const int64_t kept = s[d] - std::max<int64_t>(-lo, 0) - std::max<int64_t>(-hi, 0);
+    if (kept < 0)
+      throw ShapeError(tag(op) + "crops more than dim " + std::to_string(d) + " holds: " + pads());
+    const int64_t add = std::max<int64_t>(lo, 0), add2 = std::max<int64_t>(hi, 0);
+    const int64_t most = std::max(add, add2);
+    const bool bad = most > 0 && ((mode == PadMode::Reflect && most >= kept) ||
+                                  (mode == PadMode::Circular && most > kept) ||
+                                  (mode == PadMode::Replicate && kept == 0));
+    if (bad)
+      throw ShapeError(tag(op) + std::string(name(mode)) + " padding of " + std::to_string(most) +
+                       " does not fit dim " + std::to_string(d) + " of size " +
+                       std::to_string(kept) +
+                       (mode == PadMode::Reflect    ? " (needs pad < size)"
+                        : mode == PadMode::Circular ? " (needs pad <= size)"
+                                                    : " (needs a non-empty dim)") +
+                       ": " + pads());
+    out[d] = kept + add + add2;
+  }
+  return {Shape(out), x.dtype};
+}
+
 // The output meets the shape invariant (shape.h): no negative dim, elements and bytes fit int64.
 void check_output(const Op& op, const TensorMeta& out, Metas in) {
   const SizeFit fit = size_fit(out.shape, size_of(out.dtype));
@@ -690,6 +729,7 @@ TensorMeta infer_rule(Op& op, Metas in) {
       if (op.code == OpCode::Mean || op.code == OpCode::LogSumExp) return reduce_rule(op, x);
       if (op.code == OpCode::Attention) return attention_rule(op, in);
       if (op.code == OpCode::LayerNorm || op.code == OpCode::RmsNorm) return norm_rule(op, in);
+      if (op.code == OpCode::Pad) return pad_rule(op, x);
       if (op.code == OpCode::Softmax || op.code == OpCode::LogSoftmax)
         a.dim = wrap(op, a.dim, x.shape.rank());
       return x;

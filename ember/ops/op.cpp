@@ -34,9 +34,11 @@ struct Table {
   std::array<OpInfo, kNumOps> infos;
   Table() {
     int i = 0;
-#define NONE false
-#define GRADS(...) true
-#define CALL(...) true
+// the grad column as {differentiable, grad_by_decomposition}
+#define NONE false, false
+#define GRADS(...) true, false
+#define CALL(...) true, false
+#define DECOMPOSE true, true
 #define EMBER_OP(code, family, arity, accepts, result, save, grad)                 \
   names[i] = snake_case(#code);                                                    \
   infos[i] = OpInfo{names[i],           OpFamily::family, arity, Accepts::accepts, \
@@ -47,6 +49,7 @@ struct Table {
 #undef NONE
 #undef GRADS
 #undef CALL
+#undef DECOMPOSE
   }
 };
 
@@ -56,6 +59,20 @@ const Table& table() {
 }
 
 }  // namespace
+
+std::string_view name(PadMode m) {
+  switch (m) {
+    case PadMode::Constant:
+      return "constant";
+    case PadMode::Reflect:
+      return "reflect";
+    case PadMode::Replicate:
+      return "replicate";
+    case PadMode::Circular:
+      return "circular";
+  }
+  return "unknown";
+}
 
 const OpInfo& info(OpCode c) { return table().infos[static_cast<size_t>(c)]; }
 

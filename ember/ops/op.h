@@ -62,6 +62,9 @@ struct OpInfo {
   ResultType result;
   Save save;
   bool differentiable;
+  /// Differentiated through its decomposition (grad column DECOMPOSE): with gradients
+  /// tracked, Autodiff runs the decomposition itself, so the graph holds its primitive ops.
+  bool grad_by_decomposition;
 };
 
 EMBER_API const OpInfo& info(OpCode c);
@@ -120,8 +123,12 @@ struct Window {
 };
 
 /// How interpolate maps output positions to input positions (torch.nn.functional.interpolate).
-enum class InterpMode : uint8_t { Nearest, Linear, Cubic };
-inline constexpr int kNumInterpModes = 3;
+/// Nearest: floor(o * in / out); NearestExact: floor((o + 0.5) * in / out), as PyTorch's
+/// "nearest-exact"; Linear and Cubic as "(bi/tri)linear" and "bicubic". Area (PyTorch's
+/// "area") is adaptive average pooling: ember::interpolate runs that op for it.
+enum class InterpMode : uint8_t { Nearest, Linear, Cubic, NearestExact, Area };
+/// The modes the interpolate op itself runs (all but Area).
+inline constexpr int kNumInterpModes = 4;
 
 /// Attributes; each op uses the fields its table row names and leaves the rest at default.
 struct OpAttrs {
@@ -149,6 +156,15 @@ struct OpAttrs {
   EMBER_API OpAttrs& operator=(OpAttrs&&) noexcept;
   EMBER_API ~OpAttrs();
 };
+
+/// How the pad op fills what it adds (attrs.dim of OpCode::Pad), as torch.nn.functional.pad.
+enum class PadMode : int64_t {
+  Constant = 0,   // attrs.scalar
+  Reflect = 1,    // mirrored about the edge, the edge itself not repeated: needs pad < size
+  Replicate = 2,  // the edge value repeated
+  Circular = 3,   // wrapped around from the other end: needs pad <= size
+};
+EMBER_API std::string_view name(PadMode m);
 
 struct Op {
   OpCode code;

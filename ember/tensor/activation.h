@@ -117,4 +117,52 @@ Tensor<B, D> prelu(const Tensor<B, D>& x, const Tensor<B, D>& weight) {
   return x.mask_where(x.lower_elem(0.0), x * weight);
 }
 
+/// clamp(x, min, max) (torch.nn.functional.hardtanh).
+template <Backend B, int D>
+Tensor<B, D> hardtanh(const Tensor<B, D>& x, double min = -1.0, double max = 1.0) {
+  return x.clamp(min, max);
+}
+/// clamp(x, 0, 6).
+template <Backend B, int D>
+Tensor<B, D> relu6(const Tensor<B, D>& x) {
+  return x.clamp(0.0, 6.0);
+}
+/// x > threshold ? x : value (torch.nn.functional.threshold).
+template <Backend B, int D>
+Tensor<B, D> threshold(const Tensor<B, D>& x, double threshold, double value) {
+  return x.mask_fill(x.lower_equal_elem(threshold), value);
+}
+/// x - tanh(x).
+template <Backend B, int D>
+Tensor<B, D> tanhshrink(const Tensor<B, D>& x) {
+  return x - x.tanh();
+}
+/// x / (1 + |x|).
+template <Backend B, int D>
+Tensor<B, D> softsign(const Tensor<B, D>& x) {
+  return x / (x.abs() + 1.0);
+}
+/// |x| > lambda ? x : 0.
+template <Backend B, int D>
+Tensor<B, D> hardshrink(const Tensor<B, D>& x, double lambda = 0.5) {
+  return x.mask_fill(x.abs().lower_equal_elem(lambda), 0.0);
+}
+/// x - lambda above lambda, x + lambda below -lambda, 0 between.
+template <Backend B, int D>
+Tensor<B, D> softshrink(const Tensor<B, D>& x, double lambda = 0.5) {
+  if (!(lambda >= 0.0))
+    throw ValueError("[softshrink] lambda must be >= 0, got " + std::to_string(lambda));
+  return (x - x.clamp(-lambda, lambda));
+}
+/// The gated linear unit: a * sigmoid(b), with a and b the two halves of x along `dim`.
+template <Backend B, int D>
+Tensor<B, D> glu(const Tensor<B, D>& x, int64_t dim = -1) {
+  dim = wrap_dim(dim, D, "glu");
+  const int64_t n = x.dim(dim);
+  if (n % 2 != 0)
+    throw ShapeError("[glu] dim " + std::to_string(dim) + " must have an even size, got " +
+                     x.shape().to_string());
+  return x.narrow(dim, 0, n / 2) * x.narrow(dim, n / 2, n / 2).sigmoid();
+}
+
 }  // namespace ember::activation

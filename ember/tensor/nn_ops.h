@@ -151,12 +151,18 @@ EMBER_SPATIAL_RANKS(adaptive_avg_pool, (const Tensor<B, D>& x, Dims size), (x, s
 #undef EMBER_DETAIL_SPATIAL_RANK
 
 /// Resizes the spatial dims to `size` like torch.nn.functional.interpolate(x, size, mode):
-/// Nearest ("nearest"), Linear ("linear", "bilinear", "trilinear" by rank), Cubic
-/// ("bicubic", 2 spatial dims only); align_corners for Linear and Cubic only.
+/// Nearest ("nearest"), NearestExact ("nearest-exact"), Linear ("linear", "bilinear",
+/// "trilinear" by rank), Cubic ("bicubic", 2 spatial dims only), Area ("area": adaptive
+/// average pooling); align_corners for Linear and Cubic only.
 template <Backend B, int D>
 Tensor<B, D> interpolate(const Tensor<B, D>& x, Dims size, InterpMode mode = InterpMode::Nearest,
                          bool align_corners = false) {
   detail::check_spatial_rank<D>();
+  if (mode == InterpMode::Area) {
+    if (align_corners)
+      throw ValueError("[interpolate] align_corners applies to the linear and cubic modes only");
+    return adaptive_avg_pool(x, std::move(size));
+  }
   OpAttrs a;
   a.shape = std::move(size);
   a.interp = mode;

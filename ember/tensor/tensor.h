@@ -171,6 +171,15 @@ class Tensor {
   // ---- casts ---------------------------------------------------------------------------
   /// Same kind, another element type: `x.cast(DType::F16)`.
   Tensor cast(DType t) const { return cast_to<K>(t); }
+  /// The same values stored densely in row-major order (this tensor itself where it already
+  /// is): what a view (permute, expand, slice, flip) becomes before code that wants plain
+  /// memory, like torch.Tensor.contiguous.
+  Tensor contiguous() const {
+    OpAttrs a;
+    a.dtype = dtype();
+    a.flag = true;
+    return run(OpCode::Cast, std::move(a), h_);
+  }
   Tensor<B, D, Float> float_(DType t = DType::F32) const { return cast_to<Float>(t); }
   Tensor<B, D, Int> int_(DType t = DType::I64) const { return cast_to<Int>(t); }
   Tensor<B, D, Bool> bool_() const { return cast_to<Bool>(DType::Bool); }

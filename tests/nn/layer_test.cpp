@@ -192,5 +192,51 @@ TEST(Layers, ShapeErrorsNameTheLayer) {
   EXPECT_THROW((nn::PixelShuffle{2}.forward(Tensor<Dispatch, 4>::zeros({1, 3, 2, 2}))), ShapeError);
 }
 
+// A module converted with nn::to_dtype computes in the new type what it computed before: the
+// f64 module on f64 inputs matches the f32 module on the same inputs (to f32 precision), and
+// its outputs and gradients are f64.
+TEST(Layers, ToDtypeRunsTheModuleInF64) {
+  using T2 = Tensor<AD, 2>;
+  using T4 = Tensor<AD, 4>;
+  auto x2 = T2::random({3, 6}, Distribution::normal(0, 1));
+  auto x4 = T4::random({2, 3, 5, 5}, Distribution::normal(0, 1));
+  auto check = [](const auto& m32, const auto& x) {
+    auto m64 = nn::to_dtype(m32, DType::F64);
+    auto x64 = x.cast(DType::F64).detach().require_grad();
+    auto y64 = m64.forward(x64);
+    EXPECT_EQ(y64.dtype(), DType::F64);
+    auto y32 = m32.forward(x).to_data().convert(DType::F64);
+    std::string why;
+    EXPECT_TRUE(y64.to_data().all_close(y32, 1e-5, 1e-5, &why)) << why;
+    auto g = y64.sum().backward();
+    ASSERT_TRUE(x64.grad(g).has_value());
+    EXPECT_EQ(x64.grad(g)->dtype(), DType::F64);
+  };
+  check(nn::LinearConfig{6, 4}.init<AD>(), x2);
+  check(nn::LayerNormConfig{6}.init<AD>(), x2);
+  check(nn::Conv2dConfig{{3, 4}, {3, 3}}.init<AD>(), x4);
+  check(nn::BatchNormConfig{3}.init<AD>(), x4);
+  EXPECT_THROW(nn::to_dtype(nn::LinearConfig{6, 4}.init<AD>(), DType::I64), DTypeError);
+}
+
+// A layer whose parameters are f32 names itself and both types for an f64 input.
+TEST(Layers, DtypeMismatchNamesTheLayerAndBothTypes) {
+  auto x = Tensor<Dispatch, 2>::zeros({2, 4}, Dispatch::default_device(), DType::F64);
+  auto expect = [&](auto f, const std::string& layer) {
+    try {
+      f();
+      ADD_FAILURE() << "no error for " << layer;
+    } catch (const DTypeError& e) {
+      std::string m = e.what();
+      EXPECT_EQ(m.rfind("[" + layer + "]", 0), 0u) << m;
+      EXPECT_NE(m.find("f64"), std::string::npos) << m;
+      EXPECT_NE(m.find("f32"), std::string::npos) << m;
+    }
+  };
+  expect([&] { nn::LayerNormConfig{4}.init<Dispatch>().forward(x); }, "layer_norm");
+  expect([&] { nn::LinearConfig{4, 3}.init<Dispatch>().forward(x); }, "linear");
+  expect([&] { nn::RmsNormConfig{4}.init<Dispatch>().forward(x); }, "rms_norm");
+}
+
 }  // namespace
 }  // namespace ember::test

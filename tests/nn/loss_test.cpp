@@ -103,6 +103,37 @@ typename B::Handle run_loss(const json& c, const Inputs<B>& in) {
                  in.template get<D>("negative"));
     });
   }
+  if (loss == "nll") {
+    auto l = config_from_json<NllLossConfig>(cfg).init();
+    return by_rank<2, 3>(in.rank("input"), [&]<int D>() -> H {
+      return out(l, in.template get<D>("input"), in.template get<D - 1, Int>("target"));
+    });
+  }
+  if (loss == "l1") return pair(config_from_json<L1LossConfig>(cfg).init());
+  if (loss == "poisson_nll") return pair(config_from_json<PoissonNllLossConfig>(cfg).init());
+  if (loss == "gaussian_nll") {
+    auto l = config_from_json<GaussianNllLossConfig>(cfg).init();
+    return by_rank<1, 2>(in.rank("input"), [&]<int D>() -> H {
+      return out(l, in.template get<D>("input"), in.template get<D>("target"),
+                 in.template get<D>("var"));
+    });
+  }
+  if (loss == "hinge_embedding") {
+    auto l = config_from_json<HingeEmbeddingLossConfig>(cfg).init();
+    return by_rank<1, 2>(in.rank("input"), [&]<int D>() -> H {
+      return out(l, in.template get<D>("input"), in.template get<D, Int>("target"));
+    });
+  }
+  if (loss == "multi_margin")
+    return out(config_from_json<MultiMarginLossConfig>(cfg).init(), in.template get<2>("input"),
+               in.template get<1, Int>("target"));
+  if (loss == "multilabel_soft_margin")
+    return out(config_from_json<MultiLabelSoftMarginLossConfig>(cfg).init(),
+               in.template get<2>("input"), in.template get<2>("target"));
+  if (loss == "binary_cross_entropy_weighted")
+    return out(config_from_json<BinaryCrossEntropyLossConfig>(cfg).init(),
+               in.template get<2>("input"), in.template get<2>("target"),
+               in.template get<2>("weight"));
   if (loss == "ctc") {
     auto l = config_from_json<CtcLossConfig>(cfg).init();
     auto lp = activation::log_softmax(in.template get<3>("logits"), 2);

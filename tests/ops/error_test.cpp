@@ -51,7 +51,7 @@ TEST(Errors, ShapesAndDims) {
                            "[max] cannot reduce over a zero-size dim");
   expect_error<ValueError>([&] { a.topk(4, 1); }, "[topk] k = 4 out of range");
   expect_error<ValueError>([&] { a.split(0, 1); }, "[split] size must be positive");
-  expect_error<ValueError>([&] { a.pad({1}); }, "[pad] needs pairs");
+  expect_error<ValueError>([&] { a.pad({1}); }, "[pad] needs {before, after} pairs");
 }
 
 TEST(Errors, NnOps) {
@@ -259,6 +259,28 @@ TEST(Errors, Norms) {
         apply<B>(op, std::span<B::Handle>(in));
       },
       "[layer_norm] takes 3 inputs, got 2");
+}
+
+TEST(Errors, Padding) {
+  auto x = T2::ones({2, 3});
+  expect_error<ShapeError>(
+      [&] {
+        x.pad({3, 0}, PadMode::Reflect);
+      },
+      "[pad] reflect padding of 3 does not fit dim 1 of size 3 (needs pad < size): pads [0, 0, "
+      "3, 0] on input [2, 3]");
+  expect_error<ShapeError>(
+      [&] {
+        x.pad({4, 0}, PadMode::Circular);
+      },
+      "[pad] circular padding of 4 does not fit dim 1 of size 3");
+  expect_error<ShapeError>([&] { x.pad({-2, -2}); }, "[pad] crops more than dim 1 holds");
+  expect_error<ValueError>([&] { x.pad({1, 1, 1}); }, "[pad] needs {before, after} pairs");
+  expect_error<ShapeError>(
+      [&] {
+        T2::ones({2, 0}).pad({1, 0}, PadMode::Replicate);
+      },
+      "[pad] replicate padding of 1 does not fit dim 1 of size 0");
 }
 
 TEST(Errors, DTypes) {

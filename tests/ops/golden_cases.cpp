@@ -1,22 +1,10 @@
 // The ember call for each golden op key (see golden.h). `x` is input 0 as Tensor<B, D, K>
 // with D its rank and K its kind; other inputs come from `a.t<D, K>(i)`.
-#include "golden.h"
+#include "golden_op.h"
 
 namespace ember::test {
 
 namespace act = ember::activation;
-
-#define OP(key, kinds, expr)                                                                 \
-  ops[key] = [](const A& a) {                                                                \
-    return each<kinds>(a, [&]<int D, class K>(const Tensor<B, D, K>& x) { return (expr); }); \
-  }
-#define FLT Float
-#define NUM Float, Int
-#define INT Int
-#define BOOL Bool
-#define ANY Float, Int, Bool
-#define Y (a.template t<D, K>(1))
-#define Z (a.template t<D, K>(2))
 
 // Spatial ops: calls f.template operator()<D>() with D the rank of input 0 (3, 4 or 5).
 template <Backend B, class F>
@@ -42,6 +30,8 @@ template <Backend B>
 InterpMode interp_mode(const Args<B>& a) {
   std::string m = a.attrs->at("mode").template get<std::string>();
   if (m == "nearest") return InterpMode::Nearest;
+  if (m == "nearest-exact") return InterpMode::NearestExact;
+  if (m == "area") return InterpMode::Area;
   if (m == "bicubic") return InterpMode::Cubic;
   return InterpMode::Linear;  // linear, bilinear, trilinear
 }
@@ -416,6 +406,7 @@ std::map<std::string, OpFn<B>>& golden_ops() {
         return rms_norm(a.template f<D>(0), a.template f<G>(1), a.fa("eps"));
       });
     };
+    add_breadth_ops<B>(ops);
     return ops;
   }();
   return ops;

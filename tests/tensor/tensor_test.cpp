@@ -42,6 +42,21 @@ TEST(Tensor, ViewsShareTheBuffer) {
   EXPECT_EQ(t.reshape<1>({6}).to_vec<float>(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
 }
 
+// contiguous() copies a view into fresh dense memory and leaves a dense tensor as it is.
+TEST(Tensor, ContiguousCopiesViewsOnly) {
+  auto a = T2::from_values<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto t = a.transpose();
+  ASSERT_FALSE(t.handle().is_contiguous());
+  auto c = t.contiguous();
+  EXPECT_TRUE(c.handle().is_contiguous());
+  EXPECT_NE(c.handle().storage.get(), a.handle().storage.get());
+  EXPECT_EQ(c.to_vec<float>(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(a.contiguous().handle().storage.get(), a.handle().storage.get());
+  auto g = Tensor<Autodiff<Cpu>, 2>::from_values<float>({1, 2, 3, 4, 5, 6}, {2, 3}).require_grad();
+  auto grads = (g.transpose().contiguous() * 2.0).sum().backward();
+  EXPECT_EQ(g.grad(grads)->to_vec<float>(), (std::vector<float>(6, 2.0f)));
+}
+
 TEST(Tensor, Printing) {
   std::ostringstream os;
   os << Tensor<Dispatch, 1, Int>::arange(int64_t{0}, int64_t{3});

@@ -230,8 +230,8 @@ CpuTensor where(const Op&, Inputs in, const TensorMeta& out) {
 }
 
 template <class S>
-CpuTensor cast(const Op&, Inputs in, const TensorMeta& out) {
-  if (in[0].meta.dtype == out.dtype) return in[0];
+CpuTensor cast(const Op& op, Inputs in, const TensorMeta& out) {
+  if (in[0].meta.dtype == out.dtype) return op.attrs.flag ? contiguous(in[0]) : in[0];
   CpuTensor o = empty(out);
   dispatch_dtype(out.dtype, [&]<class D>() {
     map1<S, D>(in[0], o, [](compute_t<S> v) { return cast_value<D>(v); });

@@ -49,7 +49,8 @@ void cubic_weights(A t, A* w) {
 template <class A>
 Taps<A> make_taps(InterpMode mode, bool align, int64_t in, int64_t out) {
   Taps<A> t;
-  t.n = mode == InterpMode::Nearest ? 1 : mode == InterpMode::Linear ? 2 : 4;
+  const bool nearest = mode == InterpMode::Nearest || mode == InterpMode::NearestExact;
+  t.n = nearest ? 1 : mode == InterpMode::Linear ? 2 : 4;
   t.at.resize(static_cast<size_t>(out * t.n));
   t.w.resize(static_cast<size_t>(out * t.n));
   for (int64_t o = 0; o < out; ++o) {
@@ -60,6 +61,13 @@ Taps<A> make_taps(InterpMode mode, bool align, int64_t in, int64_t out) {
         float scale = static_cast<float>(in) / static_cast<float>(out);
         at[0] = std::min<int64_t>(static_cast<int64_t>(std::floor(static_cast<float>(o) * scale)),
                                   in - 1);
+        w[0] = A(1);
+        break;
+      }
+      case InterpMode::NearestExact: {  // floor((o + 0.5) * in / out), the scale in float
+        float scale = static_cast<float>(in) / static_cast<float>(out);
+        at[0] = std::min<int64_t>(
+            static_cast<int64_t>(std::floor((static_cast<float>(o) + 0.5f) * scale)), in - 1);
         w[0] = A(1);
         break;
       }
@@ -86,6 +94,8 @@ Taps<A> make_taps(InterpMode mode, bool align, int64_t in, int64_t out) {
         for (int k = 0; k < 4; ++k) at[k] = std::clamp<int64_t>(i - 1 + k, 0, in - 1);
         break;
       }
+      case InterpMode::Area:  // never reaches the op: ember::interpolate pools instead
+        throw ValueError("[interpolate] the area mode is adaptive average pooling");
     }
   }
   return t;

@@ -58,7 +58,9 @@ CudaTensor Cuda::run(const Op& op, std::span<CudaTensor> in, const TensorMeta& o
         return elementwise(op, in, out);
       case OpFamily::Where:
         return where(in, out);
-      case OpFamily::Cast:
+      case OpFamily::Cast:  // flag: a dense copy even in the same dtype (contiguous())
+        if (op.attrs.flag && in[0].meta.dtype == out.dtype && !in[0].is_contiguous())
+          return copy_strided(in[0]);
         return cast(in, out);
       case OpFamily::Reduce:
         return reduce(op, in, out);

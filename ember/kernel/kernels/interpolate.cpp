@@ -19,10 +19,12 @@ DimTaps dim_taps(KernelBuilder& kb, const InterpolateSpec& s, const Val& o, cons
   ScalarType ix = o.type().scalar;
   DimTaps t;
   Val last = in - 1.0;
-  if (s.mode == InterpMode::Nearest) {
-    // floor(o * in / out) with the scale in f32, as PyTorch
+  if (s.mode == InterpMode::Nearest || s.mode == InterpMode::NearestExact) {
+    // floor(o * in / out), or floor((o + 0.5) * in / out), with the scale in f32, as PyTorch
     Val scale = kb.cast(in, ScalarType::F32) / kb.cast(out, ScalarType::F32);
-    Val i = kb.cast(kb.floor(kb.cast(o, ScalarType::F32) * scale), ix);
+    Val fo = kb.cast(o, ScalarType::F32);
+    if (s.mode == InterpMode::NearestExact) fo = fo + 0.5;
+    Val i = kb.cast(kb.floor(fo * scale), ix);
     t.at.push_back(kb.min(i, last));
     t.w.push_back(kb.lit(ct, 1));
     return t;
@@ -72,9 +74,10 @@ Kernel interpolate_kernel(const InterpolateSpec& s) {
   const int r = s.rank;
   ScalarType t = scalar_of(s.dtype), ct = detail::compute_type(t);
   ScalarType ix = detail::index_type(s.wide_index);
-  const char* mode = s.mode == InterpMode::Nearest  ? "_nearest"
-                     : s.mode == InterpMode::Linear ? "_linear"
-                                                    : "_cubic";
+  const char* mode = s.mode == InterpMode::Nearest        ? "_nearest"
+                     : s.mode == InterpMode::NearestExact ? "_nearest_exact"
+                     : s.mode == InterpMode::Linear       ? "_linear"
+                                                          : "_cubic";
   std::string extra =
       mode + std::string(s.align_corners ? "_align" : "") + "_r" + std::to_string(r);
   KernelBuilder kb(detail::kname(op, s.dtype, s.wide_index, extra), {s.workgroup, 1, 1});

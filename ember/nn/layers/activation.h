@@ -32,6 +32,52 @@ EMBER_DETAIL_ACTIVATION(Mish, activation::mish(x))
 EMBER_DETAIL_ACTIVATION(Selu, activation::selu(x))
 EMBER_DETAIL_ACTIVATION(HardSwish, activation::hard_swish(x))
 EMBER_DETAIL_ACTIVATION(LogSigmoid, activation::log_sigmoid(x))
+EMBER_DETAIL_ACTIVATION(Relu6, activation::relu6(x))
+EMBER_DETAIL_ACTIVATION(Tanhshrink, activation::tanhshrink(x))
+EMBER_DETAIL_ACTIVATION(Softsign, activation::softsign(x))
+
+struct Hardtanh {
+  double min = -1.0, max = 1.0;
+  EMBER_MODULE(Hardtanh, min, max)
+  template <Backend B, int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    return activation::hardtanh(x, min, max);
+  }
+};
+/// x > threshold ? x : value.
+struct Threshold {
+  double threshold = 0.0, value = 0.0;
+  EMBER_MODULE(Threshold, threshold, value)
+  template <Backend B, int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    return activation::threshold(x, threshold, value);
+  }
+};
+struct Hardshrink {
+  double lambda = 0.5;
+  EMBER_MODULE(Hardshrink, lambda)
+  template <Backend B, int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    return activation::hardshrink(x, lambda);
+  }
+};
+struct Softshrink {
+  double lambda = 0.5;
+  EMBER_MODULE(Softshrink, lambda)
+  template <Backend B, int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    return activation::softshrink(x, lambda);
+  }
+};
+/// The gated linear unit over `dim`.
+struct Glu {
+  int64_t dim = -1;
+  EMBER_MODULE(Glu, dim)
+  template <Backend B, int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    return activation::glu(x, dim);
+  }
+};
 
 struct LeakyRelu {
   double negative_slope = 0.01;
@@ -79,6 +125,14 @@ struct Softmax {
   template <Backend B, int D>
   Tensor<B, D> forward(const Tensor<B, D>& x) const {
     return activation::softmax(x, dim);
+  }
+};
+struct Softmin {
+  int64_t dim = -1;
+  EMBER_MODULE(Softmin, dim)
+  template <Backend B, int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    return activation::softmin(x, dim);
   }
 };
 struct LogSoftmax {

@@ -4,6 +4,8 @@
 //   auto conv = nn::Conv2dConfig{{3, 16}, {3, 3}}.with_padding({1, 1}).init<B>(dev);
 //   Tensor<B, 4> y = conv.forward(x);                  // [N, 3, H, W] -> [N, 16, H, W]
 //   auto same = nn::Conv1dConfig{{8, 8}, {5}}.with_padding_mode(nn::PaddingMode::Same);
+//   auto refl = nn::Conv2dConfig{{3, 8}, {3, 3}}.with_padding({1, 1})
+//                   .with_padding_fill(nn::PaddingFill::Reflect);      // PyTorch's padding_mode
 //   auto up = nn::ConvTranspose2dConfig{{16, 8}, {2, 2}}.with_stride({2, 2}).init<B>(dev);
 //
 // Weights are laid out like PyTorch's: conv [C_out, C_in / groups, *kernel], transposed conv
@@ -23,6 +25,12 @@ namespace ember::nn {
 enum class PaddingMode { Explicit, Valid, Same };
 EMBER_CONFIG_ENUM(PaddingMode, {PaddingMode::Explicit, "explicit"}, {PaddingMode::Valid, "valid"},
                   {PaddingMode::Same, "same"})
+
+/// What the padding of a conv holds (PyTorch's padding_mode): zeros, or the input mirrored
+/// about its edge, its edge repeated, or wrapped around.
+enum class PaddingFill { Zeros, Reflect, Replicate, Circular };
+EMBER_CONFIG_ENUM(PaddingFill, {PaddingFill::Zeros, "zeros"}, {PaddingFill::Reflect, "reflect"},
+                  {PaddingFill::Replicate, "replicate"}, {PaddingFill::Circular, "circular"})
 
 namespace detail {
 template <size_t N>
@@ -94,13 +102,27 @@ struct Conv {
   std::optional<Param<Tensor<B, 1>>> bias;  // [C_out]
   std::array<int64_t, N> stride{}, padding{}, dilation{};
   int64_t groups = 1;
-  EMBER_MODULE(Conv, weight, bias, stride, padding, dilation, groups)
+  PaddingFill fill = PaddingFill::Zeros;
+  EMBER_MODULE(Conv, weight, bias, stride, padding, dilation, groups, fill)
 
   /// [batch, C_in, *spatial] -> [batch, C_out, *spatial_out].
   Tensor<B, N + 2> forward(const Tensor<B, N + 2>& x) const {
-    auto y = conv(
-        x, weight.val(),
-        {detail::to_dims(stride), detail::to_dims(padding), detail::to_dims(dilation), groups});
+    detail::check_dtype("conv", x, weight.val());
+    if (fill != PaddingFill::Zeros) {  // pad first, then convolve without padding
+      std::vector<int64_t> pads;
+      for (int i = N - 1; i >= 0; --i) pads.insert(pads.end(), {padding[i], padding[i]});
+      const PadMode mode = fill == PaddingFill::Reflect     ? PadMode::Reflect
+                           : fill == PaddingFill::Replicate ? PadMode::Replicate
+                                                            : PadMode::Circular;
+      return conv_padded(x.pad(pads, mode), {});
+    }
+    return conv_padded(x, detail::to_dims(padding));
+  }
+
+ private:
+  Tensor<B, N + 2> conv_padded(const Tensor<B, N + 2>& x, Dims pad) const {
+    auto y = conv(x, weight.val(),
+                  {detail::to_dims(stride), std::move(pad), detail::to_dims(dilation), groups});
     if (bias) y = y + detail::channel_bias<N + 2>(bias->val());
     return y;
   }
@@ -114,11 +136,13 @@ struct ConvConfig {
   std::array<int64_t, N> dilation = detail::ones<N>();
   std::array<int64_t, N> padding{};
   PaddingMode padding_mode = PaddingMode::Explicit;
+  /// What the padding holds (PyTorch's padding_mode: zeros, reflect, replicate, circular).
+  PaddingFill padding_fill = PaddingFill::Zeros;
   int64_t groups = 1;
   bool bias = true;
   Initializer initializer = Initializer::kaiming_uniform(1.0 / std::sqrt(3.0));
-  EMBER_CONFIG(ConvConfig, channels, kernel_size, stride, dilation, padding, padding_mode, groups,
-               bias, initializer)
+  EMBER_CONFIG(ConvConfig, channels, kernel_size, stride, dilation, padding, padding_mode,
+               padding_fill, groups, bias, initializer)
 
   template <Backend B>
   Conv<B, N> init(Device dev = B::default_device()) const {
@@ -133,6 +157,7 @@ struct ConvConfig {
               "[conv] 'same' padding needs stride 1 and an even dilation * (kernel - 1)");
         m.padding[i] = total / 2;
       }
+    m.fill = padding_fill;
     detail::conv_params<B, N>(*this, false, k, dev, m);
     return m;
   }
@@ -160,6 +185,7 @@ struct ConvTranspose {
   EMBER_MODULE(ConvTranspose, weight, bias, stride, padding, padding_out, dilation, groups)
 
   Tensor<B, N + 2> forward(const Tensor<B, N + 2>& x) const {
+    detail::check_dtype("conv_transpose", x, weight.val());
     auto y = conv_transpose(x, weight.val(),
                             {detail::to_dims(stride), detail::to_dims(padding),
                              detail::to_dims(padding_out), detail::to_dims(dilation), groups});

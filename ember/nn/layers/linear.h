@@ -62,6 +62,7 @@ Tensor<B, D> Linear<B>::forward(const Tensor<B, D>& x) const {
   if (x.dim(-1) != din)
     throw ShapeError("[linear] input " + x.shape().to_string() + " does not end in d_input " +
                      std::to_string(din));
+  detail::check_dtype("linear", x, weight.val());
   Tensor<B, 2> y = [&] {
     if constexpr (D == 2)
       return x.matmul(weight.val());

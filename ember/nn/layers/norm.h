@@ -42,25 +42,68 @@ void check_channels(const char* op, const Tensor<B, D>& x, int64_t c, int dim) {
 
 template <Backend B>
 struct LayerNorm {
-  Param<Tensor<B, 1>> gamma, beta;
+  /// The scale and shift over the normalized dims, flattened; absent without
+  /// elementwise_affine (both) or bias (beta).
+  std::optional<Param<Tensor<B, 1>>> gamma, beta;
+  /// The trailing dims normalized over (PyTorch's normalized_shape).
+  Dims normalized_shape;
   double epsilon = 1e-5;
-  EMBER_MODULE(LayerNorm, gamma, beta, epsilon)
+  EMBER_MODULE(LayerNorm, gamma, beta, normalized_shape, epsilon)
 
   template <int D>
   Tensor<B, D> forward(const Tensor<B, D>& x) const {
-    detail::check_channels("layer_norm", x, gamma.shape()[0], D - 1);
-    return ember::layer_norm(x, gamma.val(), beta.val(), epsilon);  // one op: fused where supported
+    const auto k = static_cast<int64_t>(normalized_shape.size());
+    bool ok = D >= k;
+    int64_t n = 1;
+    for (int64_t i = 0; ok && i < k; ++i) {
+      ok = x.shape()[D - k + i] == normalized_shape[i];
+      n *= normalized_shape[i];
+    }
+    if (!ok)
+      throw ShapeError("[layer_norm] input " + x.shape().to_string() +
+                       " does not end in the layer's normalized shape " +
+                       Shape(normalized_shape).to_string());
+    if (gamma) detail::check_dtype("layer_norm", x, gamma->val());
+    auto g = gamma ? gamma->val() : Tensor<B, 1>::ones({n}, x.device(), x.dtype());
+    auto b = beta ? beta->val() : Tensor<B, 1>::zeros({n}, x.device(), x.dtype());
+    if (k == 1) return ember::layer_norm(x, g, b, epsilon);  // one op: fused where supported
+    if constexpr (D >= 2) {
+      auto rows = x.template reshape<2>({-1, n});
+      return ember::layer_norm(rows, g, b, epsilon).template reshape<D>(x.shape());
+    }
+    throw ShapeError("[layer_norm] unreachable");
   }
 };
 
 struct LayerNormConfig {
+  /// The size of the last dim, normalized over (when normalized_shape is empty).
   int64_t d_model = 0;
   double epsilon = 1e-5;
-  EMBER_CONFIG(LayerNormConfig, d_model, epsilon)
+  /// The trailing dims to normalize over, as PyTorch's normalized_shape (empty: {d_model}).
+  std::vector<int64_t> normalized_shape = {};
+  /// Learnable gamma and beta; without them the layer only normalizes.
+  bool elementwise_affine = true;
+  /// Learnable beta (with elementwise_affine).
+  bool bias = true;
+  EMBER_CONFIG(LayerNormConfig, d_model, epsilon, normalized_shape, elementwise_affine, bias)
   template <Backend B>
   LayerNorm<B> init(Device dev = B::default_device()) const {
-    if (d_model <= 0) throw ValueError("[layer_norm] d_model must be positive");
-    return {detail::affine<B>(d_model, 1, dev), detail::affine<B>(d_model, 0, dev), epsilon};
+    Dims shape = normalized_shape.empty() ? Dims{d_model} : Dims(normalized_shape);
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      if (d <= 0)
+        throw ValueError("[layer_norm] the normalized shape " + Shape(shape).to_string() +
+                         " must be positive");
+      n *= d;
+    }
+    LayerNorm<B> m;
+    m.normalized_shape = shape;
+    m.epsilon = epsilon;
+    if (elementwise_affine) {
+      m.gamma = detail::affine<B>(n, 1, dev);
+      if (bias) m.beta = detail::affine<B>(n, 0, dev);
+    }
+    return m;
   }
 };
 
@@ -76,6 +119,7 @@ struct RmsNorm {
   template <int D>
   Tensor<B, D> forward(const Tensor<B, D>& x) const {
     detail::check_channels("rms_norm", x, gamma.shape()[0], D - 1);
+    detail::check_dtype("rms_norm", x, gamma.val());
     return ember::rms_norm(x, gamma.val(), epsilon);
   }
 };
@@ -112,7 +156,10 @@ struct GroupNorm {
     auto c = g - mean;
     auto var = c.square().mean_dim(2);
     auto y = (c * (var + epsilon).rsqrt()).template reshape<D>(x.shape());
-    if (gamma) y = y * detail::per_channel<D>(gamma->val()) + detail::per_channel<D>(beta->val());
+    if (gamma) {
+      detail::check_dtype("group_norm", x, gamma->val());
+      y = y * detail::per_channel<D>(gamma->val()) + detail::per_channel<D>(beta->val());
+    }
     return y;
   }
 };
@@ -158,7 +205,7 @@ using InstanceNorm = GroupNorm<B>;
 
 template <Backend B>
 struct BatchNorm {
-  Param<Tensor<B, 1>> gamma, beta;
+  std::optional<Param<Tensor<B, 1>>> gamma, beta;          // absent without affine
   mutable Buffer<Tensor<B, 1>> running_mean, running_var;  // updated by training forwards
   double momentum = 0.1;
   double epsilon = 1e-5;
@@ -169,8 +216,9 @@ struct BatchNorm {
   template <int D>
   Tensor<B, D> forward(const Tensor<B, D>& x) const {
     static_assert(D >= 2, "batch norm needs [N, C, ...]");
-    const int64_t c = gamma.shape()[0];
+    const int64_t c = running_mean.val().dim(0);
     detail::check_channels("batch_norm", x, c, 1);
+    detail::check_dtype("batch_norm", x, running_mean.val());
     bool training = false;
     if constexpr (AutodiffBackend<B>) training = autodiff::grad_enabled();
     Tensor<B, D> y = [&] {
@@ -197,7 +245,8 @@ struct BatchNorm {
       auto v = detail::per_channel<D>(var.template reshape<1>({c}));
       return (x - m) * (v + epsilon).rsqrt();
     }();
-    return y * detail::per_channel<D>(gamma.val()) + detail::per_channel<D>(beta.val());
+    if (!gamma) return y;
+    return y * detail::per_channel<D>(gamma->val()) + detail::per_channel<D>(beta->val());
   }
 };
 
@@ -205,13 +254,17 @@ struct BatchNormConfig {
   int64_t num_features = 0;
   double epsilon = 1e-5;
   double momentum = 0.1;
-  EMBER_CONFIG(BatchNormConfig, num_features, epsilon, momentum)
+  /// Learnable gamma and beta per channel.
+  bool affine = true;
+  EMBER_CONFIG(BatchNormConfig, num_features, epsilon, momentum, affine)
   template <Backend B>
   BatchNorm<B> init(Device dev = B::default_device()) const {
     if (num_features <= 0) throw ValueError("[batch_norm] num_features must be positive");
     BatchNorm<B> m;
-    m.gamma = detail::affine<B>(num_features, 1, dev);
-    m.beta = detail::affine<B>(num_features, 0, dev);
+    if (affine) {
+      m.gamma = detail::affine<B>(num_features, 1, dev);
+      m.beta = detail::affine<B>(num_features, 0, dev);
+    }
     m.running_mean = Buffer<Tensor<B, 1>>(Tensor<B, 1>::zeros({num_features}, dev));
     m.running_var = Buffer<Tensor<B, 1>>(Tensor<B, 1>::ones({num_features}, dev));
     m.momentum = momentum;

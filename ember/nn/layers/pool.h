@@ -12,7 +12,8 @@
 
 namespace ember {
 EMBER_CONFIG_ENUM(InterpMode, {InterpMode::Nearest, "nearest"}, {InterpMode::Linear, "linear"},
-                  {InterpMode::Cubic, "cubic"})
+                  {InterpMode::Cubic, "cubic"}, {InterpMode::NearestExact, "nearest_exact"},
+                  {InterpMode::Area, "area"})
 }  // namespace ember
 
 namespace ember::nn {

@@ -51,6 +51,22 @@ class BinaryCrossEntropyLoss {
       per = per * loss_detail::last_dim_vector(kName, "weights", c_.weights, input);
     return per;
   }
+  /// With per-element weights (torch's `weight` tensor), broadcast to the input's shape; they
+  /// multiply the per-element losses, after the config's per-class weights.
+  template <Backend B, int D>
+  Tensor<B, 0> forward(const Tensor<B, D>& input, const Tensor<B, D>& target,
+                       const Tensor<B, D>& weight) const {
+    return loss_detail::reduce(kName, forward_no_reduction(input, target, weight), c_.reduction);
+  }
+  template <Backend B, int D>
+  Tensor<B, D> forward_no_reduction(const Tensor<B, D>& input, const Tensor<B, D>& target,
+                                    const Tensor<B, D>& weight) const {
+    if (broadcast_shapes(input.shape(), weight.shape(), kName) != input.shape())
+      loss_detail::shape_error(kName, "weight " + weight.shape().to_string() +
+                                          " does not broadcast to input " +
+                                          input.shape().to_string());
+    return forward_no_reduction(input, target) * weight;
+  }
 
  private:
   template <Backend B, int D>

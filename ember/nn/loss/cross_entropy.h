@@ -16,7 +16,7 @@
 // t * (1 - s) + s / C, ignore_index does not apply, and Mean divides by the element count.
 #pragma once
 #include "ember/backend/extern.h"
-#include "ember/nn/loss/reduction.h"
+#include "ember/nn/loss/nll.h"
 
 namespace ember::nn {
 
@@ -86,44 +86,15 @@ class CrossEntropyLoss {
   std::pair<Tensor<B, D - 1>, Tensor<B, 1>> class_terms(
       const Tensor<B, D>& logits, const Tensor<B, D - 1, Int>& targets) const {
     check_logits(logits);
-    const int64_t c = logits.dim(1);
-    Dims want = logits.shape().dims();
-    want.erase(1);
-    if (targets.shape() != Shape(want))
-      loss_detail::shape_error(kName, "logits " + logits.shape().to_string() +
-                                          " need class targets " + Shape(want).to_string() +
-                                          ", got " + targets.shape().to_string());
-    auto ignored = targets.equal_elem(c_.ignore_index);
-    auto safe = targets.mask_fill(ignored, int64_t{0});
-    if (safe.numel() > 0) {
-      int64_t lo = safe.min().template into_scalar<int64_t>();
-      int64_t hi = safe.max().template into_scalar<int64_t>();
-      if (lo < 0 || hi >= c)
-        throw IndexError("[" + std::string(kName) + "] class target " +
-                         std::to_string(lo < 0 ? lo : hi) + " out of range for " +
-                         std::to_string(c) + " classes (logits " + logits.shape().to_string() +
-                         ", targets " + targets.shape().to_string() + ")");
-    }
     auto logp = activation::log_softmax(logits, 1);
-    auto picked =
-        logp.gather(1, safe.template unsqueeze_dim<D>(1)).template squeeze<D - 1>(1).neg();
-    Tensor<B, D - 1> kept = ignored.bool_not().float_(logits.dtype());
-    Tensor<B, D - 1> per = picked;
-    Tensor<B, 1> denom = kept.sum();
-    std::optional<Tensor<B, D>> wb;
-    if (!c_.weights.empty()) {
-      wb = class_weights(logits);
-      auto w = loss_detail::vector_like(c_.weights, logits);
-      auto wt = w.select(0, safe.template reshape<1>({-1})).template reshape<D - 1>(safe.shape());
-      per = per * wt;
-      denom = (wt * kept).sum();
-    }
+    auto t = loss_detail::class_nll(kName, logp, targets, c_.weights, c_.ignore_index);
     if (c_.smoothing > 0) {
-      auto all = wb ? logp * *wb : logp;
+      const int64_t c = logits.dim(1);
+      auto all = c_.weights.empty() ? logp : logp * class_weights(logits);
       auto smooth = all.sum_dim(1).template squeeze<D - 1>(1).neg();
-      per = per * (1.0 - c_.smoothing) + smooth * (c_.smoothing / static_cast<double>(c));
+      t.per = t.per * (1.0 - c_.smoothing) + smooth * (c_.smoothing / static_cast<double>(c));
     }
-    return {per.mask_fill(ignored, 0.0), denom};
+    return {t.per.mask_fill(t.ignored, 0.0), t.denom};
   }
 
   template <Backend B, int D>

@@ -1,5 +1,6 @@
-// Regression losses: mean squared error, Huber and smooth L1 (PyTorch's mse_loss, huber_loss,
-// smooth_l1_loss). Input and target have the same shape, any rank; gradients flow into both.
+// Regression losses: mean squared error, L1, Huber and smooth L1 (PyTorch's mse_loss, l1_loss,
+// huber_loss, smooth_l1_loss). Input and target have the same shape, any rank; gradients flow into
+// both.
 //
 //   auto mse = nn::MseLossConfig{}.init();
 //   Tensor<B, 0> l = mse.forward(pred, target);
@@ -17,6 +18,7 @@
 namespace ember::nn {
 
 class MseLoss;
+class L1Loss;
 class HuberLoss;
 class SmoothL1Loss;
 
@@ -24,6 +26,12 @@ struct MseLossConfig {
   Reduction reduction = Reduction::Mean;
   EMBER_CONFIG(MseLossConfig, reduction)
   MseLoss init() const;
+};
+
+struct L1LossConfig {
+  Reduction reduction = Reduction::Mean;
+  EMBER_CONFIG(L1LossConfig, reduction)
+  L1Loss init() const;
 };
 
 struct HuberLossConfig {
@@ -85,6 +93,27 @@ Tensor<B, D> huber(const Tensor<B, D>& d, double k) {
 }
 }  // namespace loss_detail
 
+/// |input - target| (torch.nn.functional.l1_loss).
+class L1Loss {
+ public:
+  static constexpr const char* kName = "l1_loss";
+  explicit L1Loss(L1LossConfig c = {}) : c_(c) {}
+  const L1LossConfig& config() const { return c_; }
+
+  template <Backend B, int D>
+  Tensor<B, 0> forward(const Tensor<B, D>& input, const Tensor<B, D>& target) const {
+    return loss_detail::reduce(kName, forward_no_reduction(input, target), c_.reduction);
+  }
+  template <Backend B, int D>
+  Tensor<B, D> forward_no_reduction(const Tensor<B, D>& input, const Tensor<B, D>& target) const {
+    loss_detail::same_shape(kName, "input", input, "target", target);
+    return (input - target).abs();
+  }
+
+ private:
+  L1LossConfig c_;
+};
+
 class HuberLoss {
  public:
   static constexpr const char* kName = "huber_loss";
@@ -135,6 +164,7 @@ class SmoothL1Loss {
 };
 
 inline MseLoss MseLossConfig::init() const { return MseLoss(*this); }
+inline L1Loss L1LossConfig::init() const { return L1Loss(*this); }
 inline HuberLoss HuberLossConfig::init() const { return HuberLoss(*this); }
 inline SmoothL1Loss SmoothL1LossConfig::init() const { return SmoothL1Loss(*this); }
 

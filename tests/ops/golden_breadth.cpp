@@ -1,0 +1,210 @@
+// The ember call for the golden keys of the API-breadth ops: activations, arithmetic options,
+// reductions over several dims, statistics, norms and distances (tools/gen_goldens.py,
+// section "API breadth"). A file of its own, so that the two halves of the op map compile side
+// by side.
+#include <cmath>
+
+#include "ember/tensor/einsum.h"
+#include "ember/tensor/linalg.h"
+#include "ember/tensor/pool_indices.h"
+#include "ember/tensor/search.h"
+#include "ember/tensor/signal.h"
+#include "golden_op.h"
+
+namespace ember::test {
+
+namespace act = ember::activation;
+
+template <Backend B>
+PadMode pad_mode_of(const Args<B>& a) {
+  const std::string m = a.attrs->at("mode").template get<std::string>();
+  if (m == "reflect") return PadMode::Reflect;
+  if (m == "replicate") return PadMode::Replicate;
+  if (m == "circular") return PadMode::Circular;
+  return PadMode::Constant;
+}
+
+// f.template operator()<D>() with D the rank of input 0 (3, 4 or 5: 1 to 3 spatial dims).
+template <Backend B, class F>
+typename B::Handle by_spatial(const Args<B>& a, F f) {
+  if (a.rank(0) == 3) return f.template operator()<3>().handle();
+  if (a.rank(0) == 4) return f.template operator()<4>().handle();
+  if (a.rank(0) == 5) return f.template operator()<5>().handle();
+  throw ValueError("[golden] spatial rank not wired");
+}
+
+template <class K, Backend B>
+Tensor<B, 1, K> boundaries_of(const Args<B>& a) {
+  return a.template t<1, K>(1);
+}
+
+// var_mean_dims' two results side by side along dims[0].
+template <Backend B, int D, class K>
+Tensor<B, D, K> var_mean_side_by_side(const Tensor<B, D, K>& x, const Args<B>& a) {
+  auto [v, m] = x.var_mean_dims(Dims(a.va("dims")), a.ia("correction"));
+  return ember::cat(std::vector{v, m}, a.va("dims").at(0));
+}
+
+template <Backend B>
+Dims dims_or_empty(const Args<B>& a, const char* k) {
+  return a.attrs->contains(k) ? Dims(a.va(k)) : Dims{};
+}
+
+template <Backend B>
+void add_breadth_ops(std::map<std::string, OpFn<B>>& ops) {
+  using A = Args<B>;
+  // padding modes, negative padding
+  OP("pad_mode", NUM, x.pad(a.va("pads"), pad_mode_of(a), Scalar(a.fa("value"))));
+  // activations
+  OP("hardtanh", FLT, act::hardtanh(x, a.fa("min"), a.fa("max")));
+  OP("relu6", FLT, act::relu6(x));
+  OP("threshold", FLT, act::threshold(x, a.fa("threshold"), a.fa("value")));
+  OP("tanhshrink", FLT, act::tanhshrink(x));
+  OP("softsign", FLT, act::softsign(x));
+  OP("hardshrink", FLT, act::hardshrink(x, a.fa("lambda")));
+  OP("softshrink", FLT, act::softshrink(x, a.fa("lambda")));
+  OP("glu", FLT, act::glu(x, a.ia("dim")));
+  // arithmetic options
+  OP("add_alpha", FLT, x.add(Y, a.fa("alpha")));
+  OP("sub_alpha", FLT, x.sub(Y, a.fa("alpha")));
+  OP("pow_base", FLT, pow(Scalar(a.fa("base")), x));
+  OP("lerp", FLT, x.lerp(Y, Scalar(a.fa("weight"))));
+  OP("lerp_tensor", FLT, x.lerp(Y, Z));
+  OP("addcmul", FLT, x.addcmul(Y, Z, a.fa("value")));
+  OP("addcdiv", FLT, x.addcdiv(Y, Z, a.fa("value")));
+  OP("logaddexp", FLT, x.logaddexp(Y));
+  OP("xlogy", FLT, x.xlogy(Y));
+  OP("clamp_tensor", NUM, x.clamp(Y, Z));
+  // reductions over several dims and statistics
+  OP("prod_dims", NUM, x.prod_dims(Dims(a.va("dims"))));
+  OP("max_dims", NUM, x.max_dims(Dims(a.va("dims"))));
+  OP("min_dims", NUM, x.min_dims(Dims(a.va("dims"))));
+  OP("logsumexp_dims", FLT, x.logsumexp_dims(Dims(a.va("dims"))));
+  OP("var_dims", FLT, x.var_dims(Dims(a.va("dims")), a.ia("correction")));
+  OP("std_dims", FLT, x.std_dims(Dims(a.va("dims")), a.ia("correction")));
+  OP("var_mean_dims", FLT, var_mean_side_by_side(x, a));
+  OP("std", FLT, x.std(a.ia("dim")));
+  OP("median", NUM, x.median(a.ia("dim")));
+  OP("median_indices", NUM, x.median_with_indices(a.ia("dim")).second);
+  OP("quantile", FLT, x.quantile(a.fa("q"), a.ia("dim")));
+  OP("topk_smallest", NUM, x.topk(a.ia("k"), a.ia("dim"), false));
+  // norms and distances
+  OP("vector_norm", FLT, linalg::vector_norm(x, a.fa("p"), Dims(a.va("dims"))));
+  OP("vector_norm_inf", FLT, linalg::vector_norm(x, INFINITY, Dims(a.va("dims"))));
+  OP("vector_norm_neginf", FLT, linalg::vector_norm(x, -INFINITY, Dims(a.va("dims"))));
+  OP("normalize", FLT, linalg::normalize(x, a.fa("p"), a.ia("dim")));
+  OP("cosine_similarity", FLT, linalg::cosine_similarity(x, Y, a.ia("dim")));
+  OP("pairwise_distance", FLT, linalg::pairwise_distance(x, Y, a.fa("p")));
+  // matrix norms and cdist on rank-2 and rank-3 inputs
+  auto by_rank23 = [](const A& a, auto f) {
+    if (a.rank(0) == 2) return f.template operator()<2>().handle();
+    if (a.rank(0) == 3) return f.template operator()<3>().handle();
+    throw ValueError("[golden] rank not wired");
+  };
+  ops["matrix_norm"] = [by_rank23](const A& a) {
+    return by_rank23(a, [&]<int D>() {
+      const std::string ord = a.attrs->at("ord").template get<std::string>();
+      if (ord == "fro") return linalg::matrix_norm(a.template f<D>(0));
+      const double o = ord == "inf" ? INFINITY : ord == "-inf" ? -INFINITY : std::stod(ord);
+      return linalg::matrix_norm(a.template f<D>(0), o);
+    });
+  };
+  // pooling with indices, unpooling, adaptive max pooling
+  ops["max_pool_indices"] = [](const A& a) {
+    return by_spatial(a, [&]<int D>() {
+      PoolOptions o{dims_or_empty(a, "stride"), dims_or_empty(a, "padding"),
+                    dims_or_empty(a, "dilation"), a.ba("ceil_mode")};
+      return max_pool_with_indices(a.template f<D>(0), Dims(a.va("kernel")), o).second;
+    });
+  };
+  ops["max_unpool"] = [](const A& a) {
+    return by_spatial(a, [&]<int D>() {
+      return max_unpool(a.template f<D>(0), a.template t<D, Int>(1), Dims(a.va("size")));
+    });
+  };
+  ops["adaptive_max_pool"] = [](const A& a) {
+    return by_spatial(
+        a, [&]<int D>() { return adaptive_max_pool(a.template f<D>(0), Dims(a.va("size"))); });
+  };
+  ops["adaptive_max_pool_indices"] = [](const A& a) {
+    return by_spatial(a, [&]<int D>() {
+      return adaptive_max_pool_with_indices(a.template f<D>(0), Dims(a.va("size"))).second;
+    });
+  };
+  // searching, counting, data-dependent selection
+  ops["searchsorted"] = [](const A& a) -> typename B::Handle {
+    const bool right = a.ba("right");
+    if (a.rank(0) == 1) return searchsorted(a.template f<1>(0), a.template f<2>(1), right).handle();
+    return searchsorted(a.template f<2>(0), a.template f<2>(1), right).handle();
+  };
+  OP("bucketize", NUM, bucketize(x, boundaries_of<K>(a), a.ba("right")));
+  ops["bincount"] = [](const A& a) {
+    return bincount(a.template t<1, Int>(0), a.ia("minlength")).handle();
+  };
+  ops["bincount_weighted"] = [](const A& a) {
+    return bincount_weighted(a.template t<1, Int>(0), a.template f<1>(1), a.ia("minlength"))
+        .handle();
+  };
+  OP("histc", FLT, histc(x, a.ia("bins"), a.fa("min"), a.fa("max")));
+  OP("nonzero", ANY, nonzero(x));
+  OP("unique_values", NUM, unique(x).values);
+  OP("unique_inverse", NUM, unique(x).inverse);
+  OP("unique_counts", NUM, unique(x).counts);
+  // small linear algebra
+  ops["outer"] = [](const A& a) {
+    return linalg::outer(a.template f<1>(0), a.template f<1>(1)).handle();
+  };
+  ops["diagonal"] = [](const A& a) { return linalg::diagonal(a.template f<2>(0)).handle(); };
+  ops["diag"] = [](const A& a) { return linalg::diag(a.template f<1>(0)).handle(); };
+  ops["trace"] = [](const A& a) { return linalg::trace(a.template f<2>(0)).handle(); };
+  ops["kron"] = [](const A& a) {
+    return linalg::kron(a.template f<2>(0), a.template f<2>(1)).handle();
+  };
+  ops["einsum"] = [](const A& a) -> typename B::Handle {
+    const std::string eq = a.attrs->at("equation").template get<std::string>();
+    auto f1 = [&](size_t i) { return a.template f<1>(i); };
+    auto f2 = [&](size_t i) { return a.template f<2>(i); };
+    auto f3 = [&](size_t i) { return a.template f<3>(i); };
+    if (eq == "ik,kj->ij") return einsum<2>(eq, f2(0), f2(1)).handle();
+    if (eq == "bhd,bkd->bhk") return einsum<3>(eq, f3(0), f3(1)).handle();
+    if (eq == "ij,ij->i") return einsum<1>(eq, f2(0), f2(1)).handle();
+    if (eq == "i,i->") return einsum<0>(eq, f1(0), f1(1)).handle();
+    if (eq == "i,j->ij") return einsum<2>(eq, f1(0), f1(1)).handle();
+    if (eq == "ij->ji") return einsum<2>(eq, f2(0)).handle();
+    if (eq == "ijk->j") return einsum<1>(eq, f3(0)).handle();
+    if (eq == "ij,j->i") return einsum<1>(eq, f2(0), f1(1)).handle();
+    if (eq == "bi,bj->bij") return einsum<3>(eq, f2(0), f2(1)).handle();
+    if (eq == "bij,bjk,bkl->bil") return einsum<3>(eq, f3(0), f3(1), f3(2)).handle();
+    if (eq == "abc,cd->dba") return einsum<3>(eq, f3(0), f2(1)).handle();
+    if (eq == "ik,kj->ij/i64")
+      return einsum<2>("ik,kj->ij", a.template t<2, Int>(0), a.template t<2, Int>(1)).handle();
+    throw ValueError("[golden] einsum equation not wired: " + eq);
+  };
+  ops["meshgrid"] = [](const A& a) {  // the grids stacked along a new dim 0
+    const bool xy = a.attrs->at("indexing").template get<std::string>() == "xy";
+    auto g = meshgrid(std::array{a.template f<1>(0), a.template f<1>(1)}, xy);
+    return ember::stack<3>(std::vector{g[0], g[1]}, 0).handle();
+  };
+  // windows
+  ops["window"] = [](const A& a) {
+    const std::string w = a.attrs->at("window").template get<std::string>();
+    const int64_t n = a.ia("n");
+    const bool periodic = a.ba("periodic");
+    const Device dev = B::default_device();
+    if (w == "hann") return signal::hann_window<B>(n, periodic, dev).handle();
+    if (w == "hamming") return signal::hamming_window<B>(n, periodic, dev).handle();
+    if (w == "blackman") return signal::blackman_window<B>(n, periodic, dev).handle();
+    if (w == "bartlett") return signal::bartlett_window<B>(n, periodic, dev).handle();
+    throw ValueError("[golden] window not wired: " + w);
+  };
+  ops["cdist"] = [by_rank23](const A& a) {
+    return by_rank23(a, [&]<int D>() {
+      return linalg::cdist(a.template f<D>(0), a.template f<D>(1), a.fa("p"));
+    });
+  };
+}
+
+template void add_breadth_ops<Dispatch>(std::map<std::string, OpFn<Dispatch>>&);
+template void add_breadth_ops<Autodiff<Dispatch>>(std::map<std::string, OpFn<Autodiff<Dispatch>>>&);
+
+}  // namespace ember::test
