@@ -818,6 +818,9 @@ for tag, x, a in [("1d", In(2, 3, 9), dict(kernel=[3], stride=[2], padding=[1], 
                   ("2d_ceil", In(2, 2, 7, 7), dict(kernel=[2, 3], stride=[2, 2], padding=[0, 1], dilation=[1, 1], ceil_mode=True)),
                   ("3d", In(1, 2, 5, 4, 6), dict(kernel=[2, 2, 3], stride=[2, 2, 2], padding=[0, 1, 1], dilation=[1, 1, 1], ceil_mode=False))]:
     case("max_pool_indices", lambda x, **k: mp(x, **k)[1], [x], a, tag=tag)
+case("max_pool_indices", lambda x, kernel, padding, dilation, ceil_mode: F.max_pool2d(
+    x, kernel, None, padding, dilation, ceil_mode, return_indices=True)[1], [In(2, 3, 6, 5)],
+     dict(kernel=[2, 2], padding=[0, 0], dilation=[1, 1], ceil_mode=False), tag="default_stride")
 for tag, shape, kernel in [("1d", (2, 3, 8), 2), ("2d", (2, 3, 6, 4), 2), ("3d", (1, 2, 4, 4, 6), 2)]:
     x0 = In(*shape).make()
     f = {3: F.max_pool1d, 4: F.max_pool2d, 5: F.max_pool3d}[len(shape)]
@@ -867,6 +870,57 @@ for key, k in [("unique_values", 0), ("unique_inverse", 1), ("unique_counts", 2)
          [I(3, 5, lo=-3, hi=3)])
     case(key, lambda x, k=k: torch.unique(x.detach(), sorted=True, return_inverse=True, return_counts=True)[k],
          [In(7, values=[2.5, -1.0, 2.5, 0.0, -1.0, 7.0, 2.5])], tag="f32")
+
+# ---- factorizations and solves (golden_breadth.cpp) -------------------------------------
+def values_of(t):
+    return In(*t.shape, values=t.flatten().tolist(), dtype=NAME[t.dtype])
+
+
+def spd(*shape):
+    m = torch.rand(shape, dtype=torch.float64) * 2 - 1
+    return (m @ m.transpose(-1, -2) + shape[-1] * torch.eye(shape[-1], dtype=torch.float64)).float()
+
+
+def well_conditioned(*shape):
+    m = torch.rand(shape, dtype=torch.float64) * 2 - 1
+    return (m + 2 * torch.eye(shape[-1], dtype=torch.float64)).float()
+
+
+case("cholesky", torch.linalg.cholesky, [values_of(spd(4, 4))], rtol=1e-4, atol=1e-5)
+case("cholesky", torch.linalg.cholesky, [values_of(spd(2, 3, 3))], tag="batched", rtol=1e-4, atol=1e-5)
+case("solve", torch.linalg.solve, [values_of(well_conditioned(4, 4)), In(4, 2)], rtol=1e-4, atol=1e-5)
+case("solve", torch.linalg.solve, [values_of(well_conditioned(2, 3, 3)), In(2, 3, 1)], tag="batched",
+     rtol=1e-4, atol=1e-5)
+piv = torch.tensor([[0.1, 2.0, 1.0], [3.0, -1.0, 0.5], [1.0, 1.0, 4.0]])  # needs row swaps
+case("solve", torch.linalg.solve, [values_of(piv), In(3, 2)], tag="pivoting", rtol=1e-4, atol=1e-5)
+case("inv", torch.linalg.inv, [values_of(well_conditioned(4, 4))], rtol=1e-4, atol=1e-5)
+case("inv", torch.linalg.inv, [values_of(piv)], tag="pivoting", rtol=1e-4, atol=1e-5)
+case("det", lambda a: torch.linalg.det(a)[..., None, None], [values_of(well_conditioned(4, 4))], rtol=1e-4, atol=1e-5)
+case("det", lambda a: torch.linalg.det(a)[..., None, None], [values_of(piv)], tag="pivoting", rtol=1e-4, atol=1e-5)
+case("det", lambda a: torch.linalg.det(a)[..., None, None], [values_of(well_conditioned(3, 2, 2))], tag="batched",
+     rtol=1e-4, atol=1e-5)
+for upper in (True, False):
+    t = well_conditioned(4, 4)
+    t = t.triu() if upper else t.tril()
+    case("solve_triangular", lambda a, b, upper: torch.linalg.solve_triangular(a, b, upper=upper),
+         [values_of(t), In(4, 3)], {"upper": upper}, tag="upper" if upper else "lower", rtol=1e-4, atol=1e-5)
+
+# ---- Fourier transforms (golden_breadth.cpp): complex values as view_as_real [..., 2] -----
+case("rfft", lambda x, dim: torch.view_as_real(torch.fft.rfft(x, dim=dim)), [In(3, 16)], {"dim": -1})
+case("rfft", lambda x, dim: torch.view_as_real(torch.fft.rfft(x, dim=dim)), [In(7)], {"dim": -1}, tag="odd")
+case("rfft", lambda x, dim: torch.view_as_real(torch.fft.rfft(x, dim=dim)), [In(2, 10, 3)], {"dim": 1}, tag="dim1")
+for n, bins in [(16, 9), (15, 8)]:
+    case("irfft", lambda z, n: torch.fft.irfft(torch.view_as_complex(z), n=n), [In(3, bins, 2)], {"n": n},
+         tag=f"n{n}")
+for inverse in (False, True):
+    f = torch.fft.ifft if inverse else torch.fft.fft
+    case("fft", lambda z, inverse, f=f: torch.view_as_real(f(torch.view_as_complex(z))), [In(2, 12, 2)],
+         {"inverse": inverse}, tag="inverse" if inverse else "forward")
+for shape in [(64,), (2, 50)]:
+    case("stft", lambda x, w, n_fft, hop: torch.view_as_real(
+        torch.stft(x, n_fft, hop, window=w, center=True, pad_mode="reflect", return_complex=True)),
+         [In(*shape), values_of(torch.hann_window(16))], {"n_fft": 16, "hop": 4}, tag=f"r{len(shape)}",
+         rtol=1e-4, atol=1e-5)
 
 out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")

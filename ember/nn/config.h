@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/core/dtype.h"
 #include "ember/core/error.h"
 #include "ember/core/export.h"
 #include "ember/core/json.h"
@@ -61,6 +62,12 @@
   constexpr auto config_enum_names(Enum) {                                  \
     return std::to_array<std::pair<Enum, std::string_view>>({__VA_ARGS__}); \
   }
+
+namespace ember {
+EMBER_CONFIG_ENUM(DType, {DType::F64, "f64"}, {DType::F32, "f32"}, {DType::F16, "f16"},
+                  {DType::BF16, "bf16"}, {DType::I64, "i64"}, {DType::I32, "i32"},
+                  {DType::I16, "i16"}, {DType::I8, "i8"}, {DType::U8, "u8"}, {DType::Bool, "bool"})
+}  // namespace ember
 
 namespace ember::nn {
 

@@ -165,6 +165,14 @@ M to_dtype(M m, DType dtype) {
   return m;
 }
 
+namespace detail {
+/// What a config's init returns for its `dtype` field: the module as built (f32), or converted.
+template <Module M>
+M in_dtype(M m, DType dtype) {
+  return dtype == DType::F32 ? m : to_dtype(std::move(m), dtype);
+}
+}  // namespace detail
+
 /// A copy whose parameters under `prefix` (all, when empty) are frozen: they are detached
 /// and optimizers skip them. `freeze(m, "encoder")` matches "encoder.*", not "encoder2.*".
 template <Module M>

@@ -61,7 +61,8 @@ std::pair<Tensor<B, D>, Tensor<B, D, Int>> max_pool_with_indices(const Tensor<B,
   auto pos = detail::plane_positions(x) + 1.0;
   auto xp = x.pad(extra, -INFINITY);
   auto pp = pos.pad(extra, 0.0);
-  UnfoldOptions u{o.dilation, o.padding, o.stride};
+  UnfoldOptions u{o.dilation, o.padding,
+                  o.stride.empty() ? kernel : o.stride};  // pool: stride = kernel
   const int64_t n = x.dim(0), c = x.dim(1), l = y.numel() / std::max<int64_t>(1, n * c);
   auto cols = unfold(xp, kernel, u).template reshape<4>({n, c, -1, l});  // [N, C, K, L]
   auto pcols = unfold(pp, kernel, u).template reshape<4>({1, 1, -1, l});

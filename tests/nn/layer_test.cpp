@@ -4,6 +4,7 @@
 
 #include "ember/nn/layers/activation.h"
 #include "ember/nn/layers/conv.h"
+#include "ember/nn/layers/distance.h"
 #include "ember/nn/layers/dropout.h"
 #include "ember/nn/layers/embedding.h"
 #include "ember/nn/layers/linear.h"
@@ -217,6 +218,50 @@ TEST(Layers, ToDtypeRunsTheModuleInF64) {
   check(nn::Conv2dConfig{{3, 4}, {3, 3}}.init<AD>(), x4);
   check(nn::BatchNormConfig{3}.init<AD>(), x4);
   EXPECT_THROW(nn::to_dtype(nn::LinearConfig{6, 4}.init<AD>(), DType::I64), DTypeError);
+}
+
+// A layer built in f64 from its config (also from JSON) has f64 parameters and runs on f64
+// inputs; norms' running statistics follow.
+TEST(Layers, ConfigDtypeBuildsTheLayerInThatType) {
+  auto fc =
+      nn::config_from_json<nn::LinearConfig>(R"({"d_input": 6, "d_output": 4, "dtype": "f64"})")
+          .init<AD>();
+  EXPECT_EQ(fc.weight.val().dtype(), DType::F64);
+  EXPECT_NE(
+      nn::config_json(nn::LinearConfig{6, 4}.with_dtype(DType::BF16)).find(R"("dtype":"bf16")"),
+      std::string::npos);
+  auto x = Tensor<AD, 2>::ones({2, 6}, Device::cpu(), DType::F64);
+  EXPECT_EQ(fc.forward(x).dtype(), DType::F64);
+  auto bn = nn::BatchNormConfig{3}.with_dtype(DType::F64).init<AD>();
+  EXPECT_EQ(bn.running_var.val().dtype(), DType::F64);
+  auto conv = nn::Conv2dConfig{{3, 2}, {3, 3}}.with_dtype(DType::F64).init<AD>();
+  EXPECT_EQ(conv.forward(Tensor<AD, 4>::ones({1, 3, 5, 5}, Device::cpu(), DType::F64)).dtype(),
+            DType::F64);
+  auto emb = nn::EmbeddingConfig{10, 4}.with_dtype(DType::F16).init<AD>();
+  EXPECT_EQ(emb.forward(Tensor<AD, 1, Int>::zeros({3})).dtype(), DType::F16);
+  auto ln = nn::LayerNormConfig{6}.with_dtype(DType::F64).init<AD>();
+  EXPECT_EQ(ln.forward(x).dtype(), DType::F64);
+}
+
+// The thin modules compute what their functions (checked against PyTorch in the op suite)
+// compute, with their fields as the arguments.
+TEST(Layers, ModulesOverTheBreadthFunctions) {
+  using T4 = Tensor<Dispatch, 4>;
+  auto x = T4::random({2, 3, 6, 5}, Distribution::normal(0, 1));
+  auto same = [](const auto& a, const auto& b) {
+    EXPECT_EQ(a.shape(), b.shape());
+    EXPECT_EQ(a.to_data().template to_vec<float>(), b.to_data().template to_vec<float>());
+  };
+  same(nn::Pad2d{{1, 2, 2, 0}, PadMode::Reflect}.forward(x), x.pad({1, 2, 2, 0}, PadMode::Reflect));
+  same(nn::AdaptiveMaxPool2d{{3, 2}}.forward(x), adaptive_max_pool(x, {3, 2}));
+  auto [y, idx] = max_pool_with_indices(x, {2, 2});
+  same(nn::MaxUnpool2d{{6, 5}}.forward(y, idx), max_unpool(y, idx, {6, 5}));
+  auto a = Tensor<Dispatch, 2>::random({4, 3}, Distribution::normal(0, 1)), b = a * 2.0 + 1.0;
+  same(nn::CosineSimilarity{1, 1e-8}.forward(a, b), linalg::cosine_similarity(a, b, 1));
+  same(nn::PairwiseDistance{1.0}.forward(a, b), linalg::pairwise_distance(a, b, 1.0));
+  same(nn::Hardtanh{-0.5, 0.5}.forward(a), activation::hardtanh(a, -0.5, 0.5));
+  same(nn::Glu{2}.forward(x), activation::glu(x, 2));
+  same(nn::Softmin{1}.forward(a), activation::softmin(a, 1));
 }
 
 // A layer whose parameters are f32 names itself and both types for an f64 input.

@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "ember/tensor/einsum.h"
+#include "ember/tensor/fft.h"
 #include "ember/tensor/linalg.h"
+#include "ember/tensor/linalg_solve.h"
 #include "ember/tensor/pool_indices.h"
 #include "ember/tensor/search.h"
 #include "ember/tensor/signal.h"
@@ -43,6 +45,30 @@ template <Backend B, int D, class K>
 Tensor<B, D, K> var_mean_side_by_side(const Tensor<B, D, K>& x, const Args<B>& a) {
   auto [v, m] = x.var_mean_dims(Dims(a.va("dims")), a.ia("correction"));
   return ember::cat(std::vector{v, m}, a.va("dims").at(0));
+}
+
+// f.template operator()<D>() with D the rank of input 0, 1 to 3.
+template <Backend B, class F>
+typename B::Handle by_rank123(const Args<B>& a, F f) {
+  if (a.rank(0) == 1) return f.template operator()<1>().handle();
+  if (a.rank(0) == 2) return f.template operator()<2>().handle();
+  if (a.rank(0) == 3) return f.template operator()<3>().handle();
+  throw ValueError("[golden] rank not wired");
+}
+
+// The same for a complex input [..., 2] of rank D + 1: D from 1 to 3.
+template <Backend B, class F>
+typename B::Handle by_complex_rank(const Args<B>& a, F f) {
+  if (a.rank(0) == 2) return f.template operator()<1>().handle();
+  if (a.rank(0) == 3) return f.template operator()<2>().handle();
+  if (a.rank(0) == 4) return f.template operator()<3>().handle();
+  throw ValueError("[golden] rank not wired");
+}
+
+/// A complex result as PyTorch's view_as_real shows it: {re, im} along a new last dim.
+template <Backend B, int D>
+Tensor<B, D + 1> as_real(const fft::Complex<B, D>& c) {
+  return ember::stack<D + 1>(std::vector{c.first, c.second}, D);
 }
 
 template <Backend B>
@@ -196,6 +222,52 @@ void add_breadth_ops(std::map<std::string, OpFn<B>>& ops) {
     if (w == "blackman") return signal::blackman_window<B>(n, periodic, dev).handle();
     if (w == "bartlett") return signal::bartlett_window<B>(n, periodic, dev).handle();
     throw ValueError("[golden] window not wired: " + w);
+  };
+  // Fourier transforms: complex inputs come as [..., n, 2] (view_as_real), results too
+  ops["rfft"] = [](const A& a) {
+    return by_rank123(
+        a, [&]<int D>() { return as_real<B, D>(fft::rfft(a.template f<D>(0), a.ia("dim"))); });
+  };
+  ops["irfft"] = [](const A& a) {  // input [..., bins, 2]
+    return by_complex_rank(a, [&]<int D>() {
+      auto z = a.template f<D + 1>(0);
+      auto re = z.narrow(D, 0, 1).template squeeze<D>(D),
+           im = z.narrow(D, 1, 1).template squeeze<D>(D);
+      return fft::irfft(re, im, a.ia("n"));
+    });
+  };
+  ops["fft"] = [](const A& a) {
+    return by_complex_rank(a, [&]<int D>() {
+      auto z = a.template f<D + 1>(0);
+      auto re = z.narrow(D, 0, 1).template squeeze<D>(D),
+           im = z.narrow(D, 1, 1).template squeeze<D>(D);
+      return as_real<B, D>(a.ba("inverse") ? fft::ifft(re, im) : fft::fft(re, im));
+    });
+  };
+  ops["stft"] = [](const A& a) -> typename B::Handle {
+    auto w = a.template f<1>(1);
+    if (a.rank(0) == 1)
+      return as_real<B, 2>(fft::stft(a.template f<1>(0), a.ia("n_fft"), a.ia("hop"), w)).handle();
+    return as_real<B, 3>(fft::stft(a.template f<2>(0), a.ia("n_fft"), a.ia("hop"), w)).handle();
+  };
+  // factorizations and solves
+  ops["cholesky"] = [by_rank23](const A& a) {
+    return by_rank23(a, [&]<int D>() { return linalg::cholesky(a.template f<D>(0)); });
+  };
+  ops["solve"] = [by_rank23](const A& a) {
+    return by_rank23(
+        a, [&]<int D>() { return linalg::solve(a.template f<D>(0), a.template f<D>(1)); });
+  };
+  ops["inv"] = [by_rank23](const A& a) {
+    return by_rank23(a, [&]<int D>() { return linalg::inv(a.template f<D>(0)); });
+  };
+  ops["det"] = [by_rank23](const A& a) {
+    return by_rank23(a, [&]<int D>() { return linalg::det(a.template f<D>(0)); });
+  };
+  ops["solve_triangular"] = [by_rank23](const A& a) {
+    return by_rank23(a, [&]<int D>() {
+      return linalg::solve_triangular(a.template f<D>(0), a.template f<D>(1), a.ba("upper"));
+    });
   };
   ops["cdist"] = [by_rank23](const A& a) {
     return by_rank23(a, [&]<int D>() {

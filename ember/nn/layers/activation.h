@@ -166,14 +166,16 @@ struct PRelu {
 struct PReluConfig {
   int64_t num_parameters = 1;
   double init_value = 0.25;
-  EMBER_CONFIG(PReluConfig, num_parameters, init_value)
+  DType dtype = DType::F32;  // the parameters' float type
+  EMBER_CONFIG(PReluConfig, num_parameters, init_value, dtype)
   template <Backend B>
   PRelu<B> init(Device dev = B::default_device()) const {
     if (num_parameters <= 0) throw ValueError("[prelu] num_parameters must be positive");
     double v = init_value;
-    return {Param<Tensor<B, 1>>::lazy({num_parameters}, dev, [v](const Shape& s, Device d) {
+    PRelu<B> m{Param<Tensor<B, 1>>::lazy({num_parameters}, dev, [v](const Shape& s, Device d) {
       return Tensor<B, 1>::full(s, v, d);
     })};
+    return detail::in_dtype(std::move(m), dtype);
   }
 };
 

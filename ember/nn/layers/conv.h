@@ -141,8 +141,10 @@ struct ConvConfig {
   int64_t groups = 1;
   bool bias = true;
   Initializer initializer = Initializer::kaiming_uniform(1.0 / std::sqrt(3.0));
+  /// The parameters' float type (f32, f64, f16, bf16).
+  DType dtype = DType::F32;
   EMBER_CONFIG(ConvConfig, channels, kernel_size, stride, dilation, padding, padding_mode,
-               padding_fill, groups, bias, initializer)
+               padding_fill, groups, bias, initializer, dtype)
 
   template <Backend B>
   Conv<B, N> init(Device dev = B::default_device()) const {
@@ -159,7 +161,7 @@ struct ConvConfig {
       }
     m.fill = padding_fill;
     detail::conv_params<B, N>(*this, false, k, dev, m);
-    return m;
+    return detail::in_dtype(std::move(m), dtype);
   }
 };
 
@@ -205,8 +207,10 @@ struct ConvTransposeConfig {
   int64_t groups = 1;
   bool bias = true;
   Initializer initializer = Initializer::kaiming_uniform(1.0 / std::sqrt(3.0));
+  /// The parameters' float type (f32, f64, f16, bf16).
+  DType dtype = DType::F32;
   EMBER_CONFIG(ConvTransposeConfig, channels, kernel_size, stride, dilation, padding, padding_out,
-               groups, bias, initializer)
+               groups, bias, initializer, dtype)
 
   template <Backend B>
   ConvTranspose<B, N> init(Device dev = B::default_device()) const {
@@ -215,7 +219,7 @@ struct ConvTransposeConfig {
     detail::conv_params<B, N>(*this, true, k, dev, m);
     m.padding = padding;
     m.padding_out = padding_out;
-    return m;
+    return detail::in_dtype(std::move(m), dtype);
   }
 };
 

@@ -64,8 +64,10 @@ struct EmbeddingConfig {
   /// Looked-up vectors longer than this (in the max_norm_p norm) are scaled down to it.
   std::optional<double> max_norm = {};
   double max_norm_p = 2;
+  /// The table's float type (f32, f64, f16, bf16).
+  DType dtype = DType::F32;
   EMBER_CONFIG(EmbeddingConfig, n_embedding, d_model, initializer, padding_idx, max_norm,
-               max_norm_p)
+               max_norm_p, dtype)
 
   template <Backend B>
   Embedding<B> init(Device dev = B::default_device()) const {
@@ -93,7 +95,7 @@ struct EmbeddingConfig {
     m.padding_idx = pad;
     m.max_norm = max_norm.value_or(0.0);
     m.max_norm_p = max_norm_p;
-    return m;
+    return detail::in_dtype(std::move(m), dtype);
   }
 };
 

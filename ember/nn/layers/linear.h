@@ -20,7 +20,9 @@ struct LinearConfig {
   bool bias = true;
   /// PyTorch's default: uniform in ±1/sqrt(d_input).
   Initializer initializer = Initializer::kaiming_uniform(1.0 / std::sqrt(3.0));
-  EMBER_CONFIG(LinearConfig, d_input, d_output, bias, initializer)
+  /// The parameters' float type (f32, f64, f16, bf16).
+  DType dtype = DType::F32;
+  EMBER_CONFIG(LinearConfig, d_input, d_output, bias, initializer, dtype)
 
   template <Backend B>
   Linear<B> init(Device dev = B::default_device()) const;
@@ -51,7 +53,7 @@ Linear<B> LinearConfig::init(Device dev) const {
     m.bias = Param<Tensor<B, 1>>::lazy({d_output}, dev, [ini, fi, fo](const Shape& s, Device d) {
       return ini.init<B, 1>(s, d, fi, fo);
     });
-  return m;
+  return detail::in_dtype(std::move(m), dtype);
 }
 
 template <Backend B>

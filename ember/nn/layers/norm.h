@@ -85,7 +85,9 @@ struct LayerNormConfig {
   bool elementwise_affine = true;
   /// Learnable beta (with elementwise_affine).
   bool bias = true;
-  EMBER_CONFIG(LayerNormConfig, d_model, epsilon, normalized_shape, elementwise_affine, bias)
+  /// The parameters' float type (f32, f64, f16, bf16).
+  DType dtype = DType::F32;
+  EMBER_CONFIG(LayerNormConfig, d_model, epsilon, normalized_shape, elementwise_affine, bias, dtype)
   template <Backend B>
   LayerNorm<B> init(Device dev = B::default_device()) const {
     Dims shape = normalized_shape.empty() ? Dims{d_model} : Dims(normalized_shape);
@@ -103,7 +105,7 @@ struct LayerNormConfig {
       m.gamma = detail::affine<B>(n, 1, dev);
       if (bias) m.beta = detail::affine<B>(n, 0, dev);
     }
-    return m;
+    return detail::in_dtype(std::move(m), dtype);
   }
 };
 
@@ -127,11 +129,12 @@ struct RmsNorm {
 struct RmsNormConfig {
   int64_t d_model = 0;
   double epsilon = 1e-5;
-  EMBER_CONFIG(RmsNormConfig, d_model, epsilon)
+  DType dtype = DType::F32;  // the parameters' float type
+  EMBER_CONFIG(RmsNormConfig, d_model, epsilon, dtype)
   template <Backend B>
   RmsNorm<B> init(Device dev = B::default_device()) const {
     if (d_model <= 0) throw ValueError("[rms_norm] d_model must be positive");
-    return {detail::affine<B>(d_model, 1, dev), epsilon};
+    return detail::in_dtype(RmsNorm<B>{detail::affine<B>(d_model, 1, dev), epsilon}, dtype);
   }
 };
 
@@ -169,7 +172,8 @@ struct GroupNormConfig {
   int64_t num_channels = 0;
   double epsilon = 1e-5;
   bool affine = true;
-  EMBER_CONFIG(GroupNormConfig, num_groups, num_channels, epsilon, affine)
+  DType dtype = DType::F32;  // the parameters' float type
+  EMBER_CONFIG(GroupNormConfig, num_groups, num_channels, epsilon, affine, dtype)
   template <Backend B>
   GroupNorm<B> init(Device dev = B::default_device()) const {
     if (num_groups <= 0 || num_channels <= 0 || num_channels % num_groups != 0)
@@ -183,7 +187,7 @@ struct GroupNormConfig {
       m.gamma = detail::affine<B>(num_channels, 1, dev);
       m.beta = detail::affine<B>(num_channels, 0, dev);
     }
-    return m;
+    return detail::in_dtype(std::move(m), dtype);
   }
 };
 
@@ -192,10 +196,11 @@ struct InstanceNormConfig {
   int64_t num_channels = 0;
   double epsilon = 1e-5;
   bool affine = true;
-  EMBER_CONFIG(InstanceNormConfig, num_channels, epsilon, affine)
+  DType dtype = DType::F32;  // the parameters' float type
+  EMBER_CONFIG(InstanceNormConfig, num_channels, epsilon, affine, dtype)
   template <Backend B>
   GroupNorm<B> init(Device dev = B::default_device()) const {
-    return GroupNormConfig{num_channels, num_channels, epsilon, affine}.init<B>(dev);
+    return GroupNormConfig{num_channels, num_channels, epsilon, affine, dtype}.init<B>(dev);
   }
 };
 template <Backend B>
@@ -256,7 +261,8 @@ struct BatchNormConfig {
   double momentum = 0.1;
   /// Learnable gamma and beta per channel.
   bool affine = true;
-  EMBER_CONFIG(BatchNormConfig, num_features, epsilon, momentum, affine)
+  DType dtype = DType::F32;  // the parameters' and running statistics' float type
+  EMBER_CONFIG(BatchNormConfig, num_features, epsilon, momentum, affine, dtype)
   template <Backend B>
   BatchNorm<B> init(Device dev = B::default_device()) const {
     if (num_features <= 0) throw ValueError("[batch_norm] num_features must be positive");
@@ -269,7 +275,7 @@ struct BatchNormConfig {
     m.running_var = Buffer<Tensor<B, 1>>(Tensor<B, 1>::ones({num_features}, dev));
     m.momentum = momentum;
     m.epsilon = epsilon;
-    return m;
+    return detail::in_dtype(std::move(m), dtype);
   }
 };
 

@@ -9,6 +9,7 @@
 #include "ember/nn/config.h"
 #include "ember/nn/module.h"
 #include "ember/tensor/nn_ops.h"
+#include "ember/tensor/pool_indices.h"
 
 namespace ember {
 EMBER_CONFIG_ENUM(InterpMode, {InterpMode::Nearest, "nearest"}, {InterpMode::Linear, "linear"},
@@ -67,6 +68,46 @@ struct AdaptiveAvgPool {
   }
 };
 
+/// Max pooling to a fixed output size.
+template <int N>
+struct AdaptiveMaxPool {
+  std::array<int64_t, N> output_size{};
+  EMBER_MODULE(AdaptiveMaxPool, output_size)
+  template <Backend B>
+  Tensor<B, N + 2> forward(const Tensor<B, N + 2>& x) const {
+    return adaptive_max_pool(x, detail::dims_of(output_size));
+  }
+};
+
+/// The inverse of max pooling: values back at the indices max_pool_with_indices gave, zeros
+/// elsewhere, in planes of output_size.
+template <int N>
+struct MaxUnpool {
+  std::array<int64_t, N> output_size{};
+  EMBER_MODULE(MaxUnpool, output_size)
+  template <Backend B>
+  Tensor<B, N + 2> forward(const Tensor<B, N + 2>& x, const Tensor<B, N + 2, Int>& indices) const {
+    return max_unpool(x, indices, detail::dims_of(output_size));
+  }
+};
+
+/// Pads the last N dims: {before, after} for the last dim, then the one before, ... (the
+/// PyTorch modules ConstantPad*d, ZeroPad2d, ReflectionPad*d, ReplicationPad*d, CircularPad*d).
+template <int N>
+struct Pad {
+  std::array<int64_t, 2 * N> padding{};
+  PadMode mode = PadMode::Constant;
+  double value = 0;
+  EMBER_MODULE(Pad, padding, mode, value)
+  template <Backend B, int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    return x.pad(std::vector<int64_t>(padding.begin(), padding.end()), mode, value);
+  }
+};
+using Pad1d = Pad<1>;
+using Pad2d = Pad<2>;
+using Pad3d = Pad<3>;
+
 template <int N>
 struct MaxPoolConfig {
   std::array<int64_t, N> kernel_size{};
@@ -120,6 +161,12 @@ using AvgPool2dConfig = AvgPoolConfig<2>;
 using AdaptiveAvgPool1dConfig = AdaptiveAvgPoolConfig<1>;
 using AdaptiveAvgPool2dConfig = AdaptiveAvgPoolConfig<2>;
 using AdaptiveAvgPool3dConfig = AdaptiveAvgPoolConfig<3>;
+using AdaptiveMaxPool1d = AdaptiveMaxPool<1>;
+using AdaptiveMaxPool2d = AdaptiveMaxPool<2>;
+using AdaptiveMaxPool3d = AdaptiveMaxPool<3>;
+using MaxUnpool1d = MaxUnpool<1>;
+using MaxUnpool2d = MaxUnpool<2>;
+using MaxUnpool3d = MaxUnpool<3>;
 
 // ---- Interpolate, Unfold, Fold -------------------------------------------------------------
 
