@@ -11,6 +11,7 @@
 #include "ember/tensor/activation.h"
 #include "ember/tensor/einsum.h"
 #include "ember/tensor/fft.h"
+#include "ember/tensor/grid.h"
 #include "ember/tensor/linalg.h"
 #include "ember/tensor/linalg_solve.h"
 #include "ember/tensor/nn_ops.h"

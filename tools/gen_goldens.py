@@ -922,6 +922,47 @@ for shape in [(64,), (2, 50)]:
          [In(*shape), values_of(torch.hann_window(16))], {"n_fft": 16, "hop": 4}, tag=f"r{len(shape)}",
          rtol=1e-4, atol=1e-5)
 
+# ---- sampling grids (golden_breadth.cpp) --------------------------------------------------
+for ac in (False, True):
+    case("affine_grid", lambda t, size, align_corners: F.affine_grid(t, size, align_corners=align_corners),
+         [In(2, 2, 3)], {"size": [2, 3, 4, 5], "align_corners": ac}, tag=f"ac{int(ac)}")
+for mode, pm, ac in [("bilinear", "zeros", False), ("bilinear", "zeros", True), ("bilinear", "border", False),
+                     ("nearest", "zeros", False), ("nearest", "border", True)]:
+    case("grid_sample", lambda x, g, mode, padding_mode, align_corners: F.grid_sample(
+        x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners),
+         [In(2, 3, 5, 6), In(2, 4, 3, 2, lo=-1.2, hi=1.2)],
+         {"mode": mode, "padding_mode": pm, "align_corners": ac}, tag=f"{mode}_{pm}_ac{int(ac)}",
+         fd=mode == "bilinear", rtol=1e-4, atol=1e-5)
+
+# ---- QR, symmetric eigenproblems, singular values (golden_breadth.cpp) ---------------------
+def qr_positive(a):  # Q stacked over R, with R's diagonal made positive (ember's convention)
+    q, r = torch.linalg.qr(a)
+    s = torch.sign(torch.diagonal(r, dim1=-2, dim2=-1))
+    return torch.cat([q * s.unsqueeze(-2), r * s.unsqueeze(-1)], -2)
+
+
+def signed_columns(v):
+    at = v.abs().argmax(-2, keepdim=True)
+    return v * torch.gather(v, -2, at).sign()
+
+
+def sym(*shape):
+    m = torch.rand(shape, dtype=torch.float64) * 2 - 1
+    return (m + m.transpose(-1, -2)).float()
+
+
+case("qr", qr_positive, [values_of(well_conditioned(4, 4))], rtol=1e-4, atol=1e-5)
+case("qr", qr_positive, [In(5, 3)], tag="tall", rtol=1e-4, atol=1e-5)
+case("qr", qr_positive, [values_of(well_conditioned(2, 3, 3))], tag="batched", rtol=1e-4, atol=1e-5)
+case("eigvalsh", lambda a: torch.linalg.eigvalsh(a).unsqueeze(-1), [values_of(sym(4, 4))], rtol=1e-4, atol=1e-5)
+case("eigvalsh", lambda a: torch.linalg.eigvalsh(a).unsqueeze(-1), [values_of(sym(2, 3, 3))], tag="batched",
+     rtol=1e-4, atol=1e-5)
+case("eigh_vectors", lambda a: signed_columns(torch.linalg.eigh(a)[1]), [values_of(sym(4, 4))], rtol=1e-3,
+     atol=1e-4, fd=False)
+case("svdvals", lambda a: torch.linalg.svdvals(a).unsqueeze(-1), [values_of(well_conditioned(4, 4))], rtol=1e-4,
+     atol=1e-5)
+case("svdvals", lambda a: torch.linalg.svdvals(a).unsqueeze(-1), [In(3, 5)], tag="wide", rtol=1e-4, atol=1e-5)
+
 out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")
 with open(path, "w") as f:

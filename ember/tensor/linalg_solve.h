@@ -12,7 +12,9 @@
 //   auto d = ember::linalg::det(a);                         // [1, 1]: 8
 //   auto ai = ember::linalg::inv(a);
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -214,6 +216,104 @@ Tensor<B, D> det(const Tensor<B, D>& a) {
       (f.lu * Tensor<B, 2>::eye(n, a.device(), a.dtype()).template unsqueeze<D>()).sum_dim(D - 1);
   auto sign = 1.0 - f.swaps.remainder_scalar(int64_t{2}).float_(a.dtype()) * 2.0;
   return diag.prod_dim(D - 2) * sign;
+}
+
+/// The reduced QR factorization of a [..., m, n] (m >= n): Q [..., m, n] with orthonormal
+/// columns and R [..., n, n] upper triangular with a positive diagonal, a = Q R
+/// (torch.linalg.qr up to the signs of Q's columns and R's rows, which it leaves to LAPACK).
+/// Gram-Schmidt with each projection done twice, which keeps Q orthogonal to rounding.
+template <Backend B, int D>
+std::pair<Tensor<B, D>, Tensor<B, D>> qr(const Tensor<B, D>& a) {
+  static_assert(D >= 2, "qr takes [..., m, n] matrices");
+  const int64_t m = a.dim(D - 2), n = a.dim(D - 1);
+  if (m < n || n == 0)
+    throw ShapeError("[qr] needs m >= n > 0 (the reduced factorization), got " +
+                     a.shape().to_string());
+  std::vector<Tensor<B, D>> qs, rs;  // columns of Q [..., m, 1] and of R [..., n, 1]
+  for (int64_t j = 0; j < n; ++j) {
+    auto v = a.narrow(D - 1, j, 1);
+    std::optional<Tensor<B, D>> h;
+    if (j > 0) {
+      auto q = ember::cat(qs, D - 1);  // [..., m, j]
+      auto h1 = q.transpose().matmul(v);
+      v = v - q.matmul(h1);
+      auto h2 = q.transpose().matmul(v);
+      v = v - q.matmul(h2);
+      h = h1 + h2;  // [..., j, 1]
+    }
+    auto norm = v.square().sum_dim(D - 2).sqrt();  // [..., 1, 1]
+    qs.push_back(v / norm);
+    Dims below = norm.shape().dims();
+    below[D - 2] = n - j - 1;
+    std::vector<Tensor<B, D>> parts;
+    if (h) parts.push_back(*h);
+    parts.push_back(norm);
+    if (n - j - 1 > 0) parts.push_back(Tensor<B, D>::zeros(Shape(below), a.device(), a.dtype()));
+    rs.push_back(ember::cat(parts, D - 2));
+  }
+  return {ember::cat(qs, D - 1), ember::cat(rs, D - 1)};
+}
+
+/// The eigenvalues (ascending, [..., n, 1]) and eigenvectors (the columns of [..., n, n]) of
+/// symmetric a [..., n, n] (torch.linalg.eigh; each eigenvector's sign is arbitrary, as
+/// there). Cyclic Jacobi rotations until the off-diagonal part is below the rounding of the
+/// type (at most 30 sweeps); `a` is read as (a + a^T) / 2.
+template <Backend B, int D>
+std::pair<Tensor<B, D>, Tensor<B, D>> eigh(const Tensor<B, D>& input) {
+  detail::check_square("eigh", input);
+  const int64_t n = input.dim(D - 1);
+  Tensor<B, D> a = (input + input.transpose()) * 0.5;
+  std::array<int64_t, D> full{};
+  for (int d = 0; d < D; ++d) full[d] = a.dim(d);
+  auto eye = Tensor<B, 2>::eye(n, a.device(), a.dtype()).template unsqueeze<D>();
+  Tensor<B, D> v = eye.template expand<D>(full);
+  auto unit = [&](int64_t r, int64_t c) {  // the [1.., n, n] matrix with a 1 at (r, c)
+    std::vector<double> e(static_cast<size_t>(n * n), 0.0);
+    e[static_cast<size_t>(r * n + c)] = 1.0;
+    return Tensor<B, 2>::template from_values<double>(e, Shape{n, n}, a.device())
+        .cast(a.dtype())
+        .template unsqueeze<D>();
+  };
+  const double tol = a.dtype() == DType::F64 ? 1e-14 : 1e-7;
+  auto off_norm = [&](const Tensor<B, D>& t) {
+    return (t * (1.0 - eye)).square().sum().template into_scalar<double>();
+  };
+  const double scale = std::max(a.square().sum().template into_scalar<double>(), 1e-300);
+  for (int sweep = 0; sweep < 30 && n > 1 && off_norm(a) > tol * tol * scale; ++sweep) {
+    for (int64_t p = 0; p < n - 1; ++p)
+      for (int64_t q = p + 1; q < n; ++q) {
+        auto app = a.narrow(D - 2, p, 1).narrow(D - 1, p, 1);
+        auto aqq = a.narrow(D - 2, q, 1).narrow(D - 1, q, 1);
+        auto apq = a.narrow(D - 2, p, 1).narrow(D - 1, q, 1);  // [..., 1, 1]
+        auto zero = apq.abs().lower_equal_elem(1e-300);
+        auto safe = apq.mask_fill(zero, 1.0);
+        auto tau = (aqq - app) / (safe * 2.0);
+        auto t = tau.sign().mask_fill(tau.equal_elem(0.0), 1.0) /
+                 (tau.abs() + (tau.square() + 1.0).sqrt());
+        t = t.mask_fill(zero, 0.0);
+        auto c = (t.square() + 1.0).rsqrt(), s = t * c;
+        // J = I + (c - 1)(E_pp + E_qq) + s (E_pq - E_qp); a <- J^T a J, v <- v J
+        auto j = eye + (c - 1.0) * (unit(p, p) + unit(q, q)) + s * (unit(p, q) - unit(q, p));
+        a = j.transpose().matmul(a).matmul(j);
+        v = v.matmul(j);
+      }
+  }
+  auto w = (a * eye).sum_dim(D - 1);  // [..., n, 1]
+  auto [sorted, order] = w.sort_with_indices(D - 2);
+  std::array<int64_t, D> cols = full;
+  auto idx = order.transpose().template expand<D>(cols);  // [..., n, n]: column order
+  return {sorted, v.gather(D - 1, idx)};
+}
+
+/// The singular values of a [..., m, n], descending, as [..., min(m, n), 1]
+/// (torch.linalg.svdvals): the square roots of the eigenvalues of a^T a (or a a^T).
+template <Backend B, int D>
+Tensor<B, D> svdvals(const Tensor<B, D>& a) {
+  static_assert(D >= 2, "svdvals takes [..., m, n] matrices");
+  const bool tall = a.dim(D - 2) >= a.dim(D - 1);
+  auto g = tall ? a.transpose().matmul(a) : a.matmul(a.transpose());
+  auto ev = eigh(g).first.clamp_min(0.0).sqrt();
+  return ev.flip({D - 2});
 }
 
 }  // namespace ember::linalg

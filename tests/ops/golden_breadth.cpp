@@ -6,6 +6,7 @@
 
 #include "ember/tensor/einsum.h"
 #include "ember/tensor/fft.h"
+#include "ember/tensor/grid.h"
 #include "ember/tensor/linalg.h"
 #include "ember/tensor/linalg_solve.h"
 #include "ember/tensor/pool_indices.h"
@@ -63,6 +64,13 @@ typename B::Handle by_complex_rank(const Args<B>& a, F f) {
   if (a.rank(0) == 3) return f.template operator()<2>().handle();
   if (a.rank(0) == 4) return f.template operator()<3>().handle();
   throw ValueError("[golden] rank not wired");
+}
+
+/// Eigenvector columns with the sign that makes each column's largest entry positive.
+template <Backend B, int D>
+Tensor<B, D> signed_columns(const Tensor<B, D>& v) {
+  auto at = v.abs().argmax(D - 2);  // [..., 1, n]
+  return v * v.gather(D - 2, at).sign();
 }
 
 /// A complex result as PyTorch's view_as_real shows it: {re, im} along a new last dim.
@@ -250,6 +258,22 @@ void add_breadth_ops(std::map<std::string, OpFn<B>>& ops) {
       return as_real<B, 2>(fft::stft(a.template f<1>(0), a.ia("n_fft"), a.ia("hop"), w)).handle();
     return as_real<B, 3>(fft::stft(a.template f<2>(0), a.ia("n_fft"), a.ia("hop"), w)).handle();
   };
+  // sampling grids
+  ops["affine_grid"] = [](const A& a) {
+    auto s = a.va("size");
+    return affine_grid(a.template f<3>(0), {s[0], s[1], s[2], s[3]}, a.ba("align_corners"))
+        .handle();
+  };
+  ops["grid_sample"] = [](const A& a) {
+    const auto mode = a.attrs->at("mode").template get<std::string>() == "nearest"
+                          ? GridMode::Nearest
+                          : GridMode::Bilinear;
+    const auto pad = a.attrs->at("padding_mode").template get<std::string>() == "border"
+                         ? GridPadding::Border
+                         : GridPadding::Zeros;
+    return grid_sample(a.template f<4>(0), a.template f<4>(1), mode, pad, a.ba("align_corners"))
+        .handle();
+  };
   // factorizations and solves
   ops["cholesky"] = [by_rank23](const A& a) {
     return by_rank23(a, [&]<int D>() { return linalg::cholesky(a.template f<D>(0)); });
@@ -268,6 +292,22 @@ void add_breadth_ops(std::map<std::string, OpFn<B>>& ops) {
     return by_rank23(a, [&]<int D>() {
       return linalg::solve_triangular(a.template f<D>(0), a.template f<D>(1), a.ba("upper"));
     });
+  };
+  ops["qr"] = [by_rank23](const A& a) {  // Q [..., m, n] stacked over R [..., n, n]
+    return by_rank23(a, [&]<int D>() {
+      auto [q, r] = linalg::qr(a.template f<D>(0));
+      return ember::cat(std::vector{q, r}, D - 2);
+    });
+  };
+  ops["eigvalsh"] = [by_rank23](const A& a) {
+    return by_rank23(a, [&]<int D>() { return linalg::eigh(a.template f<D>(0)).first; });
+  };
+  ops["eigh_vectors"] = [by_rank23](const A& a) {
+    return by_rank23(
+        a, [&]<int D>() { return signed_columns(linalg::eigh(a.template f<D>(0)).second); });
+  };
+  ops["svdvals"] = [by_rank23](const A& a) {
+    return by_rank23(a, [&]<int D>() { return linalg::svdvals(a.template f<D>(0)); });
   };
   ops["cdist"] = [by_rank23](const A& a) {
     return by_rank23(a, [&]<int D>() {
