@@ -230,13 +230,14 @@ TEST(Layers, ConfigDtypeBuildsTheLayerInThatType) {
   EXPECT_NE(
       nn::config_json(nn::LinearConfig{6, 4}.with_dtype(DType::BF16)).find(R"("dtype":"bf16")"),
       std::string::npos);
-  auto x = Tensor<AD, 2>::ones({2, 6}, Device::cpu(), DType::F64);
+  auto x = Tensor<AD, 2>::ones({2, 6}, AD::default_device(), DType::F64);
   EXPECT_EQ(fc.forward(x).dtype(), DType::F64);
   auto bn = nn::BatchNormConfig{3}.with_dtype(DType::F64).init<AD>();
   EXPECT_EQ(bn.running_var.val().dtype(), DType::F64);
   auto conv = nn::Conv2dConfig{{3, 2}, {3, 3}}.with_dtype(DType::F64).init<AD>();
-  EXPECT_EQ(conv.forward(Tensor<AD, 4>::ones({1, 3, 5, 5}, Device::cpu(), DType::F64)).dtype(),
-            DType::F64);
+  EXPECT_EQ(
+      conv.forward(Tensor<AD, 4>::ones({1, 3, 5, 5}, AD::default_device(), DType::F64)).dtype(),
+      DType::F64);
   auto emb = nn::EmbeddingConfig{10, 4}.with_dtype(DType::F16).init<AD>();
   EXPECT_EQ(emb.forward(Tensor<AD, 1, Int>::zeros({3})).dtype(), DType::F16);
   auto ln = nn::LayerNormConfig{6}.with_dtype(DType::F64).init<AD>();
