@@ -761,9 +761,9 @@ case("vector_norm_inf", lambda x, dims: torch.linalg.vector_norm(x, float("inf")
      [R3()], {"dims": [1, 2]})
 case("vector_norm_neginf", lambda x, dims: torch.linalg.vector_norm(x, float("-inf"), dims, keepdim=True),
      [R3()], {"dims": [0]})
-for o in ("fro", "1", "-1", "inf", "-inf"):
+for o in ("fro", "1", "-1", "inf", "-inf", "2", "-2", "nuc"):
     def mn(x, ord):
-        return torch.linalg.matrix_norm(x, ord if ord == "fro" else float(ord), keepdim=True)
+        return torch.linalg.matrix_norm(x, ord if ord in ("fro", "nuc") else float(ord), keepdim=True)
     case("matrix_norm", mn, [In(3, 4, 5)], {"ord": o}, tag=o)
 case("matrix_norm", mn, [In(4, 5)], {"ord": "fro"}, tag="rank2")
 case("normalize", lambda x, p, dim: F.normalize(x, p, dim), [R3()], {"p": 2.0, "dim": 1})
@@ -906,6 +906,25 @@ for upper in (True, False):
          [values_of(t), In(4, 3)], {"upper": upper}, tag="upper" if upper else "lower", rtol=1e-4, atol=1e-5)
 
 # ---- Fourier transforms (golden_breadth.cpp): complex values as view_as_real [..., 2] -----
+for shape in [(64,), (2, 48)]:  # istft of an stft of real signals (a spectrum istft can invert)
+    x0 = In(*shape).make()
+    spec = torch.view_as_real(torch.stft(x0, 16, 4, window=torch.hann_window(16), center=True,
+                                         pad_mode="reflect", return_complex=True))
+    case("istft", lambda z, w, n_fft, hop: torch.istft(torch.view_as_complex(z), n_fft, hop, window=w,
+                                                        center=True),
+         [values_of(spec), values_of(torch.hann_window(16))], {"n_fft": 16, "hop": 4},
+         tag=f"r{len(shape)}", rtol=1e-4, atol=1e-5)
+for n, periodic, beta in [(9, True, 12.0), (8, False, 5.0)]:
+    case("window", lambda window, n, periodic, beta: torch.kaiser_window(n, periodic=periodic, beta=beta), [],
+         {"window": "kaiser", "n": n, "periodic": periodic, "beta": beta}, tag=f"kaiser_{n}", atol=1e-6)
+for n, real in [(8, False), (7, False), (8, True), (7, True)]:
+    f = torch.fft.rfftfreq if real else torch.fft.fftfreq
+    case("fftfreq", lambda n, d, real, f=f: f(n, d), [], {"n": n, "d": 0.5, "real": real},
+         tag=f"{'r' if real else ''}{n}")
+for inverse, shape in [(False, (3, 8)), (True, (3, 7)), (False, (2, 5))]:
+    f = torch.fft.ifftshift if inverse else torch.fft.fftshift
+    case("fftshift", lambda x, dim, inverse, f=f: f(x, dim=dim), [In(*shape)], {"dim": -1, "inverse": inverse},
+         tag=f"{'i' if inverse else ''}{shape[-1]}")
 case("rfft", lambda x, dim: torch.view_as_real(torch.fft.rfft(x, dim=dim)), [In(3, 16)], {"dim": -1})
 case("rfft", lambda x, dim: torch.view_as_real(torch.fft.rfft(x, dim=dim)), [In(7)], {"dim": -1}, tag="odd")
 case("rfft", lambda x, dim: torch.view_as_real(torch.fft.rfft(x, dim=dim)), [In(2, 10, 3)], {"dim": 1}, tag="dim1")

@@ -167,6 +167,8 @@ for tag, shape in [("no_affine_2d", (4, 3)), ("no_affine_4d", (2, 3, 4, 5))]:
             ("running_var", lambda bn=bn: bn.running_var.clone())]
     C.add("batch_norm_train", {"num_features": 3, "affine": False}, [], [rnd(*shape)], bn,
           tag=tag, buffers=bufs)
+C.add("rms_norm", {"d_model": 6, "elementwise_affine": False}, [], [rnd(2, 3, 6)],
+      lambda x: rms(x, torch.ones(6)), tag="no_affine")
 m = tnn.Embedding(10, 4, padding_idx=3)
 C.add("embedding", {"n_embedding": 10, "d_model": 4, "padding_idx": 3}, [("weight", m.weight, same)],
       [torch.tensor([[1, 3, 9], [0, 3, 3]])], m, tag="padding_idx")

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/tensor/nn_ops.h"
 #include "ember/tensor/signal.h"
 #include "ember/tensor/tensor.h"
 
@@ -157,6 +158,77 @@ Complex<B, D + 1> stft(const Tensor<B, D>& x, int64_t n_fft, int64_t hop,
   auto w = window.template unsqueeze<D + 1>();
   auto [re, im] = rfft(frames * w, D);  // [..., frames, bins]
   return {re.swap_dims(D - 1, D), im.swap_dims(D - 1, D)};
+}
+
+/// The inverse of stft (torch.istft with center = true): each frame's spectrum {re, im}
+/// [..., n_fft / 2 + 1, frames] (D = 2 or 3) back to n_fft points, times `window`,
+/// overlap-added every `hop` (a fold) and divided by the overlap-added squared window; the
+/// centring padding is cut off again: [..., hop (frames - 1)].
+template <Backend B, int D>
+Tensor<B, D - 1> istft(const Tensor<B, D>& re, const Tensor<B, D>& im, int64_t n_fft, int64_t hop,
+                       const Tensor<B, 1>& window) {
+  static_assert(D == 2 || D == 3, "istft takes [bins, frames] or [batch, bins, frames]");
+  if (re.dim(D - 2) != n_fft / 2 + 1)
+    throw ShapeError("[istft] " + std::to_string(re.dim(D - 2)) + " bins for n_fft " +
+                     std::to_string(n_fft) + " (needs n_fft / 2 + 1)");
+  if (window.dim(0) != n_fft)
+    throw ShapeError("[istft] the window has " + std::to_string(window.dim(0)) +
+                     " points for n_fft " + std::to_string(n_fft));
+  const int64_t frames = re.dim(D - 1), len = n_fft + hop * (frames - 1);
+  auto w = window.template unsqueeze<D>();  // [1, ..., n_fft]
+  auto t = irfft(re.swap_dims(D - 2, D - 1), im.swap_dims(D - 2, D - 1), n_fft) *
+           w;                               // [..., frames, n_fft]
+  auto cols = [&](const Tensor<B, D>& v) {  // [..., frames, n_fft] -> [N, n_fft, frames]
+    if constexpr (D == 2)
+      return v.transpose().template unsqueeze<3>();
+    else
+      return v.transpose();
+  };
+  UnfoldOptions o{{}, {}, {hop}};
+  auto sum = ember::fold<3>(cols(t), {len}, {n_fft}, o);  // [N, 1, len]
+  std::array<int64_t, D> s{};
+  s.fill(1);
+  s[D - 2] = frames;
+  s[D - 1] = n_fft;
+  auto w2 = (w * w).template expand<D>(s);
+  auto env = ember::fold<3>(cols(w2), {len}, {n_fft}, o).narrow(0, 0, 1);  // [1, 1, len]
+  auto y = (sum / env.clamp_min(1e-11)).narrow(2, n_fft / 2, len - 2 * (n_fft / 2));
+  if constexpr (D == 2)
+    return y.template reshape<1>({y.dim(2)});
+  else
+    return y.template reshape<2>({y.dim(0), y.dim(2)});
+}
+
+/// The frequency of each bin of an n-point DFT with sample spacing d: [0, 1, ..., -1] / (d n)
+/// (torch.fft.fftfreq); rfftfreq gives the n / 2 + 1 non-negative ones.
+template <Backend B>
+Tensor<B, 1> fftfreq(int64_t n, double d = 1.0, Device dev = B::default_device(),
+                     DType t = DType::F32) {
+  std::vector<double> v(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (int64_t k = 0; k < n; ++k)
+    v[static_cast<size_t>(k)] = static_cast<double>(k < (n + 1) / 2 ? k : k - n) / (d * double(n));
+  return Tensor<B, 1>::template from_values<double>(v, Shape{n}, dev).cast(t);
+}
+template <Backend B>
+Tensor<B, 1> rfftfreq(int64_t n, double d = 1.0, Device dev = B::default_device(),
+                      DType t = DType::F32) {
+  const int64_t m = n / 2 + 1;
+  std::vector<double> v(static_cast<size_t>(m));
+  for (int64_t k = 0; k < m; ++k)
+    v[static_cast<size_t>(k)] = static_cast<double>(k) / (d * double(n));
+  return Tensor<B, 1>::template from_values<double>(v, Shape{m}, dev).cast(t);
+}
+
+/// The zero-frequency bin moved to the centre of `dim` (torch.fft.fftshift), and back.
+template <Backend B, int D, TensorKind K>
+Tensor<B, D, K> fftshift(const Tensor<B, D, K>& x, int64_t dim = -1) {
+  dim = wrap_dim(dim, D, "fftshift");
+  return x.roll_dim(x.dim(dim) / 2, dim);
+}
+template <Backend B, int D, TensorKind K>
+Tensor<B, D, K> ifftshift(const Tensor<B, D, K>& x, int64_t dim = -1) {
+  dim = wrap_dim(dim, D, "ifftshift");
+  return x.roll_dim(-(x.dim(dim) / 2), dim);
 }
 
 }  // namespace ember::fft

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <string>
 
+#include "ember/tensor/linalg_solve.h"
 #include "ember/tensor/tensor.h"
 
 namespace ember::linalg {
@@ -33,9 +34,9 @@ Tensor<B, D> vector_norm(const Tensor<B, D>& x, double p = 2.0, Dims dims = {}) 
   return a.pow_scalar(p).sum_dims(dims).pow_scalar(1.0 / p);
 }
 
-/// Matrix norms over the last two dims (kept): "fro" (Frobenius), and 1 / -1 (largest /
-/// smallest column sum of |x|) and inf / -inf (largest / smallest row sum of |x|) as
-/// torch.linalg.matrix_norm's `ord`.
+/// Matrix norms over the last two dims (kept), as torch.linalg.matrix_norm's `ord`: 1 / -1
+/// (largest / smallest column sum of |x|), inf / -inf (largest / smallest row sum of |x|),
+/// 2 / -2 (largest / smallest singular value).
 template <Backend B, int D>
 Tensor<B, D> matrix_norm(const Tensor<B, D>& x, double ord) requires(D >= 2) {
   const Dims last{D - 2, D - 1};
@@ -44,13 +45,19 @@ Tensor<B, D> matrix_norm(const Tensor<B, D>& x, double ord) requires(D >= 2) {
   if (ord == -1.0) return a.sum_dim(D - 2).min_dim(D - 1);
   if (ord == INFINITY) return a.sum_dim(D - 1).max_dim(D - 2);
   if (ord == -INFINITY) return a.sum_dim(D - 1).min_dim(D - 2);
+  if (ord == 2.0 || ord == -2.0) {  // the largest / smallest singular value
+    auto s = svdvals(x);            // [..., k, 1], descending
+    return ord == 2.0 ? s.narrow(D - 2, 0, 1) : s.narrow(D - 2, s.dim(D - 2) - 1, 1);
+  }
   throw ValueError("[matrix_norm] ord " + std::to_string(ord) +
-                   " is not supported (1, -1, inf, -inf, or the \"fro\" overload)");
+                   " is not supported (1, -1, 2, -2, inf, -inf, or \"fro\" / \"nuc\")");
 }
+/// "fro" (Frobenius) or "nuc" (the sum of the singular values).
 template <Backend B, int D>
 Tensor<B, D> matrix_norm(const Tensor<B, D>& x, const std::string& ord = "fro") requires(D >= 2) {
+  if (ord == "nuc") return svdvals(x).sum_dim(D - 2);
   if (ord != "fro")
-    throw ValueError("[matrix_norm] ord \"" + ord + "\" is not supported (\"fro\")");
+    throw ValueError("[matrix_norm] ord \"" + ord + "\" is not supported (\"fro\", \"nuc\")");
   return vector_norm(x, 2.0, {D - 2, D - 1});
 }
 

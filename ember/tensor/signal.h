@@ -4,7 +4,9 @@
 //   auto w = ember::signal::hann_window<ember::Cpu>(400);                   // [400], f32
 //   auto h = ember::signal::hamming_window<ember::Cpu>(64, false, dev, DType::F64);
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "ember/tensor/tensor.h"
 
@@ -56,6 +58,30 @@ Tensor<B, 1> bartlett_window(int64_t n, bool periodic = true, Device dev = B::de
   if (n == 1) return Tensor<B, 1>::ones({1}, dev, t);
   auto p = detail::phase<B>(n, periodic, dev, t);  // 2 pi k / N
   return 1.0 - (p * (1.0 / M_PI) - 1.0).abs();
+}
+
+/// I0(beta sqrt(1 - (2 k / N - 1)^2)) / I0(beta), the Kaiser window (I0 the modified Bessel
+/// function of order 0, summed on the host).
+template <Backend B>
+Tensor<B, 1> kaiser_window(int64_t n, bool periodic = true, double beta = 12.0,
+                           Device dev = B::default_device(), DType t = DType::F32) {
+  if (n < 0) throw ValueError("[window] length must be >= 0, got " + std::to_string(n));
+  if (n == 1) return Tensor<B, 1>::ones({1}, dev, t);
+  auto i0 = [](double x) {  // sum_k ((x / 2)^k / k!)^2
+    double sum = 1, term = 1;
+    for (int k = 1; k < 200 && term > 1e-17 * sum; ++k) {
+      term *= (x / (2.0 * k)) * (x / (2.0 * k));
+      sum += term;
+    }
+    return sum;
+  };
+  const double den = static_cast<double>(periodic ? n : n - 1);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    const double r = 2.0 * static_cast<double>(k) / den - 1.0;
+    v[static_cast<size_t>(k)] = i0(beta * std::sqrt(std::max(0.0, 1.0 - r * r))) / i0(beta);
+  }
+  return Tensor<B, 1>::template from_values<double>(v, Shape{n}, dev).cast(t);
 }
 
 }  // namespace ember::signal

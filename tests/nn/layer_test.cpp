@@ -11,6 +11,7 @@
 #include "ember/nn/layers/norm.h"
 #include "ember/nn/layers/pixel_shuffle.h"
 #include "ember/nn/layers/pool.h"
+#include "ember/nn/layers/shape.h"
 
 namespace ember::test {
 namespace {
@@ -263,6 +264,10 @@ TEST(Layers, ModulesOverTheBreadthFunctions) {
   same(nn::Hardtanh{-0.5, 0.5}.forward(a), activation::hardtanh(a, -0.5, 0.5));
   same(nn::Glu{2}.forward(x), activation::glu(x, 2));
   same(nn::Softmin{1}.forward(a), activation::softmin(a, 1));
+  auto flat = nn::Flatten<3>{2, 3}.forward(x);
+  EXPECT_EQ(flat.shape(), (Shape{2, 3, 30}));
+  same(nn::Unflatten<4>{2, {6, -1}}.forward(flat), x);
+  EXPECT_THROW((nn::Unflatten<4>{2, {6, 5, 1}}.forward(flat)), ShapeError);
 }
 
 // A layer whose parameters are f32 names itself and both types for an f64 input.

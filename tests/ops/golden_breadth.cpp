@@ -138,7 +138,7 @@ void add_breadth_ops(std::map<std::string, OpFn<B>>& ops) {
   ops["matrix_norm"] = [by_rank23](const A& a) {
     return by_rank23(a, [&]<int D>() {
       const std::string ord = a.attrs->at("ord").template get<std::string>();
-      if (ord == "fro") return linalg::matrix_norm(a.template f<D>(0));
+      if (ord == "fro" || ord == "nuc") return linalg::matrix_norm(a.template f<D>(0), ord);
       const double o = ord == "inf" ? INFINITY : ord == "-inf" ? -INFINITY : std::stod(ord);
       return linalg::matrix_norm(a.template f<D>(0), o);
     });
@@ -229,6 +229,7 @@ void add_breadth_ops(std::map<std::string, OpFn<B>>& ops) {
     if (w == "hamming") return signal::hamming_window<B>(n, periodic, dev).handle();
     if (w == "blackman") return signal::blackman_window<B>(n, periodic, dev).handle();
     if (w == "bartlett") return signal::bartlett_window<B>(n, periodic, dev).handle();
+    if (w == "kaiser") return signal::kaiser_window<B>(n, periodic, a.fa("beta"), dev).handle();
     throw ValueError("[golden] window not wired: " + w);
   };
   // Fourier transforms: complex inputs come as [..., n, 2] (view_as_real), results too
@@ -252,6 +253,27 @@ void add_breadth_ops(std::map<std::string, OpFn<B>>& ops) {
       return as_real<B, D>(a.ba("inverse") ? fft::ifft(re, im) : fft::fft(re, im));
     });
   };
+  ops["istft"] = [](const A& a) -> typename B::Handle {  // input [..., bins, frames, 2]
+    auto w = a.template f<1>(1);
+    const int64_t n_fft = a.ia("n_fft"), hop = a.ia("hop");
+    if (a.rank(0) == 3) {
+      auto z = a.template f<3>(0);
+      return fft::istft(z.narrow(2, 0, 1).template squeeze<2>(2),
+                        z.narrow(2, 1, 1).template squeeze<2>(2), n_fft, hop, w)
+          .handle();
+    }
+    auto z = a.template f<4>(0);
+    return fft::istft(z.narrow(3, 0, 1).template squeeze<3>(3),
+                      z.narrow(3, 1, 1).template squeeze<3>(3), n_fft, hop, w)
+        .handle();
+  };
+  ops["fftfreq"] = [](const A& a) {
+    const int64_t n = a.ia("n");
+    const double d = a.fa("d");
+    return (a.ba("real") ? fft::rfftfreq<B>(n, d) : fft::fftfreq<B>(n, d)).handle();
+  };
+  OP("fftshift", FLT,
+     a.ba("inverse") ? fft::ifftshift(x, a.ia("dim")) : fft::fftshift(x, a.ia("dim")));
   ops["stft"] = [](const A& a) -> typename B::Handle {
     auto w = a.template f<1>(1);
     if (a.rank(0) == 1)

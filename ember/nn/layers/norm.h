@@ -113,16 +113,19 @@ struct LayerNormConfig {
 
 template <Backend B>
 struct RmsNorm {
-  Param<Tensor<B, 1>> gamma;
+  std::optional<Param<Tensor<B, 1>>> gamma;  // absent without elementwise_affine
   double epsilon = 1e-5;
-  EMBER_MODULE(RmsNorm, gamma, epsilon)
+  int64_t d_model = 0;
+  EMBER_MODULE(RmsNorm, gamma, epsilon, d_model)
 
   /// x / sqrt(mean(x², last dim) + eps) · gamma, like torch.nn.RMSNorm.
   template <int D>
   Tensor<B, D> forward(const Tensor<B, D>& x) const {
-    detail::check_channels("rms_norm", x, gamma.shape()[0], D - 1);
-    detail::check_dtype("rms_norm", x, gamma.val());
-    return ember::rms_norm(x, gamma.val(), epsilon);
+    detail::check_channels("rms_norm", x, d_model, D - 1);
+    if (!gamma)
+      return ember::rms_norm(x, Tensor<B, 1>::ones({d_model}, x.device(), x.dtype()), epsilon);
+    detail::check_dtype("rms_norm", x, gamma->val());
+    return ember::rms_norm(x, gamma->val(), epsilon);
   }
 };
 
@@ -130,11 +133,17 @@ struct RmsNormConfig {
   int64_t d_model = 0;
   double epsilon = 1e-5;
   DType dtype = DType::F32;  // the parameters' float type
-  EMBER_CONFIG(RmsNormConfig, d_model, epsilon, dtype)
+  /// A learnable gamma; without it the layer only normalizes.
+  bool elementwise_affine = true;
+  EMBER_CONFIG(RmsNormConfig, d_model, epsilon, dtype, elementwise_affine)
   template <Backend B>
   RmsNorm<B> init(Device dev = B::default_device()) const {
     if (d_model <= 0) throw ValueError("[rms_norm] d_model must be positive");
-    return detail::in_dtype(RmsNorm<B>{detail::affine<B>(d_model, 1, dev), epsilon}, dtype);
+    RmsNorm<B> m;
+    if (elementwise_affine) m.gamma = detail::affine<B>(d_model, 1, dev);
+    m.epsilon = epsilon;
+    m.d_model = d_model;
+    return detail::in_dtype(std::move(m), dtype);
   }
 };
 
