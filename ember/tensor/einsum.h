@@ -25,10 +25,6 @@ namespace ember {
 
 namespace detail {
 
-struct EinsumTerm {
-  std::string labels;
-};
-
 [[noreturn]] inline void einsum_error(std::string_view eq, const std::string& why) {
   throw ValueError("[einsum] " + why + " in \"" + std::string(eq) + "\"");
 }

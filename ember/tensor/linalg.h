@@ -39,7 +39,6 @@ Tensor<B, D> vector_norm(const Tensor<B, D>& x, double p = 2.0, Dims dims = {}) 
 /// 2 / -2 (largest / smallest singular value).
 template <Backend B, int D>
 Tensor<B, D> matrix_norm(const Tensor<B, D>& x, double ord) requires(D >= 2) {
-  const Dims last{D - 2, D - 1};
   auto a = x.abs();
   if (ord == 1.0) return a.sum_dim(D - 2).max_dim(D - 1);
   if (ord == -1.0) return a.sum_dim(D - 2).min_dim(D - 1);

@@ -49,6 +49,17 @@ Tensor<B, D, Int> bucketize(const Tensor<B, D, K>& x, const Tensor<B, 1, K>& bou
   return below.int_().sum_dim(D).template squeeze<D>(D);
 }
 
+namespace detail {
+/// bincount's length: max(max(x) + 1, minlength); x must be non-negative.
+template <Backend B>
+int64_t bincount_length(const Tensor<B, 1, Int>& x, int64_t minlength) {
+  if (x.numel() == 0) return minlength;
+  if (x.min().template into_scalar<int64_t>() < 0)
+    throw ValueError("[bincount] needs non-negative values");
+  return std::max(minlength, x.max().template into_scalar<int64_t>() + 1);
+}
+}  // namespace detail
+
 /// How often each value 0, 1, ... occurs in x (non-negative integers), or the sum of their
 /// `weights`: [max(max(x) + 1, minlength)] (torch.bincount).
 template <Backend B>
@@ -57,23 +68,13 @@ Tensor<B, 1> bincount_weighted(const Tensor<B, 1, Int>& x, const Tensor<B, 1>& w
   if (weights.shape() != x.shape())
     throw ShapeError("[bincount] weights " + weights.shape().to_string() +
                      " must have the shape of the input " + x.shape().to_string());
-  int64_t n = minlength;
-  if (x.numel() > 0) {
-    if (x.min().template into_scalar<int64_t>() < 0)
-      throw ValueError("[bincount] needs non-negative values");
-    n = std::max(n, x.max().template into_scalar<int64_t>() + 1);
-  }
+  const int64_t n = detail::bincount_length(x, minlength);
   return Tensor<B, 1>::zeros({n}, x.device(), weights.dtype()).scatter_add(0, x, weights);
 }
 template <Backend B>
 Tensor<B, 1, Int> bincount(const Tensor<B, 1, Int>& x, int64_t minlength = 0) {
   auto ones = Tensor<B, 1, Int>::ones(x.shape(), x.device(), DType::I64);
-  int64_t n = minlength;
-  if (x.numel() > 0) {
-    if (x.min().template into_scalar<int64_t>() < 0)
-      throw ValueError("[bincount] needs non-negative values");
-    n = std::max(n, x.max().template into_scalar<int64_t>() + 1);
-  }
+  const int64_t n = detail::bincount_length(x, minlength);
   return Tensor<B, 1, Int>::zeros({n}, x.device(), DType::I64).scatter_add(0, x, ones);
 }
 

@@ -1,7 +1,7 @@
 // The ember call for the golden keys of the API-breadth ops: activations, arithmetic options,
-// reductions over several dims, statistics, norms and distances (tools/gen_goldens.py,
-// section "API breadth"). A file of its own, so that the two halves of the op map compile side
-// by side.
+// reductions over several dims, statistics, norms and distances, linear algebra, Fourier
+// transforms, grids and searching (cases from tools/gen_goldens_breadth.py). A file of its own,
+// so that the two halves of the op map compile side by side.
 #include <cmath>
 
 #include "ember/tensor/einsum.h"
