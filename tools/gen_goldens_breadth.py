@@ -325,3 +325,12 @@ def add_cases(interp_case):
     case("svdvals", lambda a: torch.linalg.svdvals(a).unsqueeze(-1), [values_of(well_conditioned(4, 4))], rtol=1e-4,
          atol=1e-5)
     case("svdvals", lambda a: torch.linalg.svdvals(a).unsqueeze(-1), [In(3, 5)], tag="wide", rtol=1e-4, atol=1e-5)
+    for shape, tag in [((5, 3), "tall"), ((3, 5), "wide"), ((2, 4, 3), "batched")]:
+        case("svd_u", lambda a: signed_columns(torch.linalg.svd(a, full_matrices=False)[0]), [In(*shape)],
+             tag=tag, rtol=1e-3, atol=1e-4, fd=False)
+        case("svd_v", lambda a: signed_columns(torch.linalg.svd(a, full_matrices=False)[2].transpose(-1, -2)),
+             [In(*shape)], tag=tag, rtol=1e-3, atol=1e-4, fd=False)
+        case("pinv", torch.linalg.pinv, [In(*shape)], tag=tag, rtol=1e-3, atol=1e-4)
+    case("lstsq", lambda a, b: torch.linalg.lstsq(a, b).solution, [In(6, 3), In(6, 2)], rtol=1e-3, atol=1e-4)
+    case("lstsq", lambda a, b: torch.linalg.lstsq(a, b).solution, [In(2, 5, 4), In(2, 5, 1)], tag="batched",
+         rtol=1e-3, atol=1e-4)

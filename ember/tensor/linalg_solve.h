@@ -316,4 +316,57 @@ Tensor<B, D> svdvals(const Tensor<B, D>& a) {
   return ev.flip({D - 2});
 }
 
+/// The reduced singular value decomposition a = u diag(s) vh of a [..., m, n], k = min(m, n)
+/// (torch.linalg.svd with full_matrices=false): u [..., m, k] and vh [..., k, n] with
+/// orthonormal columns and rows, s [..., k, 1] descending. The right (for a tall a) or left
+/// singular vectors are the eigenvectors of the Gram matrix, the others a v / s; a singular
+/// vector's sign is arbitrary, as in PyTorch. The vectors of zero singular values are not
+/// defined by a and come out zero.
+template <Backend B, int D>
+struct SvdResult {
+  Tensor<B, D> u, s, vh;
+};
+
+template <Backend B, int D>
+SvdResult<B, D> svd(const Tensor<B, D>& a) {
+  static_assert(D >= 2, "svd takes [..., m, n] matrices");
+  const bool tall = a.dim(D - 2) >= a.dim(D - 1);
+  auto m = tall ? a : a.transpose();  // [..., p, k] with p >= k
+  auto [w, v] = eigh(m.transpose().matmul(m));
+  w = w.flip({D - 2});
+  v = v.flip({D - 1});               // columns by descending eigenvalue
+  auto s = w.clamp_min(0.0).sqrt();  // [..., k, 1]
+  const double tiny = a.dtype() == DType::F64 ? 1e-300 : 1e-30;
+  auto zero = s.lower_equal_elem(tiny);
+  auto inv = (1.0 / s.mask_fill(zero, 1.0)).mask_fill(zero, 0.0);  // 1/s, 0 where s vanishes
+  auto u = m.matmul(v) * inv.transpose();                          // [..., p, k]
+  if (tall) return {u, s, v.transpose()};
+  return {v, s, u.transpose()};
+}
+
+/// The Moore-Penrose pseudo-inverse of a [..., m, n] as [..., n, m] (torch.linalg.pinv):
+/// singular values at most rtol times the largest count as zero (default: the type's
+/// epsilon times max(m, n), as PyTorch).
+template <Backend B, int D>
+Tensor<B, D> pinv(const Tensor<B, D>& a, std::optional<double> rtol = std::nullopt) {
+  static_assert(D >= 2, "pinv takes [..., m, n] matrices");
+  const double eps = a.dtype() == DType::F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+  const double r = rtol.value_or(eps * static_cast<double>(std::max(a.dim(D - 2), a.dim(D - 1))));
+  auto [u, s, vh] = svd(a);
+  auto largest = s.narrow(D - 2, 0, 1);    // [..., 1, 1]
+  auto drop = s.lower_equal(largest * r);  // a mask: no gradient flows through it
+  auto inv = (1.0 / s.mask_fill(drop, 1.0)).mask_fill(drop, 0.0);
+  return (vh.transpose() * inv.transpose()).matmul(u.transpose());
+}
+
+/// The least-squares solution x [..., n, k] of a x = b for a [..., m, n], b [..., m, k]
+/// (torch.linalg.lstsq's solution): the minimum-norm one, pinv(a) b.
+template <Backend B, int D>
+Tensor<B, D> lstsq(const Tensor<B, D>& a, const Tensor<B, D>& b) {
+  if (a.dim(D - 2) != b.dim(D - 2))
+    throw ShapeError("[lstsq] a " + a.shape().to_string() + " and b " + b.shape().to_string() +
+                     " differ in their row count");
+  return pinv(a).matmul(b);
+}
+
 }  // namespace ember::linalg

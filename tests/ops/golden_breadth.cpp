@@ -331,6 +331,20 @@ void add_breadth_ops(std::map<std::string, OpFn<B>>& ops) {
   ops["svdvals"] = [by_rank23](const A& a) {
     return by_rank23(a, [&]<int D>() { return linalg::svdvals(a.template f<D>(0)); });
   };
+  ops["svd_u"] = [by_rank23](const A& a) {
+    return by_rank23(a, [&]<int D>() { return signed_columns(linalg::svd(a.template f<D>(0)).u); });
+  };
+  ops["svd_v"] = [by_rank23](const A& a) {
+    return by_rank23(
+        a, [&]<int D>() { return signed_columns(linalg::svd(a.template f<D>(0)).vh.transpose()); });
+  };
+  ops["pinv"] = [by_rank23](const A& a) {
+    return by_rank23(a, [&]<int D>() { return linalg::pinv(a.template f<D>(0)); });
+  };
+  ops["lstsq"] = [by_rank23](const A& a) {
+    return by_rank23(
+        a, [&]<int D>() { return linalg::lstsq(a.template f<D>(0), a.template f<D>(1)); });
+  };
   ops["cdist"] = [by_rank23](const A& a) {
     return by_rank23(a, [&]<int D>() {
       return linalg::cdist(a.template f<D>(0), a.template f<D>(1), a.fa("p"));
