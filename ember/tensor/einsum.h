@@ -144,6 +144,28 @@ Labelled<B> einsum_pair(Labelled<B> a, Labelled<B> b, const std::string& keep) {
   return {m.reshape(Shape(s)), batch + left + right};
 }
 
+/// Contracts labelled operands (labels checked by einsum_parse) into the output labels.
+template <Backend B>
+Dyn<B> einsum_run(std::vector<Labelled<B>> xs, const std::string& out) {
+  using L = Labelled<B>;
+  // the labels still needed after operand k: the output's and those of operands k + 1, ...
+  auto needed_after = [&](size_t k) {
+    std::string n = out;
+    for (size_t j = k + 1; j < xs.size(); ++j) n += xs[j].labels;
+    return n;
+  };
+  for (size_t k = 0; k < xs.size(); ++k) {  // labels only one operand has, summed first
+    std::string others = out;
+    for (size_t j = 0; j < xs.size(); ++j)
+      if (j != k) others += xs[j].labels;
+    xs[k] = einsum_sum_out(xs[k], others);
+  }
+  L acc = xs[0];
+  for (size_t k = 1; k < xs.size(); ++k) acc = einsum_pair(acc, xs[k], needed_after(k));
+  acc = einsum_sum_out(acc, out);
+  acc = einsum_permute(acc, out);
+  return acc.t;
+}
 }  // namespace detail
 
 /// torch.einsum with an explicit output: einsum<DOut>("ij,jk->ik", a, b).
@@ -158,23 +180,7 @@ Tensor<B, DOut, K> einsum(std::string_view equation, const Tensor<B, Ds, K>&... 
   std::vector<L> xs;
   size_t i = 0;
   (xs.push_back(L{detail::Dyn<B>(operands.handle()), terms[i++]}), ...);
-  // the labels still needed after operand k: the output's and those of operands k + 1, ...
-  auto needed_after = [&](size_t k) {
-    std::string n = out;
-    for (size_t j = k + 1; j < xs.size(); ++j) n += xs[j].labels;
-    return n;
-  };
-  for (size_t k = 0; k < xs.size(); ++k) {  // labels only one operand has, summed first
-    std::string others = out;
-    for (size_t j = 0; j < xs.size(); ++j)
-      if (j != k) others += xs[j].labels;
-    xs[k] = detail::einsum_sum_out(xs[k], others);
-  }
-  L acc = xs[0];
-  for (size_t k = 1; k < xs.size(); ++k) acc = detail::einsum_pair(acc, xs[k], needed_after(k));
-  acc = detail::einsum_sum_out(acc, out);
-  acc = detail::einsum_permute(acc, out);
-  return Tensor<B, DOut, K>(acc.t.handle());
+  return Tensor<B, DOut, K>(detail::einsum_run(std::move(xs), out).handle());
 }
 
 }  // namespace ember

@@ -1,0 +1,279 @@
+// ONNX control flow (If, Loop, Scan), sequences and optionals. Subgraphs run through the
+// session's graph runner, seeing the enclosing graphs' values; conditions and trip counts
+// are read on the host.
+#include <algorithm>
+
+#include "ember/onnx/ops/context.h"
+
+namespace ember::onnx::detail {
+
+namespace {
+
+std::vector<RValue> one(Tn t) { return {RValue::of(std::move(t))}; }
+
+bool host_bool(const Tn& t) {
+  const auto v = host_floats(t);
+  return !v.empty() && v[0] != 0;
+}
+
+std::vector<RValue> if_op(Ctx& c) {
+  const bool cond = host_bool(c.in(0));
+  const Graph& g = c.attr_graph(cond ? "then_branch" : "else_branch");
+  return c.run_subgraph(g, {});
+}
+
+/// Stacks per-iteration tensors along a new axis 0 (an empty list gives [0]).
+Tn stack0(const std::vector<Tn>& items, Device dev) {
+  if (items.empty()) return full({0}, 0, DType::F32, dev);
+  std::vector<Tn> parts;
+  for (const Tn& t : items) parts.push_back(unsqueeze(t, 0));
+  return cat(parts, 0);
+}
+
+std::vector<RValue> loop(Ctx& c) {
+  const Graph& body = c.attr_graph("body");
+  int64_t max_trips = INT64_MAX;
+  if (c.has(0)) max_trips = host_ints(c.in(0))[0];
+  bool cond = c.has(1) ? host_bool(c.in(1)) : true;
+  std::vector<RValue> carried;
+  for (size_t k = 2; k < c.num_inputs(); ++k) carried.push_back(c.value(k));
+  const size_t n_carried = carried.size();
+  const size_t n_scan = body.outputs.size() - 1 - n_carried;
+  std::vector<std::vector<Tn>> scans(n_scan);
+  int64_t i = 0;
+  for (; i < max_trips && cond; ++i) {
+    if (i > 10'000'000) c.fail("more than 10 million iterations");
+    std::vector<RValue> args{RValue::of(full({}, static_cast<double>(i), DType::I64, c.device())),
+                             RValue::of(full({}, cond ? 1 : 0, DType::Bool, c.device()))};
+    for (const RValue& v : carried) args.push_back(v);
+    auto out = c.run_subgraph(body, args);
+    if (out.size() != 1 + n_carried + n_scan) c.fail("the body's outputs do not match");
+    cond = host_bool(out[0].t);
+    for (size_t k = 0; k < n_carried; ++k) carried[k] = out[1 + k];
+    for (size_t k = 0; k < n_scan; ++k) scans[k].push_back(out[1 + n_carried + k].t);
+  }
+  std::vector<RValue> res = carried;
+  for (auto& s : scans) res.push_back(RValue::of(stack0(s, c.device())));
+  return res;
+}
+
+std::vector<RValue> scan(Ctx& c) {
+  const Graph& body = c.attr_graph("body");
+  const int64_t n_scan_in = c.attr_i("num_scan_inputs", 0);
+  const auto n_in = static_cast<int64_t>(c.num_inputs());
+  const int64_t n_state = n_in - n_scan_in;
+  if (n_scan_in <= 0 || n_state < 0) c.fail("num_scan_inputs does not fit the inputs");
+  if (c.opset() < 9) c.fail("Scan before opset 9 (with sequence_lens) is not supported");
+  auto in_axes = c.attr_ints("scan_input_axes", std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
+  auto in_dirs = c.attr_ints("scan_input_directions",
+                             std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
+  std::vector<RValue> state;
+  for (int64_t k = 0; k < n_state; ++k) state.push_back(c.value(static_cast<size_t>(k)));
+  std::vector<Tn> xs;
+  int64_t steps = -1;
+  for (int64_t k = 0; k < n_scan_in; ++k) {
+    Tn x = c.in(static_cast<size_t>(n_state + k));
+    const int64_t ax = norm_axis(c, in_axes[static_cast<size_t>(k)], x.rank());
+    if (ax != 0) {
+      Dims p;
+      p.push_back(ax);
+      for (int64_t i = 0; i < x.rank(); ++i)
+        if (i != ax) p.push_back(i);
+      x = permute(x, p);
+    }
+    if (in_dirs[static_cast<size_t>(k)]) x = x.flip({0});
+    if (steps >= 0 && x.shape()[0] != steps) c.fail("scan inputs differ in length");
+    steps = x.shape()[0];
+    xs.push_back(x);
+  }
+  const size_t n_out_scan = body.outputs.size() - static_cast<size_t>(n_state);
+  std::vector<std::vector<Tn>> outs(n_out_scan);
+  for (int64_t t = 0; t < steps; ++t) {
+    std::vector<RValue> args = state;
+    for (const Tn& x : xs) {
+      Dims d = dims_of(x);
+      d.erase(0);
+      args.push_back(RValue::of(reshape(slice_axis(x, 0, t, t + 1, 1), d)));
+    }
+    auto out = c.run_subgraph(body, args);
+    for (int64_t k = 0; k < n_state; ++k) state[static_cast<size_t>(k)] = out[static_cast<size_t>(k)];
+    for (size_t k = 0; k < n_out_scan; ++k) outs[k].push_back(out[static_cast<size_t>(n_state) + k].t);
+  }
+  auto out_axes = c.attr_ints("scan_output_axes", std::vector<int64_t>(n_out_scan, 0));
+  auto out_dirs = c.attr_ints("scan_output_directions", std::vector<int64_t>(n_out_scan, 0));
+  std::vector<RValue> res = state;
+  for (size_t k = 0; k < n_out_scan; ++k) {
+    Tn y = stack0(outs[k], c.device());
+    if (out_dirs[k]) y = y.flip({0});
+    const int64_t ax = norm_axis(c, out_axes[k], y.rank());
+    if (ax != 0) {
+      Dims p;
+      for (int64_t i = 1; i <= ax; ++i) p.push_back(i);
+      p.push_back(0);
+      for (int64_t i = ax + 1; i < y.rank(); ++i) p.push_back(i);
+      y = permute(y, p);
+    }
+    res.push_back(RValue::of(y));
+  }
+  return res;
+}
+
+// ---- sequences --------------------------------------------------------------------------
+
+const std::vector<Tn>& seq_in(const Ctx& c, size_t k) {
+  const RValue& v = c.value(k);
+  if (v.kind != Value::Kind::Sequence) c.fail("input " + std::to_string(k) + " must be a sequence");
+  return v.seq;
+}
+
+int64_t seq_pos(const Ctx& c, size_t k, int64_t size, bool insert) {
+  int64_t p = host_ints(c.in(k))[0];
+  const int64_t hi = insert ? size : size - 1;
+  if (p < -size || p > hi) c.fail("position " + std::to_string(p) + " is out of range");
+  return p < 0 ? p + size : p;
+}
+
+std::vector<RValue> sequence_empty(Ctx&) { return {RValue::sequence({})}; }
+
+std::vector<RValue> sequence_construct(Ctx& c) {
+  std::vector<Tn> s;
+  for (size_t k = 0; k < c.num_inputs(); ++k) s.push_back(c.in(k));
+  return {RValue::sequence(std::move(s))};
+}
+
+std::vector<RValue> sequence_insert(Ctx& c) {
+  std::vector<Tn> s = seq_in(c, 0);
+  const auto size = static_cast<int64_t>(s.size());
+  const int64_t p = c.has(2) ? seq_pos(c, 2, size, true) : size;
+  s.insert(s.begin() + p, c.in(1));
+  return {RValue::sequence(std::move(s))};
+}
+
+std::vector<RValue> sequence_at(Ctx& c) {
+  const auto& s = seq_in(c, 0);
+  return one(s[static_cast<size_t>(seq_pos(c, 1, static_cast<int64_t>(s.size()), false))]);
+}
+
+std::vector<RValue> sequence_erase(Ctx& c) {
+  std::vector<Tn> s = seq_in(c, 0);
+  const auto size = static_cast<int64_t>(s.size());
+  if (size == 0) c.fail("the sequence is empty");
+  const int64_t p = c.has(1) ? seq_pos(c, 1, size, false) : size - 1;
+  s.erase(s.begin() + p);
+  return {RValue::sequence(std::move(s))};
+}
+
+std::vector<RValue> sequence_length(Ctx& c) {
+  return one(full({}, static_cast<double>(seq_in(c, 0).size()), DType::I64, c.device()));
+}
+
+std::vector<RValue> split_to_sequence(Ctx& c) {
+  const Tn& x = c.in(0);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  const bool keep = c.attr_i("keepdims", 1) != 0;
+  const int64_t n = x.shape()[static_cast<size_t>(axis)];
+  std::vector<int64_t> sizes;
+  if (c.has(1)) {
+    auto sp = c.ints(1);
+    if (c.in(1).rank() == 0) {
+      const int64_t each = sp[0];
+      if (each <= 0) c.fail("split must be > 0");
+      for (int64_t at = 0; at < n; at += each) sizes.push_back(std::min(each, n - at));
+    } else {
+      sizes = sp;
+    }
+  }
+  std::vector<Tn> s;
+  if (sizes.empty()) {
+    for (int64_t i = 0; i < n; ++i) {
+      Tn part = slice_axis(x, axis, i, i + 1, 1);
+      if (!keep) {
+        Dims d = dims_of(part);
+        d.erase(static_cast<size_t>(axis));
+        part = reshape(part, d);
+      }
+      s.push_back(part);
+    }
+  } else {
+    int64_t at = 0;
+    for (int64_t sz : sizes) {
+      s.push_back(slice_axis(x, axis, at, at + sz, 1));
+      at += sz;
+    }
+    if (at != n) c.fail("split sizes do not add up to the axis size");
+  }
+  return {RValue::sequence(std::move(s))};
+}
+
+std::vector<RValue> concat_from_sequence(Ctx& c) {
+  const auto& s = seq_in(c, 0);
+  if (s.empty()) c.fail("the sequence is empty");
+  const bool new_axis = c.attr_i("new_axis", 0) != 0;
+  const int64_t r = s[0].rank() + (new_axis ? 1 : 0);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), r);
+  std::vector<Tn> parts;
+  for (const Tn& t : s) parts.push_back(new_axis ? unsqueeze(t, axis) : t);
+  return one(cat(parts, axis));
+}
+
+std::vector<RValue> sequence_map(Ctx& c) {
+  const Graph& body = c.attr_graph("body");
+  const auto& first = seq_in(c, 0);
+  const size_t n = first.size();
+  std::vector<std::vector<Tn>> outs(body.outputs.size());
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<RValue> args;
+    for (size_t k = 0; k < c.num_inputs(); ++k) {
+      const RValue& v = c.value(k);
+      if (v.kind == Value::Kind::Sequence) {
+        if (v.seq.size() != n) c.fail("the sequences differ in length");
+        args.push_back(RValue::of(v.seq[i]));
+      } else {
+        args.push_back(v);
+      }
+    }
+    auto out = c.run_subgraph(body, args);
+    for (size_t k = 0; k < out.size() && k < outs.size(); ++k) outs[k].push_back(out[k].t);
+  }
+  std::vector<RValue> res;
+  for (auto& o : outs) res.push_back(RValue::sequence(std::move(o)));
+  return res;
+}
+
+// ---- optionals ----------------------------------------------------------------------------
+
+std::vector<RValue> optional_op(Ctx& c) {
+  if (c.has(0)) return {c.value(0)};
+  return {RValue{}};
+}
+
+std::vector<RValue> optional_has_element(Ctx& c) {
+  return one(full({}, c.has(0) ? 1 : 0, DType::Bool, c.device()));
+}
+
+std::vector<RValue> optional_get_element(Ctx& c) {
+  if (!c.has(0)) c.fail("the optional is empty");
+  return {c.value(0)};
+}
+
+}  // namespace
+
+void register_control_ops(OpRegistry& r) {
+  r["If"] = if_op;
+  r["Loop"] = loop;
+  r["Scan"] = scan;
+  r["SequenceEmpty"] = sequence_empty;
+  r["SequenceConstruct"] = sequence_construct;
+  r["SequenceInsert"] = sequence_insert;
+  r["SequenceAt"] = sequence_at;
+  r["SequenceErase"] = sequence_erase;
+  r["SequenceLength"] = sequence_length;
+  r["SplitToSequence"] = split_to_sequence;
+  r["ConcatFromSequence"] = concat_from_sequence;
+  r["SequenceMap"] = sequence_map;
+  r["Optional"] = optional_op;
+  r["OptionalHasElement"] = optional_has_element;
+  r["OptionalGetElement"] = optional_get_element;
+}
+
+}  // namespace ember::onnx::detail

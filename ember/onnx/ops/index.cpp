@@ -1,0 +1,362 @@
+// ONNX indexing operators: Gather (and Elements, ND), Scatter (Elements, ND), OneHot,
+// NonZero, Compress, Unique, ReverseSequence, Einsum and Det. Negative indices count from the
+// end, as ONNX says. Operators whose output shape depends on the data (NonZero, Compress,
+// Unique) read what decides it on the host.
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "ember/onnx/ops/context.h"
+#include "ember/tensor/einsum.h"
+#include "ember/tensor/linalg_solve.h"
+
+namespace ember::onnx::detail {
+
+namespace {
+
+std::vector<RValue> one(Tn t) { return {RValue::of(std::move(t))}; }
+
+/// Indices with negatives wrapped by n (a tensor of the same shape, i64).
+Tn wrap_indices(const Tn& idx, int64_t n) {
+  Tn i = idx.cast(DType::I64);
+  return where(i.lt(scalar_of(i, 0.0)), i + scalar_of(i, static_cast<double>(n)), i);
+}
+
+Tn index_select(const Tn& x, int64_t axis, const Tn& flat) {
+  OpAttrs a;
+  a.dim = axis;
+  return op(OpCode::IndexSelect, std::move(a), {x, flat});
+}
+
+std::vector<RValue> gather(Ctx& c) {
+  const Tn& x = c.in(0);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  const int64_t n = x.shape()[static_cast<size_t>(axis)];
+  Tn idx = wrap_indices(c.in(1), n);
+  const Dims id = dims_of(idx);
+  Tn flat = reshape(idx, {idx.shape().numel()});
+  Tn y = index_select(x, axis, flat);
+  Dims out;
+  const Dims xd = dims_of(x);
+  for (int64_t i = 0; i < axis; ++i) out.push_back(xd[static_cast<size_t>(i)]);
+  for (int64_t d : id) out.push_back(d);
+  for (int64_t i = axis + 1; i < x.rank(); ++i) out.push_back(xd[static_cast<size_t>(i)]);
+  return one(reshape(y, out));
+}
+
+std::vector<RValue> gather_elements(Ctx& c) {
+  const Tn& x = c.in(0);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  Tn idx = wrap_indices(c.in(1), x.shape()[static_cast<size_t>(axis)]);
+  OpAttrs a;
+  a.dim = axis;
+  return one(op(OpCode::Gather, std::move(a), {x, idx}));
+}
+
+/// x reshaped to [batch, prod(the k indexed dims), rest...] and indices [batch, L, k] turned
+/// into linear positions [batch, L] over those k dims.
+struct NdLayout {
+  Tn data, linear;
+  Dims batch, lead, rest;
+};
+
+NdLayout nd_layout(const Ctx& c, const Tn& x, const Tn& indices, int64_t b) {
+  const Dims xd = dims_of(x), id = dims_of(indices);
+  const int64_t k = id.back();
+  if (b < 0 || b + k > x.rank()) c.fail("indices' last dim is too large for the data");
+  NdLayout l;
+  int64_t bn = 1, m = 1;
+  for (int64_t i = 0; i < b; ++i) {
+    l.batch.push_back(xd[static_cast<size_t>(i)]);
+    bn *= xd[static_cast<size_t>(i)];
+  }
+  Dims strides(static_cast<size_t>(k));
+  for (int64_t i = k - 1; i >= 0; --i) {
+    strides[static_cast<size_t>(i)] = m;
+    m *= xd[static_cast<size_t>(b + i)];
+  }
+  for (int64_t i = b + k; i < x.rank(); ++i) l.rest.push_back(xd[static_cast<size_t>(i)]);
+  for (size_t i = static_cast<size_t>(b); i + 1 < id.size(); ++i) l.lead.push_back(id[i]);
+  int64_t ln = 1;
+  for (int64_t d : l.lead) ln *= d;
+  Dims data_shape{bn, m};
+  for (int64_t d : l.rest) data_shape.push_back(d);
+  l.data = reshape(x, data_shape);
+  Tn idx = reshape(indices.cast(DType::I64), {bn, ln, k});
+  std::vector<int64_t> sizes, st;
+  for (int64_t i = 0; i < k; ++i) {
+    sizes.push_back(xd[static_cast<size_t>(b + i)]);
+    st.push_back(strides[static_cast<size_t>(i)]);
+  }
+  Tn n = reshape(int_tensor(sizes, x.device()), {1, 1, k});
+  Tn s = reshape(int_tensor(st, x.device()), {1, 1, k});
+  Tn wrapped = where(idx.lt(scalar_of(idx, 0.0)), idx + n, idx);
+  l.linear = reduce(OpCode::Sum, wrapped * s, {2}, false);  // [bn, ln]
+  return l;
+}
+
+/// [bn, ln] positions -> an index for Gather/Scatter on dim 1 of [bn, m, rest...].
+Tn nd_index(const NdLayout& l) {
+  Dims d = dims_of(l.linear);
+  Dims full = d;
+  for (int64_t r : l.rest) {
+    d.push_back(1);
+    full.push_back(r);
+  }
+  return expand(reshape(l.linear, d), full);
+}
+
+std::vector<RValue> gather_nd(Ctx& c) {
+  const Tn& x = c.in(0);
+  const int64_t b = c.attr_i("batch_dims", 0);
+  NdLayout l = nd_layout(c, x, c.in(1), b);
+  OpAttrs a;
+  a.dim = 1;
+  Tn y = op(OpCode::Gather, std::move(a), {l.data, nd_index(l)});
+  Dims out = l.batch;
+  for (int64_t d : l.lead) out.push_back(d);
+  for (int64_t d : l.rest) out.push_back(d);
+  return one(reshape(y, out));
+}
+
+Tn scatter(const Ctx& c, const Tn& x, int64_t axis, const Tn& idx, const Tn& upd,
+           const std::string& reduction) {
+  OpAttrs a;
+  a.dim = axis;
+  if (reduction == "none") {
+    a.flag = false;
+  } else if (reduction == "add") {
+    a.flag = true;
+  } else {
+    c.fail("reduction \"" + reduction + "\" is not supported (none, add)");
+  }
+  return op(OpCode::Scatter, std::move(a), {x, idx, upd});
+}
+
+std::vector<RValue> scatter_elements(Ctx& c) {
+  const Tn& x = c.in(0);
+  const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  Tn idx = wrap_indices(c.in(1), x.shape()[static_cast<size_t>(axis)]);
+  return one(scatter(c, x, axis, idx, c.in(2), c.attr_s("reduction", "none")));
+}
+
+std::vector<RValue> scatter_nd(Ctx& c) {
+  const Tn& x = c.in(0);
+  NdLayout l = nd_layout(c, x, c.in(1), 0);
+  Dims ud = dims_of(l.linear);
+  for (int64_t r : l.rest) ud.push_back(r);
+  Tn upd = reshape(c.in(2), ud);
+  Tn y = scatter(c, l.data, 1, nd_index(l), upd, c.attr_s("reduction", "none"));
+  return one(reshape(y, dims_of(x)));
+}
+
+std::vector<RValue> one_hot(Ctx& c) {
+  const Tn& idx = c.in(0);
+  const auto depth_v = c.floats(1);
+  if (depth_v.size() != 1) c.fail("depth must hold one value");
+  const auto depth = static_cast<int64_t>(depth_v[0]);
+  const Tn& values = c.in(2);
+  if (values.shape().numel() != 2) c.fail("values must hold [off, on]");
+  const int64_t r = idx.rank() + 1;
+  const int64_t axis = norm_axis(c, c.attr_i("axis", -1), r);
+  Tn i = is_float(idx.dtype()) ? idx.unary(OpCode::Trunc).cast(DType::I64) : idx.cast(DType::I64);
+  i = wrap_indices(i, depth);
+  std::vector<int64_t> ar(static_cast<size_t>(depth));
+  std::iota(ar.begin(), ar.end(), 0);
+  Dims ad(static_cast<size_t>(r), 1);
+  ad[static_cast<size_t>(axis)] = depth;
+  Tn pos = reshape(int_tensor(ar, c.device()), ad);
+  Tn hot = pos.eq(unsqueeze(i, axis));
+  Tn off = slice_axis(reshape(values, {2}), 0, 0, 1, 1), on = slice_axis(reshape(values, {2}), 0, 1, 2, 1);
+  return one(where(hot, reshape(on, {}), reshape(off, {})));
+}
+
+std::vector<RValue> non_zero(Ctx& c) {
+  const Tn& x = c.in(0);
+  const auto v = host_floats(x);
+  const Dims d = dims_of(x);
+  const int64_t r = x.rank();
+  std::vector<int64_t> hits;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] != 0) hits.push_back(static_cast<int64_t>(i));
+  const auto n = static_cast<int64_t>(hits.size());
+  std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(r, 1) * n));
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t rem = hits[static_cast<size_t>(j)];
+    for (int64_t a = r - 1; a >= 0; --a) {
+      out[static_cast<size_t>(a * n + j)] = rem % d[static_cast<size_t>(a)];
+      rem /= d[static_cast<size_t>(a)];
+    }
+  }
+  if (r == 0) return one(reshape(int_tensor(std::vector<int64_t>(static_cast<size_t>(n), 0), c.device()), {0, n}));
+  return one(reshape(int_tensor(out, c.device()), {r, n}));
+}
+
+std::vector<RValue> compress(Ctx& c) {
+  Tn x = c.in(0);
+  const auto cond = host_ints(c.in(1));
+  int64_t axis = 0;
+  if (c.has_attr("axis")) {
+    axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  } else {
+    x = reshape(x, {x.shape().numel()});
+  }
+  const int64_t n = x.shape()[static_cast<size_t>(axis)];
+  std::vector<int64_t> keep;
+  for (size_t i = 0; i < cond.size() && static_cast<int64_t>(i) < n; ++i)
+    if (cond[i]) keep.push_back(static_cast<int64_t>(i));
+  return one(index_select(x, axis, int_tensor(keep, c.device())));
+}
+
+std::vector<RValue> unique(Ctx& c) {
+  const Tn& x = c.in(0);
+  const bool sorted = c.attr_i("sorted", 1) != 0;
+  if (c.has_attr("axis")) c.fail("the axis attribute is not supported");
+  Tn flat = reshape(x, {x.shape().numel()});
+  const auto v = host_floats(flat);
+  // first occurrence of each value, in order of appearance
+  std::vector<int64_t> first;
+  std::map<double, int64_t> slot;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (slot.emplace(v[i], static_cast<int64_t>(first.size())).second)
+      first.push_back(static_cast<int64_t>(i));
+  std::vector<int64_t> order(first.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (sorted)
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return v[static_cast<size_t>(first[static_cast<size_t>(a)])] <
+             v[static_cast<size_t>(first[static_cast<size_t>(b)])];
+    });
+  std::vector<int64_t> rank_of(order.size());
+  for (size_t k = 0; k < order.size(); ++k) rank_of[static_cast<size_t>(order[k])] = static_cast<int64_t>(k);
+  std::vector<int64_t> indices, inverse(v.size()), counts(order.size(), 0);
+  for (int64_t o : order) indices.push_back(first[static_cast<size_t>(o)]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t k = rank_of[static_cast<size_t>(slot[v[i]])];
+    inverse[i] = k;
+    ++counts[static_cast<size_t>(k)];
+  }
+  Tn idx = int_tensor(indices, c.device());
+  return {RValue::of(index_select(flat, 0, idx)), RValue::of(idx),
+          RValue::of(int_tensor(inverse, c.device())), RValue::of(int_tensor(counts, c.device()))};
+}
+
+std::vector<RValue> reverse_sequence(Ctx& c) {
+  const Tn& x = c.in(0);
+  const int64_t ta = c.attr_i("time_axis", 0), ba = c.attr_i("batch_axis", 1);
+  if (x.rank() < 2 || (ta != 0 && ta != 1) || ba != 1 - ta)
+    c.fail("time_axis and batch_axis must be 0 and 1 (either way round)");
+  const auto lens = c.ints(1);
+  const int64_t t = x.shape()[static_cast<size_t>(ta)], b = x.shape()[static_cast<size_t>(ba)];
+  if (static_cast<int64_t>(lens.size()) != b) c.fail("sequence_lens needs one entry per batch");
+  std::vector<int64_t> idx(static_cast<size_t>(t * b));
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < b; ++j) {
+      const int64_t len = lens[static_cast<size_t>(j)];
+      const int64_t src = i < len ? len - 1 - i : i;
+      idx[static_cast<size_t>(ta == 0 ? i * b + j : j * t + i)] = src;
+    }
+  Dims id(static_cast<size_t>(x.rank()), 1);
+  id[static_cast<size_t>(ta)] = t;
+  id[static_cast<size_t>(ba)] = b;
+  Tn index = expand(reshape(int_tensor(idx, c.device()), id), dims_of(x));
+  OpAttrs a;
+  a.dim = ta;
+  return one(op(OpCode::Gather, std::move(a), {x, index}));
+}
+
+std::vector<RValue> einsum(Ctx& c) {
+  std::string eq;
+  for (char ch : c.attr_s("equation"))
+    if (ch != ' ') eq += ch;
+  std::vector<Tn> xs;
+  for (size_t k = 0; k < c.num_inputs(); ++k) xs.push_back(c.in(k));
+  // Explicit labels for "..." (letters no term uses) and numpy's implicit output.
+  std::string lhs = eq, rhs;
+  const size_t arrow = eq.find("->");
+  const bool implicit = arrow == std::string::npos;
+  if (!implicit) {
+    lhs = eq.substr(0, arrow);
+    rhs = eq.substr(arrow + 2);
+  }
+  std::vector<std::string> terms(1);
+  for (char ch : lhs) {
+    if (ch == ',') terms.emplace_back();
+    else terms.back() += ch;
+  }
+  if (terms.size() != xs.size()) c.fail("the equation's terms and the inputs differ in count");
+  std::string spare;
+  for (char ch = 'A'; ch <= 'Z'; ++ch)
+    if (eq.find(ch) == std::string::npos) spare += ch;
+  int64_t ell = 0;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const size_t at = terms[k].find("...");
+    if (at == std::string::npos) continue;
+    const int64_t n = xs[k].rank() - static_cast<int64_t>(terms[k].size() - 3);
+    ell = std::max(ell, n);
+  }
+  if (ell > static_cast<int64_t>(spare.size())) c.fail("too many dims under \"...\"");
+  const std::string ell_labels = spare.substr(0, static_cast<size_t>(ell));
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const size_t at = terms[k].find("...");
+    if (at == std::string::npos) continue;
+    const int64_t n = xs[k].rank() - static_cast<int64_t>(terms[k].size() - 3);
+    terms[k].replace(at, 3, ell_labels.substr(static_cast<size_t>(ell - n)));
+  }
+  if (implicit) {
+    std::string once;
+    for (char ch = 'a'; ch <= 'z'; ++ch) {
+      int count = 0;
+      for (const auto& t : terms) count += static_cast<int>(std::count(t.begin(), t.end(), ch));
+      if (count == 1) once += ch;
+    }
+    rhs = ell_labels + once;
+  } else if (const size_t at = rhs.find("..."); at != std::string::npos) {
+    rhs.replace(at, 3, ell_labels);
+  }
+  std::vector<size_t> ranks;
+  std::string full;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    ranks.push_back(static_cast<size_t>(xs[k].rank()));
+    full += (k ? "," : "") + terms[k];
+  }
+  full += "->" + rhs;
+  auto [parsed, out] = ember::detail::einsum_parse(full, ranks);
+  std::vector<ember::detail::Labelled<Dispatch>> ls;
+  for (size_t k = 0; k < xs.size(); ++k) ls.push_back({xs[k], parsed[k]});
+  return one(ember::detail::einsum_run(std::move(ls), out));
+}
+
+std::vector<RValue> det(Ctx& c) {
+  const Tn& x = c.in(0);
+  const int64_t r = x.rank();
+  if (r < 2) c.fail("input must be [..., n, n]");
+  const Dims d = dims_of(x);
+  const int64_t n = d[static_cast<size_t>(r - 1)];
+  int64_t batch = 1;
+  for (int64_t i = 0; i + 2 < r; ++i) batch *= d[static_cast<size_t>(i)];
+  Tensor<Dispatch, 3> t(reshape(x, {batch, d[static_cast<size_t>(r - 2)], n}).handle());
+  auto y = linalg::det(t);  // [batch, 1, 1]
+  Dims out(d.begin(), d.end() - 2);
+  return one(reshape(Tn(y.handle()), out));
+}
+
+}  // namespace
+
+void register_index_ops(OpRegistry& r) {
+  r["Gather"] = gather;
+  r["GatherElements"] = gather_elements;
+  r["GatherND"] = gather_nd;
+  r["Scatter"] = scatter_elements;
+  r["ScatterElements"] = scatter_elements;
+  r["ScatterND"] = scatter_nd;
+  r["OneHot"] = one_hot;
+  r["NonZero"] = non_zero;
+  r["Compress"] = compress;
+  r["Unique"] = unique;
+  r["ReverseSequence"] = reverse_sequence;
+  r["Einsum"] = einsum;
+  r["Det"] = det;
+}
+
+}  // namespace ember::onnx::detail
