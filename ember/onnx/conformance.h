@@ -32,8 +32,9 @@ struct TestOptions {
 EMBER_API TestResult run_backend_test(const std::filesystem::path& dir, Device device,
                                       const TestOptions& options = {});
 
-/// A serialized TensorProto, SequenceProto or OptionalProto file as a runtime value.
-EMBER_API Value load_value(const std::filesystem::path& path, ValueInfo::Kind kind, Device dev);
+/// A serialized TensorProto, SequenceProto or OptionalProto file (as `info`'s kind says) as
+/// a runtime value.
+EMBER_API Value load_value(const std::filesystem::path& path, const ValueInfo& info, Device dev);
 
 /// Compares two host tensors; empty when they match, else what differs.
 EMBER_API std::string compare(const TensorData& expected, const TensorData& actual,

@@ -62,6 +62,7 @@ const OpRegistry& registry() {
     register_nn_ops(m);
     register_index_ops(m);
     register_control_ops(m);
+    register_resize_ops(m);
     return m;
   }();
   return r;

@@ -37,6 +37,10 @@ class Ctx {
       : node_(node), index_(index), opset_(opset), dev_(dev), in_(std::move(in)),
         sub_(std::move(sub)) {}
 
+  /// The same node with other inputs (an implementation that runs itself on converted ones).
+  Ctx with_inputs(std::vector<RValue> in) const {
+    return Ctx(node_, index_, opset_, dev_, std::move(in), sub_);
+  }
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
   Device device() const { return dev_; }
@@ -92,6 +96,7 @@ void register_shape_ops(OpRegistry& r);
 void register_nn_ops(OpRegistry& r);
 void register_index_ops(OpRegistry& r);
 void register_control_ops(OpRegistry& r);
+void register_resize_ops(OpRegistry& r);
 
 // ---- rank-erased tensor helpers (helpers.cpp) --------------------------------------------
 Tn op(OpCode c, OpAttrs a, const std::vector<Tn>& in);

@@ -57,37 +57,20 @@ std::vector<RValue> loop(Ctx& c) {
   return res;
 }
 
-std::vector<RValue> scan(Ctx& c) {
-  const Graph& body = c.attr_graph("body");
-  const int64_t n_scan_in = c.attr_i("num_scan_inputs", 0);
-  const auto n_in = static_cast<int64_t>(c.num_inputs());
-  const int64_t n_state = n_in - n_scan_in;
-  if (n_scan_in <= 0 || n_state < 0) c.fail("num_scan_inputs does not fit the inputs");
-  if (c.opset() < 9) c.fail("Scan before opset 9 (with sequence_lens) is not supported");
-  auto in_axes = c.attr_ints("scan_input_axes", std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
-  auto in_dirs = c.attr_ints("scan_input_directions",
-                             std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
-  std::vector<RValue> state;
-  for (int64_t k = 0; k < n_state; ++k) state.push_back(c.value(static_cast<size_t>(k)));
-  std::vector<Tn> xs;
+/// Runs a Scan body over time-major inputs: the final states and the per-step outputs
+/// stacked along a new axis 0.
+std::pair<std::vector<RValue>, std::vector<Tn>> scan_steps(const Ctx& c, const Graph& body,
+                                                           std::vector<RValue> state,
+                                                           const std::vector<Tn>& xs) {
   int64_t steps = -1;
-  for (int64_t k = 0; k < n_scan_in; ++k) {
-    Tn x = c.in(static_cast<size_t>(n_state + k));
-    const int64_t ax = norm_axis(c, in_axes[static_cast<size_t>(k)], x.rank());
-    if (ax != 0) {
-      Dims p;
-      p.push_back(ax);
-      for (int64_t i = 0; i < x.rank(); ++i)
-        if (i != ax) p.push_back(i);
-      x = permute(x, p);
-    }
-    if (in_dirs[static_cast<size_t>(k)]) x = x.flip({0});
+  for (const Tn& x : xs) {
     if (steps >= 0 && x.shape()[0] != steps) c.fail("scan inputs differ in length");
     steps = x.shape()[0];
-    xs.push_back(x);
   }
-  const size_t n_out_scan = body.outputs.size() - static_cast<size_t>(n_state);
-  std::vector<std::vector<Tn>> outs(n_out_scan);
+  const size_t n_state = state.size();
+  if (body.outputs.size() < n_state) c.fail("the body has fewer outputs than states");
+  const size_t n_out = body.outputs.size() - n_state;
+  std::vector<std::vector<Tn>> outs(n_out);
   for (int64_t t = 0; t < steps; ++t) {
     std::vector<RValue> args = state;
     for (const Tn& x : xs) {
@@ -96,14 +79,77 @@ std::vector<RValue> scan(Ctx& c) {
       args.push_back(RValue::of(reshape(slice_axis(x, 0, t, t + 1, 1), d)));
     }
     auto out = c.run_subgraph(body, args);
-    for (int64_t k = 0; k < n_state; ++k) state[static_cast<size_t>(k)] = out[static_cast<size_t>(k)];
-    for (size_t k = 0; k < n_out_scan; ++k) outs[k].push_back(out[static_cast<size_t>(n_state) + k].t);
+    for (size_t k = 0; k < n_state; ++k) state[k] = out[k];
+    for (size_t k = 0; k < n_out; ++k) outs[k].push_back(out[n_state + k].t);
   }
-  auto out_axes = c.attr_ints("scan_output_axes", std::vector<int64_t>(n_out_scan, 0));
-  auto out_dirs = c.attr_ints("scan_output_directions", std::vector<int64_t>(n_out_scan, 0));
-  std::vector<RValue> res = state;
-  for (size_t k = 0; k < n_out_scan; ++k) {
-    Tn y = stack0(outs[k], c.device());
+  std::vector<Tn> stacked;
+  for (auto& o : outs) stacked.push_back(stack0(o, c.device()));
+  return {state, stacked};
+}
+
+/// Axis `ax` of x moved to the front.
+Tn axis_first(const Tn& x, int64_t ax) {
+  if (ax == 0) return x;
+  Dims p{ax};
+  for (int64_t i = 0; i < x.rank(); ++i)
+    if (i != ax) p.push_back(i);
+  return permute(x, p);
+}
+
+std::vector<RValue> scan(Ctx& c) {
+  const Graph& body = c.attr_graph("body");
+  const int64_t n_scan_in = c.attr_i("num_scan_inputs", 0);
+  const auto n_in = static_cast<int64_t>(c.num_inputs());
+  if (c.opset() < 9) {
+    // Opset 8: [sequence_lens], states and scan inputs all with a batch axis 0, time axis 1.
+    const int64_t n_state = n_in - 1 - n_scan_in;
+    if (n_scan_in <= 0 || n_state < 0) c.fail("num_scan_inputs does not fit the inputs");
+    if (c.has(0)) c.fail("sequence_lens is not supported");
+    auto dirs = c.attr_ints("directions", std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
+    const int64_t batch = c.in(1).shape()[0];
+    std::vector<std::vector<Tn>> per_state(static_cast<size_t>(n_state)), per_out;
+    for (int64_t b = 0; b < batch; ++b) {
+      auto pick = [&](const Tn& t) {
+        Dims d = dims_of(t);
+        d.erase(0);
+        return reshape(slice_axis(t, 0, b, b + 1, 1), d);
+      };
+      std::vector<RValue> state;
+      for (int64_t k = 0; k < n_state; ++k) state.push_back(RValue::of(pick(c.in(static_cast<size_t>(1 + k)))));
+      std::vector<Tn> xs;
+      for (int64_t k = 0; k < n_scan_in; ++k) {
+        Tn x = pick(c.in(static_cast<size_t>(1 + n_state + k)));
+        xs.push_back(dirs[static_cast<size_t>(k)] ? x.flip({0}) : x);
+      }
+      auto [st, outs] = scan_steps(c, body, state, xs);
+      for (int64_t k = 0; k < n_state; ++k) per_state[static_cast<size_t>(k)].push_back(st[static_cast<size_t>(k)].t);
+      per_out.resize(outs.size());
+      for (size_t k = 0; k < outs.size(); ++k) per_out[k].push_back(outs[k]);
+    }
+    std::vector<RValue> res;
+    for (auto& v : per_state) res.push_back(RValue::of(stack0(v, c.device())));
+    for (auto& v : per_out) res.push_back(RValue::of(stack0(v, c.device())));
+    return res;
+  }
+  const int64_t n_state = n_in - n_scan_in;
+  if (n_scan_in <= 0 || n_state < 0) c.fail("num_scan_inputs does not fit the inputs");
+  auto in_axes = c.attr_ints("scan_input_axes", std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
+  auto in_dirs = c.attr_ints("scan_input_directions",
+                             std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
+  std::vector<RValue> state;
+  for (int64_t k = 0; k < n_state; ++k) state.push_back(c.value(static_cast<size_t>(k)));
+  std::vector<Tn> xs;
+  for (int64_t k = 0; k < n_scan_in; ++k) {
+    Tn x = c.in(static_cast<size_t>(n_state + k));
+    x = axis_first(x, norm_axis(c, in_axes[static_cast<size_t>(k)], x.rank()));
+    xs.push_back(in_dirs[static_cast<size_t>(k)] ? x.flip({0}) : x);
+  }
+  auto [final_state, outs] = scan_steps(c, body, state, xs);
+  auto out_axes = c.attr_ints("scan_output_axes", std::vector<int64_t>(outs.size(), 0));
+  auto out_dirs = c.attr_ints("scan_output_directions", std::vector<int64_t>(outs.size(), 0));
+  std::vector<RValue> res = final_state;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    Tn y = outs[k];
     if (out_dirs[k]) y = y.flip({0});
     const int64_t ax = norm_axis(c, out_axes[k], y.rank());
     if (ax != 0) {

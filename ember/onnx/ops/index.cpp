@@ -119,18 +119,43 @@ std::vector<RValue> gather_nd(Ctx& c) {
   return one(reshape(y, out));
 }
 
+/// Scatter along `axis` with one of ONNX's reductions: none and add run the scatter op;
+/// mul, max and min (which the op table has no scatter for) combine on the host.
 Tn scatter(const Ctx& c, const Tn& x, int64_t axis, const Tn& idx, const Tn& upd,
            const std::string& reduction) {
   OpAttrs a;
   a.dim = axis;
-  if (reduction == "none") {
-    a.flag = false;
-  } else if (reduction == "add") {
-    a.flag = true;
-  } else {
-    c.fail("reduction \"" + reduction + "\" is not supported (none, add)");
+  if (reduction == "none" || reduction == "add") {
+    a.flag = reduction == "add";
+    return op(OpCode::Scatter, std::move(a), {x, idx, upd});
   }
-  return op(OpCode::Scatter, std::move(a), {x, idx, upd});
+  if (reduction != "mul" && reduction != "max" && reduction != "min")
+    c.fail("reduction \"" + reduction + "\" is not one of none, add, mul, max, min");
+  auto xv = host_floats(x);
+  const auto iv = host_ints(idx);
+  const auto uv = host_floats(upd);
+  const Dims xd = dims_of(x), id = dims_of(idx);
+  const size_t r = xd.size();
+  std::vector<int64_t> pos(r, 0);
+  for (size_t k = 0; k < iv.size(); ++k) {
+    int64_t rem = static_cast<int64_t>(k), at = 0, stride = 1;
+    for (size_t d = r; d-- > 0;) {
+      pos[d] = rem % id[d];
+      rem /= id[d];
+    }
+    if (iv[k] < 0 || iv[k] >= xd[static_cast<size_t>(axis)])
+      c.fail("index " + std::to_string(iv[k]) + " is out of range for " + Shape(xd).to_string());
+    pos[static_cast<size_t>(axis)] = iv[k];
+    for (size_t d = r; d-- > 0;) {
+      at += pos[d] * stride;
+      stride *= xd[d];
+    }
+    double& t = xv[static_cast<size_t>(at)];
+    t = reduction == "mul" ? t * uv[k] : reduction == "max" ? std::max(t, uv[k]) : std::min(t, uv[k]);
+  }
+  TensorData out(Shape(xd), x.dtype());
+  convert_elements(xv.data(), DType::F64, out.bytes().data(), x.dtype(), xv.size());
+  return constant(out, x.device());
 }
 
 std::vector<RValue> scatter_elements(Ctx& c) {
@@ -211,33 +236,46 @@ std::vector<RValue> compress(Ctx& c) {
 std::vector<RValue> unique(Ctx& c) {
   const Tn& x = c.in(0);
   const bool sorted = c.attr_i("sorted", 1) != 0;
-  if (c.has_attr("axis")) c.fail("the axis attribute is not supported");
-  Tn flat = reshape(x, {x.shape().numel()});
-  const auto v = host_floats(flat);
-  // first occurrence of each value, in order of appearance
-  std::vector<int64_t> first;
-  std::map<double, int64_t> slot;
-  for (size_t i = 0; i < v.size(); ++i)
-    if (slot.emplace(v[i], static_cast<int64_t>(first.size())).second)
-      first.push_back(static_cast<int64_t>(i));
+  // Slices along the axis (elements when there is none), compared as rows of values.
+  Tn src = x;
+  int64_t axis = 0;
+  if (c.has_attr("axis")) axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  else src = reshape(x, {x.shape().numel()});
+  const int64_t n = src.shape()[static_cast<size_t>(axis)];
+  Dims order_dims{axis};
+  for (int64_t i = 0; i < src.rank(); ++i)
+    if (i != axis) order_dims.push_back(i);
+  const auto v = host_floats(permute(src, order_dims));
+  const size_t width = n ? v.size() / static_cast<size_t>(n) : 0;
+  auto row = [&](int64_t i) {
+    return std::vector<double>(v.begin() + static_cast<long>(i * static_cast<int64_t>(width)),
+                               v.begin() + static_cast<long>((i + 1) * static_cast<int64_t>(width)));
+  };
+  std::vector<int64_t> first;  // first occurrence of each distinct row, in order of appearance
+  std::map<std::vector<double>, int64_t> slot;
+  std::vector<int64_t> slot_of(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    auto [it, fresh] = slot.emplace(row(i), static_cast<int64_t>(first.size()));
+    if (fresh) first.push_back(i);
+    slot_of[static_cast<size_t>(i)] = it->second;
+  }
   std::vector<int64_t> order(first.size());
   std::iota(order.begin(), order.end(), 0);
   if (sorted)
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return v[static_cast<size_t>(first[static_cast<size_t>(a)])] <
-             v[static_cast<size_t>(first[static_cast<size_t>(b)])];
+      return row(first[static_cast<size_t>(a)]) < row(first[static_cast<size_t>(b)]);
     });
   std::vector<int64_t> rank_of(order.size());
   for (size_t k = 0; k < order.size(); ++k) rank_of[static_cast<size_t>(order[k])] = static_cast<int64_t>(k);
-  std::vector<int64_t> indices, inverse(v.size()), counts(order.size(), 0);
+  std::vector<int64_t> indices, inverse(static_cast<size_t>(n)), counts(order.size(), 0);
   for (int64_t o : order) indices.push_back(first[static_cast<size_t>(o)]);
-  for (size_t i = 0; i < v.size(); ++i) {
-    const int64_t k = rank_of[static_cast<size_t>(slot[v[i]])];
-    inverse[i] = k;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = rank_of[static_cast<size_t>(slot_of[static_cast<size_t>(i)])];
+    inverse[static_cast<size_t>(i)] = k;
     ++counts[static_cast<size_t>(k)];
   }
   Tn idx = int_tensor(indices, c.device());
-  return {RValue::of(index_select(flat, 0, idx)), RValue::of(idx),
+  return {RValue::of(index_select(src, axis, idx)), RValue::of(idx),
           RValue::of(int_tensor(inverse, c.device())), RValue::of(int_tensor(counts, c.device()))};
 }
 
@@ -313,6 +351,37 @@ std::vector<RValue> einsum(Ctx& c) {
     rhs = ell_labels + once;
   } else if (const size_t at = rhs.find("..."); at != std::string::npos) {
     rhs.replace(at, 3, ell_labels);
+  }
+  // A label repeated within a term takes that term's diagonal over those dims first.
+  for (size_t k = 0; k < terms.size(); ++k) {
+    for (size_t p = 0; p < terms[k].size(); ++p) {
+      const size_t q = terms[k].find(terms[k][p], p + 1);
+      if (q == std::string::npos) continue;
+      Tn& x = xs[k];
+      const Dims d = dims_of(x);
+      if (d[p] != d[q]) c.fail("a repeated label's dims differ in size");
+      const int64_t n = d[p];
+      Dims order, keep;
+      for (size_t i = 0; i < d.size(); ++i)
+        if (i != p && i != q) {
+          order.push_back(static_cast<int64_t>(i));
+          keep.push_back(d[i]);
+        }
+      order.push_back(static_cast<int64_t>(p));
+      order.push_back(static_cast<int64_t>(q));
+      Dims flat = keep;
+      flat.push_back(n * n);
+      std::vector<int64_t> diag(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) diag[static_cast<size_t>(i)] = i * (n + 1);
+      x = index_select(reshape(permute(x, order), flat), static_cast<int64_t>(keep.size()),
+                       int_tensor(diag, x.device()));
+      const char label = terms[k][p];
+      std::string t;
+      for (size_t i = 0; i < terms[k].size(); ++i)
+        if (i != p && i != q) t += terms[k][i];
+      terms[k] = t + label;
+      p = static_cast<size_t>(-1);  // start over: the term changed
+    }
   }
   std::vector<size_t> ranks;
   std::string full;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ember/onnx/ops/context.h"
+#include "ember/tensor/pool_indices.h"
 
 namespace ember::onnx::detail {
 
@@ -98,7 +99,8 @@ std::vector<RValue> conv(Ctx& c) {
   Tn x = c.in(0);
   const Tn& w = c.in(1);
   if (x.rank() < 3 || x.rank() > 5) c.fail("input must have 1 to 3 spatial dims");
-  Dims kernel(dims_of(w).begin() + 2, dims_of(w).end());
+  const Dims wd = dims_of(w);
+  Dims kernel(wd.begin() + 2, wd.end());
   SpatialAttrs s = spatial_attrs(c, x, kernel);
   OpAttrs a;
   a.window.stride = s.stride;
@@ -123,7 +125,8 @@ std::vector<RValue> conv_transpose(Ctx& c) {
   const Tn& x = c.in(0);
   const Tn& w = c.in(1);
   if (x.rank() < 3 || x.rank() > 5) c.fail("input must have 1 to 3 spatial dims");
-  Dims kernel(dims_of(w).begin() + 2, dims_of(w).end());
+  const Dims wd = dims_of(w);
+  Dims kernel(wd.begin() + 2, wd.end());
   const size_t ns = kernel.size();
   SpatialAttrs s = spatial_attrs(c, x, kernel, true);
   const int64_t groups = c.attr_i("group", 1);
@@ -139,10 +142,9 @@ std::vector<RValue> conv_transpose(Ctx& c) {
     if (out_shape.size() > ns) out_shape.erase(out_shape.begin(), out_shape.end() - static_cast<long>(ns));
     for (size_t i = 0; i < ns; ++i) {
       const int64_t want = out_shape.empty() ? x.shape()[2 + i] * s.stride[i] : out_shape[i];
-      const int64_t total = full[i] - want;
-      if (total < 0) c.fail("output_shape is larger than the transposed conv can make");
+      const int64_t total = full[i] - want;  // < 0: zeros added at the end
       const bool lower = autopad == "SAME_LOWER";
-      s.pad_begin[i] = lower ? total - total / 2 : total / 2;
+      s.pad_begin[i] = total < 0 ? 0 : lower ? total - total / 2 : total / 2;
       s.pad_end[i] = total - s.pad_begin[i];
     }
   }
@@ -158,7 +160,7 @@ std::vector<RValue> conv_transpose(Ctx& c) {
   Dims extra_end(ns, 0);
   bool any_extra = false;
   for (size_t i = 0; i < ns; ++i) {
-    extra_end[i] = full[i] - y.shape()[2 + i];
+    extra_end[i] = full[i] - y.shape()[2 + i] + std::max<int64_t>(0, -s.pad_end[i]);
     any_extra |= extra_end[i] != 0;
   }
   if (any_extra) y = pad_spatial(y, Dims(ns, 0), extra_end, 0.0);
@@ -172,6 +174,79 @@ std::vector<RValue> conv_transpose(Ctx& c) {
   return one(y);
 }
 
+/// MaxPool's Indices output: flat positions in the whole input (n, c and the spatial
+/// position, row-major; storage_order 1 is column-major over the spatial dims).
+template <int D>
+std::vector<RValue> pool_with_indices_d(const Ctx& c, const Tn& x, const SpatialAttrs& s) {
+  PoolOptions o;
+  o.stride = s.stride;
+  o.padding = s.pad_begin;
+  o.dilation = s.dilation;
+  o.ceil_mode = c.attr_i("ceil_mode", 0) != 0;
+  auto [y, idx] = max_pool_with_indices(Tensor<Dispatch, D>(x.handle()), s.kernel, o);
+  const Dims xd = dims_of(x);
+  int64_t plane = 1;
+  for (size_t i = 2; i < xd.size(); ++i) plane *= xd[i];
+  Tn i(idx.handle());
+  if (c.attr_i("storage_order", 0) != 0) {
+    if (D != 4) c.fail("storage_order 1 needs 2 spatial dims");
+    const int64_t w = xd[3], h = xd[2];
+    Tn r = i / scalar_of(i, static_cast<double>(w));
+    Tn col = i - r * scalar_of(i, static_cast<double>(w));
+    i = col * scalar_of(i, static_cast<double>(h)) + r;
+  }
+  std::vector<int64_t> base(static_cast<size_t>(xd[0] * xd[1]));
+  for (size_t k = 0; k < base.size(); ++k) base[k] = static_cast<int64_t>(k) * plane;
+  Dims bd(xd.size(), 1);
+  bd[0] = xd[0];
+  bd[1] = xd[1];
+  Tn b = reshape(int_tensor(base, x.device()), bd);
+  return {RValue::of(Tn(y.handle())), RValue::of(i + b)};
+}
+
+std::vector<RValue> pool_with_indices(const Ctx& c, const Tn& x, const SpatialAttrs& s) {
+  if (!s.symmetric()) c.fail("the Indices output needs symmetric pads");
+  if (x.rank() == 3) return pool_with_indices_d<3>(c, x, s);
+  if (x.rank() == 4) return pool_with_indices_d<4>(c, x, s);
+  return pool_with_indices_d<5>(c, x, s);
+}
+
+template <int D>
+Tn unpool_d(const Tn& x, const Tn& plane_idx, const Dims& size) {
+  return Tn(max_unpool(Tensor<Dispatch, D>(x.handle()), Tensor<Dispatch, D, Int>(plane_idx.handle()),
+                       size)
+                .handle());
+}
+
+std::vector<RValue> max_unpool_op(Ctx& c) {
+  const Tn& x = c.in(0);
+  if (x.rank() < 3 || x.rank() > 5) c.fail("input must have 1 to 3 spatial dims");
+  auto k = c.attr_ints("kernel_shape");
+  SpatialAttrs s = spatial_attrs(c, x, Dims(k.begin(), k.end()));
+  const Dims xd = dims_of(x);
+  // Indices are positions in the pooled input's size; output_shape only adds zeros at the end.
+  Dims size, more;
+  for (size_t i = 0; i < k.size(); ++i)
+    size.push_back((xd[2 + i] - 1) * s.stride[i] + k[i] - s.pad_begin[i] - s.pad_end[i]);
+  if (c.has(2)) {
+    auto os = c.ints(2);
+    if (os.size() != k.size() + 2) c.fail("output_shape needs " + std::to_string(k.size() + 2) + " sizes");
+    for (size_t i = 0; i < k.size(); ++i) {
+      if (os[2 + i] < size[i]) c.fail("output_shape is smaller than the unpooled size");
+      more.push_back(os[2 + i] - size[i]);
+    }
+  }
+  int64_t plane = 1;
+  for (int64_t d : size) plane *= d;
+  Tn idx = c.in(1).cast(DType::I64);
+  Tn local = op(OpCode::Remainder, {idx, scalar_of(idx, static_cast<double>(plane))});
+  Tn y = x.rank() == 3   ? unpool_d<3>(x, local, size)
+         : x.rank() == 4 ? unpool_d<4>(x, local, size)
+                         : unpool_d<5>(x, local, size);
+  if (!more.empty()) y = pad_spatial(y, Dims(more.size(), 0), more, 0.0);
+  return one(y);
+}
+
 template <bool Max>
 std::vector<RValue> pool(Ctx& c) {
   Tn x = c.in(0);
@@ -179,9 +254,16 @@ std::vector<RValue> pool(Ctx& c) {
   auto k = c.attr_ints("kernel_shape");
   if (static_cast<int64_t>(k.size()) != x.rank() - 2)
     c.fail("kernel_shape needs " + std::to_string(x.rank() - 2) + " entries");
-  if (c.wants(1)) c.fail("the Indices output is not supported");
-  if (c.attr_i("storage_order", 0) != 0) c.fail("storage_order 1 is not supported");
+  if (!is_float(x.dtype())) {  // integer pooling: exact through f64 (max) or the mean's f64
+    const DType t = x.dtype();
+    std::vector<RValue> args{RValue::of(x.cast(DType::F64))};
+    Ctx inner = c.with_inputs(std::move(args));
+    auto out = pool<Max>(inner);
+    out[0].t = Max ? out[0].t.cast(t) : out[0].t.unary(OpCode::Floor).cast(t);
+    return out;
+  }
   SpatialAttrs s = spatial_attrs(c, x, Dims(k.begin(), k.end()));
+  if (Max && c.wants(1)) return pool_with_indices(c, x, s);
   const size_t ns = k.size();
   OpAttrs a;
   a.window.kernel = s.kernel;
@@ -196,7 +278,7 @@ std::vector<RValue> pool(Ctx& c) {
   }
   bool sym = s.symmetric();
   for (size_t i = 0; i < ns && sym; ++i) sym = s.pad_begin[i] * 2 <= s.kernel[i];
-  if (sym && (Max || include_pad || true)) {
+  if (sym) {
     a.window.padding = s.pad_begin;
     a.window.count_include_pad = include_pad;
     return one(op(Max ? OpCode::MaxPool : OpCode::AvgPool, std::move(a), {x}));
@@ -284,7 +366,7 @@ std::vector<RValue> group_norm(Ctx& c) {
   const double eps = c.attr_f("epsilon", 1e-5);
   const Dims d = dims_of(x);
   if (groups <= 0 || d[1] % groups != 0) c.fail("num_groups must divide the channels");
-  Tn g = reshape(x, {d[0], groups, -1 == 0 ? 0 : x.shape().numel() / (d[0] * groups)});
+  Tn g = reshape(x, {d[0], groups, x.shape().numel() / std::max<int64_t>(1, d[0] * groups)});
   Tn m = reduce(OpCode::Mean, g, {2}, true);
   Tn v = reduce(OpCode::Mean, (g - m) * (g - m), {2}, true);
   Tn y = reshape((g - m) / (v + eps).sqrt(), d);
@@ -379,6 +461,7 @@ void register_nn_ops(OpRegistry& r) {
   r["ConvTranspose"] = conv_transpose;
   r["MaxPool"] = pool<true>;
   r["AveragePool"] = pool<false>;
+  r["MaxUnpool"] = max_unpool_op;
   r["GlobalAveragePool"] = global_pool<false>;
   r["GlobalMaxPool"] = global_pool<true>;
   r["BatchNormalization"] = batch_norm;
