@@ -63,6 +63,9 @@ const OpRegistry& registry() {
     register_index_ops(m);
     register_control_ops(m);
     register_resize_ops(m);
+    register_rnn_ops(m);
+    register_quant_ops(m);
+    register_misc_ops(m);
     return m;
   }();
   return r;

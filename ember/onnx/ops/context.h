@@ -97,6 +97,9 @@ void register_nn_ops(OpRegistry& r);
 void register_index_ops(OpRegistry& r);
 void register_control_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
+void register_rnn_ops(OpRegistry& r);
+void register_quant_ops(OpRegistry& r);
+void register_misc_ops(OpRegistry& r);
 
 // ---- rank-erased tensor helpers (helpers.cpp) --------------------------------------------
 Tn op(OpCode c, OpAttrs a, const std::vector<Tn>& in);

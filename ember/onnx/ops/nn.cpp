@@ -454,6 +454,8 @@ std::vector<RValue> softmax_ce(Ctx& c) {
 
 }  // namespace
 
+std::vector<RValue> conv_op(Ctx c) { return conv(c); }
+
 void register_nn_ops(OpRegistry& r) {
   r["MatMul"] = matmul;
   r["Gemm"] = gemm;
