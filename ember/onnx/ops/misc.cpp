@@ -246,7 +246,7 @@ std::vector<RValue> mel_weight_matrix(Ctx& c) {
   if (mels <= 0 || dft_len <= 0 || rate <= 0) c.fail("sizes and the sample rate must be > 0");
   const int64_t bins = dft_len / 2 + 1;
   auto to_mel = [](double f) { return 2595 * std::log10(1 + f / 700); };
-  const double ml = to_mel(lo), mh = to_mel(hi), step = (mh - ml) / static_cast<double>(mels + 1);
+  const double ml = to_mel(lo), mh = to_mel(hi), step = (mh - ml) / static_cast<double>(mels + 2);  // as ONNX's reference
   std::vector<int64_t> fb(static_cast<size_t>(mels + 2));
   for (int64_t i = 0; i < mels + 2; ++i) {
     const double hz = 700 * (std::pow(10, (static_cast<double>(i) * step + ml) / 2595) - 1);
@@ -322,7 +322,7 @@ std::vector<std::vector<Tn>> opt_groups(const Ctx& c, size_t groups) {
 std::vector<RValue> adagrad(Ctx& c) {
   const double lr = c.floats(0)[0];
   const double t = static_cast<double>(c.ints(1)[0]);
-  const double decay = c.attr_f("decay_factor", 0.0), eps = c.attr_f("epsilon", 0.0),
+  const double decay = c.attr_f("decay_factor", 0.0), eps = c.attr_f("epsilon", 1e-6),
                norm = c.attr_f("norm_coefficient", 0.0);
   auto g = opt_groups(c, 3);  // X, G, H
   const double r = lr / (1 + t * decay);
@@ -361,7 +361,7 @@ std::vector<RValue> adam(Ctx& c) {
   const double lr = c.floats(0)[0];
   const double t = static_cast<double>(c.ints(1)[0]);
   const double alpha = c.attr_f("alpha", 0.9), beta = c.attr_f("beta", 0.999),
-               eps = c.attr_f("epsilon", 0.0), norm = c.attr_f("norm_coefficient", 0.0),
+               eps = c.attr_f("epsilon", 1e-6), norm = c.attr_f("norm_coefficient", 0.0),
                post = c.attr_f("norm_coefficient_post", 0.0);
   auto g = opt_groups(c, 4);  // X, G, V, H
   const double r = t > 0 ? lr * std::sqrt(1 - std::pow(beta, t)) / (1 - std::pow(alpha, t)) : lr;

@@ -55,16 +55,14 @@ std::vector<RValue> dequantize_linear(Ctx& c) {
 }
 
 std::vector<RValue> dynamic_quantize_linear(Ctx& c) {
-  const Tn& x = c.in(0);
-  Tn f = x.cast(DType::F64);
-  Tn lo = op(OpCode::Minimum, {reduce(OpCode::Min, f, {}, false), scalar_of(f, 0.0)});
-  Tn hi = op(OpCode::Maximum, {reduce(OpCode::Max, f, {}, false), scalar_of(f, 0.0)});
-  // The scale in f32, as ONNX computes it; the rest from that f32 value.
-  Tn scale = ((hi - lo) / 255.0).cast(DType::F32);
-  Tn s64 = scale.cast(DType::F64);
-  Tn zp = saturate((scalar_of(f, 0.0) - lo / s64).unary(OpCode::Round), DType::U8);
-  Tn y = quantize(f, s64, zp, DType::U8);
-  return {RValue::of(y), RValue::of(scale.cast(x.dtype())), RValue::of(zp)};
+  // In f32 throughout, as ONNX computes it (x / scale rounded half to even).
+  const Tn x = c.in(0).cast(DType::F32);
+  Tn lo = op(OpCode::Minimum, {reduce(OpCode::Min, x, {}, false), scalar_of(x, 0.0)});
+  Tn hi = op(OpCode::Maximum, {reduce(OpCode::Max, x, {}, false), scalar_of(x, 0.0)});
+  Tn scale = (hi - lo) / 255.0;
+  Tn zp = saturate((scalar_of(x, 0.0) - lo / scale).unary(OpCode::Round), DType::U8);
+  Tn y = saturate((x / scale).unary(OpCode::Round) + zp.cast(DType::F32), DType::U8);
+  return {RValue::of(y), RValue::of(scale.cast(c.in(0).dtype())), RValue::of(zp)};
 }
 
 Tn centered(const Ctx& c, size_t k, size_t zp_k, int64_t axis_rank_hint = -1) {
