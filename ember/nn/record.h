@@ -1,5 +1,5 @@
 // Module records: a module's parameters and buffers as named tensors (their paths), saved to
-// and loaded from safetensors files, which other tools read too.
+// safetensors files, which other tools read too, and loaded from those or PyTorch's files.
 //
 //   nn::save_module(model, "model.safetensors",
 //                   {.precision = nn::Precision::BF16, .metadata = {{"epoch", "3"}}});
@@ -12,6 +12,7 @@
 // ValueError. Floating-point precisions convert (a bf16 file loads into f32 parameters); a
 // float tensor never loads into an integer one. The file also carries ember's version, the
 // module's type and whatever metadata the caller adds (e.g. its config as JSON).
+//
 // Files from PyTorch and other tools (.pt, .pth, .bin, .safetensors; the format is found from
 // the content) load with ImportOptions: regex renames first, then adapters from PyTorch's
 // names and layouts to ember's, chosen by the type of each layer of the module.
