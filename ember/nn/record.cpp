@@ -22,14 +22,13 @@ record::NamedTensors to_record(const std::vector<Slot>& slots, Precision p) {
   return out;
 }
 
-LoadReport apply_record(const std::vector<Slot>& slots, const record::NamedTensors& tensors,
-                        LoadMode mode) {
+namespace detail {
+RecordPlan plan_record(const std::vector<Slot>& slots, const record::NamedTensors& tensors) {
   std::unordered_map<std::string, const TensorData*> by_name;
   for (const auto& [n, d] : tensors) by_name.emplace(n, &d);
-  LoadReport r;
+  RecordPlan plan;
+  LoadReport& r = plan.report;
   std::unordered_map<std::string, bool> seen;
-  // First everything is checked; only then (if allowed) assigned.
-  std::vector<std::pair<const Slot*, const TensorData*>> plan;
   for (const Slot& s : slots) {
     if (s.empty()) continue;  // an empty parameter or buffer is not saved either
     auto it = by_name.find(s.path());
@@ -52,14 +51,22 @@ LoadReport apply_record(const std::vector<Slot>& slots, const record::NamedTenso
       continue;
     }
     r.applied.push_back(s.path());
-    plan.emplace_back(&s, &d);
+    plan.assign.emplace_back(&s, &d);
   }
   for (const auto& [n, d] : tensors)
     if (!seen.count(n)) r.unused.push_back(n);
-  if (mode == LoadMode::Strict && !r.complete())
-    throw ValueError("[load] the record does not match the module:\n" + r.to_string());
-  for (const auto& [s, d] : plan) s->set_data(*d);
-  return r;
+  return plan;
+}
+}  // namespace detail
+
+LoadReport apply_record(const std::vector<Slot>& slots, const record::NamedTensors& tensors,
+                        LoadMode mode) {
+  // First everything is checked; only then (if allowed) assigned.
+  auto plan = detail::plan_record(slots, tensors);
+  if (mode == LoadMode::Strict && !plan.report.complete())
+    throw ValueError("[load] the record does not match the module:\n" + plan.report.to_string());
+  for (const auto& [s, d] : plan.assign) s->set_data(*d);
+  return plan.report;
 }
 
 void save_module(const std::vector<Slot>& slots, std::string_view module,
@@ -75,7 +82,7 @@ void save_module(const std::vector<Slot>& slots, std::string_view module,
 
 LoadReport load_module(const std::vector<Slot>& slots, const std::filesystem::path& path,
                        LoadMode mode) {
-  auto file = record::load_safetensors(path);
+  auto file = record::load_tensor_file(path);
   try {
     return apply_record(slots, file.tensors, mode);
   } catch (const ValueError& e) {
@@ -94,6 +101,7 @@ std::string LoadReport::to_string() const {
   list("not in the module", unused);
   list("mismatched", mismatched);
   if (s.empty()) s = "  all " + std::to_string(applied.size()) + " tensors match\n";
+  list("skipped on purpose", skipped);
   return s;
 }
 

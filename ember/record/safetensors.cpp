@@ -1,13 +1,14 @@
 #include "ember/record/safetensors.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
+
+#include "ember/record/mapped_file.h"
 
 namespace ember::record {
 
@@ -223,23 +224,8 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::s
 }
 
 SafetensorsFile load_safetensors(const std::filesystem::path& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0)
-    throw ValueError("[safetensors] cannot open " + path.string() + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
-    throw ValueError("[safetensors] " + path.string() + " is not a regular file");
-  size_t size = static_cast<size_t>(st.st_size);
-  if (size == 0) return parse_safetensors({}, path.string());
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
-  if (p == MAP_FAILED)
-    throw ValueError("[safetensors] cannot map " + path.string() + ": " + std::strerror(errno));
-  struct Unmap {
-    void* p;
-    size_t n;
-    ~Unmap() { ::munmap(p, n); }
-  } unmap{p, size};
-  return parse_safetensors({static_cast<const std::byte*>(p), size}, path.string());
+  detail::MappedFile f(path, "safetensors");
+  return parse_safetensors(f.bytes(), path.string());
 }
 
 }  // namespace ember::record

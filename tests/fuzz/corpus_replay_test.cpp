@@ -1,15 +1,21 @@
-// Replays the kept fuzz corpus (tests/fuzz/corpus/safetensors/) through the fuzz target, so
-// the regular (gcc) test build exercises every input the fuzzer kept: each must parse or
-// raise an ember::Error (the reader promises a ValueError). Seeds named `valid-*` must parse
+// Replays the kept fuzz corpora (tests/fuzz/corpus/TARGET/) through their fuzz targets, so
+// the regular (gcc) test build exercises every input the fuzzers kept: each must parse or
+// raise an ember::Error (the readers promise a ValueError). Seeds named `valid-*` must parse
 // and `reject-*` must be rejected.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
+#include "ember/record/pickle.h"
+#include "ember/record/pytorch.h"
 #include "ember/record/safetensors.h"
+#include "fuzz_target.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+EMBER_FUZZ_TARGET(safetensors);
+EMBER_FUZZ_TARGET(pickle);
+EMBER_FUZZ_TARGET(pytorch);
 
 namespace ember::record {
 namespace {
@@ -24,19 +30,30 @@ std::vector<std::byte> read_all(const fs::path& p) {
   return b;
 }
 
-TEST(FuzzCorpus, EveryInputParsesOrRaisesAnEmberError) {
+struct Target {
+  const char* name;  // also the corpus folder's
+  int (*fuzz)(const uint8_t*, size_t);
+  std::function<void(std::span<const std::byte>, const std::string&)> parse;
+  int min_files, min_parsed, min_rejected;
+};
+
+void PrintTo(const Target& t, std::ostream* os) { *os << t.name; }
+
+class FuzzCorpus : public ::testing::TestWithParam<Target> {};
+
+TEST_P(FuzzCorpus, EveryInputParsesOrRaisesAnEmberError) {
+  const Target& t = GetParam();
   int files = 0, parsed = 0, rejected = 0;
-  for (const auto& e : fs::directory_iterator(EMBER_FUZZ_CORPUS)) {
+  for (const auto& e : fs::directory_iterator(fs::path(EMBER_FUZZ_CORPUS) / t.name)) {
     if (!e.is_regular_file()) continue;
     ++files;
     const std::string name = e.path().filename().string();
     SCOPED_TRACE(name);
     auto bytes = read_all(e.path());
     // the fuzz target itself: aborts on inconsistent results, lets foreign exceptions through
-    EXPECT_NO_THROW(
-        LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    EXPECT_NO_THROW(t.fuzz(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
     try {
-      parse_safetensors(bytes, name);
+      t.parse(bytes, name);
       ++parsed;
       EXPECT_NE(name.rfind("reject-", 0), 0u) << "accepted";
     } catch (const Error& err) {
@@ -46,10 +63,20 @@ TEST(FuzzCorpus, EveryInputParsesOrRaisesAnEmberError) {
           << "not a ValueError: " << err.what();
     }
   }
-  EXPECT_GE(files, 40);
-  EXPECT_GE(parsed, 10);
-  EXPECT_GE(rejected, 20);
+  EXPECT_GE(files, t.min_files);
+  EXPECT_GE(parsed, t.min_parsed);
+  EXPECT_GE(rejected, t.min_rejected);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Readers, FuzzCorpus,
+    ::testing::Values(Target{"safetensors", ember_fuzz_safetensors,
+                             [](auto b, const auto& n) { parse_safetensors(b, n); }, 40, 10, 20},
+                      Target{"pickle", ember_fuzz_pickle,
+                             [](auto b, const auto& n) { parse_pickle(b, n); }, 30, 10, 10},
+                      Target{"pytorch", ember_fuzz_pytorch,
+                             [](auto b, const auto& n) { parse_pytorch(b, n); }, 20, 8, 8}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace ember::record

@@ -3,6 +3,7 @@
 // sanitizer report, another exception type or a huge allocation is a bug.
 //
 //   scripts/fuzz.sh 300          # clang build in build-fuzz, 5 minutes over the kept corpus
+//   scripts/fuzz.sh safetensors 300                           # the same, by the target's name
 //
 // The same function replays the kept corpus in the regular test build
 // (tests/fuzz/corpus_replay_test.cpp), so every compiler exercises the corpus.
@@ -13,8 +14,9 @@
 
 #include "ember/core/error.h"
 #include "ember/record/safetensors.h"
+#include "fuzz_target.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+EMBER_FUZZ_TARGET(safetensors) {
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
   ember::record::SafetensorsFile file;
   try {
