@@ -1,0 +1,234 @@
+#!/usr/bin/python3
+"""Exports the real-model fixtures of ember's ONNX runtime from PyTorch (fixed seeds).
+
+Each model goes to OUT/NAME/ in the layout of the ONNX backend tests:
+
+  OUT/NAME/model.onnx                      dynamic batch axis "N"
+  OUT/NAME/test_data_set_0/input_K.pb      one input (TensorProto), a batch of 2
+  OUT/NAME/bench_bB/input_K.pb             with --bench-batches: inputs of batch B
+
+The reference outputs (output_K.pb) are written by ONNX Runtime (tools/onnx_models/ort_run.js),
+not by this script; tools/onnx_models/regen.sh runs both.
+
+Models:
+  mnist_cnn     an MNIST-style CNN: (conv 3x3, relu, max pool) x 2, linear
+  transformer   an embedding and nn.TransformerEncoder (2 layers, d_model 64, 4 heads)
+  detector      depthwise-separable conv blocks (BatchNorm, ReLU6, hardswish), a head with
+                sigmoid boxes and softmax class scores
+  ember_cnn     examples/mnist's CNN, with the weights of an ember-trained checkpoint
+                (--ember-checkpoint, a model.safetensors of `mnist train --model cnn`) or,
+                without one, random weights
+
+Run with Debian's interpreter (torch 1.13, onnx 1.12):
+  /usr/bin/python3 tools/onnx_models/make_models.py --out build/onnx_models
+"""
+import argparse
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+from torch import nn
+
+
+class MnistCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(32 * 7 * 7, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.conv1(x)))
+        x = self.pool(torch.relu(self.conv2(x)))
+        return self.fc(torch.flatten(x, 1))
+
+
+def gelu(x):
+    return nn.functional.gelu(x)
+
+
+class Transformer(nn.Module):
+    def __init__(self, vocab=100, seq=16, d_model=64, heads=4, layers=2, ff=128, classes=5):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.pos = nn.Parameter(torch.randn(1, seq, d_model) * 0.1)
+        # A plain function as activation keeps PyTorch off its fused inference path
+        # (aten::_transformer_encoder_layer_fwd), which torch.onnx cannot export.
+        layer = nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=ff, dropout=0.0,
+                                           activation=gelu, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, tokens):
+        x = self.encoder(self.embed(tokens) + self.pos)
+        return self.head(x.mean(dim=1))
+
+
+def separable(cin, cout, stride, act):
+    return nn.Sequential(
+        nn.Conv2d(cin, cin, 3, stride, 1, groups=cin, bias=False), nn.BatchNorm2d(cin), act(),
+        nn.Conv2d(cin, cout, 1, bias=False), nn.BatchNorm2d(cout), act())
+
+
+class Detector(nn.Module):
+    def __init__(self, anchors=3, classes=4):
+        super().__init__()
+        self.anchors, self.classes = anchors, classes
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16),
+                                  nn.ReLU6())
+        self.blocks = nn.Sequential(separable(16, 32, 2, nn.ReLU6), separable(32, 48, 2,
+                                    nn.Hardswish), separable(48, 64, 1, nn.Hardswish))
+        self.head = nn.Conv2d(64, anchors * (4 + classes), 1)
+
+    def forward(self, x):
+        y = self.head(self.blocks(self.stem(x)))       # [N, A * (4 + C), H, W]
+        n, _, h, w = y.shape
+        y = y.reshape(n, self.anchors, 4 + self.classes, h * w).permute(0, 3, 1, 2)
+        y = y.reshape(n, h * w * self.anchors, 4 + self.classes)
+        boxes = torch.sigmoid(y[..., :4])
+        scores = torch.softmax(y[..., 4:], dim=-1)
+        return boxes, scores
+
+
+class EmberCnn(nn.Module):
+    """examples/mnist/cnn.h: conv 1->8, pool, conv 8->16, pool, linear 400->10 (no padding)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 3)
+        self.conv2 = nn.Conv2d(8, 16, 3)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(400, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.conv1(x)))
+        x = self.pool(torch.relu(self.conv2(x)))
+        return self.fc(x.reshape(x.shape[0], 400))
+
+
+def read_safetensors(path):
+    """The tensors of a .safetensors file: u64 header length, JSON header, raw data."""
+    raw = Path(path).read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    kinds = {"F32": np.float32, "F64": np.float64, "F16": np.float16}
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        arr = np.frombuffer(data[begin:end], dtype=kinds[info["dtype"]])
+        out[name] = torch.from_numpy(arr.astype(np.float32).reshape(info["shape"]))
+    return out
+
+
+def load_ember_cnn(model, path):
+    t = read_safetensors(path)
+    with torch.no_grad():
+        for conv in ("conv1", "conv2"):
+            getattr(model, conv).weight.copy_(t[conv + ".weight"])
+            getattr(model, conv).bias.copy_(t[conv + ".bias"])
+        # ember's Linear stores its weight as [in, out]; PyTorch's as [out, in].
+        model.fc.weight.copy_(t["fc.weight"].t())
+        model.fc.bias.copy_(t["fc.bias"])
+
+
+def randomize_batch_norms(model, gen):
+    # Fresh BatchNorms are the identity; give them statistics so that the folding is tested.
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            c = m.num_features
+            m.running_mean.copy_(torch.randn(c, generator=gen) * 0.2)
+            m.running_var.copy_(torch.rand(c, generator=gen) + 0.5)
+            m.weight.data.copy_(torch.rand(c, generator=gen) + 0.5)
+            m.bias.data.copy_(torch.randn(c, generator=gen) * 0.2)
+
+
+def make_input(name, batch, gen):
+    if name == "transformer":
+        return torch.randint(0, 100, (batch, 16), generator=gen, dtype=torch.int64)
+    if name == "detector":
+        return torch.rand(batch, 3, 64, 64, generator=gen)
+    return torch.rand(batch, 1, 28, 28, generator=gen)
+
+
+# name -> (opset, output names). Each uses the lowest opset with a single ONNX op for its
+# layers: LayerNormalization (17), HardSwish (14).
+MODELS = {
+    "mnist_cnn": (13, ["logits"]),
+    "transformer": (17, ["logits"]),
+    "detector": (14, ["boxes", "scores"]),
+    "ember_cnn": (13, ["logits"]),
+}
+
+
+def build(name, checkpoint):
+    torch.manual_seed(0)
+    model = {"mnist_cnn": MnistCnn, "transformer": Transformer, "detector": Detector,
+             "ember_cnn": EmberCnn}[name]()
+    if name == "detector":
+        gen = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            randomize_batch_norms(model, gen)
+    if name == "ember_cnn" and checkpoint:
+        load_ember_cnn(model, checkpoint)
+    return model.eval()
+
+
+def write_tensor(path, t, name):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(numpy_helper.from_array(t.numpy(), name).SerializeToString())
+
+
+def export(name, out, checkpoint, bench_batches):
+    opset, outputs = MODELS[name]
+    model = build(name, checkpoint)
+    folder = out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    input_name = "tokens" if name == "transformer" else "input"
+    gen = torch.Generator().manual_seed(2)
+    x = make_input(name, 2, gen)
+    # The detector keeps its BatchNormalization nodes (PRESERVE with the model in eval mode
+    # skips the exporter's Conv+BatchNorm folding); the others are exported as usual.
+    training = torch.onnx.TrainingMode.PRESERVE if name == "detector" else \
+        torch.onnx.TrainingMode.EVAL
+    axes = {input_name: {0: "N"}}
+    axes.update({o: {0: "N"} for o in outputs})
+    # Traced with autograd on: under no_grad, nn.MultiheadAttention takes a fused path
+    # (aten::_native_multi_head_attention) that torch.onnx cannot export.
+    torch.onnx.export(model, (x,), str(folder / "model.onnx"), opset_version=opset,
+                      input_names=[input_name], output_names=outputs, dynamic_axes=axes,
+                      do_constant_folding=True, training=training)
+    onnx.checker.check_model(onnx.load(str(folder / "model.onnx")))
+    write_tensor(folder / "test_data_set_0" / "input_0.pb", x, input_name)
+    for b in bench_batches:
+        write_tensor(folder / f"bench_b{b}" / "input_0.pb",
+                     make_input(name, b, torch.Generator().manual_seed(3 + b)), input_name)
+    ops = sorted({n.op_type for n in onnx.load(str(folder / "model.onnx")).graph.node})
+    print(f"{name}: opset {opset}, {(folder / 'model.onnx').stat().st_size} bytes, ops {ops}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--ember-checkpoint", default="",
+                    help="model.safetensors of `mnist train --model cnn` for ember_cnn")
+    ap.add_argument("--bench-batches", default="", help="e.g. 1,32")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    batches = [int(b) for b in args.bench_batches.split(",") if b]
+    for name in args.models.split(","):
+        if name not in MODELS:
+            ap.error(f"unknown model {name} (models: {', '.join(MODELS)})")
+        export(name, args.out, args.ember_checkpoint if name == "ember_cnn" else "", batches)
+
+
+if __name__ == "__main__":
+    main()
