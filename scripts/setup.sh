@@ -10,7 +10,8 @@ packages=(build-essential cmake ninja-build ccache pkg-config lld
           libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev nlohmann-json3-dev
           dataset-fashion-mnist python3 python3-numpy
           libsqlite3-dev libstb-dev zlib1g-dev python3-sklearn
-          libncurses-dev tmux)
+          libncurses-dev tmux
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(python3-torch) ;;

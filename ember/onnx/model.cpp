@@ -8,7 +8,6 @@
 #include <fstream>
 #include <limits>
 
-#include "ember/core/checked.h"
 #include "ember/core/error.h"
 #include "onnx/onnx_pb.h"
 
@@ -108,10 +107,11 @@ struct Parser {
   }
 
   void count_bytes(int64_t n, const std::string& tensor) {
-    tensor_bytes = checked_add(tensor_bytes, n, "[onnx] tensor bytes");
-    if (tensor_bytes > opt.max_tensor_bytes)
+    // Compared before adding: the sum may not fit int64 (a ValueError, not an overflow).
+    if (n > opt.max_tensor_bytes - tensor_bytes)
       fail("tensor \"" + tensor + "\" takes the model's tensors past the limit of " +
            std::to_string(opt.max_tensor_bytes) + " bytes");
+    tensor_bytes += n;
   }
 
   std::vector<std::byte> read_external(const pb::TensorProto& t, int64_t expect) {
@@ -166,13 +166,16 @@ struct Parser {
     int64_t n = 1;
     for (int64_t d : t.dims()) {
       if (d < 0) fail("tensor \"" + nm + "\" has a negative dim " + std::to_string(d));
-      n = checked_mul(n, d, "[onnx] tensor size");
+      if (__builtin_mul_overflow(n, d, &n))
+        fail("tensor \"" + nm + "\" has dims whose product overflows int64");
       dims.push_back(d);
     }
     auto dt = dtype_of_onnx(t.data_type());
     if (!dt) return std::nullopt;
     const int64_t es = size_of(*dt);
-    const int64_t bytes = checked_mul(n, es, "[onnx] tensor bytes");
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(n, es, &bytes))
+      fail("tensor \"" + nm + "\" " + Shape(dims).to_string() + " has more bytes than int64 holds");
     count_bytes(bytes, nm);
     std::vector<std::byte> data;
     auto typed = [&](auto field, auto conv) {
@@ -227,7 +230,8 @@ struct Parser {
         std::vector<Dim> dims;
         for (const auto& d : tt.shape().dim()) {
           Dim x;
-          if (d.has_dim_value()) x.size = d.dim_value();
+          // Some exporters write -1 for a dynamic dim: unknown, not a size.
+          if (d.has_dim_value() && d.dim_value() >= 0) x.size = d.dim_value();
           else if (d.has_dim_param()) x.symbol = d.dim_param();
           dims.push_back(std::move(x));
         }

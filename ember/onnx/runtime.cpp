@@ -3,9 +3,11 @@
 // run time.
 #include "ember/onnx/runtime.h"
 
+#include <map>
 #include <set>
 #include <unordered_map>
 
+#include "ember/core/checked.h"
 #include "ember/onnx/ops/context.h"
 
 namespace ember::onnx {
@@ -86,7 +88,7 @@ const Function* find_function(const Model& m, const Node& n) {
 }
 
 void check_graph(const Model& m, const Graph& g, std::vector<std::string>& out,
-                 std::set<std::string>& seen_ops) {
+                 std::set<std::string>& seen_ops, std::map<const Function*, bool>& functions) {
   auto type_ok = [&](const ValueInfo& v, const std::string& where) {
     if ((v.kind == ValueInfo::Kind::Tensor || v.kind == ValueInfo::Kind::Sequence) &&
         v.elem.onnx != 0 && !v.elem.dtype)
@@ -102,14 +104,23 @@ void check_graph(const Model& m, const Graph& g, std::vector<std::string>& out,
     const Node& n = g.nodes[i];
     const std::string key = op_key(n.domain, n.op_type);
     if (const Function* f = find_function(m, n)) {
-      Graph body;
-      body.nodes = f->nodes;
-      check_graph(m, body, out, seen_ops);
+      // Each body is checked once (false while it is being checked: a function that calls
+      // itself, directly or not, would never finish).
+      auto [it, first] = functions.emplace(f, false);
+      if (first) {
+        Graph body;
+        body.nodes = f->nodes;
+        check_graph(m, body, out, seen_ops, functions);
+        functions[f] = true;
+      } else if (!it->second) {
+        out.push_back(n.label(i) + ": function " + op_key(f->domain, f->name) +
+                      " calls itself (recursion is not supported)");
+      }
     } else if (!detail::registry().contains(key)) {
       out.push_back(n.label(i) + ": operator " + key + " is not supported");
     }
     for (const Attribute& a : n.attributes)
-      for (const auto& sub : a.graphs) check_graph(m, *sub, out, seen_ops);
+      for (const auto& sub : a.graphs) check_graph(m, *sub, out, seen_ops, functions);
   }
 }
 
@@ -160,7 +171,8 @@ std::vector<std::string> unsupported(const Model& model) {
       if (!used_by_function) continue;  // imported but only for functions: fine
     }
   }
-  check_graph(model, model.graph, out, seen);
+  std::map<const Function*, bool> functions;
+  check_graph(model, model.graph, out, seen, functions);
   return out;
 }
 
@@ -177,6 +189,7 @@ std::vector<std::string> supported_ops() {
 struct Session::Impl {
   Model model;
   Device device;
+  SessionOptions options;
   std::unordered_map<const Graph*, std::vector<std::pair<std::string, RValue>>> constants;
 
   const std::vector<std::pair<std::string, RValue>>& initializers(const Graph& g) {
@@ -249,6 +262,8 @@ struct Session::Impl {
       } catch (const Error& e) {
         std::string msg = e.what();
         if (msg.starts_with("[onnx] " + node->label(index))) throw;
+        // The runtime's own helpers say "[onnx] what": the node's label takes that place.
+        if (msg.starts_with("[onnx] ")) msg.erase(0, 7);
         throw ValueError("[onnx] " + node->label(index) + ": " + msg);
       }
     }
@@ -257,8 +272,25 @@ struct Session::Impl {
       if (k >= out.size())
         throw ValueError("[onnx] " + node->label(index) + ": output " + std::to_string(k) +
                          " (\"" + node->outputs[k] + "\") is not produced");
+      check_output(*node, index, k, out[k]);
       scope.values[node->outputs[k]] = std::move(out[k]);
     }
+  }
+
+  // Keeps every value a node hands on within the session's limit, so that no later node
+  // starts from a tensor the limit would have refused.
+  void check_output(const Node& n, size_t index, size_t k, const RValue& v) const {
+    auto check = [&](const Tn& t) {
+      const int64_t bytes = checked_mul(t.shape().numel(), size_of(t.dtype()), "[onnx] output");
+      if (bytes > options.max_tensor_bytes)
+        throw ValueError("[onnx] " + n.label(index) + ": output " + std::to_string(k) + " " +
+                         t.shape().to_string() + " takes " + std::to_string(bytes) +
+                         " bytes, more than the session's limit of " +
+                         std::to_string(options.max_tensor_bytes) +
+                         " (SessionOptions::max_tensor_bytes)");
+    };
+    if (v.kind == Value::Kind::Tensor) check(v.t);
+    for (const Tn& t : v.seq) check(t);
   }
 
   std::vector<RValue> run_function(const Function& f, const Node& call,
@@ -305,13 +337,15 @@ struct Session::Impl {
   }
 };
 
-Session::Session(Model model, Device device) : impl_(std::make_unique<Impl>()) {
+Session::Session(Model model, Device device, SessionOptions options)
+    : impl_(std::make_unique<Impl>()) {
   auto problems = unsupported(model);
   if (!problems.empty())
     throw UnsupportedError(model.path.empty() ? std::string("model") : model.path.string(),
                            std::move(problems));
   impl_->model = std::move(model);
   impl_->device = device;
+  impl_->options = options;
 }
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
@@ -336,6 +370,7 @@ std::vector<Value> Session::run(const std::vector<Value>& inputs) {
                      " inputs, " + std::to_string(inputs.size()) + " given");
   std::vector<RValue> args;
   for (const Value& v : inputs) args.push_back(wrap(v));
+  detail::TensorLimit limit(impl_->options.max_tensor_bytes);
   auto out = impl_->run_graph(g, args, nullptr);
   std::vector<Value> res;
   for (const RValue& v : out) res.push_back(unwrap(v));

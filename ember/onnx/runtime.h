@@ -56,11 +56,20 @@ EMBER_API bool is_supported_op(std::string_view domain, std::string_view op_type
 /// "com.microsoft.Gelu").
 EMBER_API std::vector<std::string> supported_ops();
 
+/// Limits of a session.
+struct SessionOptions {
+  /// The largest tensor (in bytes) a node may create: an operator whose output size comes
+  /// from values (ConstantOfShape, Range, Expand, Tile, Pad, Resize, OneHot, ...) fails with a
+  /// ValueError naming the node before it allocates more, and so does any node whose output is
+  /// larger. A small file cannot make the runtime ask for terabytes.
+  int64_t max_tensor_bytes = int64_t{16} << 30;
+};
+
 class EMBER_API Session {
  public:
   /// Checks the model (throws UnsupportedError listing every problem) and uploads its
   /// initializers to `device`.
-  explicit Session(Model model, Device device = Device::cpu());
+  explicit Session(Model model, Device device = Device::cpu(), SessionOptions options = {});
   ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;

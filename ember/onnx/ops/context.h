@@ -101,6 +101,23 @@ void register_rnn_ops(OpRegistry& r);
 void register_quant_ops(OpRegistry& r);
 void register_misc_ops(OpRegistry& r);
 
+// ---- the session's tensor size limit (SessionOptions::max_tensor_bytes) -----------------
+/// Sets the limit for the runs on this thread while it lives (Session::run holds one).
+class TensorLimit {
+ public:
+  explicit TensorLimit(int64_t max_bytes);
+  ~TensorLimit();
+  TensorLimit(const TensorLimit&) = delete;
+  TensorLimit& operator=(const TensorLimit&) = delete;
+
+ private:
+  int64_t previous_;
+};
+/// Throws ValueError unless a tensor of this shape and dtype fits the limit: called before an
+/// output is allocated (op, full and expand below call it, and so do the operators that
+/// allocate on the host from sizes they read).
+void check_size(const Dims& shape, DType t);
+
 // ---- rank-erased tensor helpers (helpers.cpp) --------------------------------------------
 Tn op(OpCode c, OpAttrs a, const std::vector<Tn>& in);
 Tn op(OpCode c, const std::vector<Tn>& in);

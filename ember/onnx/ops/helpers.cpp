@@ -1,5 +1,6 @@
 // The rank-erased helpers of ops/context.h and Ctx's accessors.
 #include <algorithm>
+#include <limits>
 
 #include "ember/core/error.h"
 #include "ember/onnx/ops/context.h"
@@ -74,18 +75,54 @@ void Ctx::fail(const std::string& msg) const {
   throw ValueError("[onnx] " + label() + ": " + msg);
 }
 
+namespace {
+thread_local int64_t t_max_tensor_bytes = std::numeric_limits<int64_t>::max();
+}  // namespace
+
+TensorLimit::TensorLimit(int64_t max_bytes) : previous_(t_max_tensor_bytes) {
+  t_max_tensor_bytes = max_bytes;
+}
+TensorLimit::~TensorLimit() { t_max_tensor_bytes = previous_; }
+
+void check_size(const Dims& shape, DType t) {
+  // Saturating: a size past the limit is refused whether or not its product overflows.
+  const int64_t limit = t_max_tensor_bytes;
+  int64_t bytes = size_of(t);
+  bool over = false;
+  for (int64_t d : shape) {
+    if (d == 0) return;  // empty
+    if (d < 0) throw ValueError("[onnx] tensor " + Shape(shape).to_string() + " has a negative dim");
+    if (!over && bytes > limit / d) over = true;
+    if (!over) bytes *= d;
+  }
+  if (over || bytes > limit)
+    throw ValueError("[onnx] tensor " + Shape(shape).to_string() + " " +
+                     std::string(name(t)) + " would take more than the session's limit of " +
+                     std::to_string(limit) + " bytes (SessionOptions::max_tensor_bytes)");
+}
+
 Tn op(OpCode c, OpAttrs a, const std::vector<Tn>& in) {
   std::vector<H> hs;
   hs.reserve(in.size());
   for (const Tn& t : in) hs.push_back(t.handle());
   if (hs.empty()) throw ValueError("[onnx] internal: op without inputs");
-  return Tn(apply<Dispatch>(Op{c, std::move(a)}, std::span<H>(hs)));
+  Op o{c, std::move(a)};
+  if (t_max_tensor_bytes != std::numeric_limits<int64_t>::max()) {
+    // The output's shape, checked before the op allocates it (apply validates it again).
+    std::vector<const TensorMeta*> metas;
+    for (const H& h : hs) metas.push_back(&Dispatch::meta(h));
+    Op probe = o;
+    const TensorMeta out = infer(probe, metas);
+    check_size(out.shape.dims(), out.dtype);
+  }
+  return Tn(apply<Dispatch>(std::move(o), std::span<H>(hs)));
 }
 Tn op(OpCode c, const std::vector<Tn>& in) { return op(c, OpAttrs{}, in); }
 
 Tn constant(const TensorData& d, Device dev) { return Tn(Dispatch::from_data(d, dev)); }
 
 Tn full(const Dims& shape, double v, DType t, Device dev) {
+  check_size(shape, t);
   return Tn::full(Shape(shape), Scalar(v), t, dev);
 }
 
@@ -124,6 +161,7 @@ Tn permute(const Tn& t, const Dims& order) {
 
 Tn expand(const Tn& t, const Dims& shape) {
   if (t.shape().dims() == shape) return t;
+  check_size(shape, t.dtype());
   return t.expand(Shape(shape));
 }
 

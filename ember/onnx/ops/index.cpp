@@ -179,7 +179,11 @@ std::vector<RValue> one_hot(Ctx& c) {
   const Tn& idx = c.in(0);
   const auto depth_v = c.floats(1);
   if (depth_v.size() != 1) c.fail("depth must hold one value");
+  if (!(depth_v[0] >= 1 && depth_v[0] <= 9e18)) c.fail("depth must be a positive count");
   const auto depth = static_cast<int64_t>(depth_v[0]);
+  Dims out_dims = dims_of(idx);
+  out_dims.push_back(depth);
+  check_size(out_dims, DType::I64);  // before the host vector of depth entries
   const Tn& values = c.in(2);
   if (values.shape().numel() != 2) c.fail("values must hold [off, on]");
   const int64_t r = idx.rank() + 1;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "ember/core/checked.h"
 #include "ember/onnx/ops/context.h"
 
 namespace ember::onnx::detail {
@@ -15,7 +16,7 @@ std::vector<RValue> one(Tn t) { return {RValue::of(std::move(t))}; }
 
 int64_t numel_of(const Dims& d) {
   int64_t n = 1;
-  for (int64_t x : d) n *= x;
+  for (int64_t x : d) n = checked_mul(n, x, "[onnx] shape size");
   return n;
 }
 
@@ -38,7 +39,7 @@ std::vector<RValue> reshape_op(Ctx& c) {
       continue;
     }
     if (d < 0) c.fail("shape has a negative dim " + std::to_string(d));
-    known *= d;
+    known = checked_mul(known, d, "[onnx] target shape size");
     out.push_back(d);
   }
   const int64_t n = x.shape().numel();
@@ -231,7 +232,7 @@ std::vector<RValue> tile(Ctx& c) {
     with_ones.push_back(d);
     expanded.push_back(reps[i]);
     expanded.push_back(d);
-    out.push_back(reps[i] * d);
+    out.push_back(checked_mul(reps[i], d, "[onnx] output dim"));
   }
   if (reps.empty()) return one(x);
   return one(reshape(expand(reshape(x, with_ones), expanded), out));
@@ -288,13 +289,22 @@ std::vector<RValue> constant_of_shape(Ctx& c) {
 std::vector<RValue> range(Ctx& c) {
   const Tn& s = c.in(0);
   const DType t = s.dtype();
-  const double start = host_floats(s)[0], limit = host_floats(c.in(1))[0],
-               delta = host_floats(c.in(2))[0];
+  auto scalar = [&](size_t k) {
+    auto v = c.floats(k);
+    if (v.size() != 1) c.fail("input " + std::to_string(k) + " must hold one value");
+    return v[0];
+  };
+  const double start = scalar(0), limit = scalar(1), delta = scalar(2);
   if (delta == 0) c.fail("delta is 0");
+  if (!std::isfinite(start) || !std::isfinite(delta) || std::isnan(limit))
+    c.fail("start, limit and delta must be finite");
   const double count = std::max(0.0, std::ceil((limit - start) / delta));
-  if (count > 1e10) c.fail("the range has too many elements");
+  if (!(count <= 1e15)) c.fail("the range has too many elements");
+  if (!is_float(t) && (std::abs(start) > 9e18 || std::abs(delta) > 9e18))
+    c.fail("start or delta is outside int64");
   OpAttrs a;
   a.shape = {static_cast<int64_t>(count)};
+  check_size(a.shape, t);
   if (is_float(t)) {
     a.scalar = Scalar(start);
     a.scalar2 = Scalar(delta);
