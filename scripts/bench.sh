@@ -12,6 +12,11 @@
 #                              # stored H200 anchor: copy, matmul f32/tf32/bf16, softmax, sum,
 #                              # add, a 6-op chain, per-op overhead (needs a GPU; BENCH_REPS
 #                              # default 30, PYTHON: the interpreter with CUDA PyTorch)
+#   scripts/bench.sh onnx      # real models (tools/onnx_models/) on ember's ONNX runtime vs ONNX
+#                              # Runtime (npm onnxruntime-node, CPU) on the same inputs, batch 1 and
+#                              # 32 (BENCH_BATCHES; BENCH_RUNS per model and batch, default 50;
+#                              # ORT_NODE_DIR: where onnxruntime-node is, default build/ort,
+#                              # installed there when missing)
 #   scripts/bench.sh build     # build times (cold, after a model edit, a small user program) and
 #                              # stripped binary sizes, Release and Debug, ccache off
 #                              # (BENCH_BUILD_CONFIGS, BENCH_BUILD_COLD=0 to skip cold builds)
@@ -20,14 +25,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-suites="cpu autodiff mnist cuda build"
+suites="cpu autodiff mnist onnx cuda build"
 if [ $# -ne 1 ]; then
   echo "usage: scripts/bench.sh SUITE   (suites: $suites)" >&2
   exit 2
 fi
 suite=$1
 case "$suite" in
-  cpu | autodiff | mnist) ;;
+  cpu | autodiff | mnist | onnx) ;;
   build) scripts/setup.sh; exec bench/build_bench.sh ;;
   cuda)
     cmake --preset release -DEMBER_CUDA=ON >/dev/null
@@ -42,6 +47,8 @@ scripts/setup.sh --bench
 cmake --preset release -DEMBER_BLAS="${BENCH_EMBER_BLAS:-OFF}" >/dev/null
 if [ "$suite" = mnist ]; then
   cmake --build --preset release --target mnist
+elif [ "$suite" = onnx ]; then
+  cmake --build --preset release --target onnx_bench
 else
   cmake --build --preset release --target "${suite}_bench"
 fi
@@ -83,6 +90,43 @@ if [ "$suite" = mnist ]; then
   /usr/bin/python3 bench/mnist_report.py --dir "$out" --seeds "$seeds" --models "$models" \
     --out "$out/mnist.json" |
     tee "$out/mnist.txt"
+  exit 0
+fi
+
+if [ "$suite" = onnx ]; then
+  if ! command -v npm >/dev/null || ! /usr/bin/python3 -c "import onnx" 2>/dev/null; then
+    echo "bench.sh: the onnx suite needs node, npm and python3-onnx" \
+      "(apt-get install nodejs npm python3-onnx)" >&2
+    exit 1
+  fi
+  # The models, their bench inputs and ONNX Runtime's outputs, made afresh in build/.
+  ort_dir=${ORT_NODE_DIR:-build/ort}
+  if [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
+    mkdir -p "$ort_dir"
+    (cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm install --ignore-scripts --no-audit \
+      --no-fund onnxruntime-node >/dev/null)
+  fi
+  batches=${BENCH_BATCHES:-1,32}
+  bench_runs=${BENCH_RUNS:-50}
+  models=build/onnx_models
+  ORT_NODE_DIR=$ort_dir BENCH_BATCHES=$batches tools/onnx_models/regen.sh "$models" 2>&1 |
+    grep -v -i warn >&2 || true
+  names=$(cd "$models" && ls -d */ | tr -d / | paste -sd, -)
+  echo "bench.sh: ember (build/bench/onnx_bench), $threads threads, $bench_runs runs" >&2
+  run build/bench/onnx_bench --models "$models" --names "$names" --batches "$batches" \
+    --runs "$bench_runs" --warmup 5 >"$out/onnx.ember.jsonl"
+  echo "bench.sh: ONNX Runtime (tools/onnx_models/ort_run.js), $threads threads" >&2
+  : >"$out/onnx.ort.jsonl"
+  for name in ${names//,/ }; do
+    for b in ${batches//,/ }; do
+      run node tools/onnx_models/ort_run.js --ort "$ort_dir" --model "$models/$name/model.onnx" \
+        --inputs "$models/$name/bench_b$b" --name "$name/b$b" --runs "$bench_runs" --warmup 5 \
+        --threads "$threads" >>"$out/onnx.ort.jsonl"
+    done
+  done
+  /usr/bin/python3 bench/onnx_report.py --ember "$out/onnx.ember.jsonl" --peer "$out/onnx.ort.jsonl" \
+    --threads "$threads" --out "$out/onnx.json" | tee "$out/onnx.txt"
+  echo "bench.sh: wrote $out/onnx.json (raw: $out/onnx.ember.jsonl, $out/onnx.ort.jsonl)" >&2
   exit 0
 fi
 

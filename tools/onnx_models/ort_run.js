@@ -4,7 +4,7 @@
 //
 //   node tools/onnx_models/ort_run.js --model DIR/model.onnx --inputs DIR/test_data_set_0 \
 //        [--write-outputs DIR/test_data_set_0] [--runs 50 --warmup 5 --threads 2] \
-//        [--json result.json] [--ort FOLDER]
+//        [--json result.json] [--name LABEL] [--ort FOLDER]
 //
 // Inputs are DIR/input_K.pb, serialized ONNX TensorProto with raw_data (what onnx's
 // numpy_helper writes), given to the graph's inputs in order; --write-outputs writes the
@@ -157,7 +157,7 @@ async function main() {
                        encodeTensor(outputs[name], name));
     });
   }
-  const result = {model: args.model, inputs: args.inputs, threads: args.threads};
+  const result = {name: args.name || args.model, threads: args.threads};
   if (args.runs > 0) {
     for (let i = 0; i < args.warmup; ++i) await session.run(feeds);
     const times = [];
