@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ember/onnx/passes.h"
 #include "onnx/onnx-data_pb.h"
 #include "onnx/onnx_pb.h"
 
@@ -55,7 +56,8 @@ Value load_value(const std::filesystem::path& path, const ValueInfo& info, Devic
     if (o.has_tensor_value()) return Value::tensor(tensor_of(o.tensor_value(), what, et), dev);
     if (o.has_sequence_value()) {
       std::vector<TensorData> items;
-      for (const auto& t : o.sequence_value().tensor_values()) items.push_back(tensor_of(t, what, et));
+      for (const auto& t : o.sequence_value().tensor_values())
+        items.push_back(tensor_of(t, what, et));
       return Value::sequence_of(items, dev);
     }
     return Value{};
@@ -77,9 +79,12 @@ std::string compare(const TensorData& e, const TensorData& a, const TestOptions&
   for (size_t i = 0; i < ev.size(); ++i) {
     const double x = ev[i], y = av[i];
     bool ok;
-    if (std::isnan(x) || std::isnan(y)) ok = std::isnan(x) && std::isnan(y);
-    else if (std::isinf(x) || std::isinf(y)) ok = x == y;
-    else ok = exact ? x == y : std::abs(x - y) <= o.atol + o.rtol * std::abs(x);
+    if (std::isnan(x) || std::isnan(y))
+      ok = std::isnan(x) && std::isnan(y);
+    else if (std::isinf(x) || std::isinf(y))
+      ok = x == y;
+    else
+      ok = exact ? x == y : std::abs(x - y) <= o.atol + o.rtol * std::abs(x);
     if (!ok) {
       if (bad++ == 0) first = i;
       if (!std::isnan(x - y)) worst = std::max(worst, std::abs(x - y));
@@ -107,6 +112,7 @@ TestResult run_backend_test(const std::filesystem::path& dir, Device device,
       for (size_t i = 0; i < problems.size(); ++i) r.message += (i ? "; " : "") + problems[i];
       return r;
     }
+    if (options.optimize) optimize(m);
     Session s(std::move(m), device);
     auto inputs = s.inputs();
     std::vector<std::filesystem::path> sets;
@@ -129,8 +135,8 @@ TestResult run_backend_test(const std::filesystem::path& dir, Device device,
         auto p = set / ("output_" + std::to_string(k) + ".pb");
         if (!std::filesystem::exists(p)) continue;
         Value want = load_value(p, outs[k], Device::cpu());
-        const std::string where = set.filename().string() + " output " + std::to_string(k) +
-                                  " (" + outs[k].name + "): ";
+        const std::string where =
+            set.filename().string() + " output " + std::to_string(k) + " (" + outs[k].name + "): ";
         if (want.kind != got[k].kind) {
           r.message = where + "the kind of value differs";
           return r;

@@ -18,13 +18,14 @@ enum class TestStatus { Passed, Failed, Skipped };
 struct TestResult {
   std::string name;
   TestStatus status = TestStatus::Failed;
-  std::string message;  // why it failed or was skipped
+  std::string message;           // why it failed or was skipped
   std::vector<std::string> ops;  // the operators of the model's main graph
 };
 
 struct TestOptions {
   double rtol = 1e-3;
   double atol = 1e-7;
+  bool optimize = true;  // run the graph passes (passes.h) first
 };
 
 /// Runs one backend-test folder. A model that uses something unsupported is Skipped with

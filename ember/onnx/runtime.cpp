@@ -68,6 +68,7 @@ const OpRegistry& registry() {
     register_rnn_ops(m);
     register_quant_ops(m);
     register_misc_ops(m);
+    register_fused_ops(m);
     return m;
   }();
   return r;

@@ -3,6 +3,7 @@
 //   ember-onnx info model.onnx                 inputs, outputs, opsets, operators (supported?)
 //   ember-onnx test DIR [--backend cpu]        every ONNX backend-test folder under DIR
 //   ember-onnx test DIR --expect FILE          ... and fail if a test listed in FILE fails
+//   ember-onnx test DIR --no-passes            ... without the graph passes (passes.h)
 //   ember-onnx ops                             the operators the runtime implements
 #include <algorithm>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <set>
 
 #include "ember/onnx/conformance.h"
+#include "ember/onnx/passes.h"
 
 namespace fs = std::filesystem;
 using namespace ember;
@@ -21,7 +23,7 @@ int usage() {
   std::cerr << "usage:\n"
                "  ember-onnx info MODEL.onnx\n"
                "  ember-onnx test DIR [--backend DEVICE] [--filter TEXT] [--expect FILE]\n"
-               "                      [--report FILE.json]\n"
+               "                      [--report FILE.json] [--no-passes]\n"
                "  ember-onnx ops\n";
   return 2;
 }
@@ -37,11 +39,10 @@ std::string dims_text(const onnx::ValueInfo& v) {
 }
 
 std::string value_text(const onnx::ValueInfo& v) {
-  std::string kind = v.kind == onnx::ValueInfo::Kind::Sequence  ? "sequence of "
+  std::string kind = v.kind == onnx::ValueInfo::Kind::Sequence   ? "sequence of "
                      : v.kind == onnx::ValueInfo::Kind::Optional ? "optional "
-                                                                  : "";
-  return v.name + ": " + kind + std::string(onnx::onnx_type_name(v.elem.onnx)) + " " +
-         dims_text(v);
+                                                                 : "";
+  return v.name + ": " + kind + std::string(onnx::onnx_type_name(v.elem.onnx)) + " " + dims_text(v);
 }
 
 void count_ops(const onnx::Graph& g, std::map<std::string, int>& ops) {
@@ -73,11 +74,16 @@ int info(const fs::path& path) {
   count_ops(m.graph, ops);
   for (const auto& [op, n] : ops) {
     const auto dot = op.rfind('.');
-    const bool ok = dot == std::string::npos ? onnx::is_supported_op("", op)
-                                             : onnx::is_supported_op(op.substr(0, dot),
-                                                                     op.substr(dot + 1));
+    const bool ok = dot == std::string::npos
+                        ? onnx::is_supported_op("", op)
+                        : onnx::is_supported_op(op.substr(0, dot), op.substr(dot + 1));
     std::cout << "    " << op << " x" << n << (ok ? "" : "  (not supported)") << "\n";
   }
+  const size_t before = m.graph.nodes.size();
+  auto optimized = m;
+  auto report = onnx::optimize(optimized);
+  std::cout << "  graph passes: " << before << " -> " << optimized.graph.nodes.size() << " nodes ("
+            << report.to_string() << ")\n";
   auto problems = onnx::unsupported(m);
   if (problems.empty()) {
     std::cout << "  ember runs every node of this model\n";
@@ -102,7 +108,7 @@ std::string json_escape(const std::string& s) {
 }
 
 int test(const fs::path& dir, const std::string& device, const std::string& filter,
-         const std::string& expect_file, const std::string& report) {
+         const std::string& expect_file, const std::string& report, bool optimize) {
   const Device dev = Device::parse(device);
   std::vector<fs::path> tests;
   if (fs::exists(dir / "model.onnx")) {
@@ -133,16 +139,18 @@ int test(const fs::path& dir, const std::string& device, const std::string& filt
   }
   bool first = true;
   for (const auto& t : tests) {
-    auto r = onnx::run_backend_test(t, dev);
+    onnx::TestOptions options;
+    options.optimize = optimize;
+    auto r = onnx::run_backend_test(t, dev, options);
     const char* tag = r.status == onnx::TestStatus::Passed    ? "PASS"
                       : r.status == onnx::TestStatus::Skipped ? "SKIP"
-                                                               : "FAIL";
+                                                              : "FAIL";
     std::cout << tag << " " << r.name;
     if (!r.message.empty()) std::cout << ": " << r.message.substr(0, 300);
     std::cout << "\n";
     (r.status == onnx::TestStatus::Passed    ? passed
      : r.status == onnx::TestStatus::Skipped ? skipped
-                                              : failed)++;
+                                             : failed)++;
     if (r.status != onnx::TestStatus::Passed && expected.contains(r.name))
       regressions.push_back(r.name);
     if (json.is_open()) {
@@ -177,18 +185,26 @@ int main(int argc, char** argv) {
     }
     if (args[0] == "test" && args.size() >= 2) {
       std::string device = "cpu", filter, expect, report;
+      bool optimize = true;
       for (size_t i = 2; i < args.size(); ++i) {
         auto value = [&]() -> std::string {
           if (i + 1 >= args.size()) throw ValueError(args[i] + " needs a value");
           return args[++i];
         };
-        if (args[i] == "--backend") device = value();
-        else if (args[i] == "--filter") filter = value();
-        else if (args[i] == "--expect") expect = value();
-        else if (args[i] == "--report") report = value();
-        else return usage();
+        if (args[i] == "--backend")
+          device = value();
+        else if (args[i] == "--filter")
+          filter = value();
+        else if (args[i] == "--expect")
+          expect = value();
+        else if (args[i] == "--report")
+          report = value();
+        else if (args[i] == "--no-passes")
+          optimize = false;
+        else
+          return usage();
       }
-      return test(args[1], device, filter, expect, report);
+      return test(args[1], device, filter, expect, report, optimize);
     }
   } catch (const std::exception& e) {
     std::cerr << "ember-onnx: " << e.what() << "\n";

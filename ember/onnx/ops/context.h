@@ -100,6 +100,7 @@ void register_resize_ops(OpRegistry& r);
 void register_rnn_ops(OpRegistry& r);
 void register_quant_ops(OpRegistry& r);
 void register_misc_ops(OpRegistry& r);
+void register_fused_ops(OpRegistry& r);
 
 // ---- the session's tensor size limit (SessionOptions::max_tensor_bytes) -----------------
 /// Sets the limit for the runs on this thread while it lives (Session::run holds one).

@@ -115,14 +115,16 @@ std::vector<RValue> scan(Ctx& c) {
         return reshape(slice_axis(t, 0, b, b + 1, 1), d);
       };
       std::vector<RValue> state;
-      for (int64_t k = 0; k < n_state; ++k) state.push_back(RValue::of(pick(c.in(static_cast<size_t>(1 + k)))));
+      for (int64_t k = 0; k < n_state; ++k)
+        state.push_back(RValue::of(pick(c.in(static_cast<size_t>(1 + k)))));
       std::vector<Tn> xs;
       for (int64_t k = 0; k < n_scan_in; ++k) {
         Tn x = pick(c.in(static_cast<size_t>(1 + n_state + k)));
         xs.push_back(dirs[static_cast<size_t>(k)] ? x.flip({0}) : x);
       }
       auto [st, outs] = scan_steps(c, body, state, xs);
-      for (int64_t k = 0; k < n_state; ++k) per_state[static_cast<size_t>(k)].push_back(st[static_cast<size_t>(k)].t);
+      for (int64_t k = 0; k < n_state; ++k)
+        per_state[static_cast<size_t>(k)].push_back(st[static_cast<size_t>(k)].t);
       per_out.resize(outs.size());
       for (size_t k = 0; k < outs.size(); ++k) per_out[k].push_back(outs[k]);
     }
@@ -133,9 +135,10 @@ std::vector<RValue> scan(Ctx& c) {
   }
   const int64_t n_state = n_in - n_scan_in;
   if (n_scan_in <= 0 || n_state < 0) c.fail("num_scan_inputs does not fit the inputs");
-  auto in_axes = c.attr_ints("scan_input_axes", std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
-  auto in_dirs = c.attr_ints("scan_input_directions",
-                             std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
+  auto in_axes =
+      c.attr_ints("scan_input_axes", std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
+  auto in_dirs =
+      c.attr_ints("scan_input_directions", std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
   std::vector<RValue> state;
   for (int64_t k = 0; k < n_state; ++k) state.push_back(c.value(static_cast<size_t>(k)));
   std::vector<Tn> xs;

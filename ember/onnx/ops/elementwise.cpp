@@ -82,9 +82,7 @@ std::vector<RValue> mean(Ctx& c) {
   return one(acc / static_cast<double>(c.num_inputs()));
 }
 
-std::vector<RValue> where(Ctx& c) {
-  return one(detail::where(c.in(0), c.in(1), c.in(2)));
-}
+std::vector<RValue> where(Ctx& c) { return one(detail::where(c.in(0), c.in(1), c.in(2))); }
 
 std::vector<RValue> clip(Ctx& c) {
   Tn x = c.in(0);
@@ -103,25 +101,34 @@ std::vector<RValue> clip(Ctx& c) {
 
 DType onnx_dtype(const Ctx& c, int64_t t) {
   switch (t) {
-    case 1: return DType::F32;
-    case 2: return DType::U8;
-    case 3: return DType::I8;
-    case 5: return DType::I16;
-    case 6: return DType::I32;
-    case 7: return DType::I64;
-    case 9: return DType::Bool;
-    case 10: return DType::F16;
-    case 11: return DType::F64;
-    case 16: return DType::BF16;
-    default: break;
+    case 1:
+      return DType::F32;
+    case 2:
+      return DType::U8;
+    case 3:
+      return DType::I8;
+    case 5:
+      return DType::I16;
+    case 6:
+      return DType::I32;
+    case 7:
+      return DType::I64;
+    case 9:
+      return DType::Bool;
+    case 10:
+      return DType::F16;
+    case 11:
+      return DType::F64;
+    case 16:
+      return DType::BF16;
+    default:
+      break;
   }
   c.fail("element type " + std::string(onnx_type_name(static_cast<int32_t>(t))) +
          " has no ember dtype");
 }
 
-std::vector<RValue> cast_op(Ctx& c) {
-  return one(c.in(0).cast(onnx_dtype(c, c.attr_i("to", 1))));
-}
+std::vector<RValue> cast_op(Ctx& c) { return one(c.in(0).cast(onnx_dtype(c, c.attr_i("to", 1)))); }
 
 std::vector<RValue> cast_like(Ctx& c) { return one(c.in(0).cast(c.in(1).dtype())); }
 

@@ -91,14 +91,15 @@ void check_size(const Dims& shape, DType t) {
   bool over = false;
   for (int64_t d : shape) {
     if (d == 0) return;  // empty
-    if (d < 0) throw ValueError("[onnx] tensor " + Shape(shape).to_string() + " has a negative dim");
+    if (d < 0)
+      throw ValueError("[onnx] tensor " + Shape(shape).to_string() + " has a negative dim");
     if (!over && bytes > limit / d) over = true;
     if (!over) bytes *= d;
   }
   if (over || bytes > limit)
-    throw ValueError("[onnx] tensor " + Shape(shape).to_string() + " " +
-                     std::string(name(t)) + " would take more than the session's limit of " +
-                     std::to_string(limit) + " bytes (SessionOptions::max_tensor_bytes)");
+    throw ValueError("[onnx] tensor " + Shape(shape).to_string() + " " + std::string(name(t)) +
+                     " would take more than the session's limit of " + std::to_string(limit) +
+                     " bytes (SessionOptions::max_tensor_bytes)");
 }
 
 Tn op(OpCode c, OpAttrs a, const std::vector<Tn>& in) {

@@ -151,7 +151,9 @@ Tn scatter(const Ctx& c, const Tn& x, int64_t axis, const Tn& idx, const Tn& upd
       stride *= xd[d];
     }
     double& t = xv[static_cast<size_t>(at)];
-    t = reduction == "mul" ? t * uv[k] : reduction == "max" ? std::max(t, uv[k]) : std::min(t, uv[k]);
+    t = reduction == "mul"   ? t * uv[k]
+        : reduction == "max" ? std::max(t, uv[k])
+                             : std::min(t, uv[k]);
   }
   TensorData out(Shape(xd), x.dtype());
   convert_elements(xv.data(), DType::F64, out.bytes().data(), x.dtype(), xv.size());
@@ -196,7 +198,8 @@ std::vector<RValue> one_hot(Ctx& c) {
   ad[static_cast<size_t>(axis)] = depth;
   Tn pos = reshape(int_tensor(ar, c.device()), ad);
   Tn hot = pos.eq(unsqueeze(i, axis));
-  Tn off = slice_axis(reshape(values, {2}), 0, 0, 1, 1), on = slice_axis(reshape(values, {2}), 0, 1, 2, 1);
+  Tn off = slice_axis(reshape(values, {2}), 0, 0, 1, 1),
+     on = slice_axis(reshape(values, {2}), 0, 1, 2, 1);
   return one(where(hot, reshape(on, {}), reshape(off, {})));
 }
 
@@ -217,7 +220,9 @@ std::vector<RValue> non_zero(Ctx& c) {
       rem /= d[static_cast<size_t>(a)];
     }
   }
-  if (r == 0) return one(reshape(int_tensor(std::vector<int64_t>(static_cast<size_t>(n), 0), c.device()), {0, n}));
+  if (r == 0)
+    return one(
+        reshape(int_tensor(std::vector<int64_t>(static_cast<size_t>(n), 0), c.device()), {0, n}));
   return one(reshape(int_tensor(out, c.device()), {r, n}));
 }
 
@@ -243,8 +248,10 @@ std::vector<RValue> unique(Ctx& c) {
   // Slices along the axis (elements when there is none), compared as rows of values.
   Tn src = x;
   int64_t axis = 0;
-  if (c.has_attr("axis")) axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
-  else src = reshape(x, {x.shape().numel()});
+  if (c.has_attr("axis"))
+    axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
+  else
+    src = reshape(x, {x.shape().numel()});
   const int64_t n = src.shape()[static_cast<size_t>(axis)];
   Dims order_dims{axis};
   for (int64_t i = 0; i < src.rank(); ++i)
@@ -252,8 +259,9 @@ std::vector<RValue> unique(Ctx& c) {
   const auto v = host_floats(permute(src, order_dims));
   const size_t width = n ? v.size() / static_cast<size_t>(n) : 0;
   auto row = [&](int64_t i) {
-    return std::vector<double>(v.begin() + static_cast<long>(i * static_cast<int64_t>(width)),
-                               v.begin() + static_cast<long>((i + 1) * static_cast<int64_t>(width)));
+    return std::vector<double>(
+        v.begin() + static_cast<long>(i * static_cast<int64_t>(width)),
+        v.begin() + static_cast<long>((i + 1) * static_cast<int64_t>(width)));
   };
   std::vector<int64_t> first;  // first occurrence of each distinct row, in order of appearance
   std::map<std::vector<double>, int64_t> slot;
@@ -270,7 +278,8 @@ std::vector<RValue> unique(Ctx& c) {
       return row(first[static_cast<size_t>(a)]) < row(first[static_cast<size_t>(b)]);
     });
   std::vector<int64_t> rank_of(order.size());
-  for (size_t k = 0; k < order.size(); ++k) rank_of[static_cast<size_t>(order[k])] = static_cast<int64_t>(k);
+  for (size_t k = 0; k < order.size(); ++k)
+    rank_of[static_cast<size_t>(order[k])] = static_cast<int64_t>(k);
   std::vector<int64_t> indices, inverse(static_cast<size_t>(n)), counts(order.size(), 0);
   for (int64_t o : order) indices.push_back(first[static_cast<size_t>(o)]);
   for (int64_t i = 0; i < n; ++i) {
@@ -323,8 +332,10 @@ std::vector<RValue> einsum(Ctx& c) {
   }
   std::vector<std::string> terms(1);
   for (char ch : lhs) {
-    if (ch == ',') terms.emplace_back();
-    else terms.back() += ch;
+    if (ch == ',')
+      terms.emplace_back();
+    else
+      terms.back() += ch;
   }
   if (terms.size() != xs.size()) c.fail("the equation's terms and the inputs differ in count");
   std::string spare;

@@ -19,14 +19,22 @@ std::vector<RValue> one(Tn t) { return {RValue::of(std::move(t))}; }
 DType dtype_attr(const Ctx& c, const char* name, DType def) {
   if (!c.has_attr(name)) return def;
   switch (c.attr_i(name, 1)) {
-    case 1: return DType::F32;
-    case 10: return DType::F16;
-    case 11: return DType::F64;
-    case 16: return DType::BF16;
-    case 7: return DType::I64;
-    case 6: return DType::I32;
-    case 9: return DType::Bool;
-    default: c.fail(std::string(name) + " has no ember dtype");
+    case 1:
+      return DType::F32;
+    case 10:
+      return DType::F16;
+    case 11:
+      return DType::F64;
+    case 16:
+      return DType::BF16;
+    case 7:
+      return DType::I64;
+    case 6:
+      return DType::I32;
+    case 9:
+      return DType::Bool;
+    default:
+      c.fail(std::string(name) + " has no ember dtype");
   }
 }
 
@@ -47,8 +55,11 @@ std::vector<RValue> nms(Ctx& c) {
            " do not match");
   auto corners = [&](int64_t b, int64_t i) {
     const double* p = &boxes[static_cast<size_t>((b * n + i) * 4)];
-    if (center) return std::array<double, 4>{p[1] - p[3] / 2, p[0] - p[2] / 2, p[1] + p[3] / 2, p[0] + p[2] / 2};
-    return std::array<double, 4>{std::min(p[0], p[2]), std::min(p[1], p[3]), std::max(p[0], p[2]), std::max(p[1], p[3])};
+    if (center)
+      return std::array<double, 4>{p[1] - p[3] / 2, p[0] - p[2] / 2, p[1] + p[3] / 2,
+                                   p[0] + p[2] / 2};
+    return std::array<double, 4>{std::min(p[0], p[2]), std::min(p[1], p[3]), std::max(p[0], p[2]),
+                                 std::max(p[1], p[3])};
   };
   auto iou = [](const std::array<double, 4>& a, const std::array<double, 4>& b) {
     const double ih = std::max(0.0, std::min(a[2], b[2]) - std::max(a[0], b[0]));
@@ -64,7 +75,8 @@ std::vector<RValue> nms(Ctx& c) {
       std::vector<int64_t> order(static_cast<size_t>(n));
       std::iota(order.begin(), order.end(), 0);
       const double* s = &scores[static_cast<size_t>((b * nc + k) * n)];
-      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t x, int64_t y) { return s[x] > s[y]; });
       std::vector<int64_t> kept;
       for (int64_t i : order) {
         if (has_thr && !(s[i] > thr)) break;
@@ -109,7 +121,8 @@ std::pair<Tn, Tn> dft_matrices(int64_t rows, int64_t cols, int64_t n, Device dev
   std::vector<double> cs(static_cast<size_t>(rows * cols)), sn(cs.size());
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t k = 0; k < cols; ++k) {
-      const double a = 2 * std::numbers::pi * static_cast<double>((i * k) % n) / static_cast<double>(n);
+      const double a =
+          2 * std::numbers::pi * static_cast<double>((i * k) % n) / static_cast<double>(n);
       cs[static_cast<size_t>(i * cols + k)] = std::cos(a);
       sn[static_cast<size_t>(i * cols + k)] = std::sin(a);
     }
@@ -155,7 +168,11 @@ std::vector<RValue> dft(Ctx& c) {
   for (int64_t i = 0; i < r - 1; ++i)
     if (i != axis) order.push_back(i);
   order.push_back(axis);
-  Tn re = permute(slice_axis(x, r - 1, 0, 1, 1), [&] { Dims o = order; o.push_back(r - 1); return o; }());
+  Tn re = permute(slice_axis(x, r - 1, 0, 1, 1), [&] {
+    Dims o = order;
+    o.push_back(r - 1);
+    return o;
+  }());
   Dims sq = dims_of(re);
   sq.erase(sq.size() - 1);
   re = reshape(re, sq);
@@ -186,7 +203,8 @@ std::vector<RValue> dft(Ctx& c) {
   Tn y = cat({reshape(yr, d), reshape(yi, d)}, static_cast<int64_t>(d.size()) - 1);
   // back to the input's dim order: the transformed dim was moved last (before the re/im dim)
   Dims back(static_cast<size_t>(r));
-  for (size_t i = 0; i < order.size(); ++i) back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < order.size(); ++i)
+    back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
   back[static_cast<size_t>(r - 1)] = r - 1;
   return one(permute(y, back));
 }
@@ -246,11 +264,13 @@ std::vector<RValue> mel_weight_matrix(Ctx& c) {
   if (mels <= 0 || dft_len <= 0 || rate <= 0) c.fail("sizes and the sample rate must be > 0");
   const int64_t bins = dft_len / 2 + 1;
   auto to_mel = [](double f) { return 2595 * std::log10(1 + f / 700); };
-  const double ml = to_mel(lo), mh = to_mel(hi), step = (mh - ml) / static_cast<double>(mels + 2);  // as ONNX's reference
+  const double ml = to_mel(lo), mh = to_mel(hi),
+               step = (mh - ml) / static_cast<double>(mels + 2);  // as ONNX's reference
   std::vector<int64_t> fb(static_cast<size_t>(mels + 2));
   for (int64_t i = 0; i < mels + 2; ++i) {
     const double hz = 700 * (std::pow(10, (static_cast<double>(i) * step + ml) / 2595) - 1);
-    fb[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(dft_len + 1) * hz / static_cast<double>(rate)));
+    fb[static_cast<size_t>(i)] = static_cast<int64_t>(
+        std::floor(static_cast<double>(dft_len + 1) * hz / static_cast<double>(rate)));
   }
   std::vector<double> out(static_cast<size_t>(bins * mels), 0.0);
   auto at = [&](int64_t j, int64_t i) -> double& {
@@ -258,12 +278,16 @@ std::vector<RValue> mel_weight_matrix(Ctx& c) {
     return out[static_cast<size_t>(j * mels + i)];
   };
   for (int64_t i = 0; i < mels; ++i) {
-    const int64_t l = fb[static_cast<size_t>(i)], m = fb[static_cast<size_t>(i + 1)], h = fb[static_cast<size_t>(i + 2)];
-    if (m == l) at(m, i) = 1;
+    const int64_t l = fb[static_cast<size_t>(i)], m = fb[static_cast<size_t>(i + 1)],
+                  h = fb[static_cast<size_t>(i + 2)];
+    if (m == l)
+      at(m, i) = 1;
     else
-      for (int64_t j = l; j <= m; ++j) at(j, i) = static_cast<double>(j - l) / static_cast<double>(m - l);
+      for (int64_t j = l; j <= m; ++j)
+        at(j, i) = static_cast<double>(j - l) / static_cast<double>(m - l);
     if (h > m)
-      for (int64_t j = m; j < h; ++j) at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - m);
+      for (int64_t j = m; j < h; ++j)
+        at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - m);
   }
   const DType t = dtype_attr(c, "output_datatype", DType::F32);
   return one(constant(TensorData::from<double>(out, Shape{bins, mels}), c.device()).cast(t));
@@ -295,8 +319,10 @@ std::vector<RValue> random_op(Ctx& c) {
     t = dtype_attr(c, "dtype", DType::F32);
   }
   if (Normal)
-    return one(random(c, OpCode::RandomNormal, shape, t, c.attr_f("mean", 0.0), c.attr_f("scale", 1.0)));
-  return one(random(c, OpCode::RandomUniform, shape, t, c.attr_f("low", 0.0), c.attr_f("high", 1.0)));
+    return one(
+        random(c, OpCode::RandomNormal, shape, t, c.attr_f("mean", 0.0), c.attr_f("scale", 1.0)));
+  return one(
+      random(c, OpCode::RandomUniform, shape, t, c.attr_f("low", 0.0), c.attr_f("high", 1.0)));
 }
 
 std::vector<RValue> bernoulli(Ctx& c) {
@@ -311,7 +337,8 @@ std::vector<RValue> bernoulli(Ctx& c) {
 /// (R, T, then `groups` lists of n tensors each): n and the lists.
 std::vector<std::vector<Tn>> opt_groups(const Ctx& c, size_t groups) {
   const size_t rest = c.num_inputs() - 2;
-  if (rest % groups != 0) c.fail("the inputs do not split into " + std::to_string(groups) + " lists");
+  if (rest % groups != 0)
+    c.fail("the inputs do not split into " + std::to_string(groups) + " lists");
   const size_t n = rest / groups;
   std::vector<std::vector<Tn>> g(groups);
   for (size_t k = 0; k < groups; ++k)

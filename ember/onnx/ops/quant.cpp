@@ -24,10 +24,14 @@ Tn along(const Ctx& c, const Tn& v, int64_t rank) {
 
 Tn saturate(const Tn& v, DType t) {
   double lo = 0, hi = 255;
-  if (t == DType::I8) lo = -128, hi = 127;
-  else if (t == DType::I32) lo = -2147483648.0, hi = 2147483647.0;
-  else if (t == DType::I16) lo = -32768, hi = 32767;
-  return op(OpCode::Minimum, {op(OpCode::Maximum, {v, scalar_of(v, lo)}), scalar_of(v, hi)}).cast(t);
+  if (t == DType::I8)
+    lo = -128, hi = 127;
+  else if (t == DType::I32)
+    lo = -2147483648.0, hi = 2147483647.0;
+  else if (t == DType::I16)
+    lo = -32768, hi = 32767;
+  return op(OpCode::Minimum, {op(OpCode::Maximum, {v, scalar_of(v, lo)}), scalar_of(v, hi)})
+      .cast(t);
 }
 
 /// round(x / scale) + zero_point, saturated to the zero point's type.

@@ -49,18 +49,25 @@ std::vector<RValue> reduce_op(Ctx& c) {
   if (axes.empty()) {
     // noop_with_empty_axes: the input itself, but the L-norms etc. still apply elementwise.
     switch (R) {
-      case Red::L1: return one(x.unary(OpCode::Abs));
-      case Red::SumSquare: return one(x * x);
-      case Red::LogSum: return one(x.log());
-      case Red::LogSumExp: return one(x);
-      case Red::L2: return one(x.unary(OpCode::Abs));
-      default: return one(x);
+      case Red::L1:
+        return one(x.unary(OpCode::Abs));
+      case Red::SumSquare:
+        return one(x * x);
+      case Red::LogSum:
+        return one(x.log());
+      case Red::LogSumExp:
+        return one(x);
+      case Red::L2:
+        return one(x.unary(OpCode::Abs));
+      default:
+        return one(x);
     }
   }
   if (x.rank() == 0) return one(x);
   auto sum = [&](const Tn& t) { return reduce(OpCode::Sum, t, axes, keep); };
   switch (R) {
-    case Red::Sum: return one(sum(x));
+    case Red::Sum:
+      return one(sum(x));
     case Red::Mean:
       if (!is_float(x.dtype())) {
         int64_t n = 1;
@@ -68,10 +75,14 @@ std::vector<RValue> reduce_op(Ctx& c) {
         return one(sum(x) / scalar_of(x, static_cast<double>(n)));
       }
       return one(reduce(OpCode::Mean, x, axes, keep));
-    case Red::Max: return one(reduce(OpCode::Max, x, axes, keep));
-    case Red::Min: return one(reduce(OpCode::Min, x, axes, keep));
-    case Red::Prod: return one(reduce(OpCode::Prod, x, axes, keep));
-    case Red::L1: return one(sum(x.unary(OpCode::Abs)));
+    case Red::Max:
+      return one(reduce(OpCode::Max, x, axes, keep));
+    case Red::Min:
+      return one(reduce(OpCode::Min, x, axes, keep));
+    case Red::Prod:
+      return one(reduce(OpCode::Prod, x, axes, keep));
+    case Red::L1:
+      return one(sum(x.unary(OpCode::Abs)));
     case Red::L2: {
       if (!is_float(x.dtype())) {
         Tn f = x.cast(DType::F64);
@@ -79,8 +90,10 @@ std::vector<RValue> reduce_op(Ctx& c) {
       }
       return one(sum(x * x).sqrt());
     }
-    case Red::LogSum: return one(sum(x).log());
-    case Red::SumSquare: return one(sum(x * x));
+    case Red::LogSum:
+      return one(sum(x).log());
+    case Red::SumSquare:
+      return one(sum(x * x));
     case Red::LogSumExp: {
       Tn m = reduce(OpCode::Max, x, axes, true);
       Tn safe = where(m.isinf(), m.zeros_like(), m);
@@ -143,11 +156,12 @@ std::vector<RValue> normalize_op(Ctx& c, F f) {
 }
 
 std::vector<RValue> softmax(Ctx& c) {
-  return normalize_op(c, [](const Tn& x, int64_t axis) { return x.with_dim(OpCode::Softmax, axis); });
+  return normalize_op(c,
+                      [](const Tn& x, int64_t axis) { return x.with_dim(OpCode::Softmax, axis); });
 }
 std::vector<RValue> log_softmax(Ctx& c) {
-  return normalize_op(c,
-                      [](const Tn& x, int64_t axis) { return x.with_dim(OpCode::LogSoftmax, axis); });
+  return normalize_op(
+      c, [](const Tn& x, int64_t axis) { return x.with_dim(OpCode::LogSoftmax, axis); });
 }
 std::vector<RValue> hardmax(Ctx& c) {
   return normalize_op(c, [](const Tn& x, int64_t axis) {

@@ -32,9 +32,9 @@ double source_coord(const ResizeSpec& r, int64_t o, int64_t in, int64_t out, dou
   if (t == "asymmetric") return x / scale;
   if (t == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
   if (t == "tf_crop_and_resize")
-    return out > 1 ? roi_start * static_cast<double>(in - 1) +
-                         x * (roi_end - roi_start) * static_cast<double>(in - 1) /
-                             static_cast<double>(out - 1)
+    return out > 1 ? roi_start * static_cast<double>(in - 1) + x * (roi_end - roi_start) *
+                                                                   static_cast<double>(in - 1) /
+                                                                   static_cast<double>(out - 1)
                    : 0.5 * (roi_start + roi_end) * static_cast<double>(in - 1);
   return (x + 0.5) / scale - 0.5;
 }
@@ -69,10 +69,14 @@ Tn resize_axis(const Ctx& c, const Tn& x, int64_t axis, int64_t out, double scal
       double f = std::floor(s);
       const double frac = s - f;
       int64_t i;
-      if (r.nearest == "floor") i = static_cast<int64_t>(f);
-      else if (r.nearest == "ceil") i = static_cast<int64_t>(std::ceil(s));
-      else if (r.nearest == "round_prefer_ceil") i = static_cast<int64_t>(frac >= 0.5 ? f + 1 : f);
-      else i = static_cast<int64_t>(frac > 0.5 ? f + 1 : f);  // round_prefer_floor
+      if (r.nearest == "floor")
+        i = static_cast<int64_t>(f);
+      else if (r.nearest == "ceil")
+        i = static_cast<int64_t>(std::ceil(s));
+      else if (r.nearest == "round_prefer_ceil")
+        i = static_cast<int64_t>(frac >= 0.5 ? f + 1 : f);
+      else
+        i = static_cast<int64_t>(frac > 0.5 ? f + 1 : f);  // round_prefer_floor
       idx[0][k] = clampi(i);
       w[0][k] = 1;
       continue;
@@ -105,8 +109,8 @@ Tn resize_axis(const Ctx& c, const Tn& x, int64_t axis, int64_t out, double scal
       break;
     }
     std::vector<double> wv = w[static_cast<size_t>(j)];
-    Tn wt = reshape(constant(TensorData::from<double>(wv, Shape{out}), x.device()).cast(x.dtype()),
-                    wd);
+    Tn wt =
+        reshape(constant(TensorData::from<double>(wv, Shape{out}), x.device()).cast(x.dtype()), wd);
     y = j == 0 ? picked * wt : y + picked * wt;
   }
   if (any_outside) {
@@ -132,15 +136,18 @@ std::vector<RValue> resize(Ctx& c) {
   if (upsample || c.opset() < 11) {
     spec.transform = "asymmetric";
     spec.nearest = "floor";
-    if (c.opset() < 9 && upsample) scales = c.attr_floats("scales");
-    else scales = c.floats(1);
+    if (c.opset() < 9 && upsample)
+      scales = c.attr_floats("scales");
+    else
+      scales = c.floats(1);
   } else {
     spec.transform = c.attr_s("coordinate_transformation_mode", "half_pixel");
     spec.nearest = c.attr_s("nearest_mode", "round_prefer_floor");
     spec.cubic_a = c.attr_f("cubic_coeff_a", -0.75);
     spec.exclude_outside = c.attr_i("exclude_outside", 0) != 0;
     spec.extrapolation = c.attr_f("extrapolation_value", 0.0);
-    if (c.has_attr("antialias") && c.attr_i("antialias", 0) != 0) c.fail("antialias is not supported");
+    if (c.has_attr("antialias") && c.attr_i("antialias", 0) != 0)
+      c.fail("antialias is not supported");
     if (c.has_attr("axes")) c.fail("the axes attribute is not supported");
     if (c.has(1)) roi = c.floats(1);
     if (c.has(2)) scales = c.floats(2);

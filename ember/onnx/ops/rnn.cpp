@@ -55,7 +55,8 @@ std::vector<RValue> recurrent(Ctx& c, Cell cell) {
                                          : std::vector<std::string>{};
   const size_t per = cell == Cell::Lstm ? 3 : cell == Cell::Gru ? 2 : 1;
   if (names.empty()) {
-    std::vector<std::string> d = cell == Cell::Lstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+    std::vector<std::string> d = cell == Cell::Lstm
+                                     ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
                                  : cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                                      : std::vector<std::string>{"Tanh"};
     for (int64_t k = 0; k < dirs; ++k) names.insert(names.end(), d.begin(), d.end());
@@ -66,8 +67,16 @@ std::vector<RValue> recurrent(Ctx& c, Cell cell) {
   for (size_t i = 0; i < names.size(); ++i) {
     Act a{names[i], 0, 0};
     const bool default_one = a.name == "ScaledTanh" || a.name == "Affine";
-    a.alpha = i < alphas.size() ? alphas[i] : (a.name == "LeakyRelu" ? 0.01 : a.name == "HardSigmoid" ? 0.2 : default_one || a.name == "Elu" || a.name == "ThresholdedRelu" ? 1.0 : 0.0);
-    a.beta = i < betas.size() ? betas[i] : (a.name == "HardSigmoid" ? 0.5 : default_one ? 1.0 : 0.0);
+    a.alpha = i < alphas.size()
+                  ? alphas[i]
+                  : (a.name == "LeakyRelu"                                           ? 0.01
+                     : a.name == "HardSigmoid"                                       ? 0.2
+                     : default_one || a.name == "Elu" || a.name == "ThresholdedRelu" ? 1.0
+                                                                                     : 0.0);
+    a.beta = i < betas.size() ? betas[i]
+                              : (a.name == "HardSigmoid" ? 0.5
+                                 : default_one           ? 1.0
+                                                         : 0.0);
     acts.push_back(a);
   }
   std::optional<std::vector<int64_t>> lens;
@@ -94,12 +103,14 @@ std::vector<RValue> recurrent(Ctx& c, Cell cell) {
       wb = slice_axis(b, 0, 0, gates * h, 1);
       rb = slice_axis(b, 0, gates * h, 2 * gates * h, 1);
     }
-    if (cell == Cell::Lstm && c.has(7)) peep = reshape(slice_axis(c.in(7), 0, d, d + 1, 1), {3 * h});
+    if (cell == Cell::Lstm && c.has(7))
+      peep = reshape(slice_axis(c.in(7), 0, d, d + 1, 1), {3 * h});
     const Act* a = &acts[static_cast<size_t>(d) * per];
     Tn ht = init(5, d);
     Tn ct = cell == Cell::Lstm ? init(6, d) : ht;
     // All input projections at once: [seq, batch, G h].
-    Tn xw = reshape(reshape(x, {seq * batch, x.shape()[2]}).matmul(w.mT()), {seq, batch, gates * h});
+    Tn xw =
+        reshape(reshape(x, {seq * batch, x.shape()[2]}).matmul(w.mT()), {seq, batch, gates * h});
     if (wb) xw = xw + *wb;
     std::vector<Tn> out(static_cast<size_t>(seq));
     for (int64_t s = 0; s < seq; ++s) {
@@ -108,7 +119,8 @@ std::vector<RValue> recurrent(Ctx& c, Cell cell) {
       auto part = [&](const Tn& v, int64_t k) { return slice_axis(v, 1, k * h, (k + 1) * h, 1); };
       auto clipped = [&](const Tn& v) {
         if (clip <= 0) return v;
-        return op(OpCode::Minimum, {op(OpCode::Maximum, {v, scalar_of(v, -clip)}), scalar_of(v, clip)});
+        return op(OpCode::Minimum,
+                  {op(OpCode::Maximum, {v, scalar_of(v, -clip)}), scalar_of(v, clip)});
       };
       Tn nh, nc = ct;
       if (cell == Cell::Rnn) {
@@ -150,7 +162,8 @@ std::vector<RValue> recurrent(Ctx& c, Cell cell) {
       }
       if (lens) {  // past a sequence's end: state kept, output zero
         std::vector<int64_t> live(static_cast<size_t>(batch));
-        for (int64_t b = 0; b < batch; ++b) live[static_cast<size_t>(b)] = t < (*lens)[static_cast<size_t>(b)];
+        for (int64_t b = 0; b < batch; ++b)
+          live[static_cast<size_t>(b)] = t < (*lens)[static_cast<size_t>(b)];
         Tn m = reshape(int_tensor(live, x.device()), {batch, 1}).gt(0.0);
         nh = where(m, nh, ht);
         nc = where(m, nc, ct);
@@ -163,7 +176,8 @@ std::vector<RValue> recurrent(Ctx& c, Cell cell) {
     }
     std::vector<Tn> steps;
     for (const Tn& o : out) steps.push_back(reshape(o, {1, 1, batch, h}));
-    ys[static_cast<size_t>(d)] = seq ? cat(steps, 0) : full({0, 1, batch, h}, 0, x.dtype(), x.device());
+    ys[static_cast<size_t>(d)] =
+        seq ? cat(steps, 0) : full({0, 1, batch, h}, 0, x.dtype(), x.device());
     hs.push_back(reshape(ht, {1, batch, h}));
     cs.push_back(reshape(ct, {1, batch, h}));
   }

@@ -50,8 +50,8 @@ std::vector<RValue> reshape_op(Ctx& c) {
     out[static_cast<size_t>(infer)] = n / known;
   }
   if (numel_of(out) != n)
-    c.fail("cannot reshape " + x.shape().to_string() + " (" + std::to_string(n) +
-           " elements) to " + Shape(out).to_string());
+    c.fail("cannot reshape " + x.shape().to_string() + " (" + std::to_string(n) + " elements) to " +
+           Shape(out).to_string());
   return one(reshape(x, out));
 }
 
@@ -90,7 +90,8 @@ std::vector<RValue> squeeze(Ctx& c) {
   const int64_t r = x.rank();
   std::vector<bool> drop(static_cast<size_t>(r), false);
   if (axes.empty()) {
-    for (int64_t i = 0; i < r; ++i) drop[static_cast<size_t>(i)] = x.shape()[static_cast<size_t>(i)] == 1;
+    for (int64_t i = 0; i < r; ++i)
+      drop[static_cast<size_t>(i)] = x.shape()[static_cast<size_t>(i)] == 1;
   } else {
     for (int64_t a : axes) {
       int64_t k = norm_axis(c, a, r);
@@ -117,8 +118,7 @@ std::vector<RValue> unsqueeze_op(Ctx& c) {
   }
   Dims out;
   size_t j = 0;
-  for (int64_t i = 0; i < r; ++i)
-    out.push_back(added[static_cast<size_t>(i)] ? 1 : x.shape()[j++]);
+  for (int64_t i = 0; i < r; ++i) out.push_back(added[static_cast<size_t>(i)] ? 1 : x.shape()[j++]);
   return one(reshape(x, out));
 }
 
@@ -149,8 +149,10 @@ std::vector<RValue> split(Ctx& c) {
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
   const int64_t n = x.shape()[static_cast<size_t>(axis)];
   std::vector<int64_t> sizes;
-  if (c.opset() >= 13 && c.has(1)) sizes = c.ints(1);
-  else if (c.opset() < 13) sizes = c.attr_ints("split");
+  if (c.opset() >= 13 && c.has(1))
+    sizes = c.ints(1);
+  else if (c.opset() < 13)
+    sizes = c.attr_ints("split");
   const int64_t outs = static_cast<int64_t>(c.num_outputs());
   if (sizes.empty()) {
     int64_t parts = c.has_attr("num_outputs") ? c.attr_i("num_outputs", outs) : outs;
@@ -266,8 +268,8 @@ std::vector<RValue> constant_op(Ctx& c) {
   if (c.has_attr("value_floats")) {
     auto v = c.attr_floats("value_floats");
     std::vector<float> f(v.begin(), v.end());
-    return one(constant(TensorData::from<float>(f, Shape{static_cast<int64_t>(f.size())}),
-                        c.device()));
+    return one(
+        constant(TensorData::from<float>(f, Shape{static_cast<int64_t>(f.size())}), c.device()));
   }
   if (c.has_attr("value_ints")) return one(int_tensor(c.attr_ints("value_ints"), c.device()));
   c.fail("no supported value attribute (value, value_float(s), value_int(s))");
@@ -323,10 +325,9 @@ std::vector<RValue> eye_like(Ctx& c) {
   DType t = x.dtype();
   if (c.has_attr("dtype")) {
     int64_t code = c.attr_i("dtype", 1);
-    static const std::map<int64_t, DType> m = {{1, DType::F32}, {2, DType::U8}, {3, DType::I8},
-                                               {5, DType::I16}, {6, DType::I32}, {7, DType::I64},
-                                               {9, DType::Bool}, {10, DType::F16},
-                                               {11, DType::F64}, {16, DType::BF16}};
+    static const std::map<int64_t, DType> m = {
+        {1, DType::F32}, {2, DType::U8},   {3, DType::I8},   {5, DType::I16},  {6, DType::I32},
+        {7, DType::I64}, {9, DType::Bool}, {10, DType::F16}, {11, DType::F64}, {16, DType::BF16}};
     auto it = m.find(code);
     if (it == m.end()) c.fail("dtype has no ember dtype");
     t = it->second;
@@ -350,8 +351,8 @@ std::vector<RValue> trilu(Ctx& c) {
   std::vector<int64_t> r(static_cast<size_t>(rows)), q(static_cast<size_t>(cols));
   std::iota(r.begin(), r.end(), 0);
   std::iota(q.begin(), q.end(), 0);
-  Tn rr = reshape(int_tensor(r, c.device()), {rows, 1}) + scalar_of(int_tensor({0}, c.device()),
-                                                                     static_cast<double>(k));
+  Tn rr = reshape(int_tensor(r, c.device()), {rows, 1}) +
+          scalar_of(int_tensor({0}, c.device()), static_cast<double>(k));
   Tn qq = reshape(int_tensor(q, c.device()), {1, cols});
   Tn keep = upper ? qq.ge(rr) : rr.ge(qq);  // upper: j - i >= k; lower: j - i <= k
   return one(where(keep, x, x.zeros_like()));
@@ -416,11 +417,16 @@ std::vector<RValue> pad(Ctx& c) {
     a.dims[static_cast<size_t>(2 * axes[i])] = pads[i];
     a.dims[static_cast<size_t>(2 * axes[i] + 1)] = pads[i + axes.size()];
   }
-  if (mode == "constant") a.dim = static_cast<int64_t>(PadMode::Constant);
-  else if (mode == "reflect") a.dim = static_cast<int64_t>(PadMode::Reflect);
-  else if (mode == "edge") a.dim = static_cast<int64_t>(PadMode::Replicate);
-  else if (mode == "wrap") a.dim = static_cast<int64_t>(PadMode::Circular);
-  else c.fail("mode \"" + mode + "\" is not one of constant, reflect, edge, wrap");
+  if (mode == "constant")
+    a.dim = static_cast<int64_t>(PadMode::Constant);
+  else if (mode == "reflect")
+    a.dim = static_cast<int64_t>(PadMode::Reflect);
+  else if (mode == "edge")
+    a.dim = static_cast<int64_t>(PadMode::Replicate);
+  else if (mode == "wrap")
+    a.dim = static_cast<int64_t>(PadMode::Circular);
+  else
+    c.fail("mode \"" + mode + "\" is not one of constant, reflect, edge, wrap");
   a.scalar = is_float(x.dtype()) ? Scalar(value) : Scalar(static_cast<int64_t>(value));
   return one(op(OpCode::Pad, std::move(a), {x}));
 }
