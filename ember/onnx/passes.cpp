@@ -21,8 +21,7 @@ std::string PassReport::to_string() const {
 
 namespace {
 
-using detail::RValue;
-using detail::Tn;
+using RValue = detail::RValue<Dispatch>;
 
 /// Every name a node reads, its subgraphs' references to outer values included.
 void names_read(const Node& n, std::set<std::string>& out) {
@@ -94,12 +93,13 @@ struct GraphView {
 /// The node run on the CPU with constant inputs; nullopt when it cannot be.
 std::optional<std::vector<TensorData>> evaluate(const Model& m, const Node& n, size_t index,
                                                 const std::vector<const TensorData*>& in) {
-  auto it = detail::registry().find(n.domain.empty() ? n.op_type : n.domain + "." + n.op_type);
-  if (it == detail::registry().end()) return std::nullopt;
+  auto it =
+      detail::registry<Dispatch>().find(n.domain.empty() ? n.op_type : n.domain + "." + n.op_type);
+  if (it == detail::registry<Dispatch>().end()) return std::nullopt;
   std::vector<RValue> args;
   for (const TensorData* d : in)
-    args.push_back(d ? RValue::of(detail::constant(*d, Device::cpu())) : RValue{});
-  detail::Ctx ctx(n, index, m.opset(n.domain), Device::cpu(), std::move(args), nullptr);
+    args.push_back(d ? RValue::of(detail::constant<Dispatch>(*d, Device::cpu())) : RValue{});
+  detail::Ctx<Dispatch> ctx(n, index, m.opset(n.domain), Device::cpu(), std::move(args), nullptr);
   try {
     auto out = it->second(ctx);
     std::vector<TensorData> res;

@@ -9,15 +9,14 @@
 
 #include "ember/core/checked.h"
 #include "ember/onnx/ops/context.h"
+#include "ember/onnx/passes.h"
 
 namespace ember::onnx {
 
-using detail::RValue;
-using detail::Tn;
+using RValue = detail::RValue<Dispatch>;
+using Tn = detail::Tn<Dispatch>;
 
-Value Value::tensor(const TensorData& d, Device dev) {
-  return tensor(Dispatch::from_data(d, dev));
-}
+Value Value::tensor(const TensorData& d, Device dev) { return tensor(Dispatch::from_data(d, dev)); }
 Value Value::tensor(DispatchHandle h) {
   Value v;
   v.kind = Kind::Tensor;
@@ -55,9 +54,10 @@ UnsupportedError::UnsupportedError(const std::string& what, std::vector<std::str
       problems_(std::move(problems)) {}
 
 namespace detail {
-const OpRegistry& registry() {
-  static const OpRegistry r = [] {
-    OpRegistry m;
+template <Backend B>
+const OpRegistry<B>& registry() {
+  static const OpRegistry<B> r = [] {
+    OpRegistry<B> m;
     register_elementwise_ops(m);
     register_reduce_ops(m);
     register_shape_ops(m);
@@ -73,6 +73,8 @@ const OpRegistry& registry() {
   }();
   return r;
 }
+template const OpRegistry<Dispatch>& registry<Dispatch>();
+template const OpRegistry<Autodiff<Dispatch>>& registry<Autodiff<Dispatch>>();
 }  // namespace detail
 
 namespace {
@@ -117,7 +119,7 @@ void check_graph(const Model& m, const Graph& g, std::vector<std::string>& out,
         out.push_back(n.label(i) + ": function " + op_key(f->domain, f->name) +
                       " calls itself (recursion is not supported)");
       }
-    } else if (!detail::registry().contains(key)) {
+    } else if (!detail::registry<Dispatch>().contains(key)) {
       out.push_back(n.label(i) + ": operator " + key + " is not supported");
     }
     for (const Attribute& a : n.attributes)
@@ -139,13 +141,15 @@ struct Scope {
 
 RValue wrap(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::Tensor: return RValue::of(Tn(v.handle));
+    case Value::Kind::Tensor:
+      return RValue::of(Tn(v.handle));
     case Value::Kind::Sequence: {
       std::vector<Tn> s;
       for (const auto& h : v.sequence) s.emplace_back(h);
       return RValue::sequence(std::move(s));
     }
-    case Value::Kind::None: break;
+    case Value::Kind::None:
+      break;
   }
   return {};
 }
@@ -178,12 +182,12 @@ std::vector<std::string> unsupported(const Model& model) {
 }
 
 bool is_supported_op(std::string_view domain, std::string_view op_type) {
-  return detail::registry().contains(op_key(domain, op_type));
+  return detail::registry<Dispatch>().contains(op_key(domain, op_type));
 }
 
 std::vector<std::string> supported_ops() {
   std::vector<std::string> out;
-  for (const auto& [k, fn] : detail::registry()) out.push_back(k);
+  for (const auto& [k, fn] : detail::registry<Dispatch>()) out.push_back(k);
   return out;
 }
 
@@ -198,7 +202,7 @@ struct Session::Impl {
     if (it != constants.end()) return it->second;
     std::vector<std::pair<std::string, RValue>> v;
     for (const auto& [name, data] : g.initializers)
-      v.emplace_back(name, RValue::of(detail::constant(data, device)));
+      v.emplace_back(name, RValue::of(detail::constant<Dispatch>(data, device)));
     return constants.emplace(&g, std::move(v)).first->second;
   }
 
@@ -247,15 +251,17 @@ struct Session::Impl {
     if (const Function* f = find_function(model, *node)) {
       out = run_function(*f, *node, in, scope);
     } else {
-      auto it = detail::registry().find(op_key(node->domain, node->op_type));
-      if (it == detail::registry().end())
+      auto it = detail::registry<Dispatch>().find(op_key(node->domain, node->op_type));
+      if (it == detail::registry<Dispatch>().end())
         throw ValueError("[onnx] " + node->label(index) + ": operator " + node->op_type +
                          " is not supported");
       const Scope* here = &scope;
-      detail::SubgraphRunner sub = [this, here](const Graph& g, const std::vector<RValue>& args) {
+      detail::SubgraphRunner<Dispatch> sub = [this, here](const Graph& g,
+                                                          const std::vector<RValue>& args) {
         return run_graph(g, args, here);
       };
-      detail::Ctx ctx(*node, index, model.opset(node->domain), device, std::move(in), sub);
+      detail::Ctx<Dispatch> ctx(*node, index, model.opset(node->domain), device, std::move(in),
+                                sub);
       try {
         out = it->second(ctx);
       } catch (const UnsupportedError&) {
@@ -271,8 +277,8 @@ struct Session::Impl {
     for (size_t k = 0; k < node->outputs.size(); ++k) {
       if (node->outputs[k].empty()) continue;
       if (k >= out.size())
-        throw ValueError("[onnx] " + node->label(index) + ": output " + std::to_string(k) +
-                         " (\"" + node->outputs[k] + "\") is not produced");
+        throw ValueError("[onnx] " + node->label(index) + ": output " + std::to_string(k) + " (\"" +
+                         node->outputs[k] + "\") is not produced");
       check_output(*node, index, k, out[k]);
       scope.values[node->outputs[k]] = std::move(out[k]);
     }
@@ -319,10 +325,10 @@ struct Session::Impl {
     for (const auto& [name, v] : initializers(g)) s.values[name] = v;
     size_t k = 0;
     for (const ValueInfo& in : g.inputs) {
-      if (k < args.size()) s.values[in.name] = args[k];
+      if (k < args.size())
+        s.values[in.name] = args[k];
       else if (!s.values.contains(in.name))
-        throw ValueError("[onnx] graph \"" + g.name + "\": input \"" + in.name +
-                         "\" is not given");
+        throw ValueError("[onnx] graph \"" + g.name + "\": input \"" + in.name + "\" is not given");
       ++k;
     }
     for (size_t i = 0; i < g.nodes.size(); ++i) run_node(g.nodes[i], i, s, nullptr);
@@ -344,6 +350,10 @@ Session::Session(Model model, Device device, SessionOptions options)
   if (!problems.empty())
     throw UnsupportedError(model.path.empty() ? std::string("model") : model.path.string(),
                            std::move(problems));
+  if (options.optimize) {
+    detail::TensorLimit limit(options.max_tensor_bytes);  // constant folding runs operators
+    optimize(model, options.passes);
+  }
   impl_->model = std::move(model);
   impl_->device = device;
   impl_->options = options;
@@ -367,8 +377,8 @@ std::vector<const ValueInfo*> Session::inputs() const {
 std::vector<Value> Session::run(const std::vector<Value>& inputs) {
   const Graph& g = impl_->model.graph;
   if (inputs.size() > g.inputs.size())
-    throw ValueError("[onnx] the graph takes " + std::to_string(g.inputs.size()) +
-                     " inputs, " + std::to_string(inputs.size()) + " given");
+    throw ValueError("[onnx] the graph takes " + std::to_string(g.inputs.size()) + " inputs, " +
+                     std::to_string(inputs.size()) + " given");
   std::vector<RValue> args;
   for (const Value& v : inputs) args.push_back(wrap(v));
   detail::TensorLimit limit(impl_->options.max_tensor_bytes);

@@ -8,37 +8,39 @@
 #include <string>
 #include <vector>
 
-#include "ember/ops/dyn.h"
+#include "ember/autodiff/autodiff.h"
 #include "ember/onnx/model.h"
+#include "ember/onnx/ops/value.h"
 #include "ember/onnx/runtime.h"
+#include "ember/ops/dyn.h"
 
 namespace ember::onnx::detail {
 
-using Tn = ember::detail::Dyn<Dispatch>;
-
-/// A value inside the runtime (the public Value with the handles wrapped).
-struct RValue {
-  Value::Kind kind = Value::Kind::None;
-  Tn t;
-  std::vector<Tn> seq;
-  static RValue of(Tn t) { return {Value::Kind::Tensor, std::move(t), {}}; }
-  static RValue sequence(std::vector<Tn> s) { return {Value::Kind::Sequence, {}, std::move(s)}; }
-};
-
+template <Backend B>
 class Ctx;
 /// Runs a subgraph with these inputs, seeing the calling graph's values (If, Loop, Scan).
+template <Backend B>
 using SubgraphRunner =
-    std::function<std::vector<RValue>(const Graph&, const std::vector<RValue>&)>;
+    std::function<std::vector<RValue<B>>(const Graph&, const std::vector<RValue<B>>&)>;
 
+/// A node being run on backend B (Dispatch for the runtime; Autodiff<Dispatch> too for
+/// generated code that trains).
+template <Backend B>
 class Ctx {
  public:
-  Ctx(const Node& node, size_t index, int64_t opset, Device dev, std::vector<RValue> in,
-      SubgraphRunner sub)
-      : node_(node), index_(index), opset_(opset), dev_(dev), in_(std::move(in)),
+  using Tn = Dyn<B>;
+  using Val = RValue<B>;
+  Ctx(const Node& node, size_t index, int64_t opset, Device dev, std::vector<Val> in,
+      SubgraphRunner<B> sub)
+      : node_(node),
+        index_(index),
+        opset_(opset),
+        dev_(dev),
+        in_(std::move(in)),
         sub_(std::move(sub)) {}
 
   /// The same node with other inputs (an implementation that runs itself on converted ones).
-  Ctx with_inputs(std::vector<RValue> in) const {
+  Ctx with_inputs(std::vector<Val> in) const {
     return Ctx(node_, index_, opset_, dev_, std::move(in), sub_);
   }
   const Node& node() const { return node_; }
@@ -51,10 +53,8 @@ class Ctx {
 
   bool has(size_t k) const { return k < in_.size() && in_[k].kind != Value::Kind::None; }
   const Tn& in(size_t k) const;
-  const RValue& value(size_t k) const;
-  std::optional<Tn> opt(size_t k) const {
-    return has(k) ? std::optional<Tn>(in(k)) : std::nullopt;
-  }
+  const Val& value(size_t k) const;
+  std::optional<Tn> opt(size_t k) const { return has(k) ? std::optional<Tn>(in(k)) : std::nullopt; }
   /// An integer input's values on the host (shapes, axes, pads, ...).
   std::vector<int64_t> ints(size_t k) const;
   std::vector<double> floats(size_t k) const;
@@ -68,7 +68,8 @@ class Ctx {
   const TensorData* attr_tensor(std::string_view n) const;
   const Graph& attr_graph(std::string_view n) const;
 
-  std::vector<RValue> run_subgraph(const Graph& g, const std::vector<RValue>& in) const {
+  std::vector<Val> run_subgraph(const Graph& g, const std::vector<Val>& in) const {
+    if (!sub_) fail("subgraphs cannot run here");
     return sub_(g, in);
   }
 
@@ -81,26 +82,44 @@ class Ctx {
   size_t index_;
   int64_t opset_;
   Device dev_;
-  std::vector<RValue> in_;
-  SubgraphRunner sub_;
+  std::vector<Val> in_;
+  SubgraphRunner<B> sub_;
 };
 
-using OpFn = std::vector<RValue> (*)(Ctx&);
-using OpRegistry = std::map<std::string, OpFn, std::less<>>;
-/// The registry of all operators (key: op_type, or "domain.op_type" outside ai.onnx).
-const OpRegistry& registry();
+template <Backend B>
+using OpFn = std::vector<RValue<B>> (*)(Ctx<B>&);
+template <Backend B>
+using OpRegistry = std::map<std::string, OpFn<B>, std::less<>>;
+/// The registry of all operators (key: op_type, or "domain.op_type" outside ai.onnx),
+/// for Dispatch and Autodiff<Dispatch>.
+template <Backend B>
+const OpRegistry<B>& registry();
 
-void register_elementwise_ops(OpRegistry& r);
-void register_reduce_ops(OpRegistry& r);
-void register_shape_ops(OpRegistry& r);
-void register_nn_ops(OpRegistry& r);
-void register_index_ops(OpRegistry& r);
-void register_control_ops(OpRegistry& r);
-void register_resize_ops(OpRegistry& r);
-void register_rnn_ops(OpRegistry& r);
-void register_quant_ops(OpRegistry& r);
-void register_misc_ops(OpRegistry& r);
-void register_fused_ops(OpRegistry& r);
+template <Backend B>
+void register_elementwise_ops(OpRegistry<B>& r);
+template <Backend B>
+void register_reduce_ops(OpRegistry<B>& r);
+template <Backend B>
+void register_shape_ops(OpRegistry<B>& r);
+template <Backend B>
+void register_nn_ops(OpRegistry<B>& r);
+template <Backend B>
+void register_index_ops(OpRegistry<B>& r);
+template <Backend B>
+void register_control_ops(OpRegistry<B>& r);
+template <Backend B>
+void register_resize_ops(OpRegistry<B>& r);
+template <Backend B>
+void register_rnn_ops(OpRegistry<B>& r);
+template <Backend B>
+void register_quant_ops(OpRegistry<B>& r);
+template <Backend B>
+void register_misc_ops(OpRegistry<B>& r);
+template <Backend B>
+void register_fused_ops(OpRegistry<B>& r);
+/// Conv's implementation (nn.cpp), which the quantized convs reuse.
+template <Backend B>
+std::vector<RValue<B>> conv_op(Ctx<B> c);
 
 // ---- the session's tensor size limit (SessionOptions::max_tensor_bytes) -----------------
 /// Sets the limit for the runs on this thread while it lives (Session::run holds one).
@@ -119,31 +138,53 @@ class TensorLimit {
 /// allocate on the host from sizes they read).
 void check_size(const Dims& shape, DType t);
 
-// ---- rank-erased tensor helpers (helpers.cpp) --------------------------------------------
-Tn op(OpCode c, OpAttrs a, const std::vector<Tn>& in);
-Tn op(OpCode c, const std::vector<Tn>& in);
-Tn constant(const TensorData& d, Device dev);
-Tn full(const Dims& shape, double v, DType t, Device dev);
-Tn int_tensor(const std::vector<int64_t>& v, Device dev);  // 1-d i64
-TensorData host(const Tn& t);
-std::vector<int64_t> host_ints(const Tn& t);
-std::vector<double> host_floats(const Tn& t);
-Tn cast(const Tn& t, DType to);
-Tn reshape(const Tn& t, const Dims& shape);
-Tn permute(const Tn& t, const Dims& order);
-Tn expand(const Tn& t, const Dims& shape);
-Tn unsqueeze(const Tn& t, int64_t axis);
+// ---- rank-erased tensor helpers (helpers.cpp), templates over the backend -----------------
+template <Backend B>
+using Tn = Dyn<B>;
+template <Backend B>
+Dyn<B> op(OpCode c, OpAttrs a, const std::vector<Dyn<B>>& in);
+template <Backend B>
+Dyn<B> op(OpCode c, const std::vector<Dyn<B>>& in);
+template <Backend B>
+Dyn<B> constant(const TensorData& d, Device dev);
+template <Backend B>
+Dyn<B> full(const Dims& shape, double v, DType t, Device dev);
+template <Backend B>
+Dyn<B> int_tensor(const std::vector<int64_t>& v, Device dev);  // 1-d i64
+template <Backend B>
+TensorData host(const Dyn<B>& t);
+template <Backend B>
+std::vector<int64_t> host_ints(const Dyn<B>& t);
+template <Backend B>
+std::vector<double> host_floats(const Dyn<B>& t);
+template <Backend B>
+Dyn<B> cast(const Dyn<B>& t, DType to);
+template <Backend B>
+Dyn<B> reshape(const Dyn<B>& t, const Dims& shape);
+template <Backend B>
+Dyn<B> permute(const Dyn<B>& t, const Dims& order);
+template <Backend B>
+Dyn<B> expand(const Dyn<B>& t, const Dims& shape);
+template <Backend B>
+Dyn<B> unsqueeze(const Dyn<B>& t, int64_t axis);
 /// numpy-style slice of one axis (any step but 0; ends clamped as Python does).
-Tn slice_axis(const Tn& t, int64_t axis, int64_t start, int64_t end, int64_t step);
-Tn cat(const std::vector<Tn>& parts, int64_t axis);
-Tn reduce(OpCode c, const Tn& t, const Dims& axes, bool keep);
-Tn where(const Tn& c, const Tn& a, const Tn& b);
+template <Backend B>
+Dyn<B> slice_axis(const Dyn<B>& t, int64_t axis, int64_t start, int64_t end, int64_t step);
+template <Backend B>
+Dyn<B> cat(const std::vector<Dyn<B>>& parts, int64_t axis);
+template <Backend B>
+Dyn<B> reduce(OpCode c, const Dyn<B>& t, const Dims& axes, bool keep);
+template <Backend B>
+Dyn<B> where(const Dyn<B>& c, const Dyn<B>& a, const Dyn<B>& b);
 /// A rank-0 tensor of t's dtype and device.
-Tn scalar_of(const Tn& t, double v);
+template <Backend B>
+Dyn<B> scalar_of(const Dyn<B>& t, double v);
 /// Broadcast shape of two shapes (numpy rules); throws ShapeError.
 Dims broadcast_dims(const Dims& a, const Dims& b);
 /// An axis in [-rank, rank) as [0, rank); fails through ctx otherwise.
-int64_t norm_axis(const Ctx& c, int64_t axis, int64_t rank);
-Dims dims_of(const Tn& t);
+template <Backend B>
+int64_t norm_axis(const Ctx<B>& c, int64_t axis, int64_t rank);
+template <Backend B>
+Dims dims_of(const Dyn<B>& t);
 
 }  // namespace ember::onnx::detail

@@ -6,24 +6,30 @@ namespace ember::onnx::detail {
 
 namespace {
 
-std::vector<RValue> linear(Ctx& c) {
-  Tn y = c.in(0).matmul(c.in(1));
+template <Backend B>
+std::vector<RValue<B>> linear(Ctx<B>& c) {
+  Tn<B> y = c.in(0).matmul(c.in(1));
   if (c.has(2)) y = y + c.in(2);
-  return {RValue::of(y)};
+  return {RValue<B>::of(y)};
 }
 
-std::vector<RValue> attention(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> attention(Ctx<B>& c) {
   OpAttrs a;
   a.scalar = Scalar(c.attr_f("scale", 1.0));
   a.flag = false;
-  return {RValue::of(op(OpCode::Attention, std::move(a), {c.in(0), c.in(1), c.in(2)}))};
+  return {RValue<B>::of(op<B>(OpCode::Attention, std::move(a), {c.in(0), c.in(1), c.in(2)}))};
 }
 
 }  // namespace
 
-void register_fused_ops(OpRegistry& r) {
-  r["ember.Linear"] = linear;
-  r["ember.Attention"] = attention;
+template <Backend B>
+void register_fused_ops(OpRegistry<B>& r) {
+  r["ember.Linear"] = linear<B>;
+  r["ember.Attention"] = attention<B>;
 }
+
+template void register_fused_ops<Dispatch>(OpRegistry<Dispatch>&);
+template void register_fused_ops<Autodiff<Dispatch>>(OpRegistry<Autodiff<Dispatch>>&);
 
 }  // namespace ember::onnx::detail

@@ -14,28 +14,34 @@ namespace ember::onnx::detail {
 
 namespace {
 
-std::vector<RValue> one(Tn t) { return {RValue::of(std::move(t))}; }
+template <Backend B>
+std::vector<RValue<B>> one(Tn<B> t) {
+  return {RValue<B>::of(std::move(t))};
+}
 
 /// Indices with negatives wrapped by n (a tensor of the same shape, i64).
-Tn wrap_indices(const Tn& idx, int64_t n) {
-  Tn i = idx.cast(DType::I64);
+template <Backend B>
+Tn<B> wrap_indices(const Tn<B>& idx, int64_t n) {
+  Tn<B> i = idx.cast(DType::I64);
   return where(i.lt(scalar_of(i, 0.0)), i + scalar_of(i, static_cast<double>(n)), i);
 }
 
-Tn index_select(const Tn& x, int64_t axis, const Tn& flat) {
+template <Backend B>
+Tn<B> index_select(const Tn<B>& x, int64_t axis, const Tn<B>& flat) {
   OpAttrs a;
   a.dim = axis;
-  return op(OpCode::IndexSelect, std::move(a), {x, flat});
+  return op<B>(OpCode::IndexSelect, std::move(a), {x, flat});
 }
 
-std::vector<RValue> gather(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> gather(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
   const int64_t n = x.shape()[static_cast<size_t>(axis)];
-  Tn idx = wrap_indices(c.in(1), n);
+  Tn<B> idx = wrap_indices(c.in(1), n);
   const Dims id = dims_of(idx);
-  Tn flat = reshape(idx, {idx.shape().numel()});
-  Tn y = index_select(x, axis, flat);
+  Tn<B> flat = reshape(idx, {idx.shape().numel()});
+  Tn<B> y = index_select(x, axis, flat);
   Dims out;
   const Dims xd = dims_of(x);
   for (int64_t i = 0; i < axis; ++i) out.push_back(xd[static_cast<size_t>(i)]);
@@ -44,27 +50,30 @@ std::vector<RValue> gather(Ctx& c) {
   return one(reshape(y, out));
 }
 
-std::vector<RValue> gather_elements(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> gather_elements(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
-  Tn idx = wrap_indices(c.in(1), x.shape()[static_cast<size_t>(axis)]);
+  Tn<B> idx = wrap_indices(c.in(1), x.shape()[static_cast<size_t>(axis)]);
   OpAttrs a;
   a.dim = axis;
-  return one(op(OpCode::Gather, std::move(a), {x, idx}));
+  return one(op<B>(OpCode::Gather, std::move(a), {x, idx}));
 }
 
 /// x reshaped to [batch, prod(the k indexed dims), rest...] and indices [batch, L, k] turned
 /// into linear positions [batch, L] over those k dims.
+template <Backend B>
 struct NdLayout {
-  Tn data, linear;
+  Tn<B> data, linear;
   Dims batch, lead, rest;
 };
 
-NdLayout nd_layout(const Ctx& c, const Tn& x, const Tn& indices, int64_t b) {
+template <Backend B>
+NdLayout<B> nd_layout(const Ctx<B>& c, const Tn<B>& x, const Tn<B>& indices, int64_t b) {
   const Dims xd = dims_of(x), id = dims_of(indices);
   const int64_t k = id.back();
   if (b < 0 || b + k > x.rank()) c.fail("indices' last dim is too large for the data");
-  NdLayout l;
+  NdLayout<B> l;
   int64_t bn = 1, m = 1;
   for (int64_t i = 0; i < b; ++i) {
     l.batch.push_back(xd[static_cast<size_t>(i)]);
@@ -82,21 +91,22 @@ NdLayout nd_layout(const Ctx& c, const Tn& x, const Tn& indices, int64_t b) {
   Dims data_shape{bn, m};
   for (int64_t d : l.rest) data_shape.push_back(d);
   l.data = reshape(x, data_shape);
-  Tn idx = reshape(indices.cast(DType::I64), {bn, ln, k});
+  Tn<B> idx = reshape(indices.cast(DType::I64), {bn, ln, k});
   std::vector<int64_t> sizes, st;
   for (int64_t i = 0; i < k; ++i) {
     sizes.push_back(xd[static_cast<size_t>(b + i)]);
     st.push_back(strides[static_cast<size_t>(i)]);
   }
-  Tn n = reshape(int_tensor(sizes, x.device()), {1, 1, k});
-  Tn s = reshape(int_tensor(st, x.device()), {1, 1, k});
-  Tn wrapped = where(idx.lt(scalar_of(idx, 0.0)), idx + n, idx);
+  Tn<B> n = reshape(int_tensor<B>(sizes, x.device()), {1, 1, k});
+  Tn<B> s = reshape(int_tensor<B>(st, x.device()), {1, 1, k});
+  Tn<B> wrapped = where(idx.lt(scalar_of(idx, 0.0)), idx + n, idx);
   l.linear = reduce(OpCode::Sum, wrapped * s, {2}, false);  // [bn, ln]
   return l;
 }
 
 /// [bn, ln] positions -> an index for Gather/Scatter on dim 1 of [bn, m, rest...].
-Tn nd_index(const NdLayout& l) {
+template <Backend B>
+Tn<B> nd_index(const NdLayout<B>& l) {
   Dims d = dims_of(l.linear);
   Dims full = d;
   for (int64_t r : l.rest) {
@@ -106,13 +116,14 @@ Tn nd_index(const NdLayout& l) {
   return expand(reshape(l.linear, d), full);
 }
 
-std::vector<RValue> gather_nd(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> gather_nd(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const int64_t b = c.attr_i("batch_dims", 0);
-  NdLayout l = nd_layout(c, x, c.in(1), b);
+  NdLayout<B> l = nd_layout(c, x, c.in(1), b);
   OpAttrs a;
   a.dim = 1;
-  Tn y = op(OpCode::Gather, std::move(a), {l.data, nd_index(l)});
+  Tn<B> y = op<B>(OpCode::Gather, std::move(a), {l.data, nd_index(l)});
   Dims out = l.batch;
   for (int64_t d : l.lead) out.push_back(d);
   for (int64_t d : l.rest) out.push_back(d);
@@ -121,13 +132,14 @@ std::vector<RValue> gather_nd(Ctx& c) {
 
 /// Scatter along `axis` with one of ONNX's reductions: none and add run the scatter op;
 /// mul, max and min (which the op table has no scatter for) combine on the host.
-Tn scatter(const Ctx& c, const Tn& x, int64_t axis, const Tn& idx, const Tn& upd,
-           const std::string& reduction) {
+template <Backend B>
+Tn<B> scatter(const Ctx<B>& c, const Tn<B>& x, int64_t axis, const Tn<B>& idx, const Tn<B>& upd,
+              const std::string& reduction) {
   OpAttrs a;
   a.dim = axis;
   if (reduction == "none" || reduction == "add") {
     a.flag = reduction == "add";
-    return op(OpCode::Scatter, std::move(a), {x, idx, upd});
+    return op<B>(OpCode::Scatter, std::move(a), {x, idx, upd});
   }
   if (reduction != "mul" && reduction != "max" && reduction != "min")
     c.fail("reduction \"" + reduction + "\" is not one of none, add, mul, max, min");
@@ -157,28 +169,31 @@ Tn scatter(const Ctx& c, const Tn& x, int64_t axis, const Tn& idx, const Tn& upd
   }
   TensorData out(Shape(xd), x.dtype());
   convert_elements(xv.data(), DType::F64, out.bytes().data(), x.dtype(), xv.size());
-  return constant(out, x.device());
+  return constant<B>(out, x.device());
 }
 
-std::vector<RValue> scatter_elements(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> scatter_elements(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
-  Tn idx = wrap_indices(c.in(1), x.shape()[static_cast<size_t>(axis)]);
+  Tn<B> idx = wrap_indices(c.in(1), x.shape()[static_cast<size_t>(axis)]);
   return one(scatter(c, x, axis, idx, c.in(2), c.attr_s("reduction", "none")));
 }
 
-std::vector<RValue> scatter_nd(Ctx& c) {
-  const Tn& x = c.in(0);
-  NdLayout l = nd_layout(c, x, c.in(1), 0);
+template <Backend B>
+std::vector<RValue<B>> scatter_nd(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
+  NdLayout<B> l = nd_layout(c, x, c.in(1), 0);
   Dims ud = dims_of(l.linear);
   for (int64_t r : l.rest) ud.push_back(r);
-  Tn upd = reshape(c.in(2), ud);
-  Tn y = scatter(c, l.data, 1, nd_index(l), upd, c.attr_s("reduction", "none"));
+  Tn<B> upd = reshape(c.in(2), ud);
+  Tn<B> y = scatter(c, l.data, 1, nd_index(l), upd, c.attr_s("reduction", "none"));
   return one(reshape(y, dims_of(x)));
 }
 
-std::vector<RValue> one_hot(Ctx& c) {
-  const Tn& idx = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> one_hot(Ctx<B>& c) {
+  const Tn<B>& idx = c.in(0);
   const auto depth_v = c.floats(1);
   if (depth_v.size() != 1) c.fail("depth must hold one value");
   if (!(depth_v[0] >= 1 && depth_v[0] <= 9e18)) c.fail("depth must be a positive count");
@@ -186,25 +201,27 @@ std::vector<RValue> one_hot(Ctx& c) {
   Dims out_dims = dims_of(idx);
   out_dims.push_back(depth);
   check_size(out_dims, DType::I64);  // before the host vector of depth entries
-  const Tn& values = c.in(2);
+  const Tn<B>& values = c.in(2);
   if (values.shape().numel() != 2) c.fail("values must hold [off, on]");
   const int64_t r = idx.rank() + 1;
   const int64_t axis = norm_axis(c, c.attr_i("axis", -1), r);
-  Tn i = is_float(idx.dtype()) ? idx.unary(OpCode::Trunc).cast(DType::I64) : idx.cast(DType::I64);
+  Tn<B> i =
+      is_float(idx.dtype()) ? idx.unary(OpCode::Trunc).cast(DType::I64) : idx.cast(DType::I64);
   i = wrap_indices(i, depth);
   std::vector<int64_t> ar(static_cast<size_t>(depth));
   std::iota(ar.begin(), ar.end(), 0);
   Dims ad(static_cast<size_t>(r), 1);
   ad[static_cast<size_t>(axis)] = depth;
-  Tn pos = reshape(int_tensor(ar, c.device()), ad);
-  Tn hot = pos.eq(unsqueeze(i, axis));
-  Tn off = slice_axis(reshape(values, {2}), 0, 0, 1, 1),
-     on = slice_axis(reshape(values, {2}), 0, 1, 2, 1);
+  Tn<B> pos = reshape(int_tensor<B>(ar, c.device()), ad);
+  Tn<B> hot = pos.eq(unsqueeze(i, axis));
+  Tn<B> off = slice_axis(reshape(values, {2}), 0, 0, 1, 1),
+        on = slice_axis(reshape(values, {2}), 0, 1, 2, 1);
   return one(where(hot, reshape(on, {}), reshape(off, {})));
 }
 
-std::vector<RValue> non_zero(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> non_zero(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const auto v = host_floats(x);
   const Dims d = dims_of(x);
   const int64_t r = x.rank();
@@ -221,13 +238,14 @@ std::vector<RValue> non_zero(Ctx& c) {
     }
   }
   if (r == 0)
-    return one(
-        reshape(int_tensor(std::vector<int64_t>(static_cast<size_t>(n), 0), c.device()), {0, n}));
-  return one(reshape(int_tensor(out, c.device()), {r, n}));
+    return one(reshape(int_tensor<B>(std::vector<int64_t>(static_cast<size_t>(n), 0), c.device()),
+                       {0, n}));
+  return one(reshape(int_tensor<B>(out, c.device()), {r, n}));
 }
 
-std::vector<RValue> compress(Ctx& c) {
-  Tn x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> compress(Ctx<B>& c) {
+  Tn<B> x = c.in(0);
   const auto cond = host_ints(c.in(1));
   int64_t axis = 0;
   if (c.has_attr("axis")) {
@@ -239,14 +257,15 @@ std::vector<RValue> compress(Ctx& c) {
   std::vector<int64_t> keep;
   for (size_t i = 0; i < cond.size() && static_cast<int64_t>(i) < n; ++i)
     if (cond[i]) keep.push_back(static_cast<int64_t>(i));
-  return one(index_select(x, axis, int_tensor(keep, c.device())));
+  return one(index_select(x, axis, int_tensor<B>(keep, c.device())));
 }
 
-std::vector<RValue> unique(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> unique(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const bool sorted = c.attr_i("sorted", 1) != 0;
   // Slices along the axis (elements when there is none), compared as rows of values.
-  Tn src = x;
+  Tn<B> src = x;
   int64_t axis = 0;
   if (c.has_attr("axis"))
     axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
@@ -287,13 +306,15 @@ std::vector<RValue> unique(Ctx& c) {
     inverse[static_cast<size_t>(i)] = k;
     ++counts[static_cast<size_t>(k)];
   }
-  Tn idx = int_tensor(indices, c.device());
-  return {RValue::of(index_select(src, axis, idx)), RValue::of(idx),
-          RValue::of(int_tensor(inverse, c.device())), RValue::of(int_tensor(counts, c.device()))};
+  Tn<B> idx = int_tensor<B>(indices, c.device());
+  return {RValue<B>::of(index_select(src, axis, idx)), RValue<B>::of(idx),
+          RValue<B>::of(int_tensor<B>(inverse, c.device())),
+          RValue<B>::of(int_tensor<B>(counts, c.device()))};
 }
 
-std::vector<RValue> reverse_sequence(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> reverse_sequence(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const int64_t ta = c.attr_i("time_axis", 0), ba = c.attr_i("batch_axis", 1);
   if (x.rank() < 2 || (ta != 0 && ta != 1) || ba != 1 - ta)
     c.fail("time_axis and batch_axis must be 0 and 1 (either way round)");
@@ -310,17 +331,18 @@ std::vector<RValue> reverse_sequence(Ctx& c) {
   Dims id(static_cast<size_t>(x.rank()), 1);
   id[static_cast<size_t>(ta)] = t;
   id[static_cast<size_t>(ba)] = b;
-  Tn index = expand(reshape(int_tensor(idx, c.device()), id), dims_of(x));
+  Tn<B> index = expand(reshape(int_tensor<B>(idx, c.device()), id), dims_of(x));
   OpAttrs a;
   a.dim = ta;
-  return one(op(OpCode::Gather, std::move(a), {x, index}));
+  return one(op<B>(OpCode::Gather, std::move(a), {x, index}));
 }
 
-std::vector<RValue> einsum(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> einsum(Ctx<B>& c) {
   std::string eq;
   for (char ch : c.attr_s("equation"))
     if (ch != ' ') eq += ch;
-  std::vector<Tn> xs;
+  std::vector<Tn<B>> xs;
   for (size_t k = 0; k < c.num_inputs(); ++k) xs.push_back(c.in(k));
   // Explicit labels for "..." (letters no term uses) and numpy's implicit output.
   std::string lhs = eq, rhs;
@@ -372,7 +394,7 @@ std::vector<RValue> einsum(Ctx& c) {
     for (size_t p = 0; p < terms[k].size(); ++p) {
       const size_t q = terms[k].find(terms[k][p], p + 1);
       if (q == std::string::npos) continue;
-      Tn& x = xs[k];
+      Tn<B>& x = xs[k];
       const Dims d = dims_of(x);
       if (d[p] != d[q]) c.fail("a repeated label's dims differ in size");
       const int64_t n = d[p];
@@ -389,7 +411,7 @@ std::vector<RValue> einsum(Ctx& c) {
       std::vector<int64_t> diag(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) diag[static_cast<size_t>(i)] = i * (n + 1);
       x = index_select(reshape(permute(x, order), flat), static_cast<int64_t>(keep.size()),
-                       int_tensor(diag, x.device()));
+                       int_tensor<B>(diag, x.device()));
       const char label = terms[k][p];
       std::string t;
       for (size_t i = 0; i < terms[k].size(); ++i)
@@ -406,41 +428,46 @@ std::vector<RValue> einsum(Ctx& c) {
   }
   full += "->" + rhs;
   auto [parsed, out] = ember::detail::einsum_parse(full, ranks);
-  std::vector<ember::detail::Labelled<Dispatch>> ls;
+  std::vector<ember::detail::Labelled<B>> ls;
   for (size_t k = 0; k < xs.size(); ++k) ls.push_back({xs[k], parsed[k]});
   return one(ember::detail::einsum_run(std::move(ls), out));
 }
 
-std::vector<RValue> det(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> det(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const int64_t r = x.rank();
   if (r < 2) c.fail("input must be [..., n, n]");
   const Dims d = dims_of(x);
   const int64_t n = d[static_cast<size_t>(r - 1)];
   int64_t batch = 1;
   for (int64_t i = 0; i + 2 < r; ++i) batch *= d[static_cast<size_t>(i)];
-  Tensor<Dispatch, 3> t(reshape(x, {batch, d[static_cast<size_t>(r - 2)], n}).handle());
+  Tensor<B, 3> t(reshape(x, {batch, d[static_cast<size_t>(r - 2)], n}).handle());
   auto y = linalg::det(t);  // [batch, 1, 1]
   Dims out(d.begin(), d.end() - 2);
-  return one(reshape(Tn(y.handle()), out));
+  return one(reshape(Tn<B>(y.handle()), out));
 }
 
 }  // namespace
 
-void register_index_ops(OpRegistry& r) {
-  r["Gather"] = gather;
-  r["GatherElements"] = gather_elements;
-  r["GatherND"] = gather_nd;
-  r["Scatter"] = scatter_elements;
-  r["ScatterElements"] = scatter_elements;
-  r["ScatterND"] = scatter_nd;
-  r["OneHot"] = one_hot;
-  r["NonZero"] = non_zero;
-  r["Compress"] = compress;
-  r["Unique"] = unique;
-  r["ReverseSequence"] = reverse_sequence;
-  r["Einsum"] = einsum;
-  r["Det"] = det;
+template <Backend B>
+void register_index_ops(OpRegistry<B>& r) {
+  r["Gather"] = gather<B>;
+  r["GatherElements"] = gather_elements<B>;
+  r["GatherND"] = gather_nd<B>;
+  r["Scatter"] = scatter_elements<B>;
+  r["ScatterElements"] = scatter_elements<B>;
+  r["ScatterND"] = scatter_nd<B>;
+  r["OneHot"] = one_hot<B>;
+  r["NonZero"] = non_zero<B>;
+  r["Compress"] = compress<B>;
+  r["Unique"] = unique<B>;
+  r["ReverseSequence"] = reverse_sequence<B>;
+  r["Einsum"] = einsum<B>;
+  r["Det"] = det<B>;
 }
+
+template void register_index_ops<Dispatch>(OpRegistry<Dispatch>&);
+template void register_index_ops<Autodiff<Dispatch>>(OpRegistry<Autodiff<Dispatch>>&);
 
 }  // namespace ember::onnx::detail

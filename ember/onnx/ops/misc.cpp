@@ -14,9 +14,13 @@ namespace ember::onnx::detail {
 
 namespace {
 
-std::vector<RValue> one(Tn t) { return {RValue::of(std::move(t))}; }
+template <Backend B>
+std::vector<RValue<B>> one(Tn<B> t) {
+  return {RValue<B>::of(std::move(t))};
+}
 
-DType dtype_attr(const Ctx& c, const char* name, DType def) {
+template <Backend B>
+DType dtype_attr(const Ctx<B>& c, const char* name, DType def) {
   if (!c.has_attr(name)) return def;
   switch (c.attr_i(name, 1)) {
     case 1:
@@ -40,9 +44,10 @@ DType dtype_attr(const Ctx& c, const char* name, DType def) {
 
 // ---- NonMaxSuppression -------------------------------------------------------------------
 
-std::vector<RValue> nms(Ctx& c) {
-  const Tn& boxes_t = c.in(0);
-  const Tn& scores_t = c.in(1);
+template <Backend B>
+std::vector<RValue<B>> nms(Ctx<B>& c) {
+  const Tn<B>& boxes_t = c.in(0);
+  const Tn<B>& scores_t = c.in(1);
   const int64_t max_out = c.has(2) ? c.ints(2)[0] : 0;
   const double iou_max = c.has(3) ? c.floats(3)[0] : 0.0;
   const bool has_thr = c.has(4);
@@ -93,31 +98,33 @@ std::vector<RValue> nms(Ctx& c) {
       }
     }
   const auto rows = static_cast<int64_t>(out.size() / 3);
-  return one(reshape(int_tensor(out, c.device()), {rows, 3}));
+  return one(reshape(int_tensor<B>(out, c.device()), {rows, 3}));
 }
 
 // ---- GridSample ----------------------------------------------------------------------------
 
-std::vector<RValue> grid_sample_op(Ctx& c) {
-  const Tn& x = c.in(0);
-  const Tn& g = c.in(1);
+template <Backend B>
+std::vector<RValue<B>> grid_sample_op(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
+  const Tn<B>& g = c.in(1);
   if (x.rank() != 4) c.fail("only 2-d sampling ([N, C, H, W]) is supported");
   std::string mode = c.attr_s("mode", "bilinear");
   if (mode == "linear") mode = "bilinear";
   const std::string pad = c.attr_s("padding_mode", "zeros");
   if (mode != "bilinear" && mode != "nearest") c.fail("mode \"" + mode + "\" is not supported");
   if (pad != "zeros" && pad != "border") c.fail("padding_mode \"" + pad + "\" is not supported");
-  auto y = grid_sample(Tensor<Dispatch, 4>(x.handle()), Tensor<Dispatch, 4>(g.handle()),
+  auto y = grid_sample(Tensor<B, 4>(x.handle()), Tensor<B, 4>(g.handle()),
                        mode == "nearest" ? GridMode::Nearest : GridMode::Bilinear,
                        pad == "border" ? GridPadding::Border : GridPadding::Zeros,
                        c.attr_i("align_corners", 0) != 0);
-  return one(Tn(y.handle()));
+  return one(Tn<B>(y.handle()));
 }
 
 // ---- signal ------------------------------------------------------------------------------
 
 /// [N, N2] cos and sin matrices of exp(-+2 pi i n k / N) for n < rows, k < cols.
-std::pair<Tn, Tn> dft_matrices(int64_t rows, int64_t cols, int64_t n, Device dev, DType t) {
+template <Backend B>
+std::pair<Tn<B>, Tn<B>> dft_matrices(int64_t rows, int64_t cols, int64_t n, Device dev, DType t) {
   std::vector<double> cs(static_cast<size_t>(rows * cols)), sn(cs.size());
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t k = 0; k < cols; ++k) {
@@ -127,16 +134,18 @@ std::pair<Tn, Tn> dft_matrices(int64_t rows, int64_t cols, int64_t n, Device dev
       sn[static_cast<size_t>(i * cols + k)] = std::sin(a);
     }
   auto make = [&](const std::vector<double>& v) {
-    return constant(TensorData::from<double>(v, Shape{rows, cols}), dev).cast(t);
+    return constant<B>(TensorData::from<double>(v, Shape{rows, cols}), dev).cast(t);
   };
   return {make(cs), make(sn)};
 }
 
 /// DFT along the last dim of re/im [..., n]: [..., bins] each.
-std::pair<Tn, Tn> dft_last(const Tn& re, const std::optional<Tn>& im, int64_t bins, bool inverse) {
+template <Backend B>
+std::pair<Tn<B>, Tn<B>> dft_last(const Tn<B>& re, const std::optional<Tn<B>>& im, int64_t bins,
+                                 bool inverse) {
   const int64_t n = re.shape()[static_cast<size_t>(re.rank() - 1)];
-  auto [cs, sn] = dft_matrices(n, bins, n, re.device(), re.dtype());
-  Tn yr, yi;
+  auto [cs, sn] = dft_matrices<B>(n, bins, n, re.device(), re.dtype());
+  Tn<B> yr, yi;
   if (!inverse) {  // X = sum x e^{-i a}: re = xr cos + xi sin, im = xi cos - xr sin
     yr = re.matmul(cs);
     yi = -(re.matmul(sn));
@@ -157,8 +166,9 @@ std::pair<Tn, Tn> dft_last(const Tn& re, const std::optional<Tn>& im, int64_t bi
   return {yr, yi};
 }
 
-std::vector<RValue> dft(Ctx& c) {
-  Tn x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> dft(Ctx<B>& c) {
+  Tn<B> x = c.in(0);
   const int64_t r = x.rank();
   const int64_t axis = norm_axis(c, c.attr_i("axis", 1), r - 1);
   const bool inverse = c.attr_i("inverse", 0) != 0, onesided = c.attr_i("onesided", 0) != 0;
@@ -168,7 +178,7 @@ std::vector<RValue> dft(Ctx& c) {
   for (int64_t i = 0; i < r - 1; ++i)
     if (i != axis) order.push_back(i);
   order.push_back(axis);
-  Tn re = permute(slice_axis(x, r - 1, 0, 1, 1), [&] {
+  Tn<B> re = permute(slice_axis(x, r - 1, 0, 1, 1), [&] {
     Dims o = order;
     o.push_back(r - 1);
     return o;
@@ -176,7 +186,7 @@ std::vector<RValue> dft(Ctx& c) {
   Dims sq = dims_of(re);
   sq.erase(sq.size() - 1);
   re = reshape(re, sq);
-  std::optional<Tn> im;
+  std::optional<Tn<B>> im;
   if (comps == 2) {
     Dims o = order;
     o.push_back(r - 1);
@@ -186,11 +196,11 @@ std::vector<RValue> dft(Ctx& c) {
   if (c.has(1)) {
     const int64_t len = c.ints(1)[0];
     if (len <= 0) c.fail("dft_length must be > 0");
-    auto fit = [&](const Tn& t) {
+    auto fit = [&](const Tn<B>& t) {
       if (len <= n) return slice_axis(t, t.rank() - 1, 0, len, 1);
       Dims d = dims_of(t);
       d.back() = len - n;
-      return cat({t, full(d, 0, t.dtype(), t.device())}, t.rank() - 1);
+      return cat<B>({t, full<B>(d, 0, t.dtype(), t.device())}, t.rank() - 1);
     };
     re = fit(re);
     if (im) im = fit(*im);
@@ -200,7 +210,7 @@ std::vector<RValue> dft(Ctx& c) {
   auto [yr, yi] = dft_last(re, im, bins, inverse);
   Dims d = dims_of(yr);
   d.push_back(1);
-  Tn y = cat({reshape(yr, d), reshape(yi, d)}, static_cast<int64_t>(d.size()) - 1);
+  Tn<B> y = cat<B>({reshape(yr, d), reshape(yi, d)}, static_cast<int64_t>(d.size()) - 1);
   // back to the input's dim order: the transformed dim was moved last (before the re/im dim)
   Dims back(static_cast<size_t>(r));
   for (size_t i = 0; i < order.size(); ++i)
@@ -209,11 +219,12 @@ std::vector<RValue> dft(Ctx& c) {
   return one(permute(y, back));
 }
 
-std::vector<RValue> stft(Ctx& c) {
-  const Tn& x = c.in(0);  // [batch, length, 1 or 2]
+template <Backend B>
+std::vector<RValue<B>> stft(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);  // [batch, length, 1 or 2]
   if (x.rank() != 3) c.fail("signal must be [batch, length, 1 or 2]");
   const int64_t step = c.ints(1)[0];
-  std::optional<Tn> window = c.opt(2);
+  std::optional<Tn<B>> window = c.opt(2);
   int64_t flen = c.has(3) ? c.ints(3)[0] : window ? window->shape()[0] : 0;
   if (flen <= 0 || step <= 0) c.fail("frame_length and frame_step must be > 0");
   const int64_t batch = x.shape()[0], len = x.shape()[1];
@@ -224,25 +235,25 @@ std::vector<RValue> stft(Ctx& c) {
   for (int64_t f = 0; f < frames; ++f)
     for (int64_t i = 0; i < flen; ++i) idx.push_back(f * step + i);
   auto framed = [&](int64_t comp) {
-    Tn s = reshape(slice_axis(x, 2, comp, comp + 1, 1), {batch, len});
+    Tn<B> s = reshape(slice_axis(x, 2, comp, comp + 1, 1), {batch, len});
     OpAttrs a;
     a.dim = 1;
-    Tn t = reshape(op(OpCode::IndexSelect, std::move(a), {s, int_tensor(idx, x.device())}),
-                   {batch, frames, flen});
+    Tn<B> t = reshape(op<B>(OpCode::IndexSelect, std::move(a), {s, int_tensor<B>(idx, x.device())}),
+                      {batch, frames, flen});
     if (window) t = t * reshape(window->cast(t.dtype()), {1, 1, flen});
     return t;
   };
-  Tn re = framed(0);
-  std::optional<Tn> im;
+  Tn<B> re = framed(0);
+  std::optional<Tn<B>> im;
   if (x.shape()[2] == 2) im = framed(1);
   auto [yr, yi] = dft_last(re, im, onesided ? flen / 2 + 1 : flen, false);
   Dims d = dims_of(yr);
   d.push_back(1);
-  return one(cat({reshape(yr, d), reshape(yi, d)}, 3));
+  return one(cat<B>({reshape(yr, d), reshape(yi, d)}, 3));
 }
 
-template <int Kind>  // 0 Hann, 1 Hamming, 2 Blackman
-std::vector<RValue> window_op(Ctx& c) {
+template <Backend B, int Kind>  // 0 Hann, 1 Hamming, 2 Blackman
+std::vector<RValue<B>> window_op(Ctx<B>& c) {
   const int64_t n = c.ints(0)[0];
   if (n < 0) c.fail("size must be >= 0");
   const bool periodic = c.attr_i("periodic", 1) != 0;
@@ -255,10 +266,11 @@ std::vector<RValue> window_op(Ctx& c) {
                                             : 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
   }
   const DType t = dtype_attr(c, "output_datatype", DType::F32);
-  return one(constant(TensorData::from<double>(w, Shape{n}), c.device()).cast(t));
+  return one(constant<B>(TensorData::from<double>(w, Shape{n}), c.device()).cast(t));
 }
 
-std::vector<RValue> mel_weight_matrix(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> mel_weight_matrix(Ctx<B>& c) {
   const int64_t mels = c.ints(0)[0], dft_len = c.ints(1)[0], rate = c.ints(2)[0];
   const double lo = c.floats(3)[0], hi = c.floats(4)[0];
   if (mels <= 0 || dft_len <= 0 || rate <= 0) c.fail("sizes and the sample rate must be > 0");
@@ -290,12 +302,13 @@ std::vector<RValue> mel_weight_matrix(Ctx& c) {
         at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - m);
   }
   const DType t = dtype_attr(c, "output_datatype", DType::F32);
-  return one(constant(TensorData::from<double>(out, Shape{bins, mels}), c.device()).cast(t));
+  return one(constant<B>(TensorData::from<double>(out, Shape{bins, mels}), c.device()).cast(t));
 }
 
 // ---- random --------------------------------------------------------------------------------
 
-Tn random(const Ctx& c, OpCode code, const Dims& shape, DType t, double a, double b) {
+template <Backend B>
+Tn<B> random(const Ctx<B>& c, OpCode code, const Dims& shape, DType t, double a, double b) {
   OpAttrs at;
   at.shape = shape;
   at.scalar = Scalar(a);
@@ -303,11 +316,11 @@ Tn random(const Ctx& c, OpCode code, const Dims& shape, DType t, double a, doubl
   at.dtype = t;
   at.seed = c.has_attr("seed") ? static_cast<uint64_t>(c.attr_f("seed", 0) * 1000003.0)
                                : static_cast<uint64_t>(std::random_device{}());
-  return Tn(apply<Dispatch>(Op{code, std::move(at)}, std::span<Dispatch::Handle>(), c.device()));
+  return Tn<B>(apply<B>(Op{code, std::move(at)}, std::span<typename B::Handle>(), c.device()));
 }
 
-template <bool Normal, bool Like>
-std::vector<RValue> random_op(Ctx& c) {
+template <Backend B, bool Normal, bool Like>
+std::vector<RValue<B>> random_op(Ctx<B>& c) {
   Dims shape;
   DType t = DType::F32;
   if (Like) {
@@ -325,46 +338,50 @@ std::vector<RValue> random_op(Ctx& c) {
       random(c, OpCode::RandomUniform, shape, t, c.attr_f("low", 0.0), c.attr_f("high", 1.0)));
 }
 
-std::vector<RValue> bernoulli(Ctx& c) {
-  const Tn& p = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> bernoulli(Ctx<B>& c) {
+  const Tn<B>& p = c.in(0);
   const DType t = dtype_attr(c, "dtype", p.dtype());
-  Tn u = random(c, OpCode::RandomUniform, dims_of(p), p.dtype(), 0.0, 1.0);
+  Tn<B> u = random(c, OpCode::RandomUniform, dims_of(p), p.dtype(), 0.0, 1.0);
   return one(u.lt(p).cast(t));
 }
 
 // ---- training-domain optimizers (ai.onnx.preview.training) ----------------------------------
 
 /// (R, T, then `groups` lists of n tensors each): n and the lists.
-std::vector<std::vector<Tn>> opt_groups(const Ctx& c, size_t groups) {
+template <Backend B>
+std::vector<std::vector<Tn<B>>> opt_groups(const Ctx<B>& c, size_t groups) {
   const size_t rest = c.num_inputs() - 2;
   if (rest % groups != 0)
     c.fail("the inputs do not split into " + std::to_string(groups) + " lists");
   const size_t n = rest / groups;
-  std::vector<std::vector<Tn>> g(groups);
+  std::vector<std::vector<Tn<B>>> g(groups);
   for (size_t k = 0; k < groups; ++k)
     for (size_t i = 0; i < n; ++i) g[k].push_back(c.in(2 + k * n + i));
   return g;
 }
 
-std::vector<RValue> adagrad(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> adagrad(Ctx<B>& c) {
   const double lr = c.floats(0)[0];
   const double t = static_cast<double>(c.ints(1)[0]);
   const double decay = c.attr_f("decay_factor", 0.0), eps = c.attr_f("epsilon", 1e-6),
                norm = c.attr_f("norm_coefficient", 0.0);
   auto g = opt_groups(c, 3);  // X, G, H
   const double r = lr / (1 + t * decay);
-  std::vector<RValue> xs, hs;
+  std::vector<RValue<B>> xs, hs;
   for (size_t i = 0; i < g[0].size(); ++i) {
-    Tn greg = g[0][i] * norm + g[1][i];
-    Tn h = g[2][i] + greg * greg;
-    xs.push_back(RValue::of(g[0][i] - greg / (h.sqrt() + eps) * r));
-    hs.push_back(RValue::of(h));
+    Tn<B> greg = g[0][i] * norm + g[1][i];
+    Tn<B> h = g[2][i] + greg * greg;
+    xs.push_back(RValue<B>::of(g[0][i] - greg / (h.sqrt() + eps) * r));
+    hs.push_back(RValue<B>::of(h));
   }
   xs.insert(xs.end(), hs.begin(), hs.end());
   return xs;
 }
 
-std::vector<RValue> momentum(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> momentum(Ctx<B>& c) {
   const double lr = c.floats(0)[0];
   const int64_t t = c.ints(1)[0];
   const double alpha = c.attr_f("alpha", 0.0), beta = c.attr_f("beta", 0.0),
@@ -372,19 +389,20 @@ std::vector<RValue> momentum(Ctx& c) {
   const std::string mode = c.attr_s("mode", "standard");
   auto g = opt_groups(c, 3);  // X, G, V
   const double b = t > 0 ? beta : 1.0;
-  std::vector<RValue> xs, vs;
+  std::vector<RValue<B>> xs, vs;
   for (size_t i = 0; i < g[0].size(); ++i) {
-    Tn greg = g[0][i] * norm + g[1][i];
-    Tn v = g[2][i] * alpha + greg * b;
-    Tn step = mode == "nesterov" ? greg + v * alpha : v;
-    xs.push_back(RValue::of(g[0][i] - step * lr));
-    vs.push_back(RValue::of(v));
+    Tn<B> greg = g[0][i] * norm + g[1][i];
+    Tn<B> v = g[2][i] * alpha + greg * b;
+    Tn<B> step = mode == "nesterov" ? greg + v * alpha : v;
+    xs.push_back(RValue<B>::of(g[0][i] - step * lr));
+    vs.push_back(RValue<B>::of(v));
   }
   xs.insert(xs.end(), vs.begin(), vs.end());
   return xs;
 }
 
-std::vector<RValue> adam(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> adam(Ctx<B>& c) {
   const double lr = c.floats(0)[0];
   const double t = static_cast<double>(c.ints(1)[0]);
   const double alpha = c.attr_f("alpha", 0.9), beta = c.attr_f("beta", 0.999),
@@ -392,15 +410,15 @@ std::vector<RValue> adam(Ctx& c) {
                post = c.attr_f("norm_coefficient_post", 0.0);
   auto g = opt_groups(c, 4);  // X, G, V, H
   const double r = t > 0 ? lr * std::sqrt(1 - std::pow(beta, t)) / (1 - std::pow(alpha, t)) : lr;
-  std::vector<RValue> xs, vs, hs;
+  std::vector<RValue<B>> xs, vs, hs;
   for (size_t i = 0; i < g[0].size(); ++i) {
-    Tn greg = g[0][i] * norm + g[1][i];
-    Tn v = g[2][i] * alpha + greg * (1 - alpha);
-    Tn h = g[3][i] * beta + greg * greg * (1 - beta);
-    Tn x = g[0][i] - v / (h.sqrt() + eps) * r;
-    xs.push_back(RValue::of(post != 0 ? x * (1 - post) : x));
-    vs.push_back(RValue::of(v));
-    hs.push_back(RValue::of(h));
+    Tn<B> greg = g[0][i] * norm + g[1][i];
+    Tn<B> v = g[2][i] * alpha + greg * (1 - alpha);
+    Tn<B> h = g[3][i] * beta + greg * greg * (1 - beta);
+    Tn<B> x = g[0][i] - v / (h.sqrt() + eps) * r;
+    xs.push_back(RValue<B>::of(post != 0 ? x * (1 - post) : x));
+    vs.push_back(RValue<B>::of(v));
+    hs.push_back(RValue<B>::of(h));
   }
   xs.insert(xs.end(), vs.begin(), vs.end());
   xs.insert(xs.end(), hs.begin(), hs.end());
@@ -409,23 +427,27 @@ std::vector<RValue> adam(Ctx& c) {
 
 }  // namespace
 
-void register_misc_ops(OpRegistry& r) {
-  r["NonMaxSuppression"] = nms;
-  r["GridSample"] = grid_sample_op;
-  r["DFT"] = dft;
-  r["STFT"] = stft;
-  r["HannWindow"] = window_op<0>;
-  r["HammingWindow"] = window_op<1>;
-  r["BlackmanWindow"] = window_op<2>;
-  r["MelWeightMatrix"] = mel_weight_matrix;
-  r["RandomUniform"] = random_op<false, false>;
-  r["RandomNormal"] = random_op<true, false>;
-  r["RandomUniformLike"] = random_op<false, true>;
-  r["RandomNormalLike"] = random_op<true, true>;
-  r["Bernoulli"] = bernoulli;
-  r["ai.onnx.preview.training.Adagrad"] = adagrad;
-  r["ai.onnx.preview.training.Momentum"] = momentum;
-  r["ai.onnx.preview.training.Adam"] = adam;
+template <Backend B>
+void register_misc_ops(OpRegistry<B>& r) {
+  r["NonMaxSuppression"] = nms<B>;
+  r["GridSample"] = grid_sample_op<B>;
+  r["DFT"] = dft<B>;
+  r["STFT"] = stft<B>;
+  r["HannWindow"] = window_op<B, 0>;
+  r["HammingWindow"] = window_op<B, 1>;
+  r["BlackmanWindow"] = window_op<B, 2>;
+  r["MelWeightMatrix"] = mel_weight_matrix<B>;
+  r["RandomUniform"] = random_op<B, false, false>;
+  r["RandomNormal"] = random_op<B, true, false>;
+  r["RandomUniformLike"] = random_op<B, false, true>;
+  r["RandomNormalLike"] = random_op<B, true, true>;
+  r["Bernoulli"] = bernoulli<B>;
+  r["ai.onnx.preview.training.Adagrad"] = adagrad<B>;
+  r["ai.onnx.preview.training.Momentum"] = momentum<B>;
+  r["ai.onnx.preview.training.Adam"] = adam<B>;
 }
+
+template void register_misc_ops<Dispatch>(OpRegistry<Dispatch>&);
+template void register_misc_ops<Autodiff<Dispatch>>(OpRegistry<Autodiff<Dispatch>>&);
 
 }  // namespace ember::onnx::detail

@@ -7,14 +7,16 @@
 
 namespace ember::onnx::detail {
 
-std::vector<RValue> conv_op(Ctx c);  // nn.cpp
-
 namespace {
 
-std::vector<RValue> one(Tn t) { return {RValue::of(std::move(t))}; }
+template <Backend B>
+std::vector<RValue<B>> one(Tn<B> t) {
+  return {RValue<B>::of(std::move(t))};
+}
 
 /// A per-tensor scalar or a per-axis 1-d vector shaped to broadcast against rank-r data.
-Tn along(const Ctx& c, const Tn& v, int64_t rank) {
+template <Backend B>
+Tn<B> along(const Ctx<B>& c, const Tn<B>& v, int64_t rank) {
   if (v.rank() == 0 || v.shape().numel() == 1) return reshape(v, {});
   const int64_t axis = norm_axis(c, c.attr_i("axis", 1), rank);
   Dims d(static_cast<size_t>(rank), 1);
@@ -22,7 +24,8 @@ Tn along(const Ctx& c, const Tn& v, int64_t rank) {
   return reshape(v, d);
 }
 
-Tn saturate(const Tn& v, DType t) {
+template <Backend B>
+Tn<B> saturate(const Tn<B>& v, DType t) {
   double lo = 0, hi = 255;
   if (t == DType::I8)
     lo = -128, hi = 127;
@@ -30,49 +33,54 @@ Tn saturate(const Tn& v, DType t) {
     lo = -2147483648.0, hi = 2147483647.0;
   else if (t == DType::I16)
     lo = -32768, hi = 32767;
-  return op(OpCode::Minimum, {op(OpCode::Maximum, {v, scalar_of(v, lo)}), scalar_of(v, hi)})
+  return op<B>(OpCode::Minimum, {op<B>(OpCode::Maximum, {v, scalar_of(v, lo)}), scalar_of(v, hi)})
       .cast(t);
 }
 
 /// round(x / scale) + zero_point, saturated to the zero point's type.
-Tn quantize(const Tn& x64, const Tn& scale64, const std::optional<Tn>& zp, DType t) {
-  Tn q = (x64 / scale64).unary(OpCode::Round);
+template <Backend B>
+Tn<B> quantize(const Tn<B>& x64, const Tn<B>& scale64, const std::optional<Tn<B>>& zp, DType t) {
+  Tn<B> q = (x64 / scale64).unary(OpCode::Round);
   if (zp) q = q + zp->cast(DType::F64);
   return saturate(q, t);
 }
 
-std::vector<RValue> quantize_linear(Ctx& c) {
-  const Tn& x = c.in(0);
-  Tn scale = along(c, c.in(1), x.rank()).cast(DType::F64);
-  std::optional<Tn> zp;
+template <Backend B>
+std::vector<RValue<B>> quantize_linear(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
+  Tn<B> scale = along(c, c.in(1), x.rank()).cast(DType::F64);
+  std::optional<Tn<B>> zp;
   if (c.has(2)) zp = along(c, c.in(2), x.rank());
   const DType t = zp ? zp->dtype() : DType::U8;
   return one(quantize(x.cast(DType::F64), scale, zp, t));
 }
 
-std::vector<RValue> dequantize_linear(Ctx& c) {
-  const Tn& x = c.in(0);
-  Tn scale = along(c, c.in(1), x.rank());
-  Tn v = x.cast(DType::F64);
+template <Backend B>
+std::vector<RValue<B>> dequantize_linear(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
+  Tn<B> scale = along(c, c.in(1), x.rank());
+  Tn<B> v = x.cast(DType::F64);
   if (c.has(2)) v = v - along(c, c.in(2), x.rank()).cast(DType::F64);
   return one((v * scale.cast(DType::F64)).cast(scale.dtype()));
 }
 
-std::vector<RValue> dynamic_quantize_linear(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> dynamic_quantize_linear(Ctx<B>& c) {
   // In f32 throughout, as ONNX computes it (x / scale rounded half to even).
-  const Tn x = c.in(0).cast(DType::F32);
-  Tn lo = op(OpCode::Minimum, {reduce(OpCode::Min, x, {}, false), scalar_of(x, 0.0)});
-  Tn hi = op(OpCode::Maximum, {reduce(OpCode::Max, x, {}, false), scalar_of(x, 0.0)});
-  Tn scale = (hi - lo) / 255.0;
-  Tn zp = saturate((scalar_of(x, 0.0) - lo / scale).unary(OpCode::Round), DType::U8);
-  Tn y = saturate((x / scale).unary(OpCode::Round) + zp.cast(DType::F32), DType::U8);
-  return {RValue::of(y), RValue::of(scale.cast(c.in(0).dtype())), RValue::of(zp)};
+  const Tn<B> x = c.in(0).cast(DType::F32);
+  Tn<B> lo = op<B>(OpCode::Minimum, {reduce(OpCode::Min, x, {}, false), scalar_of(x, 0.0)});
+  Tn<B> hi = op<B>(OpCode::Maximum, {reduce(OpCode::Max, x, {}, false), scalar_of(x, 0.0)});
+  Tn<B> scale = (hi - lo) / 255.0;
+  Tn<B> zp = saturate((scalar_of(x, 0.0) - lo / scale).unary(OpCode::Round), DType::U8);
+  Tn<B> y = saturate((x / scale).unary(OpCode::Round) + zp.cast(DType::F32), DType::U8);
+  return {RValue<B>::of(y), RValue<B>::of(scale.cast(c.in(0).dtype())), RValue<B>::of(zp)};
 }
 
-Tn centered(const Ctx& c, size_t k, size_t zp_k, int64_t axis_rank_hint = -1) {
-  Tn v = c.in(k).cast(DType::F64);
+template <Backend B>
+Tn<B> centered(const Ctx<B>& c, size_t k, size_t zp_k, int64_t axis_rank_hint = -1) {
+  Tn<B> v = c.in(k).cast(DType::F64);
   if (c.has(zp_k)) {
-    Tn z = c.in(zp_k).cast(DType::F64);
+    Tn<B> z = c.in(zp_k).cast(DType::F64);
     if (z.shape().numel() > 1 && axis_rank_hint >= 0) {
       Dims d(static_cast<size_t>(v.rank()), 1);
       d[static_cast<size_t>(axis_rank_hint)] = z.shape().numel();
@@ -85,37 +93,41 @@ Tn centered(const Ctx& c, size_t k, size_t zp_k, int64_t axis_rank_hint = -1) {
   return v;
 }
 
-Tn matmul_nd(const Tn& a, const Tn& b) {
-  Tn x = a, y = b;
+template <Backend B>
+Tn<B> matmul_nd(const Tn<B>& a, const Tn<B>& b) {
+  Tn<B> x = a, y = b;
   const bool va = x.rank() == 1, vb = y.rank() == 1;
   if (va) x = reshape(x, {1, x.shape()[0]});
   if (vb) y = reshape(y, {y.shape()[0], 1});
-  Tn r = x.matmul(y);
+  Tn<B> r = x.matmul(y);
   Dims d = dims_of(r);
   if (va) d.erase(d.size() - 2);
   if (vb) d.erase(d.size() - 1);
   return reshape(r, d);
 }
 
-std::vector<RValue> matmul_integer(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> matmul_integer(Ctx<B>& c) {
   // a's zero point is per row (axis rank-2) when 1-d; b's per column (last axis).
-  Tn a = centered(c, 0, 2, c.in(0).rank() - 2);
-  Tn b = centered(c, 1, 3, c.in(1).rank() - 1);
+  Tn<B> a = centered(c, 0, 2, c.in(0).rank() - 2);
+  Tn<B> b = centered(c, 1, 3, c.in(1).rank() - 1);
   return one(matmul_nd(a, b).cast(DType::I32));
 }
 
-std::vector<RValue> conv_integer(Ctx& c) {
-  Tn x = centered(c, 0, 2);
-  Tn w = centered(c, 1, 3, 0);
-  auto out = conv_op(c.with_inputs({RValue::of(x), RValue::of(w)}));
+template <Backend B>
+std::vector<RValue<B>> conv_integer(Ctx<B>& c) {
+  Tn<B> x = centered(c, 0, 2);
+  Tn<B> w = centered(c, 1, 3, 0);
+  auto out = conv_op(c.with_inputs({RValue<B>::of(x), RValue<B>::of(w)}));
   out[0].t = out[0].t.unary(OpCode::Round).cast(DType::I32);
   return out;
 }
 
 /// Dequantized input k (scale at k + 1, zero point at k + 2), per-axis along `axis`.
-Tn dequant(const Ctx& c, size_t k, int64_t axis) {
-  Tn v = c.in(k).cast(DType::F64);
-  auto fit = [&](Tn s) {
+template <Backend B>
+Tn<B> dequant(const Ctx<B>& c, size_t k, int64_t axis) {
+  Tn<B> v = c.in(k).cast(DType::F64);
+  auto fit = [&](Tn<B> s) {
     if (s.shape().numel() == 1) return reshape(s, {});
     Dims d(static_cast<size_t>(v.rank()), 1);
     d[static_cast<size_t>(axis)] = s.shape().numel();
@@ -125,26 +137,28 @@ Tn dequant(const Ctx& c, size_t k, int64_t axis) {
   return v * fit(c.in(k + 1).cast(DType::F64));
 }
 
-std::vector<RValue> qlinear_matmul(Ctx& c) {
-  Tn a = dequant(c, 0, c.in(0).rank() - 2);
-  Tn b = dequant(c, 3, c.in(3).rank() - 1);
-  Tn y = matmul_nd(a, b);
-  std::optional<Tn> zp;
+template <Backend B>
+std::vector<RValue<B>> qlinear_matmul(Ctx<B>& c) {
+  Tn<B> a = dequant(c, 0, c.in(0).rank() - 2);
+  Tn<B> b = dequant(c, 3, c.in(3).rank() - 1);
+  Tn<B> y = matmul_nd(a, b);
+  std::optional<Tn<B>> zp;
   if (c.has(7)) zp = reshape(c.in(7), {});
   const DType t = zp ? zp->dtype() : DType::U8;
   return one(quantize(y, reshape(c.in(6).cast(DType::F64), {}), zp, t));
 }
 
-std::vector<RValue> qlinear_conv(Ctx& c) {
-  Tn x = dequant(c, 0, 1);
-  Tn w = dequant(c, 3, 0);
-  std::vector<RValue> args{RValue::of(x), RValue::of(w)};
+template <Backend B>
+std::vector<RValue<B>> qlinear_conv(Ctx<B>& c) {
+  Tn<B> x = dequant(c, 0, 1);
+  Tn<B> w = dequant(c, 3, 0);
+  std::vector<RValue<B>> args{RValue<B>::of(x), RValue<B>::of(w)};
   if (c.has(8)) {
-    Tn s = reshape(c.in(1).cast(DType::F64), {}) * c.in(4).cast(DType::F64);
-    args.push_back(RValue::of(c.in(8).cast(DType::F64) * reshape(s, {s.shape().numel()})));
+    Tn<B> s = reshape(c.in(1).cast(DType::F64), {}) * c.in(4).cast(DType::F64);
+    args.push_back(RValue<B>::of(c.in(8).cast(DType::F64) * reshape(s, {s.shape().numel()})));
   }
-  Tn y = conv_op(c.with_inputs(std::move(args)))[0].t;
-  std::optional<Tn> zp;
+  Tn<B> y = conv_op(c.with_inputs(std::move(args)))[0].t;
+  std::optional<Tn<B>> zp;
   if (c.has(7)) zp = reshape(c.in(7), {});
   const DType t = zp ? zp->dtype() : DType::U8;
   return one(quantize(y, reshape(c.in(6).cast(DType::F64), {}), zp, t));
@@ -152,14 +166,18 @@ std::vector<RValue> qlinear_conv(Ctx& c) {
 
 }  // namespace
 
-void register_quant_ops(OpRegistry& r) {
-  r["QuantizeLinear"] = quantize_linear;
-  r["DequantizeLinear"] = dequantize_linear;
-  r["DynamicQuantizeLinear"] = dynamic_quantize_linear;
-  r["MatMulInteger"] = matmul_integer;
-  r["ConvInteger"] = conv_integer;
-  r["QLinearMatMul"] = qlinear_matmul;
-  r["QLinearConv"] = qlinear_conv;
+template <Backend B>
+void register_quant_ops(OpRegistry<B>& r) {
+  r["QuantizeLinear"] = quantize_linear<B>;
+  r["DequantizeLinear"] = dequantize_linear<B>;
+  r["DynamicQuantizeLinear"] = dynamic_quantize_linear<B>;
+  r["MatMulInteger"] = matmul_integer<B>;
+  r["ConvInteger"] = conv_integer<B>;
+  r["QLinearMatMul"] = qlinear_matmul<B>;
+  r["QLinearConv"] = qlinear_conv<B>;
 }
+
+template void register_quant_ops<Dispatch>(OpRegistry<Dispatch>&);
+template void register_quant_ops<Autodiff<Dispatch>>(OpRegistry<Autodiff<Dispatch>>&);
 
 }  // namespace ember::onnx::detail

@@ -9,10 +9,14 @@ namespace ember::onnx::detail {
 
 namespace {
 
-std::vector<RValue> one(Tn t) { return {RValue::of(std::move(t))}; }
+template <Backend B>
+std::vector<RValue<B>> one(Tn<B> t) {
+  return {RValue<B>::of(std::move(t))};
+}
 
 /// The axes a Reduce* node reduces over, normalized; empty = none (noop) or all, as `all`.
-Dims reduce_axes(const Ctx& c, int64_t rank, bool axes_as_input, bool& all) {
+template <Backend B>
+Dims reduce_axes(const Ctx<B>& c, int64_t rank, bool axes_as_input, bool& all) {
   std::vector<int64_t> axes;
   bool given = false;
   if (axes_as_input) {
@@ -40,9 +44,9 @@ Dims reduce_axes(const Ctx& c, int64_t rank, bool axes_as_input, bool& all) {
 
 enum class Red { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
 
-template <Red R, int AxesInputSince>
-std::vector<RValue> reduce_op(Ctx& c) {
-  Tn x = c.in(0);
+template <Backend B, Red R, int AxesInputSince>
+std::vector<RValue<B>> reduce_op(Ctx<B>& c) {
+  Tn<B> x = c.in(0);
   const bool keep = c.attr_i("keepdims", 1) != 0;
   bool all = false;
   Dims axes = reduce_axes(c, x.rank(), c.opset() >= AxesInputSince, all);
@@ -64,7 +68,7 @@ std::vector<RValue> reduce_op(Ctx& c) {
     }
   }
   if (x.rank() == 0) return one(x);
-  auto sum = [&](const Tn& t) { return reduce(OpCode::Sum, t, axes, keep); };
+  auto sum = [&](const Tn<B>& t) { return reduce(OpCode::Sum, t, axes, keep); };
   switch (R) {
     case Red::Sum:
       return one(sum(x));
@@ -85,7 +89,7 @@ std::vector<RValue> reduce_op(Ctx& c) {
       return one(sum(x.unary(OpCode::Abs)));
     case Red::L2: {
       if (!is_float(x.dtype())) {
-        Tn f = x.cast(DType::F64);
+        Tn<B> f = x.cast(DType::F64);
         return one(reduce(OpCode::Sum, f * f, axes, keep).sqrt().cast(x.dtype()));
       }
       return one(sum(x * x).sqrt());
@@ -95,9 +99,9 @@ std::vector<RValue> reduce_op(Ctx& c) {
     case Red::SumSquare:
       return one(sum(x * x));
     case Red::LogSumExp: {
-      Tn m = reduce(OpCode::Max, x, axes, true);
-      Tn safe = where(m.isinf(), m.zeros_like(), m);
-      Tn s = reduce(OpCode::Sum, (x - safe).exp(), axes, true).log() + safe;
+      Tn<B> m = reduce(OpCode::Max, x, axes, true);
+      Tn<B> safe = where(m.isinf(), m.zeros_like(), m);
+      Tn<B> s = reduce(OpCode::Sum, (x - safe).exp(), axes, true).log() + safe;
       if (!keep) {
         Dims out;
         for (int64_t i = 0; i < x.rank(); ++i)
@@ -111,9 +115,9 @@ std::vector<RValue> reduce_op(Ctx& c) {
   return one(x);
 }
 
-template <OpCode C>
-std::vector<RValue> arg_op(Ctx& c) {
-  Tn x = c.in(0);
+template <Backend B, OpCode C>
+std::vector<RValue<B>> arg_op(Ctx<B>& c) {
+  Tn<B> x = c.in(0);
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
   const bool keep = c.attr_i("keepdims", 1) != 0;
   const bool last = c.attr_i("select_last_index", 0) != 0;
@@ -122,19 +126,20 @@ std::vector<RValue> arg_op(Ctx& c) {
   OpAttrs a;
   a.dims = {axis};
   a.flag = keep;
-  Tn idx = op(C, std::move(a), {x});
+  Tn<B> idx = op<B>(C, std::move(a), {x});
   if (last) idx = scalar_of(idx, static_cast<double>(n - 1)) - idx;
   return one(idx);
 }
 
-std::vector<RValue> cumsum(Ctx& c) {
-  Tn x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> cumsum(Ctx<B>& c) {
+  Tn<B> x = c.in(0);
   const auto ax = c.ints(1);
   if (ax.size() != 1) c.fail("axis must hold one value");
   const int64_t axis = norm_axis(c, ax[0], x.rank());
   const bool exclusive = c.attr_i("exclusive", 0) != 0, reverse = c.attr_i("reverse", 0) != 0;
   if (reverse) x = x.flip({axis});
-  Tn y = x.with_dim(OpCode::CumSum, axis);
+  Tn<B> y = x.with_dim(OpCode::CumSum, axis);
   if (exclusive) y = y - x;
   if (reverse) y = y.flip({axis});
   return one(y);
@@ -142,46 +147,50 @@ std::vector<RValue> cumsum(Ctx& c) {
 
 /// Softmax-like ops: opset < 13 flattens to [prod(dims < axis), prod(dims >= axis)] and
 /// normalizes each row; from 13 on they normalize along one axis (default -1).
-template <class F>
-std::vector<RValue> normalize_op(Ctx& c, F f) {
-  Tn x = c.in(0);
+template <Backend B, class F>
+std::vector<RValue<B>> normalize_op(Ctx<B>& c, F f) {
+  Tn<B> x = c.in(0);
   const int64_t rank = x.rank();
   if (rank == 0) return one(f(reshape(x, {1}), 0).reshape(Shape{}));
   if (c.opset() >= 13) return one(f(x, norm_axis(c, c.attr_i("axis", -1), rank)));
   const int64_t axis = norm_axis(c, c.attr_i("axis", 1), rank);
   int64_t rows = 1, cols = 1;
   for (int64_t i = 0; i < rank; ++i) (i < axis ? rows : cols) *= x.shape()[static_cast<size_t>(i)];
-  Tn y = f(reshape(x, {rows, cols}), 1);
+  Tn<B> y = f(reshape(x, {rows, cols}), 1);
   return one(reshape(y, dims_of(x)));
 }
 
-std::vector<RValue> softmax(Ctx& c) {
-  return normalize_op(c,
-                      [](const Tn& x, int64_t axis) { return x.with_dim(OpCode::Softmax, axis); });
-}
-std::vector<RValue> log_softmax(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> softmax(Ctx<B>& c) {
   return normalize_op(
-      c, [](const Tn& x, int64_t axis) { return x.with_dim(OpCode::LogSoftmax, axis); });
+      c, [](const Tn<B>& x, int64_t axis) { return x.with_dim(OpCode::Softmax, axis); });
 }
-std::vector<RValue> hardmax(Ctx& c) {
-  return normalize_op(c, [](const Tn& x, int64_t axis) {
+template <Backend B>
+std::vector<RValue<B>> log_softmax(Ctx<B>& c) {
+  return normalize_op(
+      c, [](const Tn<B>& x, int64_t axis) { return x.with_dim(OpCode::LogSoftmax, axis); });
+}
+template <Backend B>
+std::vector<RValue<B>> hardmax(Ctx<B>& c) {
+  return normalize_op(c, [](const Tn<B>& x, int64_t axis) {
     OpAttrs a;
     a.dims = {axis};
     a.flag = true;
-    Tn idx = op(OpCode::ArgMax, std::move(a), {x});  // first maximum
+    Tn<B> idx = op<B>(OpCode::ArgMax, std::move(a), {x});  // first maximum
     Dims shape = dims_of(x);
     const int64_t n = shape[static_cast<size_t>(axis)];
     Dims ar(static_cast<size_t>(x.rank()), 1);
     ar[static_cast<size_t>(axis)] = n;
     std::vector<int64_t> r(static_cast<size_t>(n));
     std::iota(r.begin(), r.end(), 0);
-    Tn pos = reshape(int_tensor(r, x.device()), ar);
+    Tn<B> pos = reshape(int_tensor<B>(r, x.device()), ar);
     return pos.eq(idx).cast(x.dtype());
   });
 }
 
-std::vector<RValue> topk(Ctx& c) {
-  Tn x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> topk(Ctx<B>& c) {
+  Tn<B> x = c.in(0);
   int64_t k = 0;
   if (c.opset() >= 10) {
     auto kv = c.ints(1);
@@ -199,34 +208,38 @@ std::vector<RValue> topk(Ctx& c) {
   OpAttrs a;
   a.dim = axis;
   a.flag = largest;
-  Tn order = op(OpCode::ArgSort, std::move(a), {x});
-  Tn idx = slice_axis(order, axis, 0, k, 1);
+  Tn<B> order = op<B>(OpCode::ArgSort, std::move(a), {x});
+  Tn<B> idx = slice_axis(order, axis, 0, k, 1);
   OpAttrs g;
   g.dim = axis;
-  Tn vals = op(OpCode::Gather, std::move(g), {x, idx});
-  return {RValue::of(vals), RValue::of(idx)};
+  Tn<B> vals = op<B>(OpCode::Gather, std::move(g), {x, idx});
+  return {RValue<B>::of(vals), RValue<B>::of(idx)};
 }
 
 }  // namespace
 
-void register_reduce_ops(OpRegistry& r) {
-  r["ReduceSum"] = reduce_op<Red::Sum, 13>;
-  r["ReduceMean"] = reduce_op<Red::Mean, 18>;
-  r["ReduceMax"] = reduce_op<Red::Max, 18>;
-  r["ReduceMin"] = reduce_op<Red::Min, 18>;
-  r["ReduceProd"] = reduce_op<Red::Prod, 18>;
-  r["ReduceL1"] = reduce_op<Red::L1, 18>;
-  r["ReduceL2"] = reduce_op<Red::L2, 18>;
-  r["ReduceLogSum"] = reduce_op<Red::LogSum, 18>;
-  r["ReduceLogSumExp"] = reduce_op<Red::LogSumExp, 18>;
-  r["ReduceSumSquare"] = reduce_op<Red::SumSquare, 18>;
-  r["ArgMax"] = arg_op<OpCode::ArgMax>;
-  r["ArgMin"] = arg_op<OpCode::ArgMin>;
-  r["CumSum"] = cumsum;
-  r["Softmax"] = softmax;
-  r["LogSoftmax"] = log_softmax;
-  r["Hardmax"] = hardmax;
-  r["TopK"] = topk;
+template <Backend B>
+void register_reduce_ops(OpRegistry<B>& r) {
+  r["ReduceSum"] = reduce_op<B, Red::Sum, 13>;
+  r["ReduceMean"] = reduce_op<B, Red::Mean, 18>;
+  r["ReduceMax"] = reduce_op<B, Red::Max, 18>;
+  r["ReduceMin"] = reduce_op<B, Red::Min, 18>;
+  r["ReduceProd"] = reduce_op<B, Red::Prod, 18>;
+  r["ReduceL1"] = reduce_op<B, Red::L1, 18>;
+  r["ReduceL2"] = reduce_op<B, Red::L2, 18>;
+  r["ReduceLogSum"] = reduce_op<B, Red::LogSum, 18>;
+  r["ReduceLogSumExp"] = reduce_op<B, Red::LogSumExp, 18>;
+  r["ReduceSumSquare"] = reduce_op<B, Red::SumSquare, 18>;
+  r["ArgMax"] = arg_op<B, OpCode::ArgMax>;
+  r["ArgMin"] = arg_op<B, OpCode::ArgMin>;
+  r["CumSum"] = cumsum<B>;
+  r["Softmax"] = softmax<B>;
+  r["LogSoftmax"] = log_softmax<B>;
+  r["Hardmax"] = hardmax<B>;
+  r["TopK"] = topk<B>;
 }
+
+template void register_reduce_ops<Dispatch>(OpRegistry<Dispatch>&);
+template void register_reduce_ops<Autodiff<Dispatch>>(OpRegistry<Autodiff<Dispatch>>&);
 
 }  // namespace ember::onnx::detail

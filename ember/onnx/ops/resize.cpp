@@ -47,8 +47,9 @@ double cubic_weight(double t, double a) {
 }
 
 /// Interpolates axis `axis` of x from size `in` to `out`.
-Tn resize_axis(const Ctx& c, const Tn& x, int64_t axis, int64_t out, double scale,
-               const ResizeSpec& r, double roi_start, double roi_end) {
+template <Backend B>
+Tn<B> resize_axis(const Ctx<B>& c, const Tn<B>& x, int64_t axis, int64_t out, double scale,
+                  const ResizeSpec& r, double roi_start, double roi_end) {
   const int64_t in = x.shape()[static_cast<size_t>(axis)];
   const int taps = r.mode == "nearest" ? 1 : r.mode == "linear" ? 2 : 4;
   std::vector<std::vector<int64_t>> idx(static_cast<size_t>(taps),
@@ -98,31 +99,32 @@ Tn resize_axis(const Ctx& c, const Tn& x, int64_t axis, int64_t out, double scal
   }
   Dims wd(static_cast<size_t>(x.rank()), 1);
   wd[static_cast<size_t>(axis)] = out;
-  Tn y;
+  Tn<B> y;
   for (int j = 0; j < taps; ++j) {
     OpAttrs a;
     a.dim = axis;
-    Tn picked = op(OpCode::IndexSelect, std::move(a),
-                   {x, int_tensor(idx[static_cast<size_t>(j)], x.device())});
+    Tn<B> picked = op<B>(OpCode::IndexSelect, std::move(a),
+                         {x, int_tensor<B>(idx[static_cast<size_t>(j)], x.device())});
     if (taps == 1) {
       y = picked;
       break;
     }
     std::vector<double> wv = w[static_cast<size_t>(j)];
-    Tn wt =
-        reshape(constant(TensorData::from<double>(wv, Shape{out}), x.device()).cast(x.dtype()), wd);
+    Tn<B> wt = reshape(
+        constant<B>(TensorData::from<double>(wv, Shape{out}), x.device()).cast(x.dtype()), wd);
     y = j == 0 ? picked * wt : y + picked * wt;
   }
   if (any_outside) {
-    Tn mask = reshape(int_tensor(outside, x.device()), wd).gt(0.0);
+    Tn<B> mask = reshape(int_tensor<B>(outside, x.device()), wd).gt(0.0);
     y = where(mask, scalar_of(y, r.extrapolation), y);
   }
   (void)c;
   return y;
 }
 
-std::vector<RValue> resize(Ctx& c) {
-  Tn x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> resize(Ctx<B>& c) {
+  Tn<B> x = c.in(0);
   const bool upsample = c.node().op_type == "Upsample";
   const int64_t r = x.rank();
   ResizeSpec spec;
@@ -181,14 +183,18 @@ std::vector<RValue> resize(Ctx& c) {
                     crop ? roi[static_cast<size_t>(a + r)] : 1);
   }
   if (!numeric) x = x.unary(OpCode::Round).cast(t);
-  return {RValue::of(x)};
+  return {RValue<B>::of(x)};
 }
 
 }  // namespace
 
-void register_resize_ops(OpRegistry& r) {
-  r["Resize"] = resize;
-  r["Upsample"] = resize;
+template <Backend B>
+void register_resize_ops(OpRegistry<B>& r) {
+  r["Resize"] = resize<B>;
+  r["Upsample"] = resize<B>;
 }
+
+template void register_resize_ops<Dispatch>(OpRegistry<Dispatch>&);
+template void register_resize_ops<Autodiff<Dispatch>>(OpRegistry<Autodiff<Dispatch>>&);
 
 }  // namespace ember::onnx::detail

@@ -11,10 +11,11 @@ namespace {
 
 enum class Cell { Rnn, Gru, Lstm };
 
+template <Backend B>
 struct Act {
   std::string name;
   double alpha = 0, beta = 0;
-  Tn operator()(const Tn& x) const {
+  Tn<B> operator()(const Tn<B>& x) const {
     if (name == "Sigmoid") return x.sigmoid();
     if (name == "Tanh") return x.unary(OpCode::Tanh);
     if (name == "Relu") return x.unary(OpCode::Relu);
@@ -23,8 +24,8 @@ struct Act {
     if (name == "ThresholdedRelu") return where(x.gt(alpha), x, x.zeros_like());
     if (name == "ScaledTanh") return (x * beta).unary(OpCode::Tanh) * alpha;
     if (name == "HardSigmoid")
-      return op(OpCode::Minimum,
-                {op(OpCode::Maximum, {x * alpha + beta, scalar_of(x, 0.0)}), scalar_of(x, 1.0)});
+      return op<B>(OpCode::Minimum, {op<B>(OpCode::Maximum, {x * alpha + beta, scalar_of(x, 0.0)}),
+                                     scalar_of(x, 1.0)});
     if (name == "Elu") return where(x.gt(0.0), x, x.unary(OpCode::Expm1) * alpha);
     if (name == "Softsign") return x / (x.unary(OpCode::Abs) + 1.0);
     if (name == "Softplus") return (x.exp() + 1.0).log();
@@ -33,12 +34,16 @@ struct Act {
 };
 
 /// Rows [k * h, (k + 1) * h) of a [G h, ...] matrix.
-Tn gate_rows(const Tn& w, int64_t k, int64_t h) { return slice_axis(w, 0, k * h, (k + 1) * h, 1); }
+template <Backend B>
+Tn<B> gate_rows(const Tn<B>& w, int64_t k, int64_t h) {
+  return slice_axis(w, 0, k * h, (k + 1) * h, 1);
+}
 
-std::vector<RValue> recurrent(Ctx& c, Cell cell) {
-  Tn x = c.in(0);
-  const Tn& w_all = c.in(1);
-  const Tn& r_all = c.in(2);
+template <Backend B>
+std::vector<RValue<B>> recurrent(Ctx<B>& c, Cell cell) {
+  Tn<B> x = c.in(0);
+  const Tn<B>& w_all = c.in(1);
+  const Tn<B>& r_all = c.in(2);
   const int64_t layout = c.attr_i("layout", 0);
   if (layout) x = permute(x, {1, 0, 2});  // [seq, batch, input]
   const int64_t seq = x.shape()[0], batch = x.shape()[1];
@@ -63,9 +68,9 @@ std::vector<RValue> recurrent(Ctx& c, Cell cell) {
   }
   if (names.size() != per * static_cast<size_t>(dirs)) c.fail("activations has the wrong count");
   auto alphas = c.attr_floats("activation_alpha"), betas = c.attr_floats("activation_beta");
-  std::vector<Act> acts;
+  std::vector<Act<B>> acts;
   for (size_t i = 0; i < names.size(); ++i) {
-    Act a{names[i], 0, 0};
+    Act<B> a{names[i], 0, 0};
     const bool default_one = a.name == "ScaledTanh" || a.name == "Affine";
     a.alpha = i < alphas.size()
                   ? alphas[i]
@@ -84,87 +89,89 @@ std::vector<RValue> recurrent(Ctx& c, Cell cell) {
     lens = c.ints(4);
     if (std::all_of(lens->begin(), lens->end(), [&](int64_t l) { return l == seq; })) lens.reset();
   }
-  auto init = [&](size_t k, int64_t d) -> Tn {
+  auto init = [&](size_t k, int64_t d) -> Tn<B> {
     if (c.has(k)) {
-      Tn t = c.in(k);
+      Tn<B> t = c.in(k);
       if (layout) t = permute(t, {1, 0, 2});
       return reshape(slice_axis(t, 0, d, d + 1, 1), {batch, h});
     }
-    return full({batch, h}, 0.0, x.dtype(), x.device());
+    return full<B>({batch, h}, 0.0, x.dtype(), x.device());
   };
-  std::vector<Tn> ys(static_cast<size_t>(dirs)), hs, cs;
+  std::vector<Tn<B>> ys(static_cast<size_t>(dirs)), hs, cs;
   for (int64_t d = 0; d < dirs; ++d) {
     const bool reverse = direction == "reverse" || d == 1;
-    Tn w = reshape(slice_axis(w_all, 0, d, d + 1, 1), {gates * h, x.shape()[2]});
-    Tn r = reshape(slice_axis(r_all, 0, d, d + 1, 1), {gates * h, h});
-    std::optional<Tn> wb, rb, peep;
+    Tn<B> w = reshape(slice_axis(w_all, 0, d, d + 1, 1), {gates * h, x.shape()[2]});
+    Tn<B> r = reshape(slice_axis(r_all, 0, d, d + 1, 1), {gates * h, h});
+    std::optional<Tn<B>> wb, rb, peep;
     if (c.has(3)) {
-      Tn b = reshape(slice_axis(c.in(3), 0, d, d + 1, 1), {2 * gates * h});
+      Tn<B> b = reshape(slice_axis(c.in(3), 0, d, d + 1, 1), {2 * gates * h});
       wb = slice_axis(b, 0, 0, gates * h, 1);
       rb = slice_axis(b, 0, gates * h, 2 * gates * h, 1);
     }
     if (cell == Cell::Lstm && c.has(7))
       peep = reshape(slice_axis(c.in(7), 0, d, d + 1, 1), {3 * h});
-    const Act* a = &acts[static_cast<size_t>(d) * per];
-    Tn ht = init(5, d);
-    Tn ct = cell == Cell::Lstm ? init(6, d) : ht;
+    const Act<B>* a = &acts[static_cast<size_t>(d) * per];
+    Tn<B> ht = init(5, d);
+    Tn<B> ct = cell == Cell::Lstm ? init(6, d) : ht;
     // All input projections at once: [seq, batch, G h].
-    Tn xw =
+    Tn<B> xw =
         reshape(reshape(x, {seq * batch, x.shape()[2]}).matmul(w.mT()), {seq, batch, gates * h});
     if (wb) xw = xw + *wb;
-    std::vector<Tn> out(static_cast<size_t>(seq));
+    std::vector<Tn<B>> out(static_cast<size_t>(seq));
     for (int64_t s = 0; s < seq; ++s) {
       const int64_t t = reverse ? seq - 1 - s : s;
-      Tn xt = reshape(slice_axis(xw, 0, t, t + 1, 1), {batch, gates * h});
-      auto part = [&](const Tn& v, int64_t k) { return slice_axis(v, 1, k * h, (k + 1) * h, 1); };
-      auto clipped = [&](const Tn& v) {
-        if (clip <= 0) return v;
-        return op(OpCode::Minimum,
-                  {op(OpCode::Maximum, {v, scalar_of(v, -clip)}), scalar_of(v, clip)});
+      Tn<B> xt = reshape(slice_axis(xw, 0, t, t + 1, 1), {batch, gates * h});
+      auto part = [&](const Tn<B>& v, int64_t k) {
+        return slice_axis(v, 1, k * h, (k + 1) * h, 1);
       };
-      Tn nh, nc = ct;
+      auto clipped = [&](const Tn<B>& v) {
+        if (clip <= 0) return v;
+        return op<B>(OpCode::Minimum,
+                     {op<B>(OpCode::Maximum, {v, scalar_of(v, -clip)}), scalar_of(v, clip)});
+      };
+      Tn<B> nh, nc = ct;
       if (cell == Cell::Rnn) {
-        Tn pre = xt + ht.matmul(r.mT());
+        Tn<B> pre = xt + ht.matmul(r.mT());
         if (rb) pre = pre + *rb;
         nh = a[0](clipped(pre));
       } else if (cell == Cell::Gru) {
-        Tn rz = ht.matmul(slice_axis(r, 0, 0, 2 * h, 1).mT());
+        Tn<B> rz = ht.matmul(slice_axis(r, 0, 0, 2 * h, 1).mT());
         if (rb) rz = rz + slice_axis(*rb, 0, 0, 2 * h, 1);
-        Tn z = a[0](clipped(part(xt, 0) + part(rz, 0)));
-        Tn rr = a[0](clipped(part(xt, 1) + part(rz, 1)));
-        Tn rh = gate_rows(r, 2, h);
-        std::optional<Tn> rbh;
+        Tn<B> z = a[0](clipped(part(xt, 0) + part(rz, 0)));
+        Tn<B> rr = a[0](clipped(part(xt, 1) + part(rz, 1)));
+        Tn<B> rh = gate_rows(r, 2, h);
+        std::optional<Tn<B>> rbh;
         if (rb) rbh = slice_axis(*rb, 0, 2 * h, 3 * h, 1);
-        Tn hh;
+        Tn<B> hh;
         if (lbr) {
-          Tn lin = ht.matmul(rh.mT());
+          Tn<B> lin = ht.matmul(rh.mT());
           if (rbh) lin = lin + *rbh;
           hh = a[1](clipped(part(xt, 2) + rr * lin));
         } else {
-          Tn lin = (rr * ht).matmul(rh.mT());
+          Tn<B> lin = (rr * ht).matmul(rh.mT());
           if (rbh) lin = lin + *rbh;
           hh = a[1](clipped(part(xt, 2) + lin));
         }
         nh = (1.0 - z) * hh + z * ht;
       } else {
-        Tn g = xt + ht.matmul(r.mT());
+        Tn<B> g = xt + ht.matmul(r.mT());
         if (rb) g = g + *rb;
-        Tn gi = part(g, 0), go = part(g, 1), gf = part(g, 2), gc = part(g, 3);
+        Tn<B> gi = part(g, 0), go = part(g, 1), gf = part(g, 2), gc = part(g, 3);
         if (peep) {
           gi = gi + slice_axis(*peep, 0, 0, h, 1) * ct;
           gf = gf + slice_axis(*peep, 0, 2 * h, 3 * h, 1) * ct;
         }
-        Tn i = a[0](clipped(gi)), f = a[0](clipped(gf)), cc = a[1](clipped(gc));
+        Tn<B> i = a[0](clipped(gi)), f = a[0](clipped(gf)), cc = a[1](clipped(gc));
         nc = f * ct + i * cc;
         if (peep) go = go + slice_axis(*peep, 0, h, 2 * h, 1) * nc;
-        Tn o = a[0](clipped(go));
+        Tn<B> o = a[0](clipped(go));
         nh = o * a[2](nc);
       }
       if (lens) {  // past a sequence's end: state kept, output zero
         std::vector<int64_t> live(static_cast<size_t>(batch));
         for (int64_t b = 0; b < batch; ++b)
           live[static_cast<size_t>(b)] = t < (*lens)[static_cast<size_t>(b)];
-        Tn m = reshape(int_tensor(live, x.device()), {batch, 1}).gt(0.0);
+        Tn<B> m = reshape(int_tensor<B>(live, x.device()), {batch, 1}).gt(0.0);
         nh = where(m, nh, ht);
         nc = where(m, nc, ct);
         out[static_cast<size_t>(t)] = where(m, nh, nh.zeros_like());
@@ -174,35 +181,48 @@ std::vector<RValue> recurrent(Ctx& c, Cell cell) {
       ht = nh;
       ct = nc;
     }
-    std::vector<Tn> steps;
-    for (const Tn& o : out) steps.push_back(reshape(o, {1, 1, batch, h}));
+    std::vector<Tn<B>> steps;
+    for (const Tn<B>& o : out) steps.push_back(reshape(o, {1, 1, batch, h}));
     ys[static_cast<size_t>(d)] =
-        seq ? cat(steps, 0) : full({0, 1, batch, h}, 0, x.dtype(), x.device());
+        seq ? cat<B>(steps, 0) : full<B>({0, 1, batch, h}, 0, x.dtype(), x.device());
     hs.push_back(reshape(ht, {1, batch, h}));
     cs.push_back(reshape(ct, {1, batch, h}));
   }
-  Tn y = cat(ys, 1);  // [seq, dirs, batch, h]
-  Tn yh = cat(hs, 0), yc = cat(cs, 0);
+  Tn<B> y = cat<B>(ys, 1);  // [seq, dirs, batch, h]
+  Tn<B> yh = cat<B>(hs, 0), yc = cat<B>(cs, 0);
   if (layout) {
     y = permute(y, {2, 0, 1, 3});  // [batch, seq, dirs, h]
     yh = permute(yh, {1, 0, 2});
     yc = permute(yc, {1, 0, 2});
   }
-  std::vector<RValue> res{RValue::of(y), RValue::of(yh)};
-  if (cell == Cell::Lstm) res.push_back(RValue::of(yc));
+  std::vector<RValue<B>> res{RValue<B>::of(y), RValue<B>::of(yh)};
+  if (cell == Cell::Lstm) res.push_back(RValue<B>::of(yc));
   return res;
 }
 
-std::vector<RValue> rnn(Ctx& c) { return recurrent(c, Cell::Rnn); }
-std::vector<RValue> gru(Ctx& c) { return recurrent(c, Cell::Gru); }
-std::vector<RValue> lstm(Ctx& c) { return recurrent(c, Cell::Lstm); }
+template <Backend B>
+std::vector<RValue<B>> rnn(Ctx<B>& c) {
+  return recurrent(c, Cell::Rnn);
+}
+template <Backend B>
+std::vector<RValue<B>> gru(Ctx<B>& c) {
+  return recurrent(c, Cell::Gru);
+}
+template <Backend B>
+std::vector<RValue<B>> lstm(Ctx<B>& c) {
+  return recurrent(c, Cell::Lstm);
+}
 
 }  // namespace
 
-void register_rnn_ops(OpRegistry& r) {
-  r["RNN"] = rnn;
-  r["GRU"] = gru;
-  r["LSTM"] = lstm;
+template <Backend B>
+void register_rnn_ops(OpRegistry<B>& r) {
+  r["RNN"] = rnn<B>;
+  r["GRU"] = gru<B>;
+  r["LSTM"] = lstm<B>;
 }
+
+template void register_rnn_ops<Dispatch>(OpRegistry<Dispatch>&);
+template void register_rnn_ops<Autodiff<Dispatch>>(OpRegistry<Autodiff<Dispatch>>&);
 
 }  // namespace ember::onnx::detail

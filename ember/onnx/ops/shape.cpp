@@ -12,7 +12,10 @@ namespace ember::onnx::detail {
 
 namespace {
 
-std::vector<RValue> one(Tn t) { return {RValue::of(std::move(t))}; }
+template <Backend B>
+std::vector<RValue<B>> one(Tn<B> t) {
+  return {RValue<B>::of(std::move(t))};
+}
 
 int64_t numel_of(const Dims& d) {
   int64_t n = 1;
@@ -20,8 +23,9 @@ int64_t numel_of(const Dims& d) {
   return n;
 }
 
-std::vector<RValue> reshape_op(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> reshape_op(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   std::vector<int64_t> want = c.opset() >= 5 ? c.ints(1) : c.attr_ints("shape");
   const bool allowzero = c.attr_i("allowzero", 0) != 0;
   Dims out;
@@ -55,8 +59,9 @@ std::vector<RValue> reshape_op(Ctx& c) {
   return one(reshape(x, out));
 }
 
-std::vector<RValue> transpose(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> transpose(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   std::vector<int64_t> perm = c.attr_ints("perm");
   const int64_t r = x.rank();
   if (perm.empty())
@@ -68,8 +73,9 @@ std::vector<RValue> transpose(Ctx& c) {
   return one(permute(x, p));
 }
 
-std::vector<RValue> flatten(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> flatten(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const int64_t r = x.rank();
   int64_t axis = c.attr_i("axis", 1);
   if (axis < 0) axis += r;
@@ -79,13 +85,15 @@ std::vector<RValue> flatten(Ctx& c) {
   return one(reshape(x, {a, b}));
 }
 
-std::vector<int64_t> axes_arg(const Ctx& c, int since) {
+template <Backend B>
+std::vector<int64_t> axes_arg(const Ctx<B>& c, int since) {
   if (c.opset() >= since) return c.has(1) ? c.ints(1) : std::vector<int64_t>{};
   return c.attr_ints("axes");
 }
 
-std::vector<RValue> squeeze(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> squeeze(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   auto axes = axes_arg(c, 13);
   const int64_t r = x.rank();
   std::vector<bool> drop(static_cast<size_t>(r), false);
@@ -106,8 +114,9 @@ std::vector<RValue> squeeze(Ctx& c) {
   return one(reshape(x, out));
 }
 
-std::vector<RValue> unsqueeze_op(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> unsqueeze_op(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   auto axes = axes_arg(c, 13);
   const int64_t r = x.rank() + static_cast<int64_t>(axes.size());
   std::vector<bool> added(static_cast<size_t>(r), false);
@@ -122,30 +131,32 @@ std::vector<RValue> unsqueeze_op(Ctx& c) {
   return one(reshape(x, out));
 }
 
-std::vector<RValue> concat(Ctx& c) {
-  std::vector<Tn> parts;
+template <Backend B>
+std::vector<RValue<B>> concat(Ctx<B>& c) {
+  std::vector<Tn<B>> parts;
   for (size_t k = 0; k < c.num_inputs(); ++k)
     if (c.has(k)) parts.push_back(c.in(k));
   if (parts.empty()) c.fail("needs at least one input");
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), parts[0].rank());
   // Zero-size parts with another rank are allowed by some exporters; drop empty ones.
-  std::vector<Tn> keep;
-  for (const Tn& p : parts)
+  std::vector<Tn<B>> keep;
+  for (const Tn<B>& p : parts)
     if (p.shape().numel() > 0 || parts.size() == 1) keep.push_back(p);
   if (keep.empty()) keep.push_back(parts[0]);
   if (keep.size() < parts.size() && keep.size() == 1 && keep[0].shape().numel() == 0) {
     // all empty: concatenated sizes along the axis
     Dims d = dims_of(parts[0]);
     int64_t n = 0;
-    for (const Tn& p : parts) n += p.shape()[static_cast<size_t>(axis)];
+    for (const Tn<B>& p : parts) n += p.shape()[static_cast<size_t>(axis)];
     d[static_cast<size_t>(axis)] = n;
-    return one(full(d, 0, parts[0].dtype(), parts[0].device()));
+    return one(full<B>(d, 0, parts[0].dtype(), parts[0].device()));
   }
-  return one(cat(keep, axis));
+  return one(cat<B>(keep, axis));
 }
 
-std::vector<RValue> split(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> split(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const int64_t axis = norm_axis(c, c.attr_i("axis", 0), x.rank());
   const int64_t n = x.shape()[static_cast<size_t>(axis)];
   std::vector<int64_t> sizes;
@@ -171,17 +182,18 @@ std::vector<RValue> split(Ctx& c) {
   if (total != n)
     c.fail("split sizes add up to " + std::to_string(total) + ", the axis has " +
            std::to_string(n));
-  std::vector<RValue> out;
+  std::vector<RValue<B>> out;
   int64_t at = 0;
   for (int64_t s : sizes) {
-    out.push_back(RValue::of(slice_axis(x, axis, at, at + s, 1)));
+    out.push_back(RValue<B>::of(slice_axis(x, axis, at, at + s, 1)));
     at += s;
   }
   return out;
 }
 
-std::vector<RValue> slice(Ctx& c) {
-  Tn x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> slice(Ctx<B>& c) {
+  Tn<B> x = c.in(0);
   const int64_t r = x.rank();
   std::vector<int64_t> starts, ends, axes, steps;
   if (c.opset() < 10) {
@@ -212,15 +224,17 @@ std::vector<RValue> slice(Ctx& c) {
   return one(x);
 }
 
-std::vector<RValue> expand_op(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> expand_op(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   auto want = c.ints(1);
   Dims w(want.begin(), want.end());
   return one(expand(reshape(x, dims_of(x)), broadcast_dims(dims_of(x), w)));
 }
 
-std::vector<RValue> tile(Ctx& c) {
-  Tn x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> tile(Ctx<B>& c) {
+  Tn<B> x = c.in(0);
   auto reps = c.ints(1);
   if (static_cast<int64_t>(reps.size()) != x.rank())
     c.fail("repeats has " + std::to_string(reps.size()) + " entries for rank " +
@@ -240,8 +254,9 @@ std::vector<RValue> tile(Ctx& c) {
   return one(reshape(expand(reshape(x, with_ones), expanded), out));
 }
 
-std::vector<RValue> shape_op(Ctx& c) {
-  const RValue& v = c.value(0);
+template <Backend B>
+std::vector<RValue<B>> shape_op(Ctx<B>& c) {
+  const RValue<B>& v = c.value(0);
   if (v.kind != Value::Kind::Tensor) c.fail("input must be a tensor");
   const Dims d = dims_of(v.t);
   const int64_t r = static_cast<int64_t>(d.size());
@@ -252,44 +267,48 @@ std::vector<RValue> shape_op(Ctx& c) {
   end = std::clamp<int64_t>(end, 0, r);
   std::vector<int64_t> out;
   for (int64_t i = start; i < end; ++i) out.push_back(d[static_cast<size_t>(i)]);
-  return one(int_tensor(out, c.device()));
+  return one(int_tensor<B>(out, c.device()));
 }
 
-std::vector<RValue> size_op(Ctx& c) {
-  return one(full({}, static_cast<double>(c.in(0).shape().numel()), DType::I64, c.device()));
+template <Backend B>
+std::vector<RValue<B>> size_op(Ctx<B>& c) {
+  return one(full<B>({}, static_cast<double>(c.in(0).shape().numel()), DType::I64, c.device()));
 }
 
-std::vector<RValue> constant_op(Ctx& c) {
-  if (const TensorData* t = c.attr_tensor("value")) return one(constant(*t, c.device()));
+template <Backend B>
+std::vector<RValue<B>> constant_op(Ctx<B>& c) {
+  if (const TensorData* t = c.attr_tensor("value")) return one(constant<B>(*t, c.device()));
   if (c.has_attr("value_float"))
-    return one(full({}, c.attr_f("value_float", 0), DType::F32, c.device()));
+    return one(full<B>({}, c.attr_f("value_float", 0), DType::F32, c.device()));
   if (c.has_attr("value_int"))
-    return one(full({}, static_cast<double>(c.attr_i("value_int", 0)), DType::I64, c.device()));
+    return one(full<B>({}, static_cast<double>(c.attr_i("value_int", 0)), DType::I64, c.device()));
   if (c.has_attr("value_floats")) {
     auto v = c.attr_floats("value_floats");
     std::vector<float> f(v.begin(), v.end());
     return one(
-        constant(TensorData::from<float>(f, Shape{static_cast<int64_t>(f.size())}), c.device()));
+        constant<B>(TensorData::from<float>(f, Shape{static_cast<int64_t>(f.size())}), c.device()));
   }
-  if (c.has_attr("value_ints")) return one(int_tensor(c.attr_ints("value_ints"), c.device()));
+  if (c.has_attr("value_ints")) return one(int_tensor<B>(c.attr_ints("value_ints"), c.device()));
   c.fail("no supported value attribute (value, value_float(s), value_int(s))");
 }
 
-std::vector<RValue> constant_of_shape(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> constant_of_shape(Ctx<B>& c) {
   auto shape = c.ints(0);
   Dims d(shape.begin(), shape.end());
   for (int64_t x : d)
     if (x < 0) c.fail("shape has a negative dim");
   if (const TensorData* t = c.attr_tensor("value")) {
     if (t->numel() != 1) c.fail("value must hold one element");
-    Tn v = constant(*t, c.device());
+    Tn<B> v = constant<B>(*t, c.device());
     return one(expand(reshape(v, Dims(d.size(), 1)), d));
   }
-  return one(full(d, 0.0, DType::F32, c.device()));
+  return one(full<B>(d, 0.0, DType::F32, c.device()));
 }
 
-std::vector<RValue> range(Ctx& c) {
-  const Tn& s = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> range(Ctx<B>& c) {
+  const Tn<B>& s = c.in(0);
   const DType t = s.dtype();
   auto scalar = [&](size_t k) {
     auto v = c.floats(k);
@@ -315,12 +334,13 @@ std::vector<RValue> range(Ctx& c) {
     a.scalar2 = Scalar(static_cast<int64_t>(delta));
   }
   a.dtype = t;
-  return one(Tn(apply<Dispatch>(Op{OpCode::Arange, std::move(a)}, std::span<Dispatch::Handle>(),
-                                c.device())));
+  return one(Tn<B>(
+      apply<B>(Op{OpCode::Arange, std::move(a)}, std::span<typename B::Handle>(), c.device())));
 }
 
-std::vector<RValue> eye_like(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> eye_like(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   if (x.rank() != 2) c.fail("input must be 2-d");
   DType t = x.dtype();
   if (c.has_attr("dtype")) {
@@ -336,13 +356,14 @@ std::vector<RValue> eye_like(Ctx& c) {
   std::vector<int64_t> r(static_cast<size_t>(rows)), q(static_cast<size_t>(cols));
   std::iota(r.begin(), r.end(), 0);
   std::iota(q.begin(), q.end(), -k);
-  Tn rr = reshape(int_tensor(r, c.device()), {rows, 1});
-  Tn qq = reshape(int_tensor(q, c.device()), {1, cols});
+  Tn<B> rr = reshape(int_tensor<B>(r, c.device()), {rows, 1});
+  Tn<B> qq = reshape(int_tensor<B>(q, c.device()), {1, cols});
   return one(rr.eq(qq).cast(t));
 }
 
-std::vector<RValue> trilu(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> trilu(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   if (x.rank() < 2) c.fail("input must be at least 2-d");
   const int64_t k = c.has(1) ? c.ints(1)[0] : 0;
   const bool upper = c.attr_i("upper", 1) != 0;
@@ -351,22 +372,23 @@ std::vector<RValue> trilu(Ctx& c) {
   std::vector<int64_t> r(static_cast<size_t>(rows)), q(static_cast<size_t>(cols));
   std::iota(r.begin(), r.end(), 0);
   std::iota(q.begin(), q.end(), 0);
-  Tn rr = reshape(int_tensor(r, c.device()), {rows, 1}) +
-          scalar_of(int_tensor({0}, c.device()), static_cast<double>(k));
-  Tn qq = reshape(int_tensor(q, c.device()), {1, cols});
-  Tn keep = upper ? qq.ge(rr) : rr.ge(qq);  // upper: j - i >= k; lower: j - i <= k
+  Tn<B> rr = reshape(int_tensor<B>(r, c.device()), {rows, 1}) +
+             scalar_of(int_tensor<B>({0}, c.device()), static_cast<double>(k));
+  Tn<B> qq = reshape(int_tensor<B>(q, c.device()), {1, cols});
+  Tn<B> keep = upper ? qq.ge(rr) : rr.ge(qq);  // upper: j - i >= k; lower: j - i <= k
   return one(where(keep, x, x.zeros_like()));
 }
 
-std::vector<RValue> depth_to_space(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> depth_to_space(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   if (x.rank() != 4) c.fail("input must be [N, C, H, W]");
   const int64_t b = c.attr_i("blocksize", 0);
   const Dims d = dims_of(x);
   const int64_t n = d[0], ch = d[1], h = d[2], w = d[3];
   if (b <= 0 || ch % (b * b) != 0) c.fail("blocksize must divide the channels into b*b groups");
   const int64_t oc = ch / (b * b);
-  Tn y;
+  Tn<B> y;
   if (c.attr_s("mode", "DCR") == "DCR") {
     y = permute(reshape(x, {n, b, b, oc, h, w}), {0, 3, 4, 1, 5, 2});
   } else {
@@ -375,19 +397,21 @@ std::vector<RValue> depth_to_space(Ctx& c) {
   return one(reshape(y, {n, oc, h * b, w * b}));
 }
 
-std::vector<RValue> space_to_depth(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> space_to_depth(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   if (x.rank() != 4) c.fail("input must be [N, C, H, W]");
   const int64_t b = c.attr_i("blocksize", 0);
   const Dims d = dims_of(x);
   const int64_t n = d[0], ch = d[1], h = d[2], w = d[3];
   if (b <= 0 || h % b != 0 || w % b != 0) c.fail("blocksize must divide H and W");
-  Tn y = permute(reshape(x, {n, ch, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
+  Tn<B> y = permute(reshape(x, {n, ch, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
   return one(reshape(y, {n, ch * b * b, h / b, w / b}));
 }
 
-std::vector<RValue> pad(Ctx& c) {
-  const Tn& x = c.in(0);
+template <Backend B>
+std::vector<RValue<B>> pad(Ctx<B>& c) {
+  const Tn<B>& x = c.in(0);
   const int64_t r = x.rank();
   std::vector<int64_t> pads;
   double value = 0;
@@ -428,18 +452,19 @@ std::vector<RValue> pad(Ctx& c) {
   else
     c.fail("mode \"" + mode + "\" is not one of constant, reflect, edge, wrap");
   a.scalar = is_float(x.dtype()) ? Scalar(value) : Scalar(static_cast<int64_t>(value));
-  return one(op(OpCode::Pad, std::move(a), {x}));
+  return one(op<B>(OpCode::Pad, std::move(a), {x}));
 }
 
-std::vector<RValue> dropout(Ctx& c) {
+template <Backend B>
+std::vector<RValue<B>> dropout(Ctx<B>& c) {
   // Inference: the identity (the mask all true). Training mode with a ratio runs Bernoulli.
-  const Tn& x = c.in(0);
+  const Tn<B>& x = c.in(0);
   bool training = false;
   if (c.opset() >= 12 && c.has(2)) training = c.ints(2)[0] != 0;
   double ratio = c.opset() >= 12 ? (c.has(1) ? c.floats(1)[0] : 0.5) : c.attr_f("ratio", 0.5);
   if (!training || ratio == 0) {
-    std::vector<RValue> out{RValue::of(x)};
-    if (c.wants(1)) out.push_back(RValue::of(full(dims_of(x), 1, DType::Bool, c.device())));
+    std::vector<RValue<B>> out{RValue<B>::of(x)};
+    if (c.wants(1)) out.push_back(RValue<B>::of(full<B>(dims_of(x), 1, DType::Bool, c.device())));
     return out;
   }
   OpAttrs a;
@@ -447,36 +472,40 @@ std::vector<RValue> dropout(Ctx& c) {
   a.scalar = Scalar(1.0 - ratio);
   a.dtype = DType::Bool;
   a.seed = static_cast<uint64_t>(c.attr_i("seed", 0));
-  Tn mask = Tn(apply<Dispatch>(Op{OpCode::RandomBernoulli, std::move(a)},
-                               std::span<Dispatch::Handle>(), c.device()));
-  Tn y = where(mask, x / (1.0 - ratio), x.zeros_like());
-  return {RValue::of(y), RValue::of(mask)};
+  Tn<B> mask = Tn<B>(apply<B>(Op{OpCode::RandomBernoulli, std::move(a)},
+                              std::span<typename B::Handle>(), c.device()));
+  Tn<B> y = where(mask, x / (1.0 - ratio), x.zeros_like());
+  return {RValue<B>::of(y), RValue<B>::of(mask)};
 }
 
 }  // namespace
 
-void register_shape_ops(OpRegistry& r) {
-  r["Reshape"] = reshape_op;
-  r["Transpose"] = transpose;
-  r["Flatten"] = flatten;
-  r["Squeeze"] = squeeze;
-  r["Unsqueeze"] = unsqueeze_op;
-  r["Concat"] = concat;
-  r["Split"] = split;
-  r["Slice"] = slice;
-  r["Expand"] = expand_op;
-  r["Tile"] = tile;
-  r["Shape"] = shape_op;
-  r["Size"] = size_op;
-  r["Constant"] = constant_op;
-  r["ConstantOfShape"] = constant_of_shape;
-  r["Range"] = range;
-  r["EyeLike"] = eye_like;
-  r["Trilu"] = trilu;
-  r["DepthToSpace"] = depth_to_space;
-  r["SpaceToDepth"] = space_to_depth;
-  r["Pad"] = pad;
-  r["Dropout"] = dropout;
+template <Backend B>
+void register_shape_ops(OpRegistry<B>& r) {
+  r["Reshape"] = reshape_op<B>;
+  r["Transpose"] = transpose<B>;
+  r["Flatten"] = flatten<B>;
+  r["Squeeze"] = squeeze<B>;
+  r["Unsqueeze"] = unsqueeze_op<B>;
+  r["Concat"] = concat<B>;
+  r["Split"] = split<B>;
+  r["Slice"] = slice<B>;
+  r["Expand"] = expand_op<B>;
+  r["Tile"] = tile<B>;
+  r["Shape"] = shape_op<B>;
+  r["Size"] = size_op<B>;
+  r["Constant"] = constant_op<B>;
+  r["ConstantOfShape"] = constant_of_shape<B>;
+  r["Range"] = range<B>;
+  r["EyeLike"] = eye_like<B>;
+  r["Trilu"] = trilu<B>;
+  r["DepthToSpace"] = depth_to_space<B>;
+  r["SpaceToDepth"] = space_to_depth<B>;
+  r["Pad"] = pad<B>;
+  r["Dropout"] = dropout<B>;
 }
+
+template void register_shape_ops<Dispatch>(OpRegistry<Dispatch>&);
+template void register_shape_ops<Autodiff<Dispatch>>(OpRegistry<Autodiff<Dispatch>>&);
 
 }  // namespace ember::onnx::detail
