@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Fuzzes a record reader with libFuzzer (clang, ASan, UBSan) for N seconds (default 60),
+# Fuzzes a file reader with libFuzzer (clang, ASan, UBSan) for N seconds (default 60),
 # starting from its kept corpus (tests/fuzz/corpus/TARGET), and merges the inputs that reach
-# new code into it. TARGET is safetensors (the default), pickle or pytorch.
+# new code into it. TARGET is safetensors (the default), pickle, pytorch or onnx (the ONNX
+# importer and runtime; needs libonnx-dev).
 #
 #   scripts/fuzz.sh                # the safetensors reader, 60 s
 #   scripts/fuzz.sh 600            # the safetensors reader, 10 minutes
 #   scripts/fuzz.sh pytorch 600    # the PyTorch file reader (zip and legacy), 10 minutes
+#   scripts/fuzz.sh onnx 300       # ONNX models: parsed, checked, run on zero inputs
 #
 # Builds in build-fuzz/ (override with EMBER_FUZZ_BUILD). A crash leaves its input in
 # build-fuzz/crashes/ and fails the script; add the input to the corpus as a regression
@@ -14,9 +16,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=safetensors
 case "${1:-}" in
-  safetensors|pickle|pytorch) target=$1; shift ;;
+  safetensors|pickle|pytorch|onnx) target=$1; shift ;;
   ''|[0-9]*) ;;
-  *) echo "fuzz.sh: unknown target '$1' (safetensors, pickle or pytorch)" >&2; exit 2 ;;
+  *) echo "fuzz.sh: unknown target '$1' (safetensors, pickle, pytorch or onnx)" >&2; exit 2 ;;
 esac
 seconds=${1:-60}
 shift || true

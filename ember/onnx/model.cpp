@@ -4,6 +4,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -142,8 +143,12 @@ struct Parser {
     std::error_code ec;
     auto size = static_cast<int64_t>(std::filesystem::file_size(file, ec));
     if (ec) fail("tensor \"" + t.name() + "\": cannot read external data " + file.string());
+    if (offset > size)
+      fail("tensor \"" + t.name() + "\": external data offset " + std::to_string(offset) +
+           " lies past the end of " + file.filename().string() + " (" + std::to_string(size) +
+           " bytes)");
     if (length < 0) length = size - offset;
-    if (offset > size || length > size - offset)
+    if (length > size - offset)
       fail("tensor \"" + t.name() + "\": external data range [" + std::to_string(offset) + ", +" +
            std::to_string(length) + ") lies outside " + file.filename().string() + " (" +
            std::to_string(size) + " bytes)");
@@ -163,11 +168,12 @@ struct Parser {
     const std::string nm = t.name().empty() ? std::string("(unnamed)") : t.name();
     if (t.has_segment()) fail("tensor \"" + nm + "\" is segmented (not supported)");
     Dims dims;
-    int64_t n = 1;
+    int64_t n = 1, nonzero = 1;  // the product of the dims other than 0 must fit int64 too
     for (int64_t d : t.dims()) {
       if (d < 0) fail("tensor \"" + nm + "\" has a negative dim " + std::to_string(d));
-      if (__builtin_mul_overflow(n, d, &n))
+      if (__builtin_mul_overflow(nonzero, std::max<int64_t>(d, 1), &nonzero))
         fail("tensor \"" + nm + "\" has dims whose product overflows int64");
+      n *= d;  // at most `nonzero`
       dims.push_back(d);
     }
     auto dt = dtype_of_onnx(t.data_type());
@@ -231,7 +237,8 @@ struct Parser {
         for (const auto& d : tt.shape().dim()) {
           Dim x;
           // Some exporters write -1 for a dynamic dim: unknown, not a size.
-          if (d.has_dim_value() && d.dim_value() >= 0) x.size = d.dim_value();
+          if (d.has_dim_value() && d.dim_value() >= 0)
+            x.size = d.dim_value();
           else if (d.has_dim_param()) x.symbol = d.dim_param();
           dims.push_back(std::move(x));
         }

@@ -12,10 +12,16 @@
 #include "ember/record/pytorch.h"
 #include "ember/record/safetensors.h"
 #include "fuzz_target.h"
+#ifdef EMBER_FUZZ_ONNX
+#include "ember/onnx/model.h"
+#endif
 
 EMBER_FUZZ_TARGET(safetensors);
 EMBER_FUZZ_TARGET(pickle);
 EMBER_FUZZ_TARGET(pytorch);
+#ifdef EMBER_FUZZ_ONNX
+EMBER_FUZZ_TARGET(onnx);
+#endif
 
 namespace ember::record {
 namespace {
@@ -68,15 +74,18 @@ TEST_P(FuzzCorpus, EveryInputParsesOrRaisesAnEmberError) {
   EXPECT_GE(rejected, t.min_rejected);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Readers, FuzzCorpus,
-    ::testing::Values(Target{"safetensors", ember_fuzz_safetensors,
-                             [](auto b, const auto& n) { parse_safetensors(b, n); }, 40, 10, 20},
-                      Target{"pickle", ember_fuzz_pickle,
-                             [](auto b, const auto& n) { parse_pickle(b, n); }, 30, 10, 10},
-                      Target{"pytorch", ember_fuzz_pytorch,
-                             [](auto b, const auto& n) { parse_pytorch(b, n); }, 20, 8, 8}),
-    [](const auto& info) { return std::string(info.param.name); });
+const Target kTargets[] = {
+    {"safetensors", ember_fuzz_safetensors, [](auto b, const auto& n) { parse_safetensors(b, n); },
+     40, 10, 20},
+    {"pickle", ember_fuzz_pickle, [](auto b, const auto& n) { parse_pickle(b, n); }, 30, 10, 10},
+    {"pytorch", ember_fuzz_pytorch, [](auto b, const auto& n) { parse_pytorch(b, n); }, 20, 8, 8},
+#ifdef EMBER_FUZZ_ONNX  // built with ember_onnx only (EMBER_ONNX)
+    {"onnx", ember_fuzz_onnx, [](auto b, const auto& n) { onnx::parse_model(b, n); }, 30, 15, 5},
+#endif
+};
+
+INSTANTIATE_TEST_SUITE_P(Readers, FuzzCorpus, ::testing::ValuesIn(kTargets),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace ember::record

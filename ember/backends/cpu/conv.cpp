@@ -56,7 +56,9 @@ void im2col(const T* x, int64_t channels, const Geom& g, T* col, int64_t ld, boo
       Tap t = tap_of(g, row);
       const T* src = x + t.c * Lin;
       T* dst = col + row * ld;
-      auto [lo, hi] = valid_outputs(g, 2, t.kw);
+      // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+      const auto range = valid_outputs(g, 2, t.kw);
+      const int64_t lo = range.first, hi = range.second;
       int64_t woff = t.kw * g.d[2] - g.p[2];
       for_tap_rows(
           g, t,
@@ -90,7 +92,9 @@ void col2im(const T* col, int64_t channels, const Geom& g, T* x, int64_t ld, boo
       Tap t = tap_of(g, row);
       T* dst = x + t.c * Lin;
       const T* src = col + row * ld;
-      auto [lo, hi] = valid_outputs(g, 2, t.kw);
+      // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+      const auto range = valid_outputs(g, 2, t.kw);
+      const int64_t lo = range.first, hi = range.second;
       int64_t woff = t.kw * g.d[2] - g.p[2];
       for_tap_rows(
           g, t,

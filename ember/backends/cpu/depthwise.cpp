@@ -229,7 +229,9 @@ void rows_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
               const T* xr = xp + row;
               for (int64_t kw = 0; kw < g.k[2]; ++kw) {
                 int64_t off = kw * g.d[2] - g.p[2];
-                auto [lo, hi] = dw.wrange[kw];
+                // Not a structured binding: clang before 16 cannot capture one in the
+                // OpenMP loop below.
+                const int64_t lo = dw.wrange[kw].first, hi = dw.wrange[kw].second;
                 T sum = 0;
 #pragma omp simd reduction(+ : sum)
                 for (int64_t ow = lo; ow < hi; ++ow) sum += gr[ow] * xr[ow * s + off];

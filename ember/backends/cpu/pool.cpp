@@ -194,7 +194,9 @@ void max_pool(const T* X, T* Y, int64_t planes, const Geom& g) {
   WindowTable t(g);
   // Only the taps that land inside the input for some output: a kernel may be far wider than
   // the input (with as much padding), and its other taps see only padding.
-  const auto [kw0, kw1] = live_taps(g, 2);
+  // Not a structured binding: clang before 16 cannot capture one in the lambdas below.
+  const auto live = live_taps(g, 2);
+  const int64_t kw0 = live.first, kw1 = live.second;
   std::vector<std::pair<int64_t, int64_t>> wrange(kw1 - kw0);  // outputs where tap kw is inside
   for (int64_t kw = kw0; kw < kw1; ++kw) wrange[kw - kw0] = valid_outputs(g, 2, kw);
   const auto &D = t.dim[0], &H = t.dim[1];
