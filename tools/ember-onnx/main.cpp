@@ -4,6 +4,7 @@
 //   ember-onnx test DIR [--backend cpu]        every ONNX backend-test folder under DIR
 //   ember-onnx test DIR --expect FILE          ... and fail if a test listed in FILE fails
 //   ember-onnx test DIR --no-passes            ... without the graph passes (passes.h)
+//   ember-onnx import model.onnx OUT/ [--name N] [--embed]   C++ module + weights (codegen.h)
 //   ember-onnx ops                             the operators the runtime implements
 #include <algorithm>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "ember/onnx/codegen.h"
 #include "ember/onnx/conformance.h"
 #include "ember/onnx/passes.h"
 
@@ -24,6 +26,8 @@ int usage() {
                "  ember-onnx info MODEL.onnx\n"
                "  ember-onnx test DIR [--backend DEVICE] [--filter TEXT] [--expect FILE]\n"
                "                      [--report FILE.json] [--no-passes]\n"
+               "  ember-onnx import MODEL.onnx OUT_DIR [--name NAME] [--embed] [--no-passes]\n"
+               "  ember-onnx import-suite DIR OUT_DIR [--list FILE] [--per N]\n"
                "  ember-onnx ops\n";
   return 2;
 }
@@ -179,6 +183,54 @@ int main(int argc, char** argv) {
   if (args.empty()) return usage();
   try {
     if (args[0] == "info" && args.size() == 2) return info(args[1]);
+    if (args[0] == "import" && args.size() >= 3) {
+      onnx::CodegenOptions o;
+      o.name = fs::path(args[1]).stem().string();
+      for (size_t i = 3; i < args.size(); ++i) {
+        if (args[i] == "--name" && i + 1 < args.size())
+          o.name = args[++i];
+        else if (args[i] == "--embed")
+          o.embed_weights = true;
+        else if (args[i] == "--no-passes")
+          o.optimize = false;
+        else
+          return usage();
+      }
+      auto files = onnx::write_module(onnx::load_model(args[1]), args[2], o);
+      std::cout << "wrote " << files.header.string() << ", " << files.source.string();
+      if (!files.weights.empty()) std::cout << ", " << files.weights.string();
+      std::cout << " (" << files.params.size() << " parameters)\n";
+      return 0;
+    }
+    if (args[0] == "import-suite" && args.size() >= 3) {
+      // Every test folder under DIR (or those named in --list), one suite file per --per.
+      std::vector<fs::path> tests;
+      std::string list;
+      size_t per = 100;
+      for (size_t i = 3; i < args.size(); ++i) {
+        if (args[i] == "--list" && i + 1 < args.size())
+          list = args[++i];
+        else if (args[i] == "--per" && i + 1 < args.size())
+          per = std::stoul(args[++i]);
+        else
+          return usage();
+      }
+      if (!list.empty()) {
+        std::ifstream in(list);
+        if (!in) throw ValueError("cannot read " + list);
+        for (std::string line; std::getline(in, line);)
+          if (!line.empty() && line[0] != '#') tests.push_back(fs::path(args[1]) / line);
+      } else {
+        for (const auto& e : fs::directory_iterator(args[1]))
+          if (fs::exists(e.path() / "model.onnx")) tests.push_back(e.path());
+        std::sort(tests.begin(), tests.end());
+      }
+      auto skipped = onnx::write_suite(tests, args[2], per);
+      for (const auto& s : skipped) std::cout << "SKIP " << s.substr(0, 300) << "\n";
+      std::cout << tests.size() - skipped.size() << " generated, " << skipped.size()
+                << " skipped\n";
+      return 0;
+    }
     if (args[0] == "ops") {
       for (const auto& op : onnx::supported_ops()) std::cout << op << "\n";
       return 0;
