@@ -23,7 +23,9 @@ device_tests=(grad_test layer_test loss_test seq_test optim_test train_test)
 for t in "${device_tests[@]}"; do dirs[$t]=tests; done
 gpu_tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test cuda_memory_test ops_test)
 tests=("${gpu_tests[@]}" "${device_tests[@]}")
-cmake --build "$build" --target "${tests[@]}" cuda_bench mnist -j "${JOBS:-2}"
+targets=$(cmake --build "$build" --target help)  # (grep -q on the pipe would cut it short)
+onnx_tool=$(grep -q "^ember-onnx:" <<<"$targets" && echo ember-onnx || true)
+cmake --build "$build" --target "${tests[@]}" cuda_bench mnist $onnx_tool -j "${JOBS:-2}"
 bundle="$build/bundle"
 rm -rf "$bundle"
 mkdir -p "$bundle/data"
@@ -55,6 +57,29 @@ for l in $(ldd "$bundle/mnist" | awk '/libncursesw|libtinfo/ {print $3}'); do cp
 if ldd "$bundle/mnist" | grep -E "libstdc\+\+|libcuda|not found"; then
   echo "gpu_bundle.sh: mnist links a library the GPU machine may lack" >&2
   exit 1
+fi
+# The ONNX runtime's tool and the node suite, run on cuda:0 by onnx.sh (protobuf and the ONNX
+# schema library travel with it).
+if [ -n "$onnx_tool" ]; then
+  cp "$build/tools/ember-onnx/ember-onnx" "$bundle/"
+  for l in $(ldd "$bundle/ember-onnx" | awk '/libonnx|libprotobuf/ {print $3}'); do cp "$l" "$bundle/lib/"; done
+  mkdir -p "$bundle/onnx"
+  cp -r /usr/share/libonnx-testdata/data/node "$bundle/onnx/node"
+  cp -r tests/onnx/models "$bundle/onnx/models"
+  cp tests/onnx/node_expected_pass.txt "$bundle/onnx/"
+  cat >"$bundle/onnx.sh" <<'ONNX'
+#!/usr/bin/env bash
+# The ONNX node suite and the real models on cuda:0 (and the CPU for comparison).
+cd "$(dirname "$0")"
+export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for dev in cuda:0 cpu; do
+  echo "== ember-onnx test onnx/node --backend $dev"
+  ./ember-onnx test onnx/node --backend "$dev" > "out/onnx-node-$dev.txt" 2>&1
+  tail -1 "out/onnx-node-$dev.txt"
+  ./ember-onnx test onnx/models --backend "$dev" | tail -5
+done
+ONNX
+  chmod +x "$bundle/onnx.sh"
 fi
 cat >"$bundle/mnist.sh" <<'MNIST'
 #!/usr/bin/env bash

@@ -22,6 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "onnx.md")
 EXPECTED = os.path.join(ROOT, "tests", "onnx", "node_expected_pass.txt")
 SUBSET = os.path.join(ROOT, "tests", "onnx", "codegen_subset.txt")
+# The last full generated-code pass (scripts/onnx_codegen.sh): "name PASS|FAIL|SKIP" lines.
+CODEGEN = os.path.join(ROOT, "tests", "onnx", "codegen_results.txt")
 # Operators of subgraphs and sequences, which run on the runtime path only.
 RUNTIME_ONLY = {"If", "Loop", "Scan", "SequenceMap", "SequenceEmpty", "SequenceConstruct",
                 "SequenceInsert", "SequenceAt", "SequenceErase", "SequenceLength",
@@ -41,13 +43,28 @@ def run(tool, tests):
     return results, ops
 
 
+def load_codegen():
+    if not os.path.exists(CODEGEN):
+        return {}
+    out = {}
+    for line in open(CODEGEN):
+        if line.strip() and not line.startswith("#"):
+            name, status = line.split()
+            out[name] = status
+    return out
+
+
 def table(results, supported):
     per_op = defaultdict(lambda: [0, 0])
+    gen = load_codegen()
+    per_op_gen = defaultdict(int)
     for r in results:
         for op in r["ops"]:
             per_op[op][1] += 1
             if r["status"] == "PASS":
                 per_op[op][0] += 1
+            if gen.get(r["name"]) == "PASS":
+                per_op_gen[op] += 1
     names = sorted(set(per_op) | {o.split(".")[-1] if o.startswith("ai.onnx.preview") else o
                                   for o in supported}, key=str.lower)
     counts = {s: sum(1 for r in results if r["status"] == s) for s in ("PASS", "FAIL", "SKIP")}
@@ -58,13 +75,22 @@ def table(results, supported):
              "`ember-onnx test`). Runtime implementations: "
              f"{len(supported)} operators.",
              "",
-             "| operator | runtime | node tests passed |",
-             "|---|---|---|"]
+             ]
+    if gen:
+        g = sum(1 for v in gen.values() if v == "PASS")
+        lines.append(f"Generated code (`scripts/onnx_codegen.sh`, every node test): **{g} passed**, "
+                     f"{sum(1 for v in gen.values() if v == 'FAIL')} failed, "
+                     f"{sum(1 for v in gen.values() if v == 'SKIP')} not generated "
+                     "(subgraphs, sequences, functions, or not supported by the runtime).")
+        lines.append("")
+    lines += ["| operator | runtime | node tests passed (runtime) | (generated code) |",
+              "|---|---|---|---|"]
     short = {o.split(".")[-1] for o in supported}
     for n in names:
         ok = "yes" if n in short else "no"
         p, t = per_op.get(n, (0, 0))
-        lines.append(f"| {n} | {ok} | {f'{p} / {t}' if t else '—'} |")
+        gp = f"{per_op_gen.get(n, 0)} / {t}" if t and gen else "—"
+        lines.append(f"| {n} | {ok} | {f'{p} / {t}' if t else '—'} | {gp} |")
     lines.append(END)
     return "\n".join(lines)
 
@@ -92,7 +118,23 @@ def main():
     ap.add_argument("--tests", default="/usr/share/libonnx-testdata/data/node")
     ap.add_argument("--update", action="store_true")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--codegen-report", help="onnx_codegen_all_test's report: store it")
+    ap.add_argument("--codegen-skipped", help="import-suite's log: its SKIP lines")
     a = ap.parse_args()
+    if a.codegen_report:
+        status = {}
+        for line in open(a.codegen_report):
+            name, st = line.split()
+            status[name] = st
+        if a.codegen_skipped:
+            for line in open(a.codegen_skipped):
+                if line.startswith("SKIP "):
+                    status[line[5:].split(":")[0]] = "SKIP"
+        with open(CODEGEN, "w") as f:
+            f.write("# The generated-code pass over the node tests (scripts/onnx_codegen.sh).\n")
+            for name in sorted(status):
+                if name.startswith("test_"):
+                    f.write(f"{name} {status[name]}\n")
     results, supported = run(a.tool, a.tests)
     text = open(DOC).read()
     if BEGIN not in text or END not in text:

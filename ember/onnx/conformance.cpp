@@ -112,8 +112,9 @@ TestResult run_backend_test(const std::filesystem::path& dir, Device device,
       for (size_t i = 0; i < problems.size(); ++i) r.message += (i ? "; " : "") + problems[i];
       return r;
     }
-    if (options.optimize) optimize(m);
-    Session s(std::move(m), device);
+    SessionOptions so;
+    so.optimize = options.optimize;
+    Session s(std::move(m), device, so);
     auto inputs = s.inputs();
     std::vector<std::filesystem::path> sets;
     for (const auto& e : std::filesystem::directory_iterator(dir))

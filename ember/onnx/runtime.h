@@ -17,6 +17,7 @@
 #include "ember/backend/dispatch.h"
 #include "ember/core/error.h"
 #include "ember/onnx/model.h"
+#include "ember/onnx/passes.h"
 
 namespace ember::onnx {
 
@@ -63,6 +64,10 @@ struct SessionOptions {
   /// ValueError naming the node before it allocates more, and so does any node whose output is
   /// larger. A small file cannot make the runtime ask for terabytes.
   int64_t max_tensor_bytes = int64_t{16} << 30;
+  /// Run the graph passes (passes.h: constant folding, Conv+BatchNorm folding, fusions,
+  /// dead-code elimination) on the model first.
+  bool optimize = true;
+  PassOptions passes = {};
 };
 
 class EMBER_API Session {
