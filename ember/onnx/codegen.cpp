@@ -124,7 +124,6 @@ class Names {
     for (char c : raw) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     while (!s.empty() && s[0] == '_') s.erase(0, 1);
     if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = prefix + s;
-    if (s.size() > 48) s = s.substr(s.size() - 48);
     if (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '_') s = prefix + s;
     std::string out = s;
     for (int k = 2; used_.contains(out) || keyword(out); ++k) out = s + "_" + std::to_string(k);
@@ -290,13 +289,13 @@ GeneratedFiles write_module(Model model, const std::filesystem::path& dir,
   for (size_t i = 0; i < inputs.size(); ++i)
     h << (i ? ", " : "") << "const " << tensor_type(inputs[i].rank, inputs[i].dtype) << "& "
       << inputs[i].ident;
-  h << ") const {\n    auto r = forward_values({";
+  h << ") const {\n    auto results = forward_values({";
   for (size_t i = 0; i < inputs.size(); ++i)
     h << (i ? ", " : "") << "ember::onnx::gen::in(" << inputs[i].ident << ")";
   h << "});\n    return {";
   for (size_t i = 0; i < outputs.size(); ++i)
     h << (i ? ", " : "") << "ember::onnx::gen::out<" << outputs[i].rank << ", "
-      << kind_of(outputs[i].dtype) << ">(r[" << i << "], " << quote(outputs[i].name) << ")";
+      << kind_of(outputs[i].dtype) << ">(results[" << i << "], " << quote(outputs[i].name) << ")";
   h << "};\n  }\n\n";
   // forward_values: the body.
   h << "  /// The same on rank-erased values (what tests and generic callers use).\n"
