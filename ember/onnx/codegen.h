@@ -3,8 +3,7 @@
 //   auto model = ember::onnx::load_model("mnist.onnx");
 //   ember::onnx::CodegenOptions o;
 //   o.name = "mnist";                                   // namespace and file names
-//   ember::onnx::write_module(model, "out/", o);        // out/mnist.h, mnist.cpp,
-//   mnist.safetensors
+//   ember::onnx::write_module(model, "out/", o);  // mnist.h, .cpp and .safetensors
 //
 // The module is a normal ember module (EMBER_MODULE): its float initializers are parameters
 // (trainable, saved and loaded as records under their ONNX names made identifiers), its

@@ -7,15 +7,15 @@
 //   r.to_string();   // "folded 12 constant nodes, 3 conv+batch-norm pairs, ..."
 //
 // - fold_constants: a node whose inputs are all constants (initializers that are not graph
-//   inputs, Constant nodes, earlier folded values) is run once at load time and becomes an
-//   initializer; Shape of a value whose shape is fully known becomes a constant.
+//  inputs, Constant nodes, earlier folded values) is run once at load time and becomes an
+//  initializer; Shape of a value whose shape is fully known becomes a constant.
 // - fold_conv_batch_norm: Conv followed by an inference BatchNormalization (constant
-//   parameters, the conv's output used by nothing else) becomes one Conv with scaled
-//   weights and a bias.
+//  parameters, the conv's output used by nothing else) becomes one Conv with scaled
+//  weights and a bias.
 // - fuse_matmul_add: MatMul by a constant matrix followed by Add of a constant bias becomes
-//   one ember.Linear node.
+//  one ember.Linear node.
 // - fuse_attention: MatMul(q, k^T) scaled, Softmax over the last axis and MatMul by v
-//   become one ember.Attention node (ember's attention op).
+//  become one ember.Attention node (ember's attention op).
 // - eliminate_common: nodes with the same operator, inputs and attributes are computed once.
 // - eliminate_dead: nodes and initializers that no graph output depends on are dropped.
 #pragma once
