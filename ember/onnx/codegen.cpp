@@ -410,7 +410,9 @@ std::vector<std::string> write_suite(const std::vector<std::filesystem::path>& t
     try {
       CodegenOptions o;
       o.name = name;
-      write_module(load_model(t / "model.onnx"), dir, o);
+      ParseOptions po;
+      po.infer_shapes = true;
+      write_module(load_model(t / "model.onnx", po), dir, o);
       done.push_back(name);
     } catch (const std::exception& e) {
       skipped.push_back(name + ": " + e.what());

@@ -102,7 +102,9 @@ TestResult run_backend_test(const std::filesystem::path& dir, Device device,
   TestResult r;
   r.name = dir.filename().string();
   try {
-    Model m = load_model(dir / "model.onnx");
+    ParseOptions po;
+    po.infer_shapes = options.infer_shapes;
+    Model m = load_model(dir / "model.onnx", po);
     for (const Node& n : m.graph.nodes)
       if (std::find(r.ops.begin(), r.ops.end(), n.op_type) == r.ops.end())
         r.ops.push_back(n.op_type);

@@ -25,7 +25,8 @@ struct TestResult {
 struct TestOptions {
   double rtol = 1e-3;
   double atol = 1e-7;
-  bool optimize = true;  // run the graph passes (passes.h) first
+  bool optimize = true;      // run the graph passes (passes.h) first
+  bool infer_shapes = true;  // ONNX's shape inference at load (ParseOptions::infer_shapes)
 };
 
 /// Runs one backend-test folder. A model that uses something unsupported is Skipped with

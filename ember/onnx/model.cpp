@@ -8,9 +8,11 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <set>
 
 #include "ember/core/error.h"
 #include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
 
 namespace ember::onnx {
 
@@ -18,10 +20,10 @@ namespace pb = ::onnx;
 
 std::string_view onnx_type_name(int32_t t) {
   static constexpr std::string_view names[] = {
-      "UNDEFINED", "FLOAT",  "UINT8",  "INT8",      "UINT16",     "INT16",
-      "INT32",     "INT64",  "STRING", "BOOL",      "FLOAT16",    "DOUBLE",
-      "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",
-      "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4"};
+      "UNDEFINED",      "FLOAT",      "UINT8",          "INT8",       "UINT16",   "INT16",
+      "INT32",          "INT64",      "STRING",         "BOOL",       "FLOAT16",  "DOUBLE",
+      "UINT32",         "UINT64",     "COMPLEX64",      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",
+      "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4"};
   if (t < 0 || t >= static_cast<int32_t>(std::size(names))) return "UNKNOWN";
   return names[t];
 }
@@ -30,17 +32,28 @@ namespace {
 
 std::optional<DType> dtype_of_onnx(int32_t t) {
   switch (t) {
-    case pb::TensorProto::FLOAT: return DType::F32;
-    case pb::TensorProto::UINT8: return DType::U8;
-    case pb::TensorProto::INT8: return DType::I8;
-    case pb::TensorProto::INT16: return DType::I16;
-    case pb::TensorProto::INT32: return DType::I32;
-    case pb::TensorProto::INT64: return DType::I64;
-    case pb::TensorProto::BOOL: return DType::Bool;
-    case pb::TensorProto::FLOAT16: return DType::F16;
-    case pb::TensorProto::DOUBLE: return DType::F64;
-    case pb::TensorProto::BFLOAT16: return DType::BF16;
-    default: return std::nullopt;
+    case pb::TensorProto::FLOAT:
+      return DType::F32;
+    case pb::TensorProto::UINT8:
+      return DType::U8;
+    case pb::TensorProto::INT8:
+      return DType::I8;
+    case pb::TensorProto::INT16:
+      return DType::I16;
+    case pb::TensorProto::INT32:
+      return DType::I32;
+    case pb::TensorProto::INT64:
+      return DType::I64;
+    case pb::TensorProto::BOOL:
+      return DType::Bool;
+    case pb::TensorProto::FLOAT16:
+      return DType::F16;
+    case pb::TensorProto::DOUBLE:
+      return DType::F64;
+    case pb::TensorProto::BFLOAT16:
+      return DType::BF16;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -48,33 +61,54 @@ std::optional<DType> dtype_of_onnx(int32_t t) {
 
 int32_t onnx_type_of(DType t) {
   switch (t) {
-    case DType::F32: return pb::TensorProto::FLOAT;
-    case DType::U8: return pb::TensorProto::UINT8;
-    case DType::I8: return pb::TensorProto::INT8;
-    case DType::I16: return pb::TensorProto::INT16;
-    case DType::I32: return pb::TensorProto::INT32;
-    case DType::I64: return pb::TensorProto::INT64;
-    case DType::Bool: return pb::TensorProto::BOOL;
-    case DType::F16: return pb::TensorProto::FLOAT16;
-    case DType::F64: return pb::TensorProto::DOUBLE;
-    case DType::BF16: return pb::TensorProto::BFLOAT16;
+    case DType::F32:
+      return pb::TensorProto::FLOAT;
+    case DType::U8:
+      return pb::TensorProto::UINT8;
+    case DType::I8:
+      return pb::TensorProto::INT8;
+    case DType::I16:
+      return pb::TensorProto::INT16;
+    case DType::I32:
+      return pb::TensorProto::INT32;
+    case DType::I64:
+      return pb::TensorProto::INT64;
+    case DType::Bool:
+      return pb::TensorProto::BOOL;
+    case DType::F16:
+      return pb::TensorProto::FLOAT16;
+    case DType::F64:
+      return pb::TensorProto::DOUBLE;
+    case DType::BF16:
+      return pb::TensorProto::BFLOAT16;
   }
   return 0;
 }
 
 std::string_view name(Attribute::Type t) {
   switch (t) {
-    case Attribute::Type::Float: return "float";
-    case Attribute::Type::Int: return "int";
-    case Attribute::Type::String: return "string";
-    case Attribute::Type::Tensor: return "tensor";
-    case Attribute::Type::Graph: return "graph";
-    case Attribute::Type::Floats: return "floats";
-    case Attribute::Type::Ints: return "ints";
-    case Attribute::Type::Strings: return "strings";
-    case Attribute::Type::Tensors: return "tensors";
-    case Attribute::Type::Graphs: return "graphs";
-    case Attribute::Type::Other: return "other";
+    case Attribute::Type::Float:
+      return "float";
+    case Attribute::Type::Int:
+      return "int";
+    case Attribute::Type::String:
+      return "string";
+    case Attribute::Type::Tensor:
+      return "tensor";
+    case Attribute::Type::Graph:
+      return "graph";
+    case Attribute::Type::Floats:
+      return "floats";
+    case Attribute::Type::Ints:
+      return "ints";
+    case Attribute::Type::Strings:
+      return "strings";
+    case Attribute::Type::Tensors:
+      return "tensors";
+    case Attribute::Type::Graphs:
+      return "graphs";
+    case Attribute::Type::Other:
+      return "other";
   }
   return "other";
 }
@@ -127,9 +161,12 @@ struct Parser {
         v = std::stoll(s);
         return v;
       };
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = num(kv.value());
-      else if (kv.key() == "length") length = num(kv.value());
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = num(kv.value());
+      else if (kv.key() == "length")
+        length = num(kv.value());
     }
     if (location.empty()) fail("tensor \"" + t.name() + "\": external data without a location");
     std::filesystem::path rel(location);
@@ -159,7 +196,8 @@ struct Parser {
     std::ifstream in(file, std::ios::binary);
     in.seekg(offset);
     in.read(reinterpret_cast<char*>(out.data()), length);
-    if (!in) fail("tensor \"" + t.name() + "\": reading external data " + file.string() + " failed");
+    if (!in)
+      fail("tensor \"" + t.name() + "\": reading external data " + file.string() + " failed");
     return out;
   }
 
@@ -209,18 +247,34 @@ struct Parser {
       if (bytes) std::memcpy(data.data(), t.raw_data().data(), static_cast<size_t>(bytes));
     } else {
       switch (*dt) {
-        case DType::F32: typed(t.float_data(), store(float{})); break;
-        case DType::F64: typed(t.double_data(), store(double{})); break;
-        case DType::I64: typed(t.int64_data(), store(int64_t{})); break;
-        case DType::I32: typed(t.int32_data(), store(int32_t{})); break;
-        case DType::I16: typed(t.int32_data(), store(int16_t{})); break;
-        case DType::I8: typed(t.int32_data(), store(int8_t{})); break;
-        case DType::U8: typed(t.int32_data(), store(uint8_t{})); break;
+        case DType::F32:
+          typed(t.float_data(), store(float{}));
+          break;
+        case DType::F64:
+          typed(t.double_data(), store(double{}));
+          break;
+        case DType::I64:
+          typed(t.int64_data(), store(int64_t{}));
+          break;
+        case DType::I32:
+          typed(t.int32_data(), store(int32_t{}));
+          break;
+        case DType::I16:
+          typed(t.int32_data(), store(int16_t{}));
+          break;
+        case DType::I8:
+          typed(t.int32_data(), store(int8_t{}));
+          break;
+        case DType::U8:
+          typed(t.int32_data(), store(uint8_t{}));
+          break;
         case DType::Bool:
           typed(t.int32_data(), [](int32_t x, std::byte* dst) { *dst = std::byte(x != 0); });
           break;
         case DType::F16:
-        case DType::BF16: typed(t.int32_data(), store(uint16_t{})); break;  // the bit pattern
+        case DType::BF16:
+          typed(t.int32_data(), store(uint16_t{}));
+          break;  // the bit pattern
       }
     }
     return TensorData(std::move(data), Shape(dims), *dt);
@@ -239,7 +293,8 @@ struct Parser {
           // Some exporters write -1 for a dynamic dim: unknown, not a size.
           if (d.has_dim_value() && d.dim_value() >= 0)
             x.size = d.dim_value();
-          else if (d.has_dim_param()) x.symbol = d.dim_param();
+          else if (d.has_dim_param())
+            x.symbol = d.dim_param();
           dims.push_back(std::move(x));
         }
         out.shape = std::move(dims);
@@ -254,7 +309,8 @@ struct Parser {
     } else if (tp->has_optional_type()) {
       out.kind = ValueInfo::Kind::Optional;
       const auto& e = tp->optional_type().elem_type();
-      if (e.has_tensor_type()) tensor_type(e.tensor_type());
+      if (e.has_tensor_type())
+        tensor_type(e.tensor_type());
       else if (e.has_sequence_type() && e.sequence_type().elem_type().has_tensor_type())
         tensor_type(e.sequence_type().elem_type().tensor_type());
     } else {
@@ -276,10 +332,22 @@ struct Parser {
       out.tensors.push_back(std::move(*d));
     };
     switch (a.type()) {
-      case T::FLOAT: out.type = Attribute::Type::Float; out.f = a.f(); break;
-      case T::INT: out.type = Attribute::Type::Int; out.i = a.i(); break;
-      case T::STRING: out.type = Attribute::Type::String; out.s = a.s(); break;
-      case T::TENSOR: out.type = Attribute::Type::Tensor; one_tensor(a.t()); break;
+      case T::FLOAT:
+        out.type = Attribute::Type::Float;
+        out.f = a.f();
+        break;
+      case T::INT:
+        out.type = Attribute::Type::Int;
+        out.i = a.i();
+        break;
+      case T::STRING:
+        out.type = Attribute::Type::String;
+        out.s = a.s();
+        break;
+      case T::TENSOR:
+        out.type = Attribute::Type::Tensor;
+        one_tensor(a.t());
+        break;
       case T::GRAPH:
         out.type = Attribute::Type::Graph;
         out.graphs.push_back(std::make_shared<Graph>(graph(a.g(), depth + 1)));
@@ -305,7 +373,9 @@ struct Parser {
         for (const auto& g : a.graphs())
           out.graphs.push_back(std::make_shared<Graph>(graph(g, depth + 1)));
         break;
-      default: out.type = Attribute::Type::Other; break;
+      default:
+        out.type = Attribute::Type::Other;
+        break;
     }
     return out;
   }
@@ -331,12 +401,14 @@ struct Parser {
     for (const auto& v : g.value_info()) out.value_info.push_back(value_info(v));
     for (const auto& t : g.initializer()) {
       if (t.name().empty()) fail("an initializer has no name");
-      if (auto d = tensor(t)) out.initializers.emplace_back(t.name(), std::move(*d));
-      else out.unsupported_initializers.push_back({t.name(), t.data_type()});
+      if (auto d = tensor(t))
+        out.initializers.emplace_back(t.name(), std::move(*d));
+      else
+        out.unsupported_initializers.push_back({t.name(), t.data_type()});
     }
     if (g.sparse_initializer_size() > 0)
-      fail("sparse initializers are not supported (" +
-           std::to_string(g.sparse_initializer_size()) + " in graph \"" + g.name() + "\")");
+      fail("sparse initializers are not supported (" + std::to_string(g.sparse_initializer_size()) +
+           " in graph \"" + g.name() + "\")");
     return out;
   }
 };
@@ -365,6 +437,29 @@ std::vector<std::byte> read_file(const std::filesystem::path& path) {
   in.read(reinterpret_cast<char*>(bytes.data()), size);
   if (!in) throw ValueError("[onnx] reading " + path.string() + " failed");
   return bytes;
+}
+
+}  // namespace
+
+namespace {
+
+/// ONNX's shape inference on the (already checked) proto; what it finds joins the IR.
+void infer_shapes(pb::ModelProto& m, Model& out, Parser& p) {
+  try {
+    ::onnx::shape_inference::InferShapes(m);
+  } catch (const std::exception&) {
+    return;  // a model ONNX's rules reject still runs: its values stay as the file says
+  }
+  std::set<std::string> known;
+  for (const auto& v : out.graph.value_info) known.insert(v.name);
+  for (const auto& v : out.graph.inputs) known.insert(v.name);
+  for (const auto& v : m.graph().value_info())
+    if (!known.contains(v.name())) out.graph.value_info.push_back(p.value_info(v));
+  for (int k = 0; k < m.graph().output_size() && k < static_cast<int>(out.graph.outputs.size());
+       ++k) {
+    ValueInfo& o = out.graph.outputs[static_cast<size_t>(k)];
+    if (!o.shape || o.elem.onnx == 0) o = p.value_info(m.graph().output(k));
+  }
 }
 
 }  // namespace
@@ -399,13 +494,15 @@ Model parse_model(std::span<const std::byte> bytes, const std::string& what,
     for (const auto& n : f.node()) fn.nodes.push_back(p.node(n, 1));
     out.functions.push_back(std::move(fn));
   }
+  if (options.infer_shapes) infer_shapes(m, out, p);
   return out;
 }
 
-Model load_model(const std::filesystem::path& path) {
+Model load_model(const std::filesystem::path& path, const ParseOptions& options) {
   auto bytes = read_file(path);
-  ParseOptions o;
-  o.external_dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  ParseOptions o = options;
+  if (o.external_dir.empty())
+    o.external_dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
   Model m = parse_model(bytes, path.string(), o);
   m.path = path;
   return m;

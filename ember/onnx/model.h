@@ -33,8 +33,8 @@ struct Dim {
 /// An element type of ONNX's TensorProto.DataType that ember has no dtype for (uint16/32/64,
 /// string, complex, float8) is kept by its ONNX number; `dtype` is empty then.
 struct ElemType {
-  int32_t onnx = 0;             // TensorProto.DataType
-  std::optional<DType> dtype;   // ember's, when there is one
+  int32_t onnx = 0;            // TensorProto.DataType
+  std::optional<DType> dtype;  // ember's, when there is one
   friend bool operator==(const ElemType&, const ElemType&) = default;
 };
 /// ONNX's name of the element type ("FLOAT", "INT64", "STRING", ...).
@@ -47,7 +47,7 @@ struct ValueInfo {
   enum class Kind { Tensor, Sequence, Optional, Other };
   std::string name;
   Kind kind = Kind::Tensor;
-  ElemType elem;               // of the tensor (or of a sequence's / optional's tensors)
+  ElemType elem;                          // of the tensor (or of a sequence's / optional's tensors)
   std::optional<std::vector<Dim>> shape;  // absent: rank unknown
 };
 
@@ -55,8 +55,19 @@ struct Graph;
 
 /// A node attribute, by ONNX's AttributeProto type.
 struct Attribute {
-  enum class Type { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs,
-                    Other };
+  enum class Type {
+    Float,
+    Int,
+    String,
+    Tensor,
+    Graph,
+    Floats,
+    Ints,
+    Strings,
+    Tensors,
+    Graphs,
+    Other
+  };
   std::string name;
   Type type = Type::Other;
   double f = 0;
@@ -65,16 +76,16 @@ struct Attribute {
   std::vector<double> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
-  std::vector<TensorData> tensors;        // Tensor: one
+  std::vector<TensorData> tensors;                   // Tensor: one
   std::vector<std::shared_ptr<const Graph>> graphs;  // Graph: one
-  std::string ref_attr_name;              // inside functions: refers to the caller's attribute
+  std::string ref_attr_name;  // inside functions: refers to the caller's attribute
 };
 EMBER_API std::string_view name(Attribute::Type t);
 
 struct Node {
-  std::string name;      // may be empty in files; diagnostics then use "#index op_type"
+  std::string name;  // may be empty in files; diagnostics then use "#index op_type"
   std::string op_type;
-  std::string domain;    // "" (= "ai.onnx") or e.g. "com.microsoft"
+  std::string domain;                // "" (= "ai.onnx") or e.g. "com.microsoft"
   std::vector<std::string> inputs;   // "" for an omitted optional input
   std::vector<std::string> outputs;  // "" for an omitted optional output
   std::vector<Attribute> attributes;
@@ -94,7 +105,7 @@ struct UnsupportedTensor {
 struct Graph {
   std::string name;
   std::vector<Node> nodes;
-  std::vector<ValueInfo> inputs;   // initializers that are also inputs are listed here too
+  std::vector<ValueInfo> inputs;  // initializers that are also inputs are listed here too
   std::vector<ValueInfo> outputs;
   std::vector<ValueInfo> value_info;
   std::vector<std::pair<std::string, TensorData>> initializers;
@@ -115,7 +126,7 @@ struct Model {
   std::map<std::string, int64_t> opsets;  // domain ("" = ai.onnx) -> version
   Graph graph;
   std::vector<Function> functions;
-  std::filesystem::path path;              // the file read (empty: parsed from memory)
+  std::filesystem::path path;  // the file read (empty: parsed from memory)
 
   /// The opset version imported for `domain` ("" and "ai.onnx" are the same); 0 if none.
   int64_t opset(std::string_view domain) const;
@@ -128,9 +139,13 @@ struct ParseOptions {
   std::filesystem::path external_dir;
   /// Upper bound on the bytes of all tensors together, external data included.
   int64_t max_tensor_bytes = int64_t{16} << 30;
+  /// Run ONNX's type and shape inference (the schema's rules, symbolic dims kept) after the
+  /// model passed ember's checks, adding what it finds to Graph::value_info and to outputs
+  /// without shapes. A node it cannot infer is left unknown; the model still loads.
+  bool infer_shapes = false;
 };
 
-EMBER_API Model load_model(const std::filesystem::path& path);
+EMBER_API Model load_model(const std::filesystem::path& path, const ParseOptions& options = {});
 /// Parses a serialized ModelProto; `what` names it in errors.
 EMBER_API Model parse_model(std::span<const std::byte> bytes, const std::string& what,
                             const ParseOptions& options = {});

@@ -143,3 +143,32 @@ TEST(OnnxCodegen, GeneratedModuleTrainsAndSavesRecords) {
 
 }  // namespace
 #endif
+
+namespace {
+
+// ParseOptions::infer_shapes: ONNX's inference adds the intermediate values' types and
+// shapes, keeping a dynamic batch symbolic.
+TEST(OnnxShapes, InferenceAddsShapesAndKeepsSymbolicDims) {
+  const fs::path file = fs::path(EMBER_ONNX_REAL_MODELS) / "transformer" / "model.onnx";
+  onnx::ParseOptions o;
+  o.infer_shapes = true;
+  auto plain = onnx::load_model(file), inferred = onnx::load_model(file, o);
+  EXPECT_GT(inferred.graph.value_info.size(), plain.graph.value_info.size() + 100);
+  int symbolic = 0, known = 0;
+  for (const auto& v : inferred.graph.value_info) {
+    if (!v.shape) continue;
+    for (const auto& d : *v.shape) {
+      if (d.known())
+        ++known;
+      else if (!d.symbol.empty())
+        ++symbolic;
+    }
+  }
+  EXPECT_GT(symbolic, 0);
+  EXPECT_GT(known, 0);
+  // The graph input's batch stays a symbol, not a number.
+  ASSERT_TRUE(inferred.graph.inputs[0].shape.has_value());
+  EXPECT_FALSE((*inferred.graph.inputs[0].shape)[0].known());
+}
+
+}  // namespace

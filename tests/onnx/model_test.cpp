@@ -799,6 +799,20 @@ TEST(OnnxRuntime, ANodeErrorNamesTheNode) {
   }
 }
 
+TEST(OnnxRuntime, ConvWeightsOfAnotherRankAreRefused) {
+  for (const std::string op : {"Conv", "ConvTranspose"}) {
+    pb::ModelProto m = empty_model();
+    pb::GraphProto* g = m.mutable_graph();
+    add_value(g->mutable_output(), "y", pb::TensorProto::FLOAT, std::nullopt);
+    *g->add_initializer() = float_tensor("x", {1, 1, 3}, {1, 2, 3});
+    *g->add_initializer() = float_tensor("w", {1}, {1});  // found by the fuzzer (ConvTranspose)
+    add_node(g, op, {"x", "w"}, {"y"}, "c");
+    Session s(parse(m));
+    EXPECT_EQ(error_of([&] { s.run({}); }),
+              "[onnx] " + op + " \"c\": weight [1] and input [1, 1, 3] differ in rank");
+  }
+}
+
 /// One node `op` named "big" on int64 initializers `ints` (name -> values) and float inputs.
 pb::ModelProto one_node(const std::string& op, std::vector<std::string> inputs,
                         std::vector<pb::TensorProto> inits) {

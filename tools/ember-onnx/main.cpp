@@ -57,8 +57,14 @@ void count_ops(const onnx::Graph& g, std::map<std::string, int>& ops) {
   }
 }
 
+onnx::ParseOptions inferring() {
+  onnx::ParseOptions o;
+  o.infer_shapes = true;
+  return o;
+}
+
 int info(const fs::path& path) {
-  auto m = onnx::load_model(path);
+  auto m = onnx::load_model(path, inferring());
   std::cout << path.string() << "\n  ir_version " << m.ir_version << ", producer "
             << (m.producer_name.empty() ? "?" : m.producer_name) << " " << m.producer_version
             << "\n  opsets:";
@@ -83,6 +89,18 @@ int info(const fs::path& path) {
                         : onnx::is_supported_op(op.substr(0, dot), op.substr(dot + 1));
     std::cout << "    " << op << " x" << n << (ok ? "" : "  (not supported)") << "\n";
   }
+  size_t values = 0, shaped = 0;
+  std::set<std::string> with_shape;
+  for (const auto& v : m.graph.value_info)
+    if (v.shape) with_shape.insert(v.name);
+  for (const auto& n : m.graph.nodes)
+    for (const auto& o : n.outputs)
+      if (!o.empty()) {
+        ++values;
+        shaped += with_shape.contains(o);
+      }
+  std::cout << "  shapes known (ONNX's inference): " << shaped << " of " << values
+            << " node outputs\n";
   const size_t before = m.graph.nodes.size();
   auto optimized = m;
   auto report = onnx::optimize(optimized);
@@ -196,7 +214,7 @@ int main(int argc, char** argv) {
         else
           return usage();
       }
-      auto files = onnx::write_module(onnx::load_model(args[1]), args[2], o);
+      auto files = onnx::write_module(onnx::load_model(args[1], inferring()), args[2], o);
       std::cout << "wrote " << files.header.string() << ", " << files.source.string();
       if (!files.weights.empty()) std::cout << ", " << files.weights.string();
       std::cout << " (" << files.params.size() << " parameters)\n";

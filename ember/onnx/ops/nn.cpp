@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/core/checked.h"
 #include "ember/onnx/ops/context.h"
 #include "ember/tensor/pool_indices.h"
 
@@ -108,6 +109,9 @@ std::vector<RValue<B>> conv(Ctx<B>& c) {
   Tn<B> x = c.in(0);
   const Tn<B>& w = c.in(1);
   if (x.rank() < 3 || x.rank() > 5) c.fail("input must have 1 to 3 spatial dims");
+  if (w.rank() != x.rank())
+    c.fail("weight " + w.shape().to_string() + " and input " + x.shape().to_string() +
+           " differ in rank");
   const Dims wd = dims_of(w);
   Dims kernel(wd.begin() + 2, wd.end());
   SpatialAttrs s = spatial_attrs(c, x, kernel);
@@ -135,6 +139,9 @@ std::vector<RValue<B>> conv_transpose(Ctx<B>& c) {
   const Tn<B>& x = c.in(0);
   const Tn<B>& w = c.in(1);
   if (x.rank() < 3 || x.rank() > 5) c.fail("input must have 1 to 3 spatial dims");
+  if (w.rank() != x.rank())
+    c.fail("weight " + w.shape().to_string() + " and input " + x.shape().to_string() +
+           " differ in rank");
   const Dims wd = dims_of(w);
   Dims kernel(wd.begin() + 2, wd.end());
   const size_t ns = kernel.size();
@@ -142,13 +149,19 @@ std::vector<RValue<B>> conv_transpose(Ctx<B>& c) {
   const int64_t groups = c.attr_i("group", 1);
   auto outpad = c.attr_ints("output_padding");
   if (outpad.empty()) outpad.assign(ns, 0);
+  if (outpad.size() != ns)
+    c.fail("output_padding has " + std::to_string(outpad.size()) + " entries for " +
+           std::to_string(ns) + " spatial dims");
   auto out_shape = c.attr_ints("output_shape");
   const std::string autopad = c.attr_s("auto_pad", "NOTSET");
   // The full (unpadded) output size per dim, then what pads / output_shape cut from it.
   Dims whole(ns);
   for (size_t i = 0; i < ns; ++i)
-    whole[i] =
-        (x.shape()[2 + i] - 1) * s.stride[i] + (kernel[i] - 1) * s.dilation[i] + 1 + outpad[i];
+    whole[i] = checked_add(
+        checked_add(checked_mul(x.shape()[2 + i] - 1, s.stride[i], "[onnx] output size"),
+                    checked_mul(kernel[i] - 1, s.dilation[i], "[onnx] output size"),
+                    "[onnx] output size"),
+        checked_add(1, outpad[i], "[onnx] output size"), "[onnx] output size");
   if (!out_shape.empty() || autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
     if (out_shape.size() > ns)
       out_shape.erase(out_shape.begin(), out_shape.end() - static_cast<long>(ns));

@@ -441,6 +441,11 @@ std::vector<RValue<B>> pad(Ctx<B>& c) {
     a.dims[static_cast<size_t>(2 * axes[i])] = pads[i];
     a.dims[static_cast<size_t>(2 * axes[i] + 1)] = pads[i + axes.size()];
   }
+  // The padded sizes, checked here: pads come from the file and may sum past int64.
+  for (int64_t d = 0; d < r; ++d)
+    checked_add(checked_add(x.shape()[static_cast<size_t>(d)], a.dims[static_cast<size_t>(2 * d)],
+                            "[onnx] padded size"),
+                a.dims[static_cast<size_t>(2 * d + 1)], "[onnx] padded size");
   if (mode == "constant")
     a.dim = static_cast<int64_t>(PadMode::Constant);
   else if (mode == "reflect")
@@ -451,6 +456,8 @@ std::vector<RValue<B>> pad(Ctx<B>& c) {
     a.dim = static_cast<int64_t>(PadMode::Circular);
   else
     c.fail("mode \"" + mode + "\" is not one of constant, reflect, edge, wrap");
+  if (!is_float(x.dtype()) && !(std::abs(value) < 9e18))
+    c.fail("constant value " + std::to_string(value) + " does not fit an integer");
   a.scalar = is_float(x.dtype()) ? Scalar(value) : Scalar(static_cast<int64_t>(value));
   return one(op<B>(OpCode::Pad, std::move(a), {x}));
 }
