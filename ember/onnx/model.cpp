@@ -28,8 +28,6 @@ std::string_view onnx_type_name(int32_t t) {
   return names[t];
 }
 
-namespace {
-
 std::optional<DType> dtype_of_onnx(int32_t t) {
   switch (t) {
     case pb::TensorProto::FLOAT:
@@ -56,8 +54,6 @@ std::optional<DType> dtype_of_onnx(int32_t t) {
       return std::nullopt;
   }
 }
-
-}  // namespace
 
 int32_t onnx_type_of(DType t) {
   switch (t) {

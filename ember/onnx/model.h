@@ -41,6 +41,8 @@ struct ElemType {
 EMBER_API std::string_view onnx_type_name(int32_t data_type);
 /// ONNX's DataType number for an ember dtype.
 EMBER_API int32_t onnx_type_of(DType t);
+/// ember's dtype for ONNX's DataType number, if it has one.
+EMBER_API std::optional<DType> dtype_of_onnx(int32_t data_type);
 
 /// A graph input, output or intermediate: its name and what is known of its type.
 struct ValueInfo {

@@ -66,6 +66,9 @@ class Ctx {
   std::vector<int64_t> attr_ints(std::string_view n, std::vector<int64_t> def = {}) const;
   std::vector<double> attr_floats(std::string_view n) const;
   const TensorData* attr_tensor(std::string_view n) const;
+  /// An attribute holding an ONNX DataType number, as ember's dtype (`def` when absent);
+  /// fails for a type ember has no dtype for.
+  DType attr_dtype(std::string_view n, DType def) const;
   const Graph& attr_graph(std::string_view n) const;
 
   std::vector<Val> run_subgraph(const Graph& g, const std::vector<Val>& in) const {
@@ -186,5 +189,10 @@ template <Backend B>
 int64_t norm_axis(const Ctx<B>& c, int64_t axis, int64_t rank);
 template <Backend B>
 Dims dims_of(const Dyn<B>& t);
+/// An operator's one tensor output.
+template <Backend B>
+std::vector<RValue<B>> one(Dyn<B> t) {
+  return {RValue<B>::of(std::move(t))};
+}
 
 }  // namespace ember::onnx::detail

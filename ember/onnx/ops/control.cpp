@@ -10,11 +10,6 @@ namespace ember::onnx::detail {
 namespace {
 
 template <Backend B>
-std::vector<RValue<B>> one(Tn<B> t) {
-  return {RValue<B>::of(std::move(t))};
-}
-
-template <Backend B>
 bool host_bool(const Tn<B>& t) {
   const auto v = host_floats(t);
   return !v.empty() && v[0] != 0;

@@ -9,11 +9,6 @@ namespace ember::onnx::detail {
 
 namespace {
 
-template <Backend B>
-std::vector<RValue<B>> one(Tn<B> t) {
-  return {RValue<B>::of(std::move(t))};
-}
-
 template <Backend B, OpCode C>
 std::vector<RValue<B>> unary(Ctx<B>& c) {
   return one(c.in(0).unary(C));
@@ -116,38 +111,9 @@ std::vector<RValue<B>> clip(Ctx<B>& c) {
 }
 
 template <Backend B>
-DType onnx_dtype(const Ctx<B>& c, int64_t t) {
-  switch (t) {
-    case 1:
-      return DType::F32;
-    case 2:
-      return DType::U8;
-    case 3:
-      return DType::I8;
-    case 5:
-      return DType::I16;
-    case 6:
-      return DType::I32;
-    case 7:
-      return DType::I64;
-    case 9:
-      return DType::Bool;
-    case 10:
-      return DType::F16;
-    case 11:
-      return DType::F64;
-    case 16:
-      return DType::BF16;
-    default:
-      break;
-  }
-  c.fail("element type " + std::string(onnx_type_name(static_cast<int32_t>(t))) +
-         " has no ember dtype");
-}
-
-template <Backend B>
 std::vector<RValue<B>> cast_op(Ctx<B>& c) {
-  return one(c.in(0).cast(onnx_dtype(c, c.attr_i("to", 1))));
+  if (!c.has_attr("to")) c.fail("the attribute to is required");
+  return one(c.in(0).cast(c.attr_dtype("to", DType::F32)));
 }
 
 template <Backend B>

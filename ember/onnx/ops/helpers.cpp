@@ -77,6 +77,17 @@ const TensorData* Ctx<B>::attr_tensor(std::string_view n) const {
   return a && !a->tensors.empty() ? &a->tensors[0] : nullptr;
 }
 template <Backend B>
+DType Ctx<B>::attr_dtype(std::string_view n, DType def) const {
+  if (!has_attr(n)) return def;
+  const int64_t code = attr_i(n, 0);
+  auto t = dtype_of_onnx(static_cast<int32_t>(code));
+  if (!t)
+    fail("attribute " + std::string(n) + ": element type " +
+         std::string(onnx_type_name(static_cast<int32_t>(code))) + " has no ember dtype");
+  return *t;
+}
+
+template <Backend B>
 const Graph& Ctx<B>::attr_graph(std::string_view n) const {
   const Attribute* a = typed(*this, n, Attribute::Type::Graph);
   if (!a || a->graphs.empty()) fail("attribute " + std::string(n) + " (a graph) is required");

@@ -14,11 +14,6 @@ namespace ember::onnx::detail {
 
 namespace {
 
-template <Backend B>
-std::vector<RValue<B>> one(Tn<B> t) {
-  return {RValue<B>::of(std::move(t))};
-}
-
 /// Indices with negatives wrapped by n (a tensor of the same shape, i64).
 template <Backend B>
 Tn<B> wrap_indices(const Tn<B>& idx, int64_t n) {

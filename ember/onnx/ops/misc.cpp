@@ -14,34 +14,6 @@ namespace ember::onnx::detail {
 
 namespace {
 
-template <Backend B>
-std::vector<RValue<B>> one(Tn<B> t) {
-  return {RValue<B>::of(std::move(t))};
-}
-
-template <Backend B>
-DType dtype_attr(const Ctx<B>& c, const char* name, DType def) {
-  if (!c.has_attr(name)) return def;
-  switch (c.attr_i(name, 1)) {
-    case 1:
-      return DType::F32;
-    case 10:
-      return DType::F16;
-    case 11:
-      return DType::F64;
-    case 16:
-      return DType::BF16;
-    case 7:
-      return DType::I64;
-    case 6:
-      return DType::I32;
-    case 9:
-      return DType::Bool;
-    default:
-      c.fail(std::string(name) + " has no ember dtype");
-  }
-}
-
 // ---- NonMaxSuppression -------------------------------------------------------------------
 
 template <Backend B>
@@ -265,7 +237,7 @@ std::vector<RValue<B>> window_op(Ctx<B>& c) {
                                 : Kind == 1 ? 25.0 / 46 - 21.0 / 46 * std::cos(a)
                                             : 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
   }
-  const DType t = dtype_attr(c, "output_datatype", DType::F32);
+  const DType t = c.attr_dtype("output_datatype", DType::F32);
   return one(constant<B>(TensorData::from<double>(w, Shape{n}), c.device()).cast(t));
 }
 
@@ -301,7 +273,7 @@ std::vector<RValue<B>> mel_weight_matrix(Ctx<B>& c) {
       for (int64_t j = m; j < h; ++j)
         at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - m);
   }
-  const DType t = dtype_attr(c, "output_datatype", DType::F32);
+  const DType t = c.attr_dtype("output_datatype", DType::F32);
   return one(constant<B>(TensorData::from<double>(out, Shape{bins, mels}), c.device()).cast(t));
 }
 
@@ -325,11 +297,11 @@ std::vector<RValue<B>> random_op(Ctx<B>& c) {
   DType t = DType::F32;
   if (Like) {
     shape = dims_of(c.in(0));
-    t = dtype_attr(c, "dtype", c.in(0).dtype());
+    t = c.attr_dtype("dtype", c.in(0).dtype());
   } else {
     auto s = c.attr_ints("shape");
     shape = Dims(s.begin(), s.end());
-    t = dtype_attr(c, "dtype", DType::F32);
+    t = c.attr_dtype("dtype", DType::F32);
   }
   if (Normal)
     return one(
@@ -341,7 +313,7 @@ std::vector<RValue<B>> random_op(Ctx<B>& c) {
 template <Backend B>
 std::vector<RValue<B>> bernoulli(Ctx<B>& c) {
   const Tn<B>& p = c.in(0);
-  const DType t = dtype_attr(c, "dtype", p.dtype());
+  const DType t = c.attr_dtype("dtype", p.dtype());
   Tn<B> u = random(c, OpCode::RandomUniform, dims_of(p), p.dtype(), 0.0, 1.0);
   return one(u.lt(p).cast(t));
 }

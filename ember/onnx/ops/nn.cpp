@@ -14,11 +14,6 @@ namespace ember::onnx::detail {
 namespace {
 
 template <Backend B>
-std::vector<RValue<B>> one(Tn<B> t) {
-  return {RValue<B>::of(std::move(t))};
-}
-
-template <Backend B>
 std::vector<RValue<B>> matmul(Ctx<B>& c) {
   Tn<B> a = c.in(0), b = c.in(1);
   const bool va = a.rank() == 1, vb = b.rank() == 1;

@@ -9,11 +9,6 @@ namespace ember::onnx::detail {
 
 namespace {
 
-template <Backend B>
-std::vector<RValue<B>> one(Tn<B> t) {
-  return {RValue<B>::of(std::move(t))};
-}
-
 /// A per-tensor scalar or a per-axis 1-d vector shaped to broadcast against rank-r data.
 template <Backend B>
 Tn<B> along(const Ctx<B>& c, const Tn<B>& v, int64_t rank) {

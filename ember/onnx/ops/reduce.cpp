@@ -9,11 +9,6 @@ namespace ember::onnx::detail {
 
 namespace {
 
-template <Backend B>
-std::vector<RValue<B>> one(Tn<B> t) {
-  return {RValue<B>::of(std::move(t))};
-}
-
 /// The axes a Reduce* node reduces over, normalized; empty = none (noop) or all, as `all`.
 template <Backend B>
 Dims reduce_axes(const Ctx<B>& c, int64_t rank, bool axes_as_input, bool& all) {

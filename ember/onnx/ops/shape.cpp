@@ -12,11 +12,6 @@ namespace ember::onnx::detail {
 
 namespace {
 
-template <Backend B>
-std::vector<RValue<B>> one(Tn<B> t) {
-  return {RValue<B>::of(std::move(t))};
-}
-
 int64_t numel_of(const Dims& d) {
   int64_t n = 1;
   for (int64_t x : d) n = checked_mul(n, x, "[onnx] shape size");
@@ -342,16 +337,7 @@ template <Backend B>
 std::vector<RValue<B>> eye_like(Ctx<B>& c) {
   const Tn<B>& x = c.in(0);
   if (x.rank() != 2) c.fail("input must be 2-d");
-  DType t = x.dtype();
-  if (c.has_attr("dtype")) {
-    int64_t code = c.attr_i("dtype", 1);
-    static const std::map<int64_t, DType> m = {
-        {1, DType::F32}, {2, DType::U8},   {3, DType::I8},   {5, DType::I16},  {6, DType::I32},
-        {7, DType::I64}, {9, DType::Bool}, {10, DType::F16}, {11, DType::F64}, {16, DType::BF16}};
-    auto it = m.find(code);
-    if (it == m.end()) c.fail("dtype has no ember dtype");
-    t = it->second;
-  }
+  const DType t = c.attr_dtype("dtype", x.dtype());
   const int64_t rows = x.shape()[0], cols = x.shape()[1], k = c.attr_i("k", 0);
   std::vector<int64_t> r(static_cast<size_t>(rows)), q(static_cast<size_t>(cols));
   std::iota(r.begin(), r.end(), 0);
