@@ -813,6 +813,20 @@ TEST(OnnxRuntime, ConvWeightsOfAnotherRankAreRefused) {
   }
 }
 
+TEST(OnnxRuntime, GatherNDNeedsIndicesWithALastDim) {
+  pb::ModelProto m = empty_model();
+  pb::GraphProto* g = m.mutable_graph();
+  add_value(g->mutable_output(), "y", pb::TensorProto::FLOAT, std::nullopt);
+  *g->add_initializer() = float_tensor("x", {2, 2}, {1, 2, 3, 4});
+  pb::TensorProto idx = int64_tensor("i", {0});
+  idx.clear_dims();  // a scalar (found by the fuzzer)
+  *g->add_initializer() = idx;
+  add_node(g, "GatherND", {"x", "i"}, {"y"}, "g");
+  Session s(parse(m));
+  EXPECT_EQ(error_of([&] { s.run({}); }),
+            "[onnx] GatherND \"g\": indices [] need more dims than batch_dims 0");
+}
+
 /// One node `op` named "big" on int64 initializers `ints` (name -> values) and float inputs.
 pb::ModelProto one_node(const std::string& op, std::vector<std::string> inputs,
                         std::vector<pb::TensorProto> inits) {

@@ -66,8 +66,11 @@ struct NdLayout {
 template <Backend B>
 NdLayout<B> nd_layout(const Ctx<B>& c, const Tn<B>& x, const Tn<B>& indices, int64_t b) {
   const Dims xd = dims_of(x), id = dims_of(indices);
+  if (b < 0 || static_cast<int64_t>(id.size()) <= b)
+    c.fail("indices " + indices.shape().to_string() + " need more dims than batch_dims " +
+           std::to_string(b));
   const int64_t k = id.back();
-  if (b < 0 || b + k > x.rank()) c.fail("indices' last dim is too large for the data");
+  if (b + k > x.rank()) c.fail("indices' last dim is too large for the data");
   NdLayout<B> l;
   int64_t bn = 1, m = 1;
   for (int64_t i = 0; i < b; ++i) {

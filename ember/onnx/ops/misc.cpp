@@ -75,6 +75,122 @@ std::vector<RValue<B>> nms(Ctx<B>& c) {
 
 // ---- GridSample ----------------------------------------------------------------------------
 
+/// ONNX's reflection of a coordinate into [lo, hi] (as its reference does it).
+double reflect(double x, double lo, double hi) {
+  const double range = hi - lo;
+  if (range <= 0) return lo;
+  if (x < lo) {
+    const double d = lo - x;
+    const auto n = static_cast<int64_t>(d / range);
+    const double r = d - static_cast<double>(n) * range;
+    return n % 2 == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    const double d = x - hi;
+    const auto n = static_cast<int64_t>(d / range);
+    const double r = d - static_cast<double>(n) * range;
+    return n % 2 == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+double cubic(double t, double a = -0.75) {
+  t = std::abs(t);
+  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
+}
+
+/// GridSample in the modes ember's grid_sample lacks (bicubic, reflection padding): the
+/// taps and weights of every output point are computed on the host from the grid, then
+/// gathered from the input on its device.
+template <Backend B>
+Tn<B> grid_sample_taps(const Ctx<B>& c, const Tn<B>& x, const Tn<B>& g, const std::string& mode,
+                       const std::string& pad, bool align) {
+  const Dims xd = dims_of(x), gd = dims_of(g);
+  const int64_t n = xd[0], ch = xd[1], h = xd[2], w = xd[3], ho = gd[1], wo = gd[2];
+  if (gd[0] != n || gd[3] != 2) c.fail("grid must be [N, H_out, W_out, 2]");
+  const auto grid = host_floats(g);
+  const double wlo = align ? 0 : -0.5, whi = align ? static_cast<double>(w - 1) : w - 0.5;
+  const double hlo = align ? 0 : -0.5, hhi = align ? static_cast<double>(h - 1) : h - 0.5;
+  auto unnorm = [&](double v, int64_t size) {
+    return align ? (v + 1) / 2 * static_cast<double>(size - 1)
+                 : ((v + 1) * static_cast<double>(size) - 1) / 2;
+  };
+  const int taps = mode == "nearest" ? 1 : mode == "bilinear" ? 4 : 16;
+  const int64_t pts = ho * wo;
+  std::vector<std::vector<int64_t>> idx(static_cast<size_t>(taps),
+                                        std::vector<int64_t>(static_cast<size_t>(n * pts), 0));
+  std::vector<std::vector<double>> wt(static_cast<size_t>(taps),
+                                      std::vector<double>(static_cast<size_t>(n * pts), 0.0));
+  // A pixel index made valid by the padding mode; false: outside with zeros padding.
+  auto pixel = [&](int64_t i, int64_t size, double lo, double hi, int64_t& out) {
+    if (pad == "zeros") {
+      out = i;
+      return i >= 0 && i < size;
+    }
+    double v = static_cast<double>(i);
+    if (pad == "reflection") v = reflect(v, lo, hi);
+    out = std::clamp<int64_t>(static_cast<int64_t>(v), 0, size - 1);
+    return true;
+  };
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t p = 0; p < pts; ++p) {
+      const size_t at = static_cast<size_t>(b * pts + p);
+      double ix = unnorm(grid[at * 2], w), iy = unnorm(grid[at * 2 + 1], h);
+      if (mode != "bicubic") {  // the coordinate itself is padded first
+        if (pad == "border") {
+          ix = std::clamp(ix, 0.0, static_cast<double>(w - 1));
+          iy = std::clamp(iy, 0.0, static_cast<double>(h - 1));
+        } else if (pad == "reflection") {
+          ix = std::clamp(reflect(ix, wlo, whi), 0.0, static_cast<double>(w - 1));
+          iy = std::clamp(reflect(iy, hlo, hhi), 0.0, static_cast<double>(h - 1));
+        }
+      }
+      auto put = [&](int t, int64_t yi, int64_t xi, double weight) {
+        int64_t yy = 0, xx = 0;
+        const bool in = pixel(yi, h, hlo, hhi, yy) & pixel(xi, w, wlo, whi, xx);
+        idx[static_cast<size_t>(t)][at] = in ? yy * w + xx : 0;
+        wt[static_cast<size_t>(t)][at] = in ? weight : 0.0;
+      };
+      if (taps == 1) {
+        put(0, static_cast<int64_t>(std::nearbyint(iy)), static_cast<int64_t>(std::nearbyint(ix)),
+            1.0);
+      } else if (taps == 4) {
+        const double fx = std::floor(ix), fy = std::floor(iy), tx = ix - fx, ty = iy - fy;
+        const auto x0 = static_cast<int64_t>(fx), y0 = static_cast<int64_t>(fy);
+        put(0, y0, x0, (1 - tx) * (1 - ty));
+        put(1, y0, x0 + 1, tx * (1 - ty));
+        put(2, y0 + 1, x0, (1 - tx) * ty);
+        put(3, y0 + 1, x0 + 1, tx * ty);
+      } else {
+        const double fx = std::floor(ix), fy = std::floor(iy), tx = ix - fx, ty = iy - fy;
+        const auto x0 = static_cast<int64_t>(fx) - 1, y0 = static_cast<int64_t>(fy) - 1;
+        for (int j = 0; j < 4; ++j)
+          for (int i = 0; i < 4; ++i)
+            put(j * 4 + i, y0 + j, x0 + i, cubic(ty - (j - 1)) * cubic(tx - (i - 1)));
+      }
+    }
+  Tn<B> flat = reshape(x, {n, ch, h * w});
+  Tn<B> y;
+  for (int t = 0; t < taps; ++t) {
+    Tn<B> i = expand(
+        reshape(constant<B>(TensorData::from<int64_t>(idx[static_cast<size_t>(t)], Shape{n, pts}),
+                            x.device()),
+                {n, 1, pts}),
+        {n, ch, pts});
+    OpAttrs a;
+    a.dim = 2;
+    Tn<B> v = op<B>(OpCode::Gather, std::move(a), {flat, i});
+    Tn<B> k = reshape(
+        constant<B>(TensorData::from<double>(wt[static_cast<size_t>(t)], Shape{n, pts}), x.device())
+            .cast(x.dtype()),
+        {n, 1, pts});
+    y = t == 0 ? v * k : y + v * k;
+  }
+  return reshape(y, {n, ch, ho, wo});
+}
+
 template <Backend B>
 std::vector<RValue<B>> grid_sample_op(Ctx<B>& c) {
   const Tn<B>& x = c.in(0);
@@ -82,13 +198,18 @@ std::vector<RValue<B>> grid_sample_op(Ctx<B>& c) {
   if (x.rank() != 4) c.fail("only 2-d sampling ([N, C, H, W]) is supported");
   std::string mode = c.attr_s("mode", "bilinear");
   if (mode == "linear") mode = "bilinear";
+  if (mode == "cubic") mode = "bicubic";
   const std::string pad = c.attr_s("padding_mode", "zeros");
-  if (mode != "bilinear" && mode != "nearest") c.fail("mode \"" + mode + "\" is not supported");
-  if (pad != "zeros" && pad != "border") c.fail("padding_mode \"" + pad + "\" is not supported");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
+    c.fail("mode \"" + mode + "\" is not one of bilinear, nearest, bicubic");
+  if (pad != "zeros" && pad != "border" && pad != "reflection")
+    c.fail("padding_mode \"" + pad + "\" is not one of zeros, border, reflection");
+  const bool align = c.attr_i("align_corners", 0) != 0;
+  if (mode == "bicubic" || pad == "reflection")
+    return one(grid_sample_taps(c, x, g, mode, pad, align));
   auto y = grid_sample(Tensor<B, 4>(x.handle()), Tensor<B, 4>(g.handle()),
                        mode == "nearest" ? GridMode::Nearest : GridMode::Bilinear,
-                       pad == "border" ? GridPadding::Border : GridPadding::Zeros,
-                       c.attr_i("align_corners", 0) != 0);
+                       pad == "border" ? GridPadding::Border : GridPadding::Zeros, align);
   return one(Tn<B>(y.handle()));
 }
 
