@@ -366,6 +366,7 @@ std::vector<RValue<B>> einsum(Ctx<B>& c) {
     const size_t at = terms[k].find("...");
     if (at == std::string::npos) continue;
     const int64_t n = xs[k].rank() - static_cast<int64_t>(terms[k].size() - 3);
+    if (n < 0) c.fail("term " + std::to_string(k) + " has more labels than its input has dims");
     ell = std::max(ell, n);
   }
   if (ell > static_cast<int64_t>(spare.size())) c.fail("too many dims under \"...\"");
@@ -387,6 +388,10 @@ std::vector<RValue<B>> einsum(Ctx<B>& c) {
   } else if (const size_t at = rhs.find("..."); at != std::string::npos) {
     rhs.replace(at, 3, ell_labels);
   }
+  for (size_t k = 0; k < terms.size(); ++k)
+    if (static_cast<int64_t>(terms[k].size()) != xs[k].rank())
+      c.fail("term \"" + terms[k] + "\" has " + std::to_string(terms[k].size()) +
+             " labels for input " + std::to_string(k) + " of rank " + std::to_string(xs[k].rank()));
   // A label repeated within a term takes that term's diagonal over those dims first.
   for (size_t k = 0; k < terms.size(); ++k) {
     for (size_t p = 0; p < terms[k].size(); ++p) {

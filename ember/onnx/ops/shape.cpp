@@ -428,10 +428,13 @@ std::vector<RValue<B>> pad(Ctx<B>& c) {
     a.dims[static_cast<size_t>(2 * axes[i] + 1)] = pads[i + axes.size()];
   }
   // The padded sizes, checked here: pads come from the file and may sum past int64.
-  for (int64_t d = 0; d < r; ++d)
-    checked_add(checked_add(x.shape()[static_cast<size_t>(d)], a.dims[static_cast<size_t>(2 * d)],
-                            "[onnx] padded size"),
-                a.dims[static_cast<size_t>(2 * d + 1)], "[onnx] padded size");
+  for (int64_t d = 0; d < r; ++d) {
+    const int64_t n = x.shape()[static_cast<size_t>(d)], lo = a.dims[static_cast<size_t>(2 * d)],
+                  hi = a.dims[static_cast<size_t>(2 * d + 1)];
+    if (lo < -n || hi < -n)
+      c.fail("pads crop more than dim " + std::to_string(d) + " (" + std::to_string(n) + ") holds");
+    checked_add(checked_add(n, lo, "[onnx] padded size"), hi, "[onnx] padded size");
+  }
   if (mode == "constant")
     a.dim = static_cast<int64_t>(PadMode::Constant);
   else if (mode == "reflect")
