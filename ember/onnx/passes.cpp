@@ -126,8 +126,8 @@ int fold_constants(GraphView& v, const PassOptions& o) {
   for (size_t i = 0; i < v.g.nodes.size(); ++i) {
     const Node& n = v.g.nodes[i];
     std::optional<std::vector<TensorData>> out;
-    if (n.op_type == "Shape" && n.domain.empty() && n.inputs.size() == 1 && !n.attr("start") &&
-        !n.attr("end")) {
+    if (n.op_type == "Shape" && n.domain.empty() && n.inputs.size() == 1 && n.outputs.size() == 1 &&
+        !n.attr("start") && !n.attr("end")) {
       auto it = infos.find(n.inputs[0]);
       bool known = it != infos.end() && it->second->shape.has_value();
       std::vector<int64_t> dims;
@@ -280,7 +280,7 @@ int fold_conv_batch_norm(GraphView& v) {
     if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1) continue;
     Node* bn = only_reader(v, uses, conv.outputs[0]);
     if (!bn || bn->op_type != "BatchNormalization" || bn->inputs.size() < 5 ||
-        bn->inputs[0] != conv.outputs[0])
+        bn->outputs.empty() || bn->inputs[0] != conv.outputs[0])
       continue;
     if (const Attribute* t = bn->attr("training_mode"); t && t->i != 0) continue;
     bool extra_outputs = false;
@@ -336,11 +336,14 @@ int fuse_matmul_add(GraphView& v) {
   auto uses = v.uses();
   std::set<const Node*> drop;
   for (Node& mm : v.g.nodes) {
-    if (mm.op_type != "MatMul" || !mm.domain.empty() || mm.inputs.size() != 2) continue;
+    if (mm.op_type != "MatMul" || !mm.domain.empty() || mm.inputs.size() != 2 ||
+        mm.outputs.size() != 1)
+      continue;
     const TensorData* w = v.constant(mm.inputs[1]);
     if (!w || w->shape().rank() != 2) continue;
     Node* add = only_reader(v, uses, mm.outputs[0]);
-    if (!add || add->op_type != "Add" || add->inputs.size() != 2) continue;
+    if (!add || add->op_type != "Add" || add->inputs.size() != 2 || add->outputs.size() != 1)
+      continue;
     const std::string& other = add->inputs[0] == mm.outputs[0] ? add->inputs[1] : add->inputs[0];
     const TensorData* b = v.constant(other);
     if (!b || b->dtype() != w->dtype() || b->numel() != w->shape()[1] || b->shape().rank() > 1)
@@ -396,7 +399,7 @@ int fuse_attention(GraphView& v) {
   for (Node& out : v.g.nodes) {
     if (out.op_type != "MatMul" || !out.domain.empty() || out.inputs.size() != 2) continue;
     Node* sm = producer(v, out.inputs[0]);
-    if (!sm || sm->op_type != "Softmax" || drop.contains(sm)) continue;
+    if (!sm || sm->op_type != "Softmax" || sm->inputs.empty() || drop.contains(sm)) continue;
     const Attribute* ax = sm->attr("axis");
     if (opset < 13 || (ax && ax->i != -1)) continue;  // only the last axis (ranks unknown here)
     if (only_reader(v, uses, sm->outputs[0]) != &out) continue;
@@ -410,7 +413,8 @@ int fuse_attention(GraphView& v) {
     }
     auto [q, s2] = scaled(qk->inputs[0], qk);
     Node* kt = producer(v, qk->inputs[1]);
-    const Attribute* perm = kt && kt->op_type == "Transpose" ? kt->attr("perm") : nullptr;
+    const Attribute* perm =
+        kt && kt->op_type == "Transpose" && !kt->inputs.empty() ? kt->attr("perm") : nullptr;
     if (!perm || perm->ints.size() < 2) {
       drop = tentative;
       continue;
