@@ -214,7 +214,8 @@ struct Parser {
     if (!dt) return std::nullopt;
     const int64_t es = size_of(*dt);
     int64_t bytes = 0;
-    if (__builtin_mul_overflow(n, es, &bytes))
+    // TensorData's rule: the bytes of the non-zero dims fit int64 too (an empty tensor's).
+    if (size_fit(Shape(dims), static_cast<size_t>(es), &bytes) != SizeFit::Fits)
       fail("tensor \"" + nm + "\" " + Shape(dims).to_string() + " has more bytes than int64 holds");
     count_bytes(bytes, nm);
     std::vector<std::byte> data;

@@ -547,6 +547,9 @@ TEST(OnnxParse, TensorsWhoseSizesLieNameTheTensor) {
             "[onnx] m: tensor \"w\" has dims whose product overflows int64");
   EXPECT_EQ(with(float_tensor("w", {0, int64_t{1} << 40, int64_t{1} << 40}, {})),
             "[onnx] m: tensor \"w\" has dims whose product overflows int64");
+  // Empty, but its other dims' bytes do not fit int64 (found by the fuzzer).
+  EXPECT_EQ(with(float_tensor("w", {0, int64_t{1} << 61}, {})),
+            "[onnx] m: tensor \"w\" [0, 2305843009213693952] has more bytes than int64 holds");
   EXPECT_EQ(with(float_tensor("w", {int64_t{1} << 31, int64_t{1} << 31}, {})),
             "[onnx] m: tensor \"w\" [2147483648, 2147483648] has more bytes than int64 holds");
   EXPECT_EQ(with(float_tensor("w", {int64_t{1} << 40}, {})),
