@@ -99,16 +99,30 @@ Tn<B> pad_spatial(const Tn<B>& x, const Dims& begin, const Dims& end, double val
   return op<B>(OpCode::Pad, std::move(a), {x});
 }
 
+/// [C] -> [1, C, 1, ...] for broadcasting against x.
 template <Backend B>
-std::vector<RValue<B>> conv(Ctx<B>& c) {
-  Tn<B> x = c.in(0);
-  const Tn<B>& w = c.in(1);
+Tn<B> per_channel(const Tn<B>& v, const Tn<B>& x) {
+  Dims d(static_cast<size_t>(x.rank()), 1);
+  d[1] = v.shape().numel();
+  return reshape(v, d);
+}
+
+/// The kernel's spatial size of a conv weight, checked against the input x.
+template <Backend B>
+Dims conv_kernel(const Ctx<B>& c, const Tn<B>& x, const Tn<B>& w) {
   if (x.rank() < 3 || x.rank() > 5) c.fail("input must have 1 to 3 spatial dims");
   if (w.rank() != x.rank())
     c.fail("weight " + w.shape().to_string() + " and input " + x.shape().to_string() +
            " differ in rank");
   const Dims wd = dims_of(w);
-  Dims kernel(wd.begin() + 2, wd.end());
+  return Dims(wd.begin() + 2, wd.end());
+}
+
+template <Backend B>
+std::vector<RValue<B>> conv(Ctx<B>& c) {
+  Tn<B> x = c.in(0);
+  const Tn<B>& w = c.in(1);
+  const Dims kernel = conv_kernel(c, x, w);
   SpatialAttrs s = spatial_attrs(c, x, kernel);
   OpAttrs a;
   a.window.stride = s.stride;
@@ -121,11 +135,7 @@ std::vector<RValue<B>> conv(Ctx<B>& c) {
     a.window.padding = Dims(kernel.size(), 0);
   }
   Tn<B> y = op<B>(OpCode::Conv, std::move(a), {x, w});
-  if (c.has(2)) {
-    Dims bd(static_cast<size_t>(y.rank()), 1);
-    bd[1] = c.in(2).shape()[0];
-    y = y + reshape(c.in(2), bd);
-  }
+  if (c.has(2)) y = y + per_channel(c.in(2), y);
   return one(y);
 }
 
@@ -133,12 +143,7 @@ template <Backend B>
 std::vector<RValue<B>> conv_transpose(Ctx<B>& c) {
   const Tn<B>& x = c.in(0);
   const Tn<B>& w = c.in(1);
-  if (x.rank() < 3 || x.rank() > 5) c.fail("input must have 1 to 3 spatial dims");
-  if (w.rank() != x.rank())
-    c.fail("weight " + w.shape().to_string() + " and input " + x.shape().to_string() +
-           " differ in rank");
-  const Dims wd = dims_of(w);
-  Dims kernel(wd.begin() + 2, wd.end());
+  const Dims kernel = conv_kernel(c, x, w);
   const size_t ns = kernel.size();
   SpatialAttrs s = spatial_attrs(c, x, kernel, true);
   const int64_t groups = c.attr_i("group", 1);
@@ -186,11 +191,7 @@ std::vector<RValue<B>> conv_transpose(Ctx<B>& c) {
   if (any_extra) y = pad_spatial(y, Dims(ns, 0), extra_end, 0.0);
   for (size_t i = 0; i < ns; ++i)
     y = slice_axis(y, static_cast<int64_t>(2 + i), s.pad_begin[i], whole[i] - s.pad_end[i], 1);
-  if (c.has(2)) {
-    Dims bd(static_cast<size_t>(y.rank()), 1);
-    bd[1] = c.in(2).shape()[0];
-    y = y + reshape(c.in(2), bd);
-  }
+  if (c.has(2)) y = y + per_channel(c.in(2), y);
   return one(y);
 }
 
@@ -324,14 +325,6 @@ std::vector<RValue<B>> global_pool(Ctx<B>& c) {
   Dims axes;
   for (int64_t i = 2; i < x.rank(); ++i) axes.push_back(i);
   return one(reduce(Max ? OpCode::Max : OpCode::Mean, x, axes, true));
-}
-
-/// [C] -> [1, C, 1, ...] for broadcasting against x.
-template <Backend B>
-Tn<B> per_channel(const Tn<B>& v, const Tn<B>& x) {
-  Dims d(static_cast<size_t>(x.rank()), 1);
-  d[1] = v.shape().numel();
-  return reshape(v, d);
 }
 
 template <Backend B>
