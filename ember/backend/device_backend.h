@@ -50,6 +50,9 @@ class DeviceBackendFor final : public DeviceBackend {
     for (size_t i = 0; i < in.size(); ++i) inner[i] = unwrap(in[i]);
     return wrap(run_validated<B>(op, inner.span(), out, dev), dev);
   }
+  void flush(Device dev) override {
+    if constexpr (requires { B::flush(dev); }) B::flush(dev);
+  }
 
  private:
   int count_;

@@ -7,6 +7,7 @@
 
 #include "ember/backend/device_backend.h"
 #include "ember/backends/cpu/cpu.h"
+#include "ember/fusion/fusion.h"
 #include "ember/ir/ir.h"
 
 namespace ember {
@@ -39,7 +40,11 @@ struct Registry {
   std::mutex mu;
   std::array<std::unique_ptr<DeviceBackend>, kNumDeviceKinds> backends;
   Registry() {
-    backends[static_cast<int>(DeviceKind::Cpu)] = std::make_unique<DeviceBackendFor<Cpu>>(1);
+    // The CPU runs ops at once unless EMBER_FUSION=1 asks for Fusion there too (docs/fusion.md).
+    if (fusion::cpu_requested())
+      backends[static_cast<int>(DeviceKind::Cpu)] = std::make_unique<DeviceBackendFor<Fusion<Cpu>>>(1);
+    else
+      backends[static_cast<int>(DeviceKind::Cpu)] = std::make_unique<DeviceBackendFor<Cpu>>(1);
     auto& f = factories();
     std::lock_guard lk(f.mu);
     for (auto& [kind, make] : f.pending)
@@ -94,6 +99,8 @@ std::vector<Device> available_devices() {
       for (int i = 0; i < b->device_count(); ++i) out.push_back({static_cast<DeviceKind>(k), i});
   return out;
 }
+
+void flush(Device dev) { device_backend(dev).flush(dev); }
 
 Device Dispatch::default_device() { return g_default_device; }
 void Dispatch::set_default_device(Device d) {

@@ -39,6 +39,8 @@ class EMBER_API DeviceBackend {
   virtual TensorData to_data(const DispatchHandle& h) = 0;
   virtual DispatchHandle run(const Op& op, std::span<DispatchHandle> in, const TensorMeta& out,
                              Device dev) = 0;
+  /// Runs what a lazy backend (Fusion) holds for the device; the default has nothing to run.
+  virtual void flush(Device) {}
 };
 
 /// Registers the backend for a device kind (replacing any earlier one).
@@ -55,6 +57,9 @@ EMBER_API void register_device_factory(DeviceKind kind, DeviceBackendFactory mak
 EMBER_API DeviceBackend& device_backend(Device dev);
 /// Every device usable now, e.g. {cpu, cuda:0}.
 EMBER_API std::vector<Device> available_devices();
+/// Starts the ops a device holds back (fused programs recorded by Fusion, docs/fusion.md)
+/// without waiting for them: what a benchmark calls before it synchronizes the device.
+EMBER_API void flush(Device dev);
 
 class EMBER_API Dispatch {
  public:

@@ -22,10 +22,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ember/backend/backend.h"
 #include "ember/backends/cuda/pool.h"
 #include "ember/core/export.h"
+#include "ember/fusion/program.h"
 
 namespace ember {
 
@@ -89,6 +91,11 @@ class EMBER_API Cuda {
   /// Softmax, LogSoftmax, LogSumExp, Gelu, Silu, LayerNorm and RmsNorm run as one kernel
   /// each; other composites decompose.
   static bool supports(OpCode c);
+  /// Fusion<Cuda>: whether a validated elementwise op may join a fused program, and a program
+  /// run as one generated kernel (fused.cpp; docs/fusion.md).
+  static bool can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out);
+  static std::vector<CudaTensor> run_fused(const fusion::Program& p, std::span<CudaTensor> in,
+                                           Device dev);
 };
 
 static_assert(Backend<Cuda>);

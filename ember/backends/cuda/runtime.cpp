@@ -59,7 +59,8 @@ DeviceState& device(int index) {
   return *d;
 }
 
-const Loaded& DeviceState::load(uint64_t k, const kernel::Kernel& kern) {
+namespace {
+std::unique_ptr<Loaded> compile_and_load(int arch, const kernel::Kernel& kern) {
   kernel::CudaCompileOptions o;
   o.arch = arch;
   kernel::CudaBinary bin = kernel::compile_cuda(kern, o);
@@ -70,6 +71,25 @@ const Loaded& DeviceState::load(uint64_t k, const kernel::Kernel& kern) {
   for (const kernel::Param& p : kern.params)
     l->params.push_back(p.kind == kernel::Param::Buffer ? kernel::ScalarType::Void : p.type.scalar);
   l->name = kern.name;
+  return l;
+}
+}  // namespace
+
+const Loaded* DeviceState::find(const std::string& k) {
+  std::lock_guard lk(mu_);
+  auto it = named_.find(k);
+  return it == named_.end() ? nullptr : it->second.get();
+}
+
+const Loaded& DeviceState::load(const std::string& k, const kernel::Kernel& kern) {
+  auto l = compile_and_load(arch, kern);
+  std::lock_guard lk(mu_);
+  auto [it, fresh] = named_.emplace(k, std::move(l));
+  return *it->second;
+}
+
+const Loaded& DeviceState::load(uint64_t k, const kernel::Kernel& kern) {
+  auto l = compile_and_load(arch, kern);
   std::lock_guard lk(mu_);
   auto [it, fresh] = kernels_.emplace(k, std::move(l));
   return *it->second;
@@ -117,7 +137,7 @@ void Args::launch(DeviceState& d, int64_t groups) {
   if (size_t(n_) != l_.params.size())
     throw Error("[cuda " + l_.name + "] " + std::to_string(n_) + " arguments for " +
                 std::to_string(l_.params.size()) + " parameters");
-  void* p[40];
+  void* p[kMaxArgs];
   for (int j = 0; j < n_; ++j) p[j] = &slots_[j];
   raw::launch(l_.fn, static_cast<unsigned>(std::min<int64_t>(groups, 0x7fffffff)), l_.block, 0,
               d.s(), p);
@@ -159,6 +179,7 @@ bool reusable(const CudaTensor& t, const TensorMeta& out) {
 Collapsed collapse(const Shape& shape, std::span<const Dims* const> strides) {
   Collapsed c;
   size_t n = strides.size();
+  c.strides.resize(n);
   c.numel = shape.numel();
   // From the innermost dim out: drop size-1 dims, merge a dim into the one inside it when
   // every operand steps over it as over one longer dim.

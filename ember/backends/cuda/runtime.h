@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ember/backends/cuda/cuda.h"
 #include "ember/backends/cuda/driver.h"
@@ -68,10 +69,14 @@ class DeviceState {
   }
   /// Compiles (through the kernel cache) and loads `kern` under `k`.
   const Loaded& load(uint64_t k, const kernel::Kernel& kern);
+  /// The same for kernels named by a byte string (fused programs: their signature and layout).
+  const Loaded* find(const std::string& k);
+  const Loaded& load(const std::string& k, const kernel::Kernel& kern);
 
  private:
   std::mutex mu_;
   std::unordered_map<uint64_t, std::unique_ptr<Loaded>> kernels_;
+  std::unordered_map<std::string, std::unique_ptr<Loaded>> named_;
 };
 
 /// The state of device `index`, with its context current on this thread.
@@ -100,7 +105,8 @@ class Args {
 
  private:
   const Loaded& l_;
-  uint64_t slots_[40] = {};
+  static constexpr int kMaxArgs = 160;
+  uint64_t slots_[kMaxArgs] = {};
   int n_ = 0;
 };
 
@@ -119,7 +125,7 @@ bool reusable(const CudaTensor& t, const TensorMeta& out);
 /// A shape and operands' strides with size-1 dims dropped and mergeable dims merged.
 struct Collapsed {
   Dims shape;
-  std::array<Dims, 4> strides;  // one per operand, in the order given
+  std::vector<Dims> strides;  // one per operand, in the order given
   int64_t numel = 1;
   bool wide = false;  // some index or offset needs 64 bits
 };

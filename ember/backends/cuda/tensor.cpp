@@ -4,6 +4,7 @@
 #include "ember/backend/device_backend.h"
 #include "ember/backends/cuda/ops.h"
 #include "ember/core/error.h"
+#include "ember/fusion/fusion.h"
 
 namespace ember {
 
@@ -105,7 +106,8 @@ namespace cuda {
 std::unique_ptr<DeviceBackend> make_device_backend() {
   int n = detail::device_count_cached();
   if (n <= 0) return nullptr;
-  return std::make_unique<DeviceBackendFor<Cuda>>(n);
+  // Fused by default: Fusion runs ops at once when it is switched off (docs/fusion.md).
+  return std::make_unique<DeviceBackendFor<Fusion<Cuda>>>(n);
 }
 
 }  // namespace cuda

@@ -1,0 +1,405 @@
+// Fusion<B>: a backend decorator that records elementwise ops instead of running them, and
+// runs each recorded chain as one program when something needs its values: a read
+// (to_data), an op it does not record (matmul, a reduction, ...) that takes one of them, an
+// op of another shape, or the step bound. Values nobody holds any more at that point are
+// never written, so `gelu(a * b + c).exp() * 0.5 + a` reads a, b and c once and writes one
+// tensor. A backend that can compile programs (`fusion::FusedBackend`: CUDA) runs each as one
+// generated kernel, cached by the program's signature; on others (the CPU) the program's ops
+// run one by one, in order, so results are the same with fusion on and off.
+//
+//   using B = ember::Fusion<ember::Cuda>;                 // Dispatch does this for cuda:N
+//   auto x = ember::Tensor<B, 1>::ones({1 << 20}, ember::Device::parse("cuda:0"));
+//   auto y = ((x * 2.0).exp() + x).tanh();                // recorded: nothing runs yet
+//   auto d = y.to_data();                                 // one kernel, x read once
+//   using AB = ember::Autodiff<B>;                        // backward passes are fused too
+//
+// Switches and counters: ember/fusion/settings.h; docs/fusion.md.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ember/backend/apply.h"
+#include "ember/core/error.h"
+#include "ember/fusion/program.h"
+#include "ember/fusion/settings.h"
+#include "ember/ops/decompose.h"
+
+namespace ember {
+
+namespace fusion {
+
+/// A backend that runs fused programs as kernels. `can_fuse` says whether an op (already
+/// validated) may join a program; `run_fused` runs one and returns its outputs in order (it
+/// may write an output into an input it received as the sole owner).
+template <class B>
+concept FusedBackend = requires(const Program& p, std::span<typename B::Handle> in, Device dev,
+                                const Op& op, std::span<const TensorMeta* const> metas,
+                                const TensorMeta& m) {
+  { B::can_fuse(op, metas, m) } -> std::same_as<bool>;
+  { B::run_fused(p, in, dev) } -> std::same_as<std::vector<typename B::Handle>>;
+};
+
+/// The ops Fusion records: unary, binary, compare, where and cast ops, gelu and silu, and
+/// full (as a constant that the program takes as an argument).
+EMBER_API bool recordable(OpCode c);
+/// Composites with one elementwise expression (gelu, silu): Fusion runs them as one step.
+EMBER_API bool elementwise_composite(OpCode c);
+
+namespace detail {
+
+/// A tensor of Fusion<B>: its value, or its step in the device's stream.
+template <class H>
+struct LazyTensor {
+  LazyTensor(TensorMeta m, Device d) : meta(std::move(m)), device(d) {}
+  TensorMeta meta;
+  Device device;
+  std::optional<H> value;
+  int32_t step = -1;
+  uint64_t generation = 0;
+  std::shared_ptr<const std::string> error;  // the program that should have made it failed
+};
+
+/// The ops recorded on one device since its last flush.
+template <class H>
+struct Stream {
+  struct Entry {
+    Op op;
+    std::array<Ref, 3> args{};
+    int arity = 0;
+    TensorMeta meta;
+    std::weak_ptr<LazyTensor<H>> owner;
+  };
+  std::mutex mu;
+  uint64_t generation = 1;
+  bool has_shape = false;  // constants alone do not fix the shape
+  Shape shape;
+  std::vector<Entry> entries;
+  std::vector<std::shared_ptr<LazyTensor<H>>> inputs;
+};
+
+[[noreturn]] EMBER_API void throw_failed(const std::string& why);
+
+}  // namespace detail
+}  // namespace fusion
+
+template <Backend B>
+class Fusion {
+  using H = typename B::Handle;
+  using Lazy = fusion::detail::LazyTensor<H>;
+  using Stream = fusion::detail::Stream<H>;
+  using Ref = fusion::Ref;
+
+ public:
+  using Decorated = B;
+  using Handle = std::shared_ptr<Lazy>;
+
+  static std::string_view name() { return "fusion"; }
+  static Device default_device() { return B::default_device(); }
+  static const TensorMeta& meta(const Handle& h) { return h->meta; }
+  static Device device(const Handle& h) { return h->device; }
+  static Handle from_data(const TensorData& d, Device dev) {
+    return wrap(B::from_data(d, dev), dev);
+  }
+  static TensorData to_data(const Handle& h) { return B::to_data(value(h)); }
+  /// The composites B runs natively, and gelu and silu (one step of a program).
+  static bool supports(OpCode c) { return B::supports(c) || fusion::elementwise_composite(c); }
+
+  static Handle run(const Op& op, std::span<Handle> in, const TensorMeta& out, Device dev) {
+    if (fusion::enabled() && fusion::recordable(op.code) && fusible(op, in, out))
+      return record(op, in, out, dev);
+    detail::HandleBuffer<H> inner(in.size());
+    for (size_t i = 0; i < in.size(); ++i) inner[i] = take(in[i]);
+    return wrap(run_validated<B>(op, inner.span(), out, dev), dev);
+  }
+
+  /// Runs what the device's stream holds (queued on B, not waited for).
+  static void flush(Device dev) {
+    Stream& s = stream(dev);
+    std::lock_guard lk(s.mu);
+    flush_locked(s, dev);
+  }
+
+  /// The value of `h` on B, running its program first if it is pending.
+  static const H& value(const Handle& h) {
+    if (!h->value) {
+      if (h->error) fusion::detail::throw_failed(*h->error);
+      flush(h->device);
+      if (h->error) fusion::detail::throw_failed(*h->error);
+      if (!h->value) fusion::detail::throw_failed("a pending tensor was not produced");
+    }
+    return *h->value;
+  }
+
+ private:
+  static Handle wrap(H h, Device dev) {
+    auto t = std::make_shared<Lazy>(B::meta(h), dev);
+    t->value = std::move(h);
+    return t;
+  }
+
+  // The inner handle of an input; moved out when `h` is its only holder, so B may reuse it.
+  static H take(Handle& h) {
+    value(h);
+    if (h.use_count() == 1) return std::move(*h->value);
+    return *h->value;
+  }
+
+  static bool fusible(const Op& op, std::span<Handle> in, const TensorMeta& out) {
+    if constexpr (fusion::FusedBackend<B>) {
+      SmallVec<const TensorMeta*, 4> metas;
+      for (auto& h : in) metas.push_back(&h->meta);
+      return B::can_fuse(op, std::span<const TensorMeta* const>(metas.data(), metas.size()), out);
+    } else {
+      (void)op, (void)in, (void)out;
+      return true;
+    }
+  }
+
+  static Stream& stream(Device dev) {
+    static Stream streams[kMaxDevices];
+    if (dev.index < 0 || dev.index >= kMaxDevices)
+      throw DeviceError("[fusion] device index out of range: " + dev.to_string());
+    return streams[dev.index];
+  }
+  static constexpr int kMaxDevices = 64;
+
+  static bool pending_here(const Stream& s, const Lazy& t) {
+    return !t.value && !t.error && t.generation == s.generation && t.step >= 0;
+  }
+
+  static Handle record(const Op& op, std::span<Handle> in, const TensorMeta& out, Device dev) {
+    Stream& s = stream(dev);
+    std::lock_guard lk(s.mu);
+    bool constant = op.code == OpCode::Full;
+    if (!constant && s.has_shape && s.shape != out.shape) flush_locked(s, dev);
+    int fresh = 0;
+    for (auto& h : in)
+      if (!pending_here(s, *h) && !known_input(s, h)) ++fresh;
+    if (s.inputs.size() + fresh > size_t(fusion::kMaxInputs)) flush_locked(s, dev);
+
+    typename Stream::Entry e;
+    e.op = op;
+    e.meta = out;
+    e.arity = static_cast<int>(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      Handle& h = in[i];
+      if (h->error) fusion::detail::throw_failed(*h->error);
+      e.args[i] = pending_here(s, *h) ? h->step : input_ref(s, h);
+    }
+    auto t = std::make_shared<Lazy>(out, dev);
+    t->step = static_cast<int32_t>(s.entries.size());
+    t->generation = s.generation;
+    e.owner = t;
+    s.entries.push_back(std::move(e));
+    if (!constant && !s.has_shape) {
+      s.shape = out.shape;
+      s.has_shape = true;
+    }
+    fusion::detail::count(fusion::detail::Counter::Recorded);
+    if (s.entries.size() >= size_t(fusion::max_steps())) flush_locked(s, dev);
+    return t;
+  }
+
+  static bool known_input(const Stream& s, const Handle& h) {
+    for (auto& x : s.inputs)
+      if (x == h) return true;
+    return false;
+  }
+  static Ref input_ref(Stream& s, const Handle& h) {
+    for (size_t k = 0; k < s.inputs.size(); ++k)
+      if (s.inputs[k] == h) return fusion::Program::input(static_cast<int>(k));
+    // Not pending here, so it has a value (a failed one has thrown already).
+    if (!h->value) fusion::detail::throw_failed("a tensor of an older stream has no value");
+    s.inputs.push_back(h);
+    return fusion::Program::input(static_cast<int>(s.inputs.size() - 1));
+  }
+
+  // Runs the stream's live steps as one program and gives their owners values.
+  static void flush_locked(Stream& s, Device dev) {
+    if (s.entries.empty()) {
+      s.inputs.clear();
+      s.has_shape = false;
+      return;
+    }
+    std::vector<typename Stream::Entry> entries = std::move(s.entries);
+    std::vector<Handle> inputs = std::move(s.inputs);
+    Shape shape = s.has_shape ? s.shape : Shape{};
+    bool has_shape = s.has_shape;
+    s.entries.clear();
+    s.inputs.clear();
+    s.has_shape = false;
+    ++s.generation;
+    fusion::detail::count(fusion::detail::Counter::Flushes);
+    execute(entries, inputs, shape, has_shape, dev);
+  }
+
+  static void execute(std::vector<typename Stream::Entry>& entries, std::vector<Handle>& inputs,
+                      const Shape& shape, bool has_shape, Device dev) {
+    using fusion::detail::Counter;
+    using fusion::detail::count;
+    size_t n = entries.size();
+    std::vector<Handle> owners(n);
+    std::vector<char> needed(n, 0);
+    for (size_t i = n; i-- > 0;) {
+      owners[i] = entries[i].owner.lock();
+      if (owners[i]) needed[i] = 1;
+      if (!needed[i]) continue;
+      for (int a = 0; a < entries[i].arity; ++a)
+        if (!fusion::Program::is_input(entries[i].args[a])) needed[entries[i].args[a]] = 1;
+    }
+    // Constants of another shape (or with nothing else recorded) that are still held run on
+    // their own: a program writes values of its shape only.
+    for (size_t i = 0; i < n; ++i) {
+      if (!owners[i] || entries[i].op.code != OpCode::Full) continue;
+      if (has_shape && entries[i].meta.shape == shape) continue;
+      owners[i]->value = B::run(entries[i].op, {}, entries[i].meta, dev);
+    }
+
+    // The program over the needed steps, and the ops to replay them by.
+    fusion::Program p;
+    p.shape = shape;
+    std::vector<const Op*> ops;
+    std::vector<int32_t> step_of(n, -1), input_of(inputs.size(), -1);
+    std::vector<int> used_inputs;
+    int dead = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!needed[i]) {
+        if (entries[i].op.code != OpCode::Full) ++dead;
+        continue;
+      }
+      const auto& e = entries[i];
+      if (e.op.code == OpCode::Full) {
+        step_of[i] = p.constant(e.op.attrs.scalar, e.meta.dtype);
+      } else {
+        fusion::Step st;
+        st.code = e.op.code;
+        st.dtype = e.meta.dtype;
+        st.arity = static_cast<int8_t>(e.arity);
+        for (int a = 0; a < e.arity; ++a) {
+          Ref r = e.args[a];
+          if (fusion::Program::is_input(r)) {
+            int k = fusion::Program::input_index(r);
+            if (input_of[k] < 0) {
+              input_of[k] = static_cast<int32_t>(p.inputs.size());
+              p.inputs.push_back(inputs[k]->meta);
+              used_inputs.push_back(k);
+            }
+            st.args[a] = fusion::Program::input(input_of[k]);
+          } else {
+            st.args[a] = step_of[r];
+          }
+        }
+        p.steps.push_back(st);
+        step_of[i] = static_cast<int32_t>(p.steps.size() - 1);
+      }
+      ops.push_back(&e.op);
+    }
+    count(Counter::DeadSteps, dead);
+    std::vector<size_t> out_entries;
+    for (size_t i = 0; i < n; ++i)
+      if (owners[i] && !owners[i]->value && has_shape && entries[i].meta.shape == shape) {
+        p.outputs.push_back(step_of[i]);
+        out_entries.push_back(i);
+      }
+    if (p.outputs.empty()) return;
+
+    // Inner handles of the inputs; a tensor only the stream still held hands its buffer over.
+    std::vector<H> in_handles;
+    in_handles.reserve(used_inputs.size());
+    for (int k : used_inputs) {
+      Handle& h = inputs[k];
+      if (h.use_count() == 1)
+        in_handles.push_back(std::move(*h->value));
+      else
+        in_handles.push_back(*h->value);
+    }
+    inputs.clear();
+
+    if (fusion::dumping()) fusion::dump(p.dump());
+    std::vector<H> outs;
+    try {
+      outs = run_program(p, ops, in_handles, dev);
+    } catch (const std::exception& e) {
+      auto why = std::make_shared<const std::string>(
+          std::string(e.what()) + " (in a fused program of " + p.op_names() + " on " +
+          shape.to_string() + ")");
+      for (size_t i : out_entries) owners[i]->error = why;
+      throw;
+    }
+    int steps = 0;
+    for (const fusion::Step& st : p.steps) steps += st.code != OpCode::Full;
+    count(Counter::Programs);
+    count(Counter::FusedSteps, steps);
+    count(Counter::Outputs, static_cast<int64_t>(outs.size()));
+    for (size_t j = 0; j < out_entries.size(); ++j) owners[out_entries[j]]->value = std::move(outs[j]);
+  }
+
+  static std::vector<H> run_program(const fusion::Program& p, const std::vector<const Op*>& ops,
+                                    std::vector<H>& in, Device dev) {
+    if constexpr (fusion::FusedBackend<B>) {
+      try {
+        return B::run_fused(p, std::span<H>(in), dev);
+      } catch (const MemoryError&) {
+        throw;
+      } catch (const std::exception& e) {
+        // A program the backend could not compile or launch: the ops one by one, so an
+        // error names its op.
+        fusion::detail::count(fusion::detail::Counter::Fallbacks);
+        if (fusion::dumping()) fusion::dump(std::string("fused kernel failed: ") + e.what() + "\n");
+      }
+    }
+    return replay(p, ops, in, dev);
+  }
+
+  // The program's ops in order on B, each value released after its last use.
+  static std::vector<H> replay(const fusion::Program& p, const std::vector<const Op*>& ops,
+                               std::vector<H>& in, Device dev) {
+    size_t n = p.steps.size();
+    std::vector<int32_t> last(n, -1), last_in(in.size(), -1);
+    for (size_t i = 0; i < n; ++i)
+      for (int a = 0; a < p.steps[i].arity; ++a) {
+        Ref r = p.steps[i].args[a];
+        (fusion::Program::is_input(r) ? last_in[fusion::Program::input_index(r)] : last[r]) =
+            static_cast<int32_t>(i);
+      }
+    std::vector<char> is_out(n, 0);
+    for (int32_t o : p.outputs) is_out[o] = 1;
+    std::vector<std::optional<H>> vals(n);
+    for (size_t i = 0; i < n; ++i) {
+      const fusion::Step& st = p.steps[i];
+      const Op& op = *ops[i];
+      if (st.code == OpCode::Full) {
+        vals[i] = run_validated<B>(op, {}, TensorMeta{Shape(op.attrs.shape), st.dtype}, dev);
+        continue;
+      }
+      detail::HandleBuffer<H> args(st.arity);
+      for (int a = 0; a < st.arity; ++a) {
+        Ref r = st.args[a];
+        bool last_use;
+        H* src;
+        if (fusion::Program::is_input(r)) {
+          int k = fusion::Program::input_index(r);
+          src = &in[k];
+          last_use = last_in[k] == int32_t(i);
+        } else {
+          src = &*vals[r];
+          last_use = last[r] == int32_t(i) && !is_out[r];
+        }
+        // Used twice by this step: keep it until its last operand slot.
+        bool again = false;
+        for (int b = a + 1; b < st.arity; ++b) again |= st.args[b] == r;
+        args[a] = last_use && !again ? std::move(*src) : *src;
+      }
+      vals[i] = run_validated<B>(op, args.span(), TensorMeta{p.shape, st.dtype}, dev);
+    }
+    fusion::detail::count(fusion::detail::Counter::ReplayedOps, static_cast<int64_t>(n));
+    std::vector<H> outs;
+    for (int32_t o : p.outputs) outs.push_back(*vals[o]);
+    return outs;
+  }
+};
+
+}  // namespace ember

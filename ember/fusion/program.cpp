@@ -1,0 +1,97 @@
+#include "ember/fusion/program.h"
+
+#include <cstring>
+
+#include "ember/core/error.h"
+
+namespace ember::fusion {
+
+Ref Program::step(OpCode code, DType dtype, std::initializer_list<Ref> args) {
+  if (args.size() > 3) throw ValueError("[fusion] a step takes at most 3 operands");
+  Step s;
+  s.code = code;
+  s.dtype = dtype;
+  s.arity = static_cast<int8_t>(args.size());
+  int i = 0;
+  for (Ref r : args) s.args[i++] = r;
+  steps.push_back(s);
+  return static_cast<Ref>(steps.size() - 1);
+}
+
+Ref Program::constant(Scalar value, DType dtype) {
+  Step s;
+  s.code = OpCode::Full;
+  s.dtype = dtype;
+  s.constant = static_cast<int32_t>(constants.size());
+  constants.push_back(value);
+  steps.push_back(s);
+  return static_cast<Ref>(steps.size() - 1);
+}
+
+std::string Program::signature() const {
+  // Bytes, not text: it is built on every flush and only ever compared.
+  std::string s;
+  s.reserve(8 + inputs.size() + steps.size() * 16 + outputs.size() * 4);
+  auto put = [&](const void* p, size_t n) { s.append(static_cast<const char*>(p), n); };
+  auto put32 = [&](int32_t v) { put(&v, 4); };
+  put32(static_cast<int32_t>(inputs.size()));
+  for (const TensorMeta& m : inputs) s.push_back(static_cast<char>(m.dtype));
+  put32(static_cast<int32_t>(steps.size()));
+  for (const Step& st : steps) {
+    uint16_t code = static_cast<uint16_t>(st.code);
+    put(&code, 2);
+    s.push_back(static_cast<char>(st.dtype));
+    s.push_back(static_cast<char>(st.arity));
+    for (int a = 0; a < st.arity; ++a) put32(st.args[a]);
+  }
+  for (int32_t o : outputs) put32(o);
+  return s;
+}
+
+namespace {
+std::string ref_name(Ref r) {
+  return Program::is_input(r) ? "in" + std::to_string(Program::input_index(r))
+                              : "%" + std::to_string(r);
+}
+std::string scalar_text(const Scalar& v) {
+  if (v.is_int) return std::to_string(v.i);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v.f);
+  return buf;
+}
+}  // namespace
+
+std::string Program::dump() const {
+  std::string s = "fused " + shape.to_string() + " (" + std::to_string(steps.size()) +
+                  " steps, " + std::to_string(outputs.size()) + " outputs)\n";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    s += "  in" + std::to_string(i) + ": " + inputs[i].shape.to_string() + " " +
+         std::string(name(inputs[i].dtype)) + "\n";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& st = steps[i];
+    s += "  %" + std::to_string(i) + ":" + std::string(name(st.dtype)) + " = " +
+         std::string(name(st.code));
+    if (st.code == OpCode::Full) s += " " + scalar_text(constants[st.constant]) + " (argument)";
+    for (int a = 0; a < st.arity; ++a) s += (a ? ", " : " ") + ref_name(st.args[a]);
+    s += "\n";
+  }
+  s += "  out:";
+  for (int32_t o : outputs) s += " %" + std::to_string(o);
+  return s + "\n";
+}
+
+std::string Program::op_names() const {
+  std::string s;
+  for (const Step& st : steps) {
+    if (st.code == OpCode::Full) continue;
+    if (!s.empty()) s += ", ";
+    s += name(st.code);
+  }
+  return s;
+}
+
+DType operand_dtype(const Program& p, Ref r) {
+  return Program::is_input(r) ? p.inputs[Program::input_index(r)].dtype : p.steps[r].dtype;
+}
+
+}  // namespace ember::fusion

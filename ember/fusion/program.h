@@ -1,0 +1,66 @@
+// A fused program: the elementwise ops Fusion<B> recorded between two flushes, as one unit a
+// backend runs as one kernel. Every output has the program's shape; inputs broadcast to it
+// (numpy rules); constants (Full ops) are arguments of the kernel, not part of its code, so a
+// changed learning rate or a new step's bias correction reuses the compiled kernel.
+//
+//   fusion::Program p;
+//   p.shape = Shape{1024};
+//   p.inputs = {{Shape{1024}, DType::F32}, {Shape{1024}, DType::F32}};
+//   int c = p.constant(0.5, DType::F32);                       // step 0: a kernel argument
+//   int m = p.step(OpCode::Mul, DType::F32, {p.input(0), p.input(1)});
+//   int y = p.step(OpCode::Mul, DType::F32, {m, c});
+//   p.outputs = {y};
+//   p.signature();   // what a compiled kernel is cached under (shapes and values left out)
+//   p.dump();        // "fused [1024] f32 x2 -> %2 ..." (docs/fusion.md)
+#pragma once
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "ember/core/export.h"
+#include "ember/core/shape.h"
+#include "ember/ops/op.h"
+
+namespace ember::fusion {
+
+/// An operand: an input of the program (negative: input -(ref + 1)) or an earlier step (>= 0).
+using Ref = int32_t;
+
+struct Step {
+  OpCode code = OpCode::Add;  // an elementwise op, Gelu, Silu, Cast, Where or Full
+  DType dtype = DType::F32;   // of the step's value
+  int8_t arity = 0;
+  std::array<Ref, 3> args{0, 0, 0};
+  int32_t constant = -1;  // Full: its index in Program::constants
+};
+
+struct EMBER_API Program {
+  Shape shape;
+  std::vector<TensorMeta> inputs;
+  std::vector<Step> steps;
+  std::vector<int32_t> outputs;  // steps whose values are written, in order
+  std::vector<Scalar> constants;
+
+  static Ref input(int i) { return -(i + 1); }
+  static bool is_input(Ref r) { return r < 0; }
+  static int input_index(Ref r) { return -r - 1; }
+  /// Appends a step; returns its ref.
+  Ref step(OpCode code, DType dtype, std::initializer_list<Ref> args);
+  /// Appends a Full step whose value is a kernel argument; returns its ref.
+  Ref constant(Scalar value, DType dtype);
+  /// The structure: steps, operands, dtypes, input dtypes and outputs; not the shape and not
+  /// the constants' values. Two programs with one signature compile to one kernel (the
+  /// backend adds its layout: dense or strided, the rank).
+  std::string signature() const;
+  /// One line per step, for EMBER_FUSION_DUMP and errors.
+  std::string dump() const;
+  /// The ops' names, "mul, add, gelu, exp": what errors of the program say.
+  std::string op_names() const;
+};
+
+/// The dtype a step computes its operands in (its first operand's).
+EMBER_API DType operand_dtype(const Program& p, Ref r);
+
+}  // namespace ember::fusion

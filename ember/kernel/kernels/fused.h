@@ -1,0 +1,43 @@
+// One kernel for a fused program (ember/fusion/program.h): every input read once, the steps
+// computed in registers, only the program's outputs written.
+//
+//   fusion::Program p = ...;                 // e.g. gelu(a * b + c).exp() * 0.5 + a, tanh
+//   kernel::FusedLayout L;
+//   L.dense = true;                          // every input dense or one element: 16-byte vectors
+//   L.width = 4;
+//   kernel::Kernel k = kernel::fused_kernel(p, L);
+//
+// Parameters, in order: the inputs in0.. (read), the outputs out0.. (write, dense), n
+// (elements), then for the strided layout shape0..shape{rank-1} and each input's strides
+// (in elements, 0 where it is broadcast), then the constants c0.. (the Full steps' values:
+// f64 for f64 steps, i64 for integer steps, f32 for the rest). Index parameters are i32, or
+// i64 with `wide_index`. Launch any number of workgroups: the kernel loops over the elements.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ember/core/export.h"
+#include "ember/fusion/program.h"
+#include "ember/kernel/ir.h"
+
+namespace ember::kernel {
+
+struct FusedLayout {
+  bool dense = false;         // every input dense (or one element) and aligned to `width`
+  int width = 1;              // dense: elements per thread and access (16 bytes' worth)
+  uint32_t scalar_inputs = 0;  // dense: bit j when input j is one element read once
+  int rank = 1;               // strided: rank of the merged shape
+  bool wide_index = false;
+  int workgroup = 256;
+  /// What a compiled kernel is cached under together with the program's signature.
+  std::string key() const;
+};
+
+/// Whether a step of this op and operand dtype has a kernel expression (the fusible ops).
+EMBER_API bool fused_step_supported(OpCode op, DType operand, DType out);
+/// The kernel (ValueError for an op without an expression, or more than 8 dims).
+EMBER_API Kernel fused_kernel(const fusion::Program& p, const FusedLayout& layout);
+/// The scalar type constant `c` of `p` is passed as.
+EMBER_API ScalarType fused_constant_type(DType step_dtype);
+
+}  // namespace ember::kernel

@@ -1,0 +1,251 @@
+// Fusion<B> on the CPU: recording, flushing, dead values, constants, shape changes, errors
+// and Autodiff<Fusion<B>>, against the same ops run at once on Cpu (the oracle). Programs run
+// op by op on Cpu, or through `Interpreted`, a test backend whose run_fused evaluates the
+// fusion::Program itself (its steps, operands and constants), so the programs handed to a
+// kernel backend are checked here too, without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ember/ember.h"
+#include "ember/fusion/fusion.h"
+
+namespace ember {
+namespace {
+
+// Cpu with run_fused: each program evaluated from its description alone.
+struct Interpreted : Cpu {
+  static inline std::vector<std::string> signatures;
+  static inline std::vector<Shape> shapes;
+  static inline bool fail = false;
+
+  static bool can_fuse(const Op&, std::span<const TensorMeta* const>, const TensorMeta&) {
+    return true;
+  }
+  static std::vector<CpuTensor> run_fused(const fusion::Program& p, std::span<CpuTensor> in,
+                                          Device dev) {
+    if (fail) throw ValueError("[fusion test] this backend cannot compile the program");
+    signatures.push_back(p.signature());
+    shapes.push_back(p.shape);
+    std::vector<CpuTensor> v;
+    for (const fusion::Step& s : p.steps) {
+      Op op{s.code};
+      std::vector<CpuTensor> args;
+      for (int a = 0; a < s.arity; ++a) {
+        fusion::Ref r = s.args[a];
+        args.push_back(fusion::Program::is_input(r) ? in[fusion::Program::input_index(r)] : v[r]);
+      }
+      if (s.code == OpCode::Full) {
+        op.attrs.scalar = p.constants[s.constant];
+        op.attrs.dtype = s.dtype;
+        op.attrs.shape = Dims(p.shape.rank(), 1);
+        v.push_back(Cpu::run(op, {}, {Shape(op.attrs.shape), s.dtype}, dev));
+        continue;
+      }
+      if (s.code == OpCode::Cast) op.attrs.dtype = s.dtype;
+      v.push_back(run_validated<Cpu>(op, std::span<CpuTensor>(args.data(), args.size()),
+                                     {p.shape, s.dtype}, dev));
+    }
+    std::vector<CpuTensor> outs;
+    for (int32_t o : p.outputs) outs.push_back(v[o]);
+    return outs;
+  }
+};
+static_assert(fusion::FusedBackend<Interpreted>);
+static_assert(!fusion::FusedBackend<Cpu>);
+
+using F = Fusion<Cpu>;
+using FI = Fusion<Interpreted>;
+
+template <class B, int D = 1, class K = Float>
+Tensor<B, D, K> on(const Tensor<Cpu, D, K>& t) {
+  return Tensor<B, D, K>::from_data(t.to_data());
+}
+
+Tensor<Cpu, 1> randn(int64_t n) { return Tensor<Cpu, 1>::random({n}, Distribution::normal(0, 1)); }
+
+template <class B>
+Tensor<B, 1> chain(const Tensor<B, 1>& a, const Tensor<B, 1>& b, const Tensor<B, 1>& c) {
+  return (activation::gelu(a * b + c).exp() * 0.5 + a).tanh();
+}
+
+class FusionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fusion::set_enabled(true);
+    fusion::reset_stats();
+    Interpreted::signatures.clear();
+    Interpreted::shapes.clear();
+    Interpreted::fail = false;
+  }
+};
+
+TEST_F(FusionTest, ChainIsRecordedThenRunAsOneProgram) {
+  auto a = randn(1000), b = randn(1000), c = randn(1000);
+  auto want = chain(a, b, c).to_vec<float>();
+  auto y = chain(on<F>(a), on<F>(b), on<F>(c));
+  fusion::Stats s = fusion::stats();
+  EXPECT_EQ(s.programs, 0);  // nothing ran yet
+  EXPECT_EQ(s.recorded, 8);  // mul add gelu exp full mul add tanh
+  EXPECT_EQ(y.to_vec<float>(), want);  // the same ops in the same order: bit for bit
+  s = fusion::stats();
+  EXPECT_EQ(s.programs, 1);
+  EXPECT_EQ(s.fused_steps, 7);
+  EXPECT_EQ(s.outputs, 1);  // the intermediates were dropped: never written
+}
+
+TEST_F(FusionTest, InterpretedProgramMatchesEagerOps) {
+  auto a = randn(777), b = randn(777), c = randn(777);
+  auto want = chain(a, b, c).to_vec<float>();
+  auto got = chain(on<FI>(a), on<FI>(b), on<FI>(c)).to_vec<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << i;
+  EXPECT_EQ(Interpreted::signatures.size(), 1u);
+  EXPECT_EQ(fusion::stats().replayed_ops, 0);
+}
+
+TEST_F(FusionTest, LiveIntermediatesAreOutputsDeadOnesAreNot) {
+  auto a = on<FI>(randn(64));
+  auto keep = a.exp();          // held: written
+  auto y = (keep + 1.0).sin();  // held: written
+  { auto dropped = y.cos(); }   // recorded, never needed
+  EXPECT_NEAR(y.to_vec<float>()[3], std::sin(std::exp(a.to_vec<float>()[3]) + 1.0f), 1e-6);
+  fusion::Stats s = fusion::stats();
+  EXPECT_EQ(s.outputs, 2);
+  EXPECT_EQ(s.dead_steps, 1);
+  EXPECT_EQ(keep.to_vec<float>()[3], std::exp(a.to_vec<float>()[3]));
+  EXPECT_EQ(fusion::stats().programs, 1);  // keep was written by the same program
+}
+
+TEST_F(FusionTest, ConstantsAreArgumentsNotCode) {
+  auto x = on<FI>(randn(32));
+  auto y1 = (x * 0.5 + 2.0).to_vec<float>();
+  auto y2 = (x * 0.25 + 3.0).to_vec<float>();
+  ASSERT_EQ(Interpreted::signatures.size(), 2u);
+  EXPECT_EQ(Interpreted::signatures[0], Interpreted::signatures[1]);  // one kernel for both
+  auto xv = x.to_vec<float>();
+  EXPECT_EQ(y1[5], xv[5] * 0.5f + 2.0f);
+  EXPECT_EQ(y2[5], xv[5] * 0.25f + 3.0f);
+}
+
+TEST_F(FusionTest, ShapeChangeStartsANewProgram) {
+  auto x = on<FI, 2>(Tensor<Cpu, 2>::random({4, 8}, Distribution::normal(0, 1)));
+  auto row = on<FI, 2>(Tensor<Cpu, 2>::random({1, 8}, Distribution::normal(0, 1)));
+  auto r = row.exp();   // [1, 8]
+  auto y = x * r;       // [4, 8]: another shape, so r's program runs first
+  auto want = Tensor<Cpu, 2>::from_data(x.to_data()) * Tensor<Cpu, 2>::from_data(row.to_data()).exp();
+  EXPECT_EQ(y.to_vec<float>(), want.to_vec<float>());
+  ASSERT_EQ(Interpreted::shapes.size(), 2u);
+  EXPECT_EQ(Interpreted::shapes[0], (Shape{1, 8}));
+  EXPECT_EQ(Interpreted::shapes[1], (Shape{4, 8}));
+  // The same structure on another shape: same signature, checked against its own values.
+  auto x2 = on<FI, 2>(Tensor<Cpu, 2>::random({3, 5}, Distribution::normal(0, 1)));
+  auto y2 = (x2 * x2.exp()).to_vec<float>();
+  auto x2v = x2.to_vec<float>();
+  EXPECT_EQ(y2[7], x2v[7] * std::exp(x2v[7]));
+}
+
+TEST_F(FusionTest, OtherOpsFlushTheirPendingInputsOnly) {
+  auto a = on<F>(randn(100)), b = on<F>(randn(100));
+  auto p = a * b;                    // pending
+  auto s = p.sum();                  // a reduction of a pending value: the program runs first
+  EXPECT_EQ(fusion::stats().programs, 1);
+  auto q = a + b;                    // pending again
+  auto m = a.reshape<2>({10, 10}).sum();  // no pending input: q stays recorded
+  EXPECT_EQ(fusion::stats().programs, 1);
+  float want = (Tensor<Cpu, 1>::from_data(a.to_data()) * Tensor<Cpu, 1>::from_data(b.to_data()))
+                   .sum()
+                   .to_vec<float>()[0];
+  EXPECT_EQ(s.to_vec<float>()[0], want);
+  (void)q.to_vec<float>();
+  (void)m;
+  EXPECT_EQ(fusion::stats().programs, 2);
+}
+
+TEST_F(FusionTest, StepBoundFlushes) {
+  auto x = on<F>(randn(16));
+  auto y = x;
+  for (int i = 0; i < 3 * fusion::max_steps(); ++i) y = y * 1.0001;
+  EXPECT_GE(fusion::stats().flushes, 2);
+  auto want = Tensor<Cpu, 1>::from_data(x.to_data());
+  for (int i = 0; i < 3 * fusion::max_steps(); ++i) want = want * 1.0001;
+  EXPECT_EQ(y.to_vec<float>(), want.to_vec<float>());
+}
+
+TEST_F(FusionTest, ManyInputsSplitPrograms) {
+  std::vector<Tensor<Cpu, 1>> xs;
+  for (int i = 0; i < 3 * fusion::kMaxInputs; ++i) xs.push_back(randn(8));
+  auto want = xs[0];
+  auto got = on<FI>(xs[0]);
+  for (size_t i = 1; i < xs.size(); ++i) {
+    want = want + xs[i];
+    got = got + on<FI>(xs[i]);
+  }
+  EXPECT_EQ(got.to_vec<float>(), want.to_vec<float>());
+  EXPECT_GE(Interpreted::signatures.size(), 3u);
+}
+
+TEST_F(FusionTest, SwitchedOffRunsAtOnce) {
+  fusion::set_enabled(false);
+  auto x = on<F>(randn(16));
+  auto y = x.exp() + 1.0;
+  EXPECT_EQ(fusion::stats().recorded, 0);
+  fusion::set_enabled(true);
+  EXPECT_EQ(y.to_vec<float>()[2], std::exp(x.to_vec<float>()[2]) + 1.0f);
+}
+
+TEST_F(FusionTest, BackendFailureReplaysOpByOp) {
+  Interpreted::fail = true;
+  auto a = randn(50);
+  auto y = (on<FI>(a).exp() * 2.0).to_vec<float>();
+  EXPECT_EQ(y, (a.exp() * 2.0).to_vec<float>());
+  EXPECT_EQ(fusion::stats().fallbacks, 1);
+  EXPECT_EQ(fusion::stats().replayed_ops, 3);  // full, exp, mul
+}
+
+TEST_F(FusionTest, DtypesCastsWhereAndCompare) {
+  auto a = randn(40), b = randn(40);
+  auto fa = on<FI>(a), fb = on<FI>(b);
+  auto got = (fb.cast(DType::F64).cast(DType::F32) * 3.0).mask_where(fa.greater(fb), fa.exp());
+  auto want = (b.cast(DType::F64).cast(DType::F32) * 3.0).mask_where(a.greater(b), a.exp());
+  EXPECT_EQ(got.to_vec<float>(), want.to_vec<float>());
+  auto i = on<FI>(Tensor<Cpu, 1, Int>::arange(0, 20));
+  EXPECT_EQ((i * 3).remainder_scalar(7).to_vec<int64_t>(),
+            (Tensor<Cpu, 1, Int>::arange(0, 20) * 3).remainder_scalar(7).to_vec<int64_t>());
+}
+
+TEST_F(FusionTest, ErrorsNameTheOpAndTheShapes) {
+  auto x = on<F>(randn(4));
+  auto y = on<F>(randn(5));
+  try {
+    (void)(x + y);  // validated when recorded, not at some later read
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[add]"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(FusionTest, AutodiffOverFusionMatchesAutodiffOverCpu) {
+  using AF = Autodiff<F>;
+  using AC = Autodiff<Cpu>;
+  auto xv = Tensor<Cpu, 2>::random({8, 5}, Distribution::normal(0, 1));
+  auto wv = Tensor<Cpu, 2>::random({5, 3}, Distribution::normal(0, 1));
+  auto run = [&](auto tag) {
+    using AB = decltype(tag);
+    using Inner = typename AB::Inner;
+    auto x = Tensor<AB, 2>::from_inner(Tensor<Inner, 2>::from_data(xv.to_data()));
+    auto w = Tensor<AB, 2>::from_inner(Tensor<Inner, 2>::from_data(wv.to_data())).require_grad();
+    auto h = activation::gelu(x.matmul(w)) * 0.5 + x.matmul(w).sigmoid();
+    auto loss = (h * h).mean();
+    auto g = loss.backward();
+    return std::make_pair(loss.template to_vec<float>(), w.grad(g)->template to_vec<float>());
+  };
+  auto [lf, gf] = run(AF{});
+  auto [lc, gc] = run(AC{});
+  EXPECT_EQ(lf, lc);
+  EXPECT_EQ(gf, gc);
+  EXPECT_GT(fusion::stats().programs, 2);  // forward and backward chains ran fused
+}
+
+}  // namespace
+}  // namespace ember

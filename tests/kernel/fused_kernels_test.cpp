@@ -1,0 +1,131 @@
+// Fused-program kernels (kernels/fused.h): built for each layout, validated, run through the
+// passes, rendered and compiled with NVRTC to sm_90 cubins (compiles skip where NVRTC is
+// missing). tests/cuda/fusion_gpu_test.cpp runs them against the CPU backend.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "ember/core/error.h"
+#include "ember/kernel/codegen/cuda.h"
+#include "ember/kernel/codegen/nvrtc.h"
+#include "ember/kernel/kernels/fused.h"
+#include "ember/kernel/passes.h"
+#include "tests/kernel/compile_options.h"
+
+using namespace ember;
+using namespace ember::kernel;
+using fusion::Program;
+
+namespace {
+
+// gelu(a * b + c).exp() * 0.5 + a, then tanh: the benchmark's chain.
+Program chain(DType t) {
+  Program p;
+  p.shape = Shape{1 << 20};
+  p.inputs = {{p.shape, t}, {p.shape, t}, {p.shape, t}};
+  auto a = Program::input(0), b = Program::input(1), c = Program::input(2);
+  auto m = p.step(OpCode::Mul, t, {a, b});
+  auto s = p.step(OpCode::Add, t, {m, c});
+  auto g = p.step(OpCode::Gelu, t, {s});
+  auto e = p.step(OpCode::Exp, t, {g});
+  auto h = p.constant(0.5, t);
+  auto y = p.step(OpCode::Add, t, {p.step(OpCode::Mul, t, {e, h}), a});
+  p.outputs = {p.step(OpCode::Tanh, t, {y})};
+  return p;
+}
+
+// Compare, where, casts, a broadcast operand and two outputs of different dtypes.
+Program mixed() {
+  Program p;
+  p.shape = Shape{64, 128};
+  p.inputs = {{p.shape, DType::F32}, {Shape{1, 128}, DType::F32}, {p.shape, DType::F16}};
+  auto x = Program::input(0), bias = Program::input(1), h = Program::input(2);
+  auto y = p.step(OpCode::Add, DType::F32, {x, bias});
+  auto pos = p.step(OpCode::Greater, DType::Bool, {y, p.constant(0.0, DType::F32)});
+  auto hf = p.step(OpCode::Cast, DType::F32, {h});
+  auto r = p.step(OpCode::Where, DType::F32, {pos, y, hf});
+  auto i = p.step(OpCode::Cast, DType::I32, {r});
+  auto k = p.step(OpCode::Remainder, DType::I32, {i, p.constant(int64_t{7}, DType::I32)});
+  p.outputs = {r, k, pos};
+  return p;
+}
+
+void compile(Program p, FusedLayout L, KernelCache& cache) {
+  Kernel k = fused_kernel(p, L);
+  default_pipeline().run(k);
+  try {
+    CudaBinary bin = compile_cuda(k, opts(&cache));
+    EXPECT_EQ(bin.format, CudaBinary::Cubin) << k.name;
+  } catch (const ValueError& e) {
+    ADD_FAILURE() << e.what() << "\n" << render_cuda(k);
+  }
+}
+
+}  // namespace
+
+TEST(FusedKernel, SignatureLeavesOutShapesAndValues) {
+  Program a = chain(DType::F32), b = chain(DType::F32);
+  b.shape = Shape{3, 7};
+  b.constants[0] = Scalar(0.25);
+  EXPECT_EQ(a.signature(), b.signature());
+  EXPECT_NE(a.signature(), chain(DType::F16).signature());
+  Program c = chain(DType::F32);
+  c.outputs.push_back(0);  // one more output: another kernel
+  EXPECT_NE(a.signature(), c.signature());
+  EXPECT_NE(a.dump().find("gelu"), std::string::npos);
+  EXPECT_EQ(a.op_names(), "mul, add, gelu, exp, mul, add, tanh");
+}
+
+TEST(FusedKernel, LayoutsBuildAndValidate) {
+  FusedLayout dense;
+  dense.dense = true;
+  dense.width = 4;
+  Kernel k = fused_kernel(chain(DType::F32), dense);
+  EXPECT_EQ(k.params.size(), 3u + 1 + 1 + 1);  // in0..2, out0, n, c0
+  std::string src = render_cuda(k);
+  EXPECT_NE(src.find("erf"), std::string::npos);
+  FusedLayout strided;
+  strided.rank = 3;
+  strided.wide_index = true;
+  Kernel s = fused_kernel(mixed(), strided);
+  EXPECT_EQ(s.params.size(), 3u + 3 + 1 + 3 + 3 * 3 + 2);
+  FusedLayout bad;
+  bad.rank = 9;
+  EXPECT_THROW(fused_kernel(mixed(), bad), ValueError);
+  Program none = chain(DType::F32);
+  none.outputs.clear();
+  EXPECT_THROW(fused_kernel(none, dense), ValueError);
+  Program unsupported;
+  unsupported.shape = Shape{4};
+  unsupported.inputs = {{unsupported.shape, DType::Bool}};
+  unsupported.outputs = {unsupported.step(OpCode::Exp, DType::Bool, {Program::input(0)})};
+  EXPECT_THROW(fused_kernel(unsupported, dense), ValueError);
+}
+
+TEST(FusedKernel, CompileWithNvrtc) {
+  std::string why;
+  if (!nvrtc_available(&why)) GTEST_SKIP() << "no NVRTC: " << why;
+  std::random_device rd;
+  auto dir = std::filesystem::temp_directory_path() / ("ember-fused-" + std::to_string(rd()));
+  KernelCache cache(dir);
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+    FusedLayout d;
+    d.dense = true;
+    d.width = 16 / size_of(t) > 8 ? 8 : 16 / size_of(t);
+    d.scalar_inputs = 0b010;  // b read once
+    compile(chain(t), d, cache);
+    FusedLayout s;
+    s.rank = 2;
+    compile(chain(t), s, cache);
+  }
+  FusedLayout d4;
+  d4.dense = true;
+  d4.width = 4;
+  compile(mixed(), d4, cache);
+  FusedLayout s3;
+  s3.rank = 3;
+  s3.wide_index = true;
+  compile(mixed(), s3, cache);
+  std::filesystem::remove_all(dir);
+}
