@@ -12,6 +12,10 @@
 #                              # stored H200 anchor: copy, matmul f32/tf32/bf16, softmax, sum,
 #                              # add, a 6-op chain, per-op overhead (needs a GPU; BENCH_REPS
 #                              # default 30, PYTHON: the interpreter with CUDA PyTorch)
+#   scripts/bench.sh fusion    # Fusion<Cuda> fused and unfused vs PyTorch eager and torch.compile
+#                              # (same run): the 6-op chain, MLP and CNN training steps, JIT
+#                              # warm-up with a cold and a warm kernel cache, memory over 10,000
+#                              # steps (needs a GPU; BENCH_REPS, BENCH_MEMORY_STEPS, PYTHON)
 #   scripts/bench.sh onnx      # real models (tools/onnx_models/) on ember's ONNX runtime vs ONNX
 #                              # Runtime (npm onnxruntime-node, CPU) on the same inputs, batch 1 and
 #                              # 32 (BENCH_BATCHES; BENCH_RUNS per model and batch, default 50;
@@ -25,7 +29,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-suites="cpu autodiff mnist onnx cuda build"
+suites="cpu autodiff mnist onnx cuda fusion build"
 if [ $# -ne 1 ]; then
   echo "usage: scripts/bench.sh SUITE   (suites: $suites)" >&2
   exit 2
@@ -38,6 +42,10 @@ case "$suite" in
     cmake --preset release -DEMBER_CUDA=ON >/dev/null
     cmake --build --preset release --target cuda_bench
     EMBER_CUDA_BENCH=build/bench/cuda_bench BENCH_OUT=bench/out exec bench/cuda_bench.sh ;;
+  fusion)
+    cmake --preset release -DEMBER_CUDA=ON >/dev/null
+    cmake --build --preset release --target fusion_bench
+    EMBER_FUSION_BENCH=build/bench/fusion_bench BENCH_OUT=bench/out exec bench/fusion_bench.sh ;;
   *) echo "bench.sh: unknown suite '$suite' (suites: $suites)" >&2; exit 2 ;;
 esac
 

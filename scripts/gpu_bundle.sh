@@ -6,6 +6,7 @@
 #   scripts/gpu_bundle.sh            # -> build-gpu/bundle/ and build-gpu/ember-gpu-bundle.tar.xz
 # On the GPU machine:  tar xJf ember-gpu-bundle.tar.xz && bundle/run.sh
 # and, separately (not run by run.sh), the CUDA benchmark against PyTorch:  bundle/bench.sh
+# and the fusion benchmark:  bundle/bench_fusion.sh
 # and the main job on the GPU beside PyTorch's:  EMBER_MNIST_DIR=... bundle/mnist.sh [epochs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,7 @@ gpu_tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test cuda_memory_test 
 tests=("${gpu_tests[@]}" "${device_tests[@]}")
 targets=$(cmake --build "$build" --target help)  # (grep -q on the pipe would cut it short)
 onnx_tool=$(grep -q "^ember-onnx:" <<<"$targets" && echo ember-onnx || true)
-cmake --build "$build" --target "${tests[@]}" cuda_bench mnist $onnx_tool -j "${JOBS:-2}"
+cmake --build "$build" --target "${tests[@]}" cuda_bench fusion_bench mnist $onnx_tool -j "${JOBS:-2}"
 bundle="$build/bundle"
 rm -rf "$bundle"
 mkdir -p "$bundle/data"
@@ -46,10 +47,16 @@ done
 cp "$build/bench/cuda_bench" bench/peer_torch_cuda.py bench/cuda_report.py \
   bench/peer_torch_cuda_h200.json "$bundle/"
 cp bench/cuda_bench.sh "$bundle/bench.sh"
-if ldd "$bundle/cuda_bench" | grep -E "libstdc\+\+|libcuda|not found"; then
-  echo "gpu_bundle.sh: cuda_bench links a library the GPU machine may lack" >&2
-  exit 1
-fi
+# The fusion benchmark: bundle/bench_fusion.sh (bench/fusion_bench.sh), fused and unfused
+# beside PyTorch eager and torch.compile.
+cp "$build/bench/fusion_bench" bench/peer_torch_fusion.py bench/fusion_report.py "$bundle/"
+cp bench/fusion_bench.sh "$bundle/bench_fusion.sh"
+for b in cuda_bench fusion_bench; do
+  if ldd "$bundle/$b" | grep -E "libstdc\+\+|libcuda|not found"; then
+    echo "gpu_bundle.sh: $b links a library the GPU machine may lack" >&2
+    exit 1
+  fi
+done
 # The main job (its terminal libraries travel with it) and the PyTorch peer of it.
 mkdir -p "$bundle/lib"
 cp "$build/examples/mnist" bench/peer_torch_mnist.py "$bundle/"

@@ -7,11 +7,11 @@
 // generated kernel, cached by the program's signature; on others (the CPU) the program's ops
 // run one by one, in order, so results are the same with fusion on and off.
 //
-//   using B = ember::Fusion<ember::Cuda>;                 // Dispatch does this for cuda:N
-//   auto x = ember::Tensor<B, 1>::ones({1 << 20}, ember::Device::parse("cuda:0"));
-//   auto y = ((x * 2.0).exp() + x).tanh();                // recorded: nothing runs yet
-//   auto d = y.to_data();                                 // one kernel, x read once
-//   using AB = ember::Autodiff<B>;                        // backward passes are fused too
+//   using B = ember::Fusion<ember::Cpu>;        // Dispatch uses Fusion<Cuda> for cuda:N
+//   auto x = ember::Tensor<B, 1>::ones({1 << 20});
+//   auto y = ((x * 2.0).exp() + x).tanh();      // recorded: nothing runs yet
+//   auto d = y.to_data();                       // one program (on CUDA one kernel), x read once
+//   using AB = ember::Autodiff<B>;              // backward passes are fused too
 //
 // Switches and counters: ember/fusion/settings.h; docs/fusion.md.
 #pragma once

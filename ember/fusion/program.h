@@ -11,7 +11,7 @@
 //   int y = p.step(OpCode::Mul, DType::F32, {m, c});
 //   p.outputs = {y};
 //   p.signature();   // what a compiled kernel is cached under (shapes and values left out)
-//   p.dump();        // "fused [1024] f32 x2 -> %2 ..." (docs/fusion.md)
+//   p.dump();        // "fused [1024] (3 steps, 1 outputs)", then one line a step
 #pragma once
 #include <array>
 #include <cstdint>

@@ -1,12 +1,12 @@
-// Fusion's switches and counters (docs/fusion.md).
-//
-//   EMBER_FUSION=0          // every Fusion decorator runs ops at once, one kernel per op
-//   EMBER_FUSION=1          // also wrap Dispatch's cpu in Fusion (the GPUs are fused by default)
-//   EMBER_FUSION_DUMP=stderr (or a file path): each program run, and each kernel generated for one
+// Fusion's switches and counters (docs/fusion.md). In the environment: EMBER_FUSION=0 runs
+// every op at once (one kernel per op); EMBER_FUSION=1 also wraps Dispatch's cpu in Fusion (GPUs
+// are fused by default); EMBER_FUSION_DUMP=stderr (or a file path) writes each program that
+// runs and each kernel generated for one.
 //
 //   ember::fusion::set_enabled(false);        // the same as EMBER_FUSION=0, from now on
+//   ember::fusion::set_enabled(true);
 //   ember::fusion::reset_stats();
-//   ... a training step ...
+//   ...
 //   ember::fusion::Stats s = ember::fusion::stats();   // s.programs, s.kernel_launches, ...
 #pragma once
 #include <cstdint>

@@ -15,6 +15,8 @@ using fusion::detail::Counter;
 using fusion::detail::count;
 
 bool Cuda::can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out) {
+  // More dims than the kernels take stay eager, so the op itself raises its error at once.
+  if (out.shape.rank() > 8) return false;
   if (op.code == OpCode::Full) return true;
   if (in.empty()) return false;
   if (fusion::elementwise_composite(op.code)) return is_float(in[0]->dtype);

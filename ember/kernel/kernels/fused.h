@@ -1,7 +1,11 @@
 // One kernel for a fused program (ember/fusion/program.h): every input read once, the steps
 // computed in registers, only the program's outputs written.
 //
-//   fusion::Program p = ...;                 // e.g. gelu(a * b + c).exp() * 0.5 + a, tanh
+//   fusion::Program p;                       // exp(x) * 0.5 on 1024 floats
+//   p.shape = Shape{1024};
+//   p.inputs = {{p.shape, DType::F32}};
+//   auto e = p.step(OpCode::Exp, DType::F32, {fusion::Program::input(0)});
+//   p.outputs = {p.step(OpCode::Mul, DType::F32, {e, p.constant(0.5, DType::F32)})};
 //   kernel::FusedLayout L;
 //   L.dense = true;                          // every input dense or one element: 16-byte vectors
 //   L.width = 4;

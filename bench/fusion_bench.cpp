@@ -1,0 +1,225 @@
+// ember's side of scripts/bench.sh fusion (bench/fusion_bench.sh): Dispatch on cuda:0 with
+// fusion on and off: the 6-op chain on 64M floats, training steps of the main job's MLP
+// (batch 64 and 1024) and CNN (batch 256) with Adam, the JIT warm-up of each step (first step
+// minus a steady one), and the pool's memory at step 100 and at the last step. Times are
+// medians of CUDA-event intervals after warm-up, with the stream flushed inside the interval.
+//   fusion_bench [--reps N] [--memory-steps N] [--filter S] [--json F]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ember/backends/cuda/driver.h"
+#include "ember/backends/cuda/runtime.h"
+#include "ember/ember.h"
+#include "ember/fusion/fusion.h"
+#include "ember/kernel/cache.h"
+#include "ember/optim.h"
+#include "examples/mnist/cnn.h"
+#include "examples/mnist/mlp.h"
+
+using namespace ember;
+
+namespace {
+
+const Device kGpu{DeviceKind::Cuda, 0};
+using AD = Autodiff<Dispatch>;
+
+struct Options {
+  int reps = 30;
+  int warmup = 5;
+  int memory_steps = 10000;
+  std::string filter, json;
+};
+
+struct Record {
+  std::string name;
+  double value;
+  std::string unit;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Median milliseconds of fn() (its recorded work flushed) between two events on the stream.
+double time_ms(const Options& o, const std::function<void()>& fn) {
+  cuda::detail::DeviceState& d = cuda::detail::device(0);
+  for (int i = 0; i < o.warmup; ++i) fn();
+  cuda::synchronize(0);
+  std::vector<double> ts;
+  cuda::Event start, end;
+  for (int i = 0; i < o.reps; ++i) {
+    start.record_raw(d.s());
+    fn();
+    end.record_raw(d.s());
+    end.synchronize();
+    ts.push_back(end.since(start));
+  }
+  return median(ts);
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A training step of model M on a fixed batch: forward, cross-entropy, backward, Adam.
+template <class M>
+struct Trainer {
+  M m;
+  optim::Adam<AD> opt = optim::AdamConfig{}.init<AD>();
+  nn::CrossEntropyLoss ce = nn::CrossEntropyLossConfig{}.init();
+  Tensor<AD, 4> x;
+  Tensor<AD, 1, Int> y;
+  Trainer(M model, int64_t batch)
+      : m(std::move(model)),
+        x(Tensor<AD, 4>::random({batch, 1, 28, 28}, Distribution::normal(0, 1), kGpu)),
+        y(Tensor<AD, 1, Int>::from_data(
+            Tensor<Dispatch, 1>::random({batch}, Distribution::uniform(0, 10), kGpu).int_().to_data(),
+            kGpu)) {}
+  void step() {
+    auto loss = ce.forward(m.forward(x), y);
+    auto grads = optim::GradientsParams<AD>::from_grads(loss.backward(), m);
+    opt.step(1e-3, m, grads);
+    flush(kGpu);  // the last parameter's update
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "fusion_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--reps")
+      o.reps = std::stoi(next());
+    else if (a == "--memory-steps")
+      o.memory_steps = std::stoi(next());
+    else if (a == "--filter")
+      o.filter = next();
+    else if (a == "--json")
+      o.json = next();
+    else {
+      std::fprintf(stderr, "usage: fusion_bench [--reps N] [--memory-steps N] [--filter S] [--json F]\n");
+      return 2;
+    }
+  }
+  std::string why;
+  if (!cuda::available(&why)) {
+    std::fprintf(stderr, "fusion_bench: no CUDA GPU: %s\n", why.c_str());
+    return 1;
+  }
+  std::vector<Record> records;
+  auto want = [&](const std::string& n) { return o.filter.empty() || n.find(o.filter) != std::string::npos; };
+  auto put = [&](std::string name, double v, std::string unit) {
+    std::printf("%-52s %12.4f %s\n", name.c_str(), v, unit.c_str());
+    std::fflush(stdout);
+    records.push_back({std::move(name), v, std::move(unit)});
+  };
+  auto modes = {true, false};
+  auto tag = [](bool fused) { return fused ? "fused" : "unfused"; };
+
+  try {
+    // 1. The 6-op chain on 64M floats: gelu(a * b + c).exp() * 0.5 + a, then tanh.
+    if (want("chain6")) {
+      int64_t n = int64_t(1) << 26;
+      using T = Tensor<Dispatch, 1>;
+      T a = T::random({n}, Distribution::normal(0, 1), kGpu);
+      T b = T::random({n}, Distribution::normal(0, 1), kGpu);
+      T c = T::random({n}, Distribution::normal(0, 1), kGpu);
+      for (bool fused : modes) {
+        fusion::set_enabled(fused);
+        fusion::reset_stats();
+        double ms = time_ms(o, [&] {
+          T y = (activation::gelu(a * b + c).exp() * 0.5 + a).tanh();
+          flush(kGpu);  // y is alive: its program runs now
+        });
+        put(std::string("chain6_64M_") + tag(fused) + "_ms", ms, "ms");
+        if (fused) put("chain6_64M_fused_GBps", 4.0 * n * 4 / (ms * 1e-3) / 1e9, "GB/s");
+        if (fused)
+          put("chain6_kernels_per_call",
+              double(fusion::stats().kernel_launches) / double(o.reps + o.warmup), "kernels");
+      }
+      fusion::set_enabled(true);
+    }
+    // 2. Training steps, fused and not; the first step's extra time is the JIT warm-up.
+    auto train = [&](const std::string& label, auto make) {
+      if (!want(label)) return;
+      for (bool fused : modes) {
+        fusion::set_enabled(fused);
+        auto t = make();
+        cuda::synchronize(0);
+        double t0 = now_s();
+        t.step();
+        cuda::synchronize(0);
+        double first_ms = (now_s() - t0) * 1e3;
+        double ms = time_ms(o, [&] { t.step(); });
+        put(label + "_step_" + tag(fused) + "_ms", ms, "ms");
+        put(label + "_warmup_" + tag(fused) + "_s", (first_ms - ms) / 1e3, "s");
+      }
+      fusion::set_enabled(true);
+    };
+    ember::seed(1);
+    train("mlp784_256_10_b64", [] { return Trainer(mnist::Mlp<AD>::init(kGpu), 64); });
+    train("mlp784_256_10_b1024", [] { return Trainer(mnist::Mlp<AD>::init(kGpu), 1024); });
+    train("cnn_fmnist_b256", [] { return Trainer(mnist::Cnn<AD>::init(kGpu), 256); });
+    kernel::KernelCache::Stats ks = kernel::KernelCache::global().stats();
+    put("kernels_compiled", double(ks.misses), "kernels");
+    put("kernels_from_disk", double(ks.disk_hits), "kernels");
+
+    // 3. Memory over many steps (fused): the pool's figures at step 100 and at the end.
+    auto memory = [&](const std::string& label, auto make) {
+      if (!want(label + "_memory") || o.memory_steps <= 100) return;
+      auto t = make();
+      cuda::MemoryStats at100{};
+      for (int i = 1; i <= o.memory_steps; ++i) {
+        t.step();
+        if (i == 100) {
+          cuda::synchronize(0);
+          at100 = cuda::memory_stats(0);
+        }
+      }
+      cuda::synchronize(0);
+      cuda::MemoryStats end = cuda::memory_stats(0);
+      auto mib = [](int64_t b) { return double(b) / (1 << 20); };
+      put(label + "_memory_inuse_step100_MiB", mib(at100.allocated_bytes), "MiB");
+      put(label + "_memory_peak_step100_MiB", mib(at100.peak_allocated_bytes), "MiB");
+      put(label + "_memory_inuse_step" + std::to_string(o.memory_steps) + "_MiB",
+          mib(end.allocated_bytes), "MiB");
+      put(label + "_memory_peak_step" + std::to_string(o.memory_steps) + "_MiB",
+          mib(end.peak_allocated_bytes), "MiB");
+      put(label + "_memory_driver_allocs_after_step100", double(end.device_allocations - at100.device_allocations), "allocations");
+    };
+    memory("mlp784_256_10_b64", [] { return Trainer(mnist::Mlp<AD>::init(kGpu), 64); });
+    memory("cnn_fmnist_b256", [] { return Trainer(mnist::Cnn<AD>::init(kGpu), 256); });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fusion_bench: %s\n", e.what());
+    return 1;
+  }
+  fusion::Stats s = fusion::stats();
+  std::printf("fusion: %lld programs, %lld kernel launches, %lld plans compiled, %lld fallbacks\n",
+              (long long)s.programs, (long long)s.kernel_launches, (long long)s.plans_compiled,
+              (long long)s.fallbacks);
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    f << "[\n";
+    for (size_t i = 0; i < records.size(); ++i)
+      f << "  {\"name\": \"" << records[i].name << "\", \"value\": " << records[i].value
+        << ", \"unit\": \"" << records[i].unit << "\"}" << (i + 1 < records.size() ? "," : "")
+        << "\n";
+    f << "]\n";
+  }
+  return 0;
+}
