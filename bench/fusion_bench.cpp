@@ -183,6 +183,8 @@ int main(int argc, char** argv) {
     auto memory = [&](const std::string& label, auto make) {
       if (!want(label + "_memory") || o.memory_steps <= 100) return;
       auto t = make();
+      cuda::synchronize(0);
+      cuda::reset_peak_memory_stats(0);
       cuda::MemoryStats at100{};
       for (int i = 1; i <= o.memory_steps; ++i) {
         t.step();

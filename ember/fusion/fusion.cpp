@@ -4,16 +4,18 @@ namespace ember::fusion {
 
 bool elementwise_composite(OpCode c) { return c == OpCode::Gelu || c == OpCode::Silu; }
 
-bool recordable(OpCode c) {
+bool records(const Op& op, const TensorMeta* in0, const TensorMeta& out) {
+  OpCode c = op.code;
   switch (info(c).family) {
-    case OpFamily::Unary:
     case OpFamily::Binary:
+      return !((c == OpCode::Div || c == OpCode::Remainder) && in0 && is_int(in0->dtype));
+    case OpFamily::Unary:
     case OpFamily::Compare:
     case OpFamily::Where:
     case OpFamily::Cast:
       return true;
     default:
-      return c == OpCode::Full || elementwise_composite(c);
+      return (c == OpCode::Full && out.shape.numel() == 1) || elementwise_composite(c);
   }
 }
 

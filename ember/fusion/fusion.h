@@ -42,11 +42,14 @@ concept FusedBackend = requires(const Program& p, std::span<typename B::Handle> 
   { B::run_fused(p, in, dev) } -> std::same_as<std::vector<typename B::Handle>>;
 };
 
-/// The ops Fusion records: unary, binary, compare, where and cast ops, gelu and silu, and
-/// full (as a constant that the program takes as an argument).
-EMBER_API bool recordable(OpCode c);
 /// Composites with one elementwise expression (gelu, silu): Fusion runs them as one step.
 EMBER_API bool elementwise_composite(OpCode c);
+/// Whether Fusion records `op` (validated; `in0` its first input's meta, null for none):
+/// unary, binary, compare, where and cast ops, gelu and silu, and one-element fulls (a
+/// constant the program takes as an argument). Larger fulls, and ops that check their operands'
+/// values when they run (integer division and remainder reject a zero divisor), run at once,
+/// so that an allocation or value error comes from the call that made it.
+EMBER_API bool records(const Op& op, const TensorMeta* in0, const TensorMeta& out);
 
 namespace detail {
 
@@ -108,7 +111,8 @@ class Fusion {
   static bool supports(OpCode c) { return B::supports(c) || fusion::elementwise_composite(c); }
 
   static Handle run(const Op& op, std::span<Handle> in, const TensorMeta& out, Device dev) {
-    if (fusion::enabled() && fusion::recordable(op.code) && fusible(op, in, out))
+    if (fusion::enabled() && fusion::records(op, in.empty() ? nullptr : &in[0]->meta, out) &&
+        fusible(op, in, out))
       return record(op, in, out, dev);
     detail::HandleBuffer<H> inner(in.size());
     for (size_t i = 0; i < in.size(); ++i) inner[i] = take(in[i]);
@@ -124,9 +128,12 @@ class Fusion {
 
   /// The value of `h` on B, running its program first if it is pending.
   static const H& value(const Handle& h) {
+    // Under the stream's lock: another thread's flush may be giving h its value.
+    Stream& s = stream(h->device);
+    std::lock_guard lk(s.mu);
     if (!h->value) {
       if (h->error) fusion::detail::throw_failed(*h->error);
-      flush(h->device);
+      flush_locked(s, h->device);
       if (h->error) fusion::detail::throw_failed(*h->error);
       if (!h->value) fusion::detail::throw_failed("a pending tensor was not produced");
     }
@@ -159,7 +166,8 @@ class Fusion {
   }
 
   static Stream& stream(Device dev) {
-    static Stream streams[kMaxDevices];
+    // Never destroyed: ops still recorded at exit must not outlive the backend's own state.
+    static Stream* streams = new Stream[kMaxDevices];
     if (dev.index < 0 || dev.index >= kMaxDevices)
       throw DeviceError("[fusion] device index out of range: " + dev.to_string());
     return streams[dev.index];
@@ -174,7 +182,11 @@ class Fusion {
     Stream& s = stream(dev);
     std::lock_guard lk(s.mu);
     bool constant = op.code == OpCode::Full;
-    if (!constant && s.has_shape && s.shape != out.shape) flush_locked(s, dev);
+    // Bounds are checked before an op joins, so the value it continues from is the last
+    // step of the program that ends (its only extra output), never a value in the middle.
+    if (!constant && ((s.has_shape && s.shape != out.shape) ||
+                      s.entries.size() >= size_t(fusion::max_steps())))
+      flush_locked(s, dev);
     int fresh = 0;
     for (auto& h : in)
       if (!pending_here(s, *h) && !known_input(s, h)) ++fresh;
@@ -199,7 +211,6 @@ class Fusion {
       s.has_shape = true;
     }
     fusion::detail::count(fusion::detail::Counter::Recorded);
-    if (s.entries.size() >= size_t(fusion::max_steps())) flush_locked(s, dev);
     return t;
   }
 

@@ -170,6 +170,10 @@ TEST_F(FusionTest, StepBoundFlushes) {
   auto want = Tensor<Cpu, 1>::from_data(x.to_data());
   for (int i = 0; i < 3 * fusion::max_steps(); ++i) want = want * 1.0001;
   EXPECT_EQ(y.to_vec<float>(), want.to_vec<float>());
+  // Each program ends at the value the next one continues from: one output each (a bound
+  // checked after an op joined would also write the value in the middle).
+  fusion::Stats s = fusion::stats();
+  EXPECT_EQ(s.outputs, s.programs);
 }
 
 TEST_F(FusionTest, ManyInputsSplitPrograms) {
@@ -212,6 +216,13 @@ TEST_F(FusionTest, DtypesCastsWhereAndCompare) {
   auto i = on<FI>(Tensor<Cpu, 1, Int>::arange(0, 20));
   EXPECT_EQ((i * 3).remainder_scalar(7).to_vec<int64_t>(),
             (Tensor<Cpu, 1, Int>::arange(0, 20) * 3).remainder_scalar(7).to_vec<int64_t>());
+}
+
+TEST_F(FusionTest, IntegerDivisionByZeroRaisesAtTheCall) {
+  auto i = on<F>(Tensor<Cpu, 1, Int>::arange(0, 4));
+  auto pending = i * 2;
+  EXPECT_THROW((void)(pending / i), ValueError);  // i holds a zero: not deferred
+  EXPECT_EQ((pending / (i + 1)).to_vec<int64_t>(), (std::vector<int64_t>{0, 1, 1, 1}));
 }
 
 TEST_F(FusionTest, ErrorsNameTheOpAndTheShapes) {

@@ -45,7 +45,8 @@ struct EMBER_API Storage {
   int device = 0;
 };
 
-/// Waits for every op queued on the device.
+/// Runs the ops Fusion still holds for the device (docs/fusion.md), then waits for every op
+/// queued on it.
 EMBER_API void synchronize(int device = 0);
 /// Whether f32 matmuls may use TF32 tensor cores (faster, 10-bit mantissa inputs). Off by
 /// default: f32 matmul is exact f32.

@@ -1,5 +1,6 @@
 // Per-device state, the kernel map and the launch path.
 #include "ember/backends/cuda/runtime.h"
+#include "ember/fusion/fusion.h"
 
 #include <algorithm>
 #include <atomic>
@@ -246,7 +247,10 @@ Storage::~Storage() {
       d->pool.release(ptr, bytes, d->s());
 }
 
-void synchronize(int dev) { raw::stream_synchronize(device(dev).s()); }
+void synchronize(int dev) {
+  Fusion<Cuda>::flush({DeviceKind::Cuda, dev});  // what is still recorded runs first
+  raw::stream_synchronize(device(dev).s());
+}
 void set_allow_tf32(bool on) { detail::g_tf32 = on; }
 bool allow_tf32() { return detail::g_tf32.load(std::memory_order_relaxed); }
 
