@@ -80,7 +80,9 @@ struct Trainer {
       : m(std::move(model)),
         x(Tensor<AD, 4>::random({batch, 1, 28, 28}, Distribution::normal(0, 1), kGpu)),
         y(Tensor<AD, 1, Int>::from_data(
-            Tensor<Dispatch, 1>::random({batch}, Distribution::uniform(0, 10), kGpu).int_().to_data(),
+            Tensor<Dispatch, 1>::random({batch}, Distribution::uniform(0, 10), kGpu)
+                .int_()
+                .to_data(),
             kGpu)) {}
   void step() {
     auto loss = ce.forward(m.forward(x), y);
@@ -112,7 +114,8 @@ int main(int argc, char** argv) {
     else if (a == "--json")
       o.json = next();
     else {
-      std::fprintf(stderr, "usage: fusion_bench [--reps N] [--memory-steps N] [--filter S] [--json F]\n");
+      std::fprintf(stderr,
+                   "usage: fusion_bench [--reps N] [--memory-steps N] [--filter S] [--json F]\n");
       return 2;
     }
   }
@@ -122,7 +125,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<Record> records;
-  auto want = [&](const std::string& n) { return o.filter.empty() || n.find(o.filter) != std::string::npos; };
+  auto want = [&](const std::string& n) {
+    return o.filter.empty() || n.find(o.filter) != std::string::npos;
+  };
   auto put = [&](std::string name, double v, std::string unit) {
     std::printf("%-52s %12.4f %s\n", name.c_str(), v, unit.c_str());
     std::fflush(stdout);
@@ -202,7 +207,8 @@ int main(int argc, char** argv) {
           mib(end.allocated_bytes), "MiB");
       put(label + "_memory_peak_step" + std::to_string(o.memory_steps) + "_MiB",
           mib(end.peak_allocated_bytes), "MiB");
-      put(label + "_memory_driver_allocs_after_step100", double(end.device_allocations - at100.device_allocations), "allocations");
+      put(label + "_memory_driver_allocs_after_step100",
+          double(end.device_allocations - at100.device_allocations), "allocations");
     };
     memory("mlp784_256_10_b64", [] { return Trainer(mnist::Mlp<AD>::init(kGpu), 64); });
     memory("cnn_fmnist_b256", [] { return Trainer(mnist::Cnn<AD>::init(kGpu), 256); });

@@ -42,7 +42,8 @@ struct Registry {
   Registry() {
     // The CPU runs ops at once unless EMBER_FUSION=1 asks for Fusion there too (docs/fusion.md).
     if (fusion::cpu_requested())
-      backends[static_cast<int>(DeviceKind::Cpu)] = std::make_unique<DeviceBackendFor<Fusion<Cpu>>>(1);
+      backends[static_cast<int>(DeviceKind::Cpu)] =
+          std::make_unique<DeviceBackendFor<Fusion<Cpu>>>(1);
     else
       backends[static_cast<int>(DeviceKind::Cpu)] = std::make_unique<DeviceBackendFor<Cpu>>(1);
     auto& f = factories();

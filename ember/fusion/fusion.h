@@ -184,8 +184,8 @@ class Fusion {
     bool constant = op.code == OpCode::Full;
     // Bounds are checked before an op joins, so the value it continues from is the last
     // step of the program that ends (its only extra output), never a value in the middle.
-    if (!constant && ((s.has_shape && s.shape != out.shape) ||
-                      s.entries.size() >= size_t(fusion::max_steps())))
+    if (!constant &&
+        ((s.has_shape && s.shape != out.shape) || s.entries.size() >= size_t(fusion::max_steps())))
       flush_locked(s, dev);
     int fresh = 0;
     for (auto& h : in)
@@ -249,8 +249,8 @@ class Fusion {
 
   static void execute(std::vector<typename Stream::Entry>& entries, std::vector<Handle>& inputs,
                       const Shape& shape, bool has_shape, Device dev) {
-    using fusion::detail::Counter;
     using fusion::detail::count;
+    using fusion::detail::Counter;
     size_t n = entries.size();
     std::vector<Handle> owners(n);
     std::vector<char> needed(n, 0);
@@ -334,9 +334,9 @@ class Fusion {
     try {
       outs = run_program(p, ops, in_handles, dev);
     } catch (const std::exception& e) {
-      auto why = std::make_shared<const std::string>(
-          std::string(e.what()) + " (in a fused program of " + p.op_names() + " on " +
-          shape.to_string() + ")");
+      auto why =
+          std::make_shared<const std::string>(std::string(e.what()) + " (in a fused program of " +
+                                              p.op_names() + " on " + shape.to_string() + ")");
       for (size_t i : out_entries) owners[i]->error = why;
       throw;
     }
@@ -345,7 +345,8 @@ class Fusion {
     count(Counter::Programs);
     count(Counter::FusedSteps, steps);
     count(Counter::Outputs, static_cast<int64_t>(outs.size()));
-    for (size_t j = 0; j < out_entries.size(); ++j) owners[out_entries[j]]->value = std::move(outs[j]);
+    for (size_t j = 0; j < out_entries.size(); ++j)
+      owners[out_entries[j]]->value = std::move(outs[j]);
   }
 
   static std::vector<H> run_program(const fusion::Program& p, const std::vector<const Op*>& ops,
@@ -404,7 +405,15 @@ class Fusion {
         for (int b = a + 1; b < st.arity; ++b) again |= st.args[b] == r;
         args[a] = last_use && !again ? std::move(*src) : *src;
       }
-      vals[i] = run_validated<B>(op, args.span(), TensorMeta{p.shape, st.dtype}, dev);
+      TensorMeta out{p.shape, st.dtype};
+      try {
+        vals[i] = run_validated<B>(op, args.span(), out, dev);
+      } catch (const MemoryError& e) {  // named as apply names an op that runs at once
+        if (e.names_site()) throw;
+        throw ember::detail::memory_error(op, out, e.what(), e.bytes());
+      } catch (const std::bad_alloc&) {
+        throw ember::detail::memory_error(op, out, "out of memory", -1);
+      }
     }
     fusion::detail::count(fusion::detail::Counter::ReplayedOps, static_cast<int64_t>(n));
     std::vector<H> outs;

@@ -62,8 +62,8 @@ std::string scalar_text(const Scalar& v) {
 }  // namespace
 
 std::string Program::dump() const {
-  std::string s = "fused " + shape.to_string() + " (" + std::to_string(steps.size()) +
-                  " steps, " + std::to_string(outputs.size()) + " outputs)\n";
+  std::string s = "fused " + shape.to_string() + " (" + std::to_string(steps.size()) + " steps, " +
+                  std::to_string(outputs.size()) + " outputs)\n";
   for (size_t i = 0; i < inputs.size(); ++i)
     s += "  in" + std::to_string(i) + ": " + inputs[i].shape.to_string() + " " +
          std::string(name(inputs[i].dtype)) + "\n";

@@ -22,7 +22,8 @@ class FusionGpu : public CudaBackend {
     fusion::reset_stats();
   }
   template <int D>
-  std::pair<Tensor<Cpu, D>, G<D>> pair(Shape s, DType t = DType::F32, double lo = -3, double hi = 3) {
+  std::pair<Tensor<Cpu, D>, G<D>> pair(Shape s, DType t = DType::F32, double lo = -3,
+                                       double hi = 3) {
     TensorData d = random(std::move(s), t, lo, hi);
     return {Tensor<Cpu, D>::from_data(d), G<D>::from_data(d, kGpu)};
   }

@@ -11,8 +11,8 @@
 
 namespace ember {
 
-using fusion::detail::Counter;
 using fusion::detail::count;
+using fusion::detail::Counter;
 
 bool Cuda::can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out) {
   // More dims than the kernels take stay eager, so the op itself raises its error at once.
@@ -70,8 +70,7 @@ std::vector<CudaTensor> Cuda::run_fused(const fusion::Program& p, std::span<Cuda
   } else {
     L.scalar_inputs = 0;
     L.rank = static_cast<int>(c.shape.size());
-    if (L.rank > 8)
-      throw DeviceError("[fusion] more than 8 dims after merging: " + s.to_string());
+    if (L.rank > 8) throw DeviceError("[fusion] more than 8 dims after merging: " + s.to_string());
   }
   size_t args = in.size() + outs.size() + 1 + p.constants.size() +
                 (L.dense ? 0 : size_t(L.rank) * (1 + in.size()));

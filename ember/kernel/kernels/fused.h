@@ -27,10 +27,10 @@
 namespace ember::kernel {
 
 struct FusedLayout {
-  bool dense = false;         // every input dense (or one element) and aligned to `width`
-  int width = 1;              // dense: elements per thread and access (16 bytes' worth)
+  bool dense = false;          // every input dense (or one element) and aligned to `width`
+  int width = 1;               // dense: elements per thread and access (16 bytes' worth)
   uint32_t scalar_inputs = 0;  // dense: bit j when input j is one element read once
-  int rank = 1;               // strided: rank of the merged shape
+  int rank = 1;                // strided: rank of the merged shape
   bool wide_index = false;
   int workgroup = 256;
   /// What a compiled kernel is cached under together with the program's signature.
