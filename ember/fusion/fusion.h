@@ -186,11 +186,11 @@ class Fusion {
     // step of the program that ends (its only extra output), never a value in the middle.
     if (!constant &&
         ((s.has_shape && s.shape != out.shape) || s.entries.size() >= size_t(fusion::max_steps())))
-      flush_locked(s, dev);
+      flush_locked(s, dev, true);
     int fresh = 0;
     for (auto& h : in)
       if (!pending_here(s, *h) && !known_input(s, h)) ++fresh;
-    if (s.inputs.size() + fresh > size_t(fusion::kMaxInputs)) flush_locked(s, dev);
+    if (s.inputs.size() + fresh > size_t(fusion::kMaxInputs)) flush_locked(s, dev, true);
 
     typename Stream::Entry e;
     e.op = op;
@@ -228,8 +228,10 @@ class Fusion {
     return fusion::Program::input(static_cast<int>(s.inputs.size() - 1));
   }
 
-  // Runs the stream's live steps as one program and gives their owners values.
-  static void flush_locked(Stream& s, Device dev) {
+  // Runs the stream's live steps as one program and gives their owners values. With
+  // `carry_constants` (a flush because an op is joining), held constants of another shape (the
+  // op's own scalar operand, typically) move to the new stream instead of running on their own.
+  static void flush_locked(Stream& s, Device dev, bool carry_constants = false) {
     if (s.entries.empty()) {
       s.inputs.clear();
       s.has_shape = false;
@@ -244,11 +246,18 @@ class Fusion {
     s.has_shape = false;
     ++s.generation;
     fusion::detail::count(fusion::detail::Counter::Flushes);
-    execute(entries, inputs, shape, has_shape, dev);
+    execute(entries, inputs, shape, has_shape, dev, carry_constants);
+    for (auto& e : entries) {  // what execute left pending: the carried constants
+      Handle t = e.owner.lock();
+      if (!t || t->value || t->error || e.op.code != OpCode::Full) continue;
+      t->step = static_cast<int32_t>(s.entries.size());
+      t->generation = s.generation;
+      s.entries.push_back(std::move(e));
+    }
   }
 
   static void execute(std::vector<typename Stream::Entry>& entries, std::vector<Handle>& inputs,
-                      const Shape& shape, bool has_shape, Device dev) {
+                      const Shape& shape, bool has_shape, Device dev, bool carry_constants) {
     using fusion::detail::count;
     using fusion::detail::Counter;
     size_t n = entries.size();
@@ -262,8 +271,8 @@ class Fusion {
         if (!fusion::Program::is_input(entries[i].args[a])) needed[entries[i].args[a]] = 1;
     }
     // Constants of another shape (or with nothing else recorded) that are still held run on
-    // their own: a program writes values of its shape only.
-    for (size_t i = 0; i < n; ++i) {
+    // their own, or stay pending when carried: a program writes values of its shape only.
+    for (size_t i = 0; i < n && !carry_constants; ++i) {
       if (!owners[i] || entries[i].op.code != OpCode::Full) continue;
       if (has_shape && entries[i].meta.shape == shape) continue;
       owners[i]->value = B::run(entries[i].op, {}, entries[i].meta, dev);

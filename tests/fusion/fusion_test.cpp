@@ -16,6 +16,7 @@ namespace {
 struct Interpreted : Cpu {
   static inline std::vector<std::string> signatures;
   static inline std::vector<Shape> shapes;
+  static inline std::vector<size_t> input_counts;
   static inline bool fail = false;
 
   static bool can_fuse(const Op&, std::span<const TensorMeta* const>, const TensorMeta&) {
@@ -26,6 +27,7 @@ struct Interpreted : Cpu {
     if (fail) throw ValueError("[fusion test] this backend cannot compile the program");
     signatures.push_back(p.signature());
     shapes.push_back(p.shape);
+    input_counts.push_back(in.size());
     std::vector<CpuTensor> v;
     for (const fusion::Step& s : p.steps) {
       Op op{s.code};
@@ -75,6 +77,7 @@ class FusionTest : public ::testing::Test {
     fusion::reset_stats();
     Interpreted::signatures.clear();
     Interpreted::shapes.clear();
+    Interpreted::input_counts.clear();
     Interpreted::fail = false;
   }
 };
@@ -175,6 +178,19 @@ TEST_F(FusionTest, StepBoundFlushes) {
   // checked after an op joined would also write the value in the middle).
   fusion::Stats s = fusion::stats();
   EXPECT_EQ(s.outputs, s.programs);
+}
+
+TEST_F(FusionTest, ScalarOperandsCrossABoundUnrun) {
+  // y * 1.0001 makes the scalar first, then the op: when the op's arrival ends a program, the
+  // scalar moves to the next program as a constant (not a buffer made for it).
+  auto x = on<FI>(randn(16));
+  auto y = x;
+  for (int i = 0; i < 3 * fusion::max_steps(); ++i) y = y * 1.0001;
+  auto want = Tensor<Cpu, 1>::from_data(x.to_data());
+  for (int i = 0; i < 3 * fusion::max_steps(); ++i) want = want * 1.0001;
+  EXPECT_EQ(y.to_vec<float>(), want.to_vec<float>());
+  ASSERT_GE(Interpreted::input_counts.size(), 3u);
+  for (size_t c : Interpreted::input_counts) EXPECT_EQ(c, 1u);  // the chained value only
 }
 
 TEST_F(FusionTest, ManyInputsSplitPrograms) {
