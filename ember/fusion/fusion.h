@@ -85,6 +85,21 @@ struct Stream {
 
 [[noreturn]] EMBER_API void throw_failed(const std::string& why);
 
+/// run_validated<B>, an allocation failure named as apply names it: programs run their ops
+/// later than the calls that made them.
+template <Backend B>
+typename B::Handle run_named(const Op& op, std::span<typename B::Handle> in, const TensorMeta& out,
+                             Device dev) {
+  try {
+    return run_validated<B>(op, in, out, dev);
+  } catch (const MemoryError& e) {
+    if (e.names_site()) throw;
+    throw ember::detail::memory_error(op, out, e.what(), e.bytes());
+  } catch (const std::bad_alloc&) {
+    throw ember::detail::memory_error(op, out, "out of memory", -1);
+  }
+}
+
 }  // namespace detail
 }  // namespace fusion
 
@@ -363,8 +378,11 @@ class Fusion {
     if constexpr (fusion::FusedBackend<B>) {
       try {
         return B::run_fused(p, std::span<H>(in), dev);
-      } catch (const MemoryError&) {
-        throw;
+      } catch (const MemoryError& e) {
+        if (e.names_site()) throw;
+        throw MemoryError("[" + p.op_names() + "] " + e.what() + " (a fused program's outputs, " +
+                              p.shape.to_string() + ")",
+                          e.bytes());
       } catch (const std::exception& e) {
         // A program the backend could not compile or launch: the ops one by one, so an
         // error names its op.
@@ -414,15 +432,7 @@ class Fusion {
         for (int b = a + 1; b < st.arity; ++b) again |= st.args[b] == r;
         args[a] = last_use && !again ? std::move(*src) : *src;
       }
-      TensorMeta out{p.shape, st.dtype};
-      try {
-        vals[i] = run_validated<B>(op, args.span(), out, dev);
-      } catch (const MemoryError& e) {  // named as apply names an op that runs at once
-        if (e.names_site()) throw;
-        throw ember::detail::memory_error(op, out, e.what(), e.bytes());
-      } catch (const std::bad_alloc&) {
-        throw ember::detail::memory_error(op, out, "out of memory", -1);
-      }
+      vals[i] = fusion::detail::run_named<B>(op, args.span(), TensorMeta{p.shape, st.dtype}, dev);
     }
     fusion::detail::count(fusion::detail::Counter::ReplayedOps, static_cast<int64_t>(n));
     std::vector<H> outs;

@@ -8,9 +8,11 @@
 // change strides and offset; an op on a handle no one else holds may reuse its buffer.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "ember/backend/backend.h"
 #include "ember/core/export.h"
+#include "ember/fusion/program.h"
 
 namespace ember {
 
@@ -42,6 +44,13 @@ class EMBER_API Cpu {
   static TensorData to_data(const Handle& h);
   static Handle run(const Op& op, std::span<Handle> in, const TensorMeta& out, Device dev);
   static bool supports(OpCode c);
+  /// Fusion<Cpu> (EMBER_FUSION=1): every op Fusion records may join a program; a program of
+  /// 2^17 elements or more whose inputs are dense or one element runs its steps on blocks of
+  /// 4096 elements across the worker threads, so intermediates stay in cache; others run
+  /// step by step (fused.cpp, docs/fusion.md).
+  static bool can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out);
+  static std::vector<CpuTensor> run_fused(const fusion::Program& p, std::span<CpuTensor> in,
+                                          Device dev);
   /// Buffers allocated by the CPU backend and not yet freed (for leak tests).
   static int64_t live_buffers();
   static int64_t live_bytes();
