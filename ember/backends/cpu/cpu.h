@@ -46,7 +46,7 @@ class EMBER_API Cpu {
   static bool supports(OpCode c);
   /// Fusion<Cpu> (EMBER_FUSION=1): every op Fusion records may join a program; a program of
   /// 2^17 elements or more whose inputs are dense or one element runs its steps on blocks of
-  /// 4096 elements across the worker threads, so intermediates stay in cache; others run
+  /// 16384 elements across the worker threads, so intermediates stay in cache; others run
   /// step by step (fused.cpp, docs/fusion.md).
   static bool can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out);
   static std::vector<CpuTensor> run_fused(const fusion::Program& p, std::span<CpuTensor> in,
