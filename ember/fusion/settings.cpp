@@ -55,23 +55,15 @@ int max_steps() {
   return n;
 }
 
+// Stats' fields in Counter order.
+constexpr int64_t Stats::*kFields[kCounters] = {
+    &Stats::recorded,       &Stats::flushes,         &Stats::programs,     &Stats::fused_steps,
+    &Stats::dead_steps,     &Stats::kernel_launches, &Stats::replayed_ops, &Stats::outputs,
+    &Stats::buffers_reused, &Stats::plans_compiled,  &Stats::plan_hits,    &Stats::fallbacks};
+
 Stats stats() {
-  auto& c = counters();
-  auto get = [&](detail::Counter k) { return c[static_cast<int>(k)].load(); };
-  using C = detail::Counter;
   Stats s;
-  s.recorded = get(C::Recorded);
-  s.flushes = get(C::Flushes);
-  s.programs = get(C::Programs);
-  s.fused_steps = get(C::FusedSteps);
-  s.dead_steps = get(C::DeadSteps);
-  s.kernel_launches = get(C::KernelLaunches);
-  s.replayed_ops = get(C::ReplayedOps);
-  s.outputs = get(C::Outputs);
-  s.buffers_reused = get(C::BuffersReused);
-  s.plans_compiled = get(C::PlansCompiled);
-  s.plan_hits = get(C::PlanHits);
-  s.fallbacks = get(C::Fallbacks);
+  for (int k = 0; k < kCounters; ++k) s.*kFields[k] = counters()[k].load();
   return s;
 }
 

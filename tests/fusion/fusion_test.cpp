@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include "ember/ember.h"
 #include "ember/fusion/fusion.h"
@@ -215,6 +218,22 @@ TEST_F(FusionTest, SwitchedOffRunsAtOnce) {
   fusion::set_enabled(true);
   auto cx = Tensor<Cpu, 1>::from_data(x.to_data());
   EXPECT_EQ(y.to_vec<float>(), (cx.exp() + 1.0).to_vec<float>());
+}
+
+TEST_F(FusionTest, DumpWritesEachProgram) {
+  std::string path = ::testing::TempDir() + "/ember_fusion_dump.txt";
+  std::remove(path.c_str());
+  fusion::set_dump(path);
+  auto x = on<F>(randn(8));
+  (void)(x.exp() * 2.0).to_vec<float>();
+  fusion::set_dump("");
+  std::ifstream f(path);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("fused [8] (3 steps, 1 outputs)"), std::string::npos) << text;
+  EXPECT_NE(text.find("= exp in0"), std::string::npos) << text;
+  EXPECT_NE(text.find("full 2 (argument)"), std::string::npos) << text;
+  EXPECT_FALSE(fusion::dumping());
+  std::remove(path.c_str());
 }
 
 TEST_F(FusionTest, BackendFailureReplaysOpByOp) {
