@@ -9,10 +9,11 @@ bool records(const Op& op, const TensorMeta* in0, const TensorMeta& out) {
   switch (info(c).family) {
     case OpFamily::Binary:
       return !((c == OpCode::Div || c == OpCode::Remainder) && in0 && is_int(in0->dtype));
+    case OpFamily::Cast:  // contiguous() (flag) promises a dense copy: it runs at once
+      return !op.attrs.flag;
     case OpFamily::Unary:
     case OpFamily::Compare:
     case OpFamily::Where:
-    case OpFamily::Cast:
       return true;
     default:
       return (c == OpCode::Full && out.shape.numel() == 1) || elementwise_composite(c);

@@ -48,7 +48,8 @@ EMBER_API bool elementwise_composite(OpCode c);
 /// unary, binary, compare, where and cast ops, gelu and silu, and one-element fulls (a
 /// constant the program takes as an argument). Larger fulls, and ops that check their operands'
 /// values when they run (integer division and remainder reject a zero divisor), run at once,
-/// so that an allocation or value error comes from the call that made it.
+/// so that an allocation or value error comes from the call that made it; so do the dense
+/// copies of contiguous().
 EMBER_API bool records(const Op& op, const TensorMeta* in0, const TensorMeta& out);
 
 namespace detail {
@@ -68,8 +69,11 @@ struct LazyTensor {
 /// The ops recorded on one device since its last flush.
 template <class H>
 struct Stream {
+  // An op as recorded: the ops Fusion records have no attributes but a full's value and a
+  // cast's dtype (the meta's), so the op itself is not kept.
   struct Entry {
-    Op op;
+    OpCode code = OpCode::Add;
+    Scalar value;  // Full
     std::array<Ref, 3> args{};
     int arity = 0;
     TensorMeta meta;
@@ -207,8 +211,10 @@ class Fusion {
       if (!pending_here(s, *h) && !known_input(s, h)) ++fresh;
     if (s.inputs.size() + fresh > size_t(fusion::kMaxInputs)) flush_locked(s, dev, true);
 
+    if (s.entries.empty()) s.entries.reserve(size_t(fusion::max_steps()) + 8);
     typename Stream::Entry e;
-    e.op = op;
+    e.code = op.code;
+    if (constant) e.value = op.attrs.scalar;
     e.meta = out;
     e.arity = static_cast<int>(in.size());
     for (size_t i = 0; i < in.size(); ++i) {
@@ -264,7 +270,7 @@ class Fusion {
     execute(entries, inputs, shape, has_shape, dev, carry_constants);
     for (auto& e : entries) {  // what execute left pending: the carried constants
       Handle t = e.owner.lock();
-      if (!t || t->value || t->error || e.op.code != OpCode::Full) continue;
+      if (!t || t->value || t->error || e.code != OpCode::Full) continue;
       t->step = static_cast<int32_t>(s.entries.size());
       t->generation = s.generation;
       s.entries.push_back(std::move(e));
@@ -288,29 +294,32 @@ class Fusion {
     // Constants of another shape (or with nothing else recorded) that are still held run on
     // their own, or stay pending when carried: a program writes values of its shape only.
     for (size_t i = 0; i < n && !carry_constants; ++i) {
-      if (!owners[i] || entries[i].op.code != OpCode::Full) continue;
+      if (!owners[i] || entries[i].code != OpCode::Full) continue;
       if (has_shape && entries[i].meta.shape == shape) continue;
-      owners[i]->value = B::run(entries[i].op, {}, entries[i].meta, dev);
+      Op full{OpCode::Full};
+      full.attrs.scalar = entries[i].value;
+      full.attrs.shape = entries[i].meta.shape.dims();
+      full.attrs.dtype = entries[i].meta.dtype;
+      owners[i]->value = B::run(full, {}, entries[i].meta, dev);
     }
 
-    // The program over the needed steps, and the ops to replay them by.
+    // The program over the needed steps.
     fusion::Program p;
     p.shape = shape;
-    std::vector<const Op*> ops;
     std::vector<int32_t> step_of(n, -1), input_of(inputs.size(), -1);
     std::vector<int> used_inputs;
     int dead = 0;
     for (size_t i = 0; i < n; ++i) {
       if (!needed[i]) {
-        if (entries[i].op.code != OpCode::Full) ++dead;
+        if (entries[i].code != OpCode::Full) ++dead;
         continue;
       }
       const auto& e = entries[i];
-      if (e.op.code == OpCode::Full) {
-        step_of[i] = p.constant(e.op.attrs.scalar, e.meta.dtype);
+      if (e.code == OpCode::Full) {
+        step_of[i] = p.constant(e.value, e.meta.dtype);
       } else {
         fusion::Step st;
-        st.code = e.op.code;
+        st.code = e.code;
         st.dtype = e.meta.dtype;
         st.arity = static_cast<int8_t>(e.arity);
         for (int a = 0; a < e.arity; ++a) {
@@ -330,7 +339,6 @@ class Fusion {
         p.steps.push_back(st);
         step_of[i] = static_cast<int32_t>(p.steps.size() - 1);
       }
-      ops.push_back(&e.op);
     }
     count(Counter::DeadSteps, dead);
     std::vector<size_t> out_entries;
@@ -356,7 +364,7 @@ class Fusion {
     if (fusion::dumping()) fusion::dump(p.dump());
     std::vector<H> outs;
     try {
-      outs = run_program(p, ops, in_handles, dev);
+      outs = run_program(p, in_handles, dev);
     } catch (const std::exception& e) {
       auto why =
           std::make_shared<const std::string>(std::string(e.what()) + " (in a fused program of " +
@@ -373,8 +381,7 @@ class Fusion {
       owners[out_entries[j]]->value = std::move(outs[j]);
   }
 
-  static std::vector<H> run_program(const fusion::Program& p, const std::vector<const Op*>& ops,
-                                    std::vector<H>& in, Device dev) {
+  static std::vector<H> run_program(const fusion::Program& p, std::vector<H>& in, Device dev) {
     if constexpr (fusion::FusedBackend<B>) {
       try {
         return B::run_fused(p, std::span<H>(in), dev);
@@ -390,12 +397,11 @@ class Fusion {
         if (fusion::dumping()) fusion::dump(std::string("fused kernel failed: ") + e.what() + "\n");
       }
     }
-    return replay(p, ops, in, dev);
+    return replay(p, in, dev);
   }
 
   // The program's ops in order on B, each value released after its last use.
-  static std::vector<H> replay(const fusion::Program& p, const std::vector<const Op*>& ops,
-                               std::vector<H>& in, Device dev) {
+  static std::vector<H> replay(const fusion::Program& p, std::vector<H>& in, Device dev) {
     size_t n = p.steps.size();
     std::vector<int32_t> last(n, -1), last_in(in.size(), -1);
     for (size_t i = 0; i < n; ++i)
@@ -409,7 +415,7 @@ class Fusion {
     std::vector<std::optional<H>> vals(n);
     for (size_t i = 0; i < n; ++i) {
       const fusion::Step& st = p.steps[i];
-      const Op& op = *ops[i];
+      Op op = fusion::step_op(p, i, p.shape.rank());
       if (st.code == OpCode::Full) {
         vals[i] = run_validated<B>(op, {}, TensorMeta{Shape(op.attrs.shape), st.dtype}, dev);
         continue;

@@ -94,4 +94,15 @@ DType operand_dtype(const Program& p, Ref r) {
   return Program::is_input(r) ? p.inputs[Program::input_index(r)].dtype : p.steps[r].dtype;
 }
 
+Op step_op(const Program& p, size_t i, size_t constant_rank) {
+  const Step& s = p.steps[i];
+  Op op{s.code};
+  if (s.code == OpCode::Full) {
+    op.attrs.scalar = p.constants[s.constant];
+    op.attrs.shape = Dims(constant_rank, 1);
+  }
+  if (s.code == OpCode::Full || s.code == OpCode::Cast) op.attrs.dtype = s.dtype;
+  return op;
+}
+
 }  // namespace ember::fusion

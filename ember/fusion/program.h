@@ -62,5 +62,8 @@ struct EMBER_API Program {
 
 /// The dtype a step computes its operands in (its first operand's).
 EMBER_API DType operand_dtype(const Program& p, Ref r);
+/// Step `i` as an op for a backend's run: the ops Fusion records carry no attributes but a
+/// cast's dtype and a full's value; a full is one element of rank `constant_rank`.
+EMBER_API Op step_op(const Program& p, size_t i, size_t constant_rank);
 
 }  // namespace ember::fusion

@@ -22,20 +22,10 @@ constexpr int64_t kBlock = 16384;
 // Below this many elements the whole-tensor path is as fast (and makes fewer ops).
 constexpr int64_t kMinBlocked = int64_t(1) << 17;
 
-// The op of each step (the program keeps only what a kernel needs: Cast's dtype and Full's
-// value are in the step); constants are one element of rank `rank`.
-std::vector<Op> ops_of(const fusion::Program& p, size_t rank) {
+std::vector<Op> ops_of(const fusion::Program& p, size_t constant_rank) {
   std::vector<Op> ops;
   ops.reserve(p.steps.size());
-  for (const fusion::Step& s : p.steps) {
-    Op op{s.code};
-    if (s.code == OpCode::Full) {
-      op.attrs.scalar = p.constants[s.constant];
-      op.attrs.shape = Dims(rank, 1);
-    }
-    if (s.code == OpCode::Full || s.code == OpCode::Cast) op.attrs.dtype = s.dtype;
-    ops.push_back(std::move(op));
-  }
+  for (size_t i = 0; i < p.steps.size(); ++i) ops.push_back(fusion::step_op(p, i, constant_rank));
   return ops;
 }
 
@@ -70,7 +60,6 @@ std::vector<CpuTensor> run_steps(const fusion::Program& p, const std::vector<Op>
       continue;
     }
     CpuTensor args[3];
-    const TensorMeta* metas[3];
     for (int a = 0; a < s.arity; ++a) {
       fusion::Ref r = s.args[a];
       bool again = false;  // read twice by this step: keep it for the later slot
@@ -82,11 +71,14 @@ std::vector<CpuTensor> run_steps(const fusion::Program& p, const std::vector<Op>
         args[a] = std::move(src);
       else
         args[a] = src;
-      metas[a] = &args[a].meta;
     }
-    Op op = ops[i];  // infer normalizes its attributes
-    TensorMeta out = infer(op, std::span<const TensorMeta* const>(metas, s.arity));
-    v[i] = fusion::detail::run_named<Cpu>(op, std::span<CpuTensor>(args, s.arity), out, dev);
+    // Recorded ops were validated; their operands (blocks, or whole tensors and constants)
+    // broadcast as when they were recorded.
+    TensorMeta out{args[0].meta.shape, s.dtype};
+    for (int a = 1; a < s.arity; ++a)
+      if (args[a].meta.shape != out.shape)
+        out.shape = broadcast_shapes(out.shape, args[a].meta.shape);
+    v[i] = fusion::detail::run_named<Cpu>(ops[i], std::span<CpuTensor>(args, s.arity), out, dev);
   }
   return v;
 }
