@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "ember/ember.h"
 #include "ember/fusion/fusion.h"
@@ -286,6 +287,30 @@ TEST_F(FusionTest, CpuBlocksMatchEagerOps) {
   fusion::Stats s = fusion::stats();
   EXPECT_EQ(s.programs, 1);
   EXPECT_EQ(s.outputs, 2);
+}
+
+// Threads share a device's stream: their ops interleave in one program or another, a read in
+// one thread may run the other's ops, and every value still comes out right.
+TEST_F(FusionTest, ThreadsShareAStream) {
+  std::vector<Tensor<Cpu, 1>> xs;
+  for (int t = 0; t < 4; ++t) xs.push_back(randn(257));
+  std::vector<std::vector<float>> got(4), want(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      auto y = on<FI>(xs[t]);
+      for (int i = 0; i < 300; ++i) {
+        y = (y * 0.5 + double(t)).sin();
+        if (i % 37 == 0) (void)y.to_vec<float>();
+      }
+      got[t] = y.to_vec<float>();
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) {
+    auto y = xs[t];
+    for (int i = 0; i < 300; ++i) y = (y * 0.5 + double(t)).sin();
+    EXPECT_EQ(got[t], y.to_vec<float>()) << t;
+  }
 }
 
 TEST_F(FusionTest, ErrorsNameTheOpAndTheShapes) {
