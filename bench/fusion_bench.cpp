@@ -17,6 +17,7 @@
 #include "ember/ember.h"
 #include "ember/fusion/fusion.h"
 #include "ember/kernel/cache.h"
+#include "ember/nn/layers/transformer.h"
 #include "ember/optim.h"
 #include "examples/mnist/cnn.h"
 #include "examples/mnist/mlp.h"
@@ -212,6 +213,39 @@ int main(int argc, char** argv) {
     };
     memory("mlp784_256_10_b64", [] { return Trainer(mnist::Mlp<AD>::init(kGpu), 64); });
     memory("cnn_fmnist_b256", [] { return Trainer(mnist::Cnn<AD>::init(kGpu), 256); });
+
+    // 4. A transformer encoder layer (d 768, 12 heads, ff 3072, pre-norm, dropout 0.1) in bf16,
+    // batch 8 x 512 tokens: forward, mean of squares in f32, backward, AdamW. PyTorch's peer
+    // keeps f32 weights under bf16 autocast; here the layer and its optimizer state are bf16.
+    if (want("transformer")) {
+      try {
+        for (bool fused : modes) {
+          fusion::set_enabled(fused);
+          nn::TransformerEncoderLayerConfig c;
+          c.d_model = 768;
+          c.n_heads = 12;
+          c.d_ff = 3072;
+          c.norm_first = true;
+          auto layer = nn::to_dtype(c.init<AD>(kGpu), DType::BF16);
+          auto opt = optim::AdamWConfig{}.init<AD>();
+          auto x =
+              Tensor<AD, 3>::random({8, 512, 768}, Distribution::normal(0, 1), kGpu, DType::BF16);
+          auto step = [&] {
+            auto y = layer.forward(x).cast(DType::F32);
+            auto loss = (y * y).mean();
+            auto grads = optim::GradientsParams<AD>::from_grads(loss.backward(), layer);
+            opt.step(1e-4, layer, grads);
+            flush(kGpu);
+          };
+          double ms = time_ms(o, step);
+          put(std::string("transformer_layer768_b8_s512_bf16_step_") + tag(fused) + "_ms", ms,
+              "ms");
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "fusion_bench: transformer: %s\n", e.what());
+      }
+      fusion::set_enabled(true);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fusion_bench: %s\n", e.what());
     return 1;

@@ -32,6 +32,9 @@ rows = [("chain6_64M", "chain6_64M_fused_ms", "chain6_64M_unfused_ms", "chain6_6
 for m in ("mlp784_256_10_b64", "mlp784_256_10_b1024", "cnn_fmnist_b256"):
     rows.append((m + "_step", f"{m}_step_fused_ms", f"{m}_step_unfused_ms", f"{m}_step_eager_ms",
                  f"{m}_step_compiled_ms"))
+rows.append(("transformer_layer768_bf16_step", "transformer_layer768_b8_s512_bf16_step_fused_ms",
+             "transformer_layer768_b8_s512_bf16_step_unfused_ms",
+             "transformer_layer768_b8_s512_bf16_step_eager_ms", "-"))
 for name, f, u, pe, pc in rows:
     fv, uv, ev, cv = e.get(f), e.get(u), t.get(pe), t.get(pc)
     se = ev / fv if fv and ev else None

@@ -78,4 +78,15 @@ for compiled in (False, True):
     train("mlp784_256_10_b64", mlp, 64, compiled)
     train("mlp784_256_10_b1024", mlp, 1024, compiled)
     train("cnn_fmnist_b256", cnn, 256, compiled)
+# The transformer encoder layer of fusion_bench.cpp: bf16 autocast, f32 weights, AdamW.
+layer = nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True, norm_first=True).to(dev)
+xt = torch.randn(8, 512, 768, device=dev)
+topt = torch.optim.AdamW(layer.parameters(), lr=1e-4)
+def tstep():
+    topt.zero_grad(set_to_none=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = layer(xt)
+    out.float().pow(2).mean().backward()
+    topt.step()
+put("transformer_layer768_b8_s512_bf16_step_eager_ms", round(bench(tstep, reps=20), 4))
 json.dump(res, open(args.out, "w"), indent=1)
