@@ -366,10 +366,12 @@ class Fusion {
     try {
       outs = run_program(p, in_handles, dev);
     } catch (const std::exception& e) {
-      auto why =
-          std::make_shared<const std::string>(std::string(e.what()) + " (in a fused program of " +
-                                              p.op_names() + " on " + shape.to_string() + ")");
-      for (size_t i : out_entries) owners[i]->error = why;
+      std::string why = e.what();
+      std::string where =
+          "(in a fused program of " + p.op_names() + " on " + shape.to_string() + ")";
+      if (why.find(where) == std::string::npos) why += " " + where;
+      auto shared = std::make_shared<const std::string>(std::move(why));
+      for (size_t i : out_entries) owners[i]->error = shared;
       throw;
     }
     int steps = 0;
@@ -387,8 +389,9 @@ class Fusion {
         return B::run_fused(p, std::span<H>(in), dev);
       } catch (const MemoryError& e) {
         if (e.names_site()) throw;
-        throw MemoryError("[" + p.op_names() + "] " + e.what() + " (a fused program's outputs, " +
-                              p.shape.to_string() + ")",
+        // Named here, so that an op whose input this program makes does not take it as its own.
+        throw MemoryError("[fusion] " + std::string(e.what()) + " (in a fused program of " +
+                              p.op_names() + " on " + p.shape.to_string() + ")",
                           e.bytes());
       } catch (const std::exception& e) {
         // A program the backend could not compile or launch: the ops one by one, so an

@@ -23,6 +23,7 @@ struct Interpreted : Cpu {
   static inline std::vector<Shape> shapes;
   static inline std::vector<size_t> input_counts;
   static inline bool fail = false;
+  static inline bool out_of_memory = false;
 
   static bool can_fuse(const Op&, std::span<const TensorMeta* const>, const TensorMeta&) {
     return true;
@@ -30,6 +31,7 @@ struct Interpreted : Cpu {
   static std::vector<CpuTensor> run_fused(const fusion::Program& p, std::span<CpuTensor> in,
                                           Device dev) {
     if (fail) throw ValueError("[fusion test] this backend cannot compile the program");
+    if (out_of_memory) throw MemoryError("out of memory: 4096 bytes asked for", 4096, false);
     signatures.push_back(p.signature());
     shapes.push_back(p.shape);
     input_counts.push_back(in.size());
@@ -84,6 +86,7 @@ class FusionTest : public ::testing::Test {
     Interpreted::shapes.clear();
     Interpreted::input_counts.clear();
     Interpreted::fail = false;
+    Interpreted::out_of_memory = false;
   }
 };
 
@@ -244,6 +247,33 @@ TEST_F(FusionTest, BackendFailureReplaysOpByOp) {
   EXPECT_EQ(y, (a.exp() * 2.0).to_vec<float>());
   EXPECT_EQ(fusion::stats().fallbacks, 1);
   EXPECT_EQ(fusion::stats().replayed_ops, 3);  // full, exp, mul
+}
+
+TEST_F(FusionTest, ProgramOutOfMemoryNamesItsOpsAndStaysOnItsTensors) {
+  auto x = on<FI>(randn(1024));
+  auto y = (x.exp() * 2.0).sin();  // pending
+  Interpreted::out_of_memory = true;
+  auto expect = [](const std::string& m, const std::string& what) {
+    EXPECT_NE(m.find(what), std::string::npos) << m;
+  };
+  try {
+    (void)y.sum();  // the sum flushes y's program, which fails: the error is the program's
+    FAIL() << "no error";
+  } catch (const MemoryError& e) {
+    expect(e.what(), "[fusion] out of memory: 4096 bytes asked for");
+    expect(e.what(), "(in a fused program of exp, mul, sin on [1024])");
+    EXPECT_EQ(std::string(e.what()).find("[sum]"), std::string::npos) << e.what();
+    EXPECT_EQ(e.bytes(), 4096);
+  }
+  Interpreted::out_of_memory = false;
+  try {
+    (void)y.to_vec<float>();  // y keeps the error
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    expect(e.what(), "[fusion] this tensor's deferred op failed: [fusion] out of memory");
+  }
+  auto want = Tensor<Cpu, 1>::from_data(x.to_data()).exp().to_vec<float>();
+  EXPECT_EQ(x.exp().to_vec<float>(), want);  // the stream works on
 }
 
 TEST_F(FusionTest, DtypesCastsWhereAndCompare) {
