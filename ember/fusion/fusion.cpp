@@ -6,18 +6,11 @@ bool elementwise_composite(OpCode c) { return c == OpCode::Gelu || c == OpCode::
 
 bool records(const Op& op, const TensorMeta* in0, const TensorMeta& out) {
   OpCode c = op.code;
-  switch (info(c).family) {
-    case OpFamily::Binary:
-      return !((c == OpCode::Div || c == OpCode::Remainder) && in0 && is_int(in0->dtype));
-    case OpFamily::Cast:  // contiguous() (flag) promises a dense copy: it runs at once
-      return !op.attrs.flag;
-    case OpFamily::Unary:
-    case OpFamily::Compare:
-    case OpFamily::Where:
-      return true;
-    default:
-      return (c == OpCode::Full && out.shape.numel() == 1) || elementwise_composite(c);
-  }
+  if (c == OpCode::Full) return out.shape.numel() == 1;
+  if (elementwise_composite(c)) return true;
+  if (!is_elementwise(c)) return false;
+  if (info(c).family == OpFamily::Cast) return !op.attrs.flag;  // contiguous(): a dense copy
+  return !((c == OpCode::Div || c == OpCode::Remainder) && in0 && is_int(in0->dtype));
 }
 
 namespace detail {
