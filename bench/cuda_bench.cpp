@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/flags.h"
 #include "ember/backend/apply.h"
 #include "ember/backends/cuda/cuda.h"
 #include "ember/backends/cuda/ops.h"
@@ -82,28 +83,12 @@ double time_ms(const Options& o, int reps, const std::function<void()>& fn) {
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "cuda_bench: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--reps")
-      o.reps = std::stoi(next());
-    else if (a == "--warmup")
-      o.warmup = std::stoi(next());
-    else if (a == "--filter")
-      o.filter = next();
-    else if (a == "--json")
-      o.json = next();
-    else {
-      std::fprintf(stderr, "usage: cuda_bench [--reps N] [--warmup N] [--filter S] [--json F]\n");
-      return 2;
-    }
-  }
+  auto f = bench::parse_flags(argc, argv, {"--reps", "--warmup", "--filter", "--json"},
+                              "usage: cuda_bench [--reps N] [--warmup N] [--filter S] [--json F]");
+  if (f.count("--reps")) o.reps = std::stoi(f["--reps"]);
+  if (f.count("--warmup")) o.warmup = std::stoi(f["--warmup"]);
+  o.filter = f["--filter"];
+  o.json = f["--json"];
   std::string why;
   if (!cuda::available(&why)) {
     std::fprintf(stderr, "cuda_bench: no CUDA GPU: %s\n", why.c_str());

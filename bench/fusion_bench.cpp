@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/flags.h"
 #include "ember/backends/cuda/driver.h"
 #include "ember/backends/cuda/runtime.h"
 #include "ember/ember.h"
@@ -97,29 +98,13 @@ struct Trainer {
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "fusion_bench: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--reps")
-      o.reps = std::stoi(next());
-    else if (a == "--memory-steps")
-      o.memory_steps = std::stoi(next());
-    else if (a == "--filter")
-      o.filter = next();
-    else if (a == "--json")
-      o.json = next();
-    else {
-      std::fprintf(stderr,
-                   "usage: fusion_bench [--reps N] [--memory-steps N] [--filter S] [--json F]\n");
-      return 2;
-    }
-  }
+  auto f = bench::parse_flags(argc, argv, {"--reps", "--memory-steps", "--filter", "--json"},
+                              "usage: fusion_bench [--reps N] [--memory-steps N] [--filter S] "
+                              "[--json F]");
+  if (f.count("--reps")) o.reps = std::stoi(f["--reps"]);
+  if (f.count("--memory-steps")) o.memory_steps = std::stoi(f["--memory-steps"]);
+  o.filter = f["--filter"];
+  o.json = f["--json"];
   std::string why;
   if (!cuda::available(&why)) {
     std::fprintf(stderr, "fusion_bench: no CUDA GPU: %s\n", why.c_str());
