@@ -43,6 +43,22 @@ typename B::Handle run_validated(const Op& op, std::span<typename B::Handle> in,
   return B::run(op, in, out, dev);
 }
 
+/// run_validated, with an allocation failure named after the op and its output (once: an inner
+/// op of a decomposition that named itself is left as it is). apply runs ops this way, and so
+/// does Fusion when it runs recorded ops later than their calls.
+template <Backend B>
+typename B::Handle run_named(const Op& op, std::span<typename B::Handle> in, const TensorMeta& out,
+                             Device dev) {
+  try {
+    return run_validated<B>(op, in, out, dev);
+  } catch (const MemoryError& e) {
+    if (e.names_site()) throw;
+    throw detail::memory_error(op, out, e.what(), e.bytes());
+  } catch (const std::bad_alloc&) {
+    throw detail::memory_error(op, out, "out of memory", -1);
+  }
+}
+
 template <Backend B>
 typename B::Handle apply(Op op, std::span<typename B::Handle> in, Device dev) {
   SmallVec<const TensorMeta*, 4> metas;
@@ -53,14 +69,7 @@ typename B::Handle apply(Op op, std::span<typename B::Handle> in, Device dev) {
                         " and " + B::device(h).to_string());
   }
   TensorMeta out = infer(op, std::span<const TensorMeta* const>(metas.data(), metas.size()));
-  try {
-    return run_validated<B>(op, in, out, dev);
-  } catch (const MemoryError& e) {
-    if (e.names_site()) throw;  // an inner op (of a decomposition) already named itself
-    throw detail::memory_error(op, out, e.what(), e.bytes());
-  } catch (const std::bad_alloc&) {
-    throw detail::memory_error(op, out, "out of memory", -1);
-  }
+  return run_named<B>(op, in, out, dev);
 }
 
 /// apply for ops with inputs: the device is the first input's.

@@ -14,6 +14,13 @@ bool records(const Op& op, const TensorMeta* in0, const TensorMeta& out) {
 }
 
 namespace detail {
+std::vector<Op> step_ops(const Program& p, size_t constant_rank) {
+  std::vector<Op> ops;
+  ops.reserve(p.steps.size());
+  for (size_t i = 0; i < p.steps.size(); ++i) ops.push_back(step_op(p, i, constant_rank));
+  return ops;
+}
+
 void throw_failed(const std::string& why) {
   throw Error("[fusion] this tensor's deferred op failed: " + why);
 }

@@ -15,6 +15,7 @@
 //
 // Switches and counters: ember/fusion/settings.h; docs/fusion.md.
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,19 +90,56 @@ struct Stream {
 
 [[noreturn]] EMBER_API void throw_failed(const std::string& why);
 
-/// run_validated<B>, an allocation failure named as apply names it: programs run their ops
-/// later than the calls that made them.
+/// The ops of a program's steps, fulls one element of rank `constant_rank` (step_op).
+EMBER_API std::vector<Op> step_ops(const Program& p, size_t constant_rank);
+
+/// A program's steps run one by one on B, each value handed to the step that reads it last
+/// (inputs too when `own_inputs`), so B may write into it. `ops` are step_ops(p, ...); each
+/// full step's value is `constants[i]`. Returns every step's value (outputs are kept).
 template <Backend B>
-typename B::Handle run_named(const Op& op, std::span<typename B::Handle> in, const TensorMeta& out,
-                             Device dev) {
-  try {
-    return run_validated<B>(op, in, out, dev);
-  } catch (const MemoryError& e) {
-    if (e.names_site()) throw;
-    throw ember::detail::memory_error(op, out, e.what(), e.bytes());
-  } catch (const std::bad_alloc&) {
-    throw ember::detail::memory_error(op, out, "out of memory", -1);
+std::vector<typename B::Handle> run_steps(const Program& p, const std::vector<Op>& ops,
+                                          std::span<typename B::Handle> in, bool own_inputs,
+                                          const std::vector<typename B::Handle>& constants,
+                                          Device dev) {
+  using H = typename B::Handle;
+  size_t n = p.steps.size();
+  std::vector<int32_t> last(n, -1), last_in(in.size(), -1);
+  for (size_t i = 0; i < n; ++i)
+    for (int a = 0; a < p.steps[i].arity; ++a) {
+      Ref r = p.steps[i].args[a];
+      (Program::is_input(r) ? last_in[Program::input_index(r)] : last[r]) = int32_t(i);
+    }
+  for (int32_t o : p.outputs) last[o] = -1;  // never handed on
+  if (!own_inputs) std::fill(last_in.begin(), last_in.end(), -1);
+  std::vector<H> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Step& s = p.steps[i];
+    if (s.code == OpCode::Full) {
+      v[i] = constants[i];
+      continue;
+    }
+    ember::detail::HandleBuffer<H> args(s.arity);
+    for (int a = 0; a < s.arity; ++a) {
+      Ref r = s.args[a];
+      bool again = false;  // read twice by this step: kept for the later slot
+      for (int b = a + 1; b < s.arity; ++b) again |= s.args[b] == r;
+      bool input = Program::is_input(r);
+      H& src = input ? in[Program::input_index(r)] : v[r];
+      bool last_read = (input ? last_in[Program::input_index(r)] : last[r]) == int32_t(i);
+      if (last_read && !again)
+        args[a] = std::move(src);
+      else
+        args[a] = src;
+    }
+    // Validated when recorded: the operands (whole tensors, blocks, one-element constants)
+    // broadcast as they did then.
+    TensorMeta out{B::meta(args[0]).shape, s.dtype};
+    for (int a = 1; a < s.arity; ++a)
+      if (B::meta(args[a]).shape != out.shape)
+        out.shape = broadcast_shapes(out.shape, B::meta(args[a]).shape);
+    v[i] = run_named<B>(ops[i], args.span(), out, dev);
   }
+  return v;
 }
 
 }  // namespace detail
@@ -208,7 +246,7 @@ class Fusion {
       flush_locked(s, dev, true);
     int fresh = 0;
     for (auto& h : in)
-      if (!pending_here(s, *h) && !known_input(s, h)) ++fresh;
+      if (!pending_here(s, *h) && find_input(s, h) < 0) ++fresh;
     if (s.inputs.size() + fresh > size_t(fusion::kMaxInputs)) flush_locked(s, dev, true);
 
     if (s.entries.empty()) s.entries.reserve(size_t(fusion::max_steps()) + 8);
@@ -235,18 +273,21 @@ class Fusion {
     return t;
   }
 
-  static bool known_input(const Stream& s, const Handle& h) {
-    for (auto& x : s.inputs)
-      if (x == h) return true;
-    return false;
+  // The index of `h` among the stream's inputs, or -1.
+  static int find_input(const Stream& s, const Handle& h) {
+    for (size_t k = 0; k < s.inputs.size(); ++k)
+      if (s.inputs[k] == h) return static_cast<int>(k);
+    return -1;
   }
   static Ref input_ref(Stream& s, const Handle& h) {
-    for (size_t k = 0; k < s.inputs.size(); ++k)
-      if (s.inputs[k] == h) return fusion::Program::input(static_cast<int>(k));
-    // Not pending here, so it has a value (a failed one has thrown already).
-    if (!h->value) fusion::detail::throw_failed("a tensor of an older stream has no value");
-    s.inputs.push_back(h);
-    return fusion::Program::input(static_cast<int>(s.inputs.size() - 1));
+    int k = find_input(s, h);
+    if (k < 0) {
+      // Not pending here, so it has a value (a failed one has thrown already).
+      if (!h->value) fusion::detail::throw_failed("a tensor of an older stream has no value");
+      k = static_cast<int>(s.inputs.size());
+      s.inputs.push_back(h);
+    }
+    return fusion::Program::input(k);
   }
 
   // Runs the stream's live steps as one program and gives their owners values. With
@@ -296,11 +337,8 @@ class Fusion {
     for (size_t i = 0; i < n && !carry_constants; ++i) {
       if (!owners[i] || entries[i].code != OpCode::Full) continue;
       if (has_shape && entries[i].meta.shape == shape) continue;
-      Op full{OpCode::Full};
-      full.attrs.scalar = entries[i].value;
-      full.attrs.shape = entries[i].meta.shape.dims();
-      full.attrs.dtype = entries[i].meta.dtype;
-      owners[i]->value = B::run(full, {}, entries[i].meta, dev);
+      owners[i]->value =
+          B::run(fusion::full_op(entries[i].value, entries[i].meta), {}, entries[i].meta, dev);
     }
 
     // The program over the needed steps.
@@ -367,8 +405,7 @@ class Fusion {
       outs = run_program(p, in_handles, dev);
     } catch (const std::exception& e) {
       std::string why = e.what();
-      std::string where =
-          "(in a fused program of " + p.op_names() + " on " + shape.to_string() + ")";
+      std::string where = p.where();
       if (why.find(where) == std::string::npos) why += " " + where;
       auto shared = std::make_shared<const std::string>(std::move(why));
       for (size_t i : out_entries) owners[i]->error = shared;
@@ -390,9 +427,7 @@ class Fusion {
       } catch (const MemoryError& e) {
         if (e.names_site()) throw;
         // Named here, so that an op whose input this program makes does not take it as its own.
-        throw MemoryError("[fusion] " + std::string(e.what()) + " (in a fused program of " +
-                              p.op_names() + " on " + p.shape.to_string() + ")",
-                          e.bytes());
+        throw MemoryError("[fusion] " + std::string(e.what()) + " " + p.where(), e.bytes());
       } catch (const std::exception& e) {
         // A program the backend could not compile or launch: the ops one by one, so an
         // error names its op.
@@ -405,47 +440,17 @@ class Fusion {
 
   // The program's ops in order on B, each value released after its last use.
   static std::vector<H> replay(const fusion::Program& p, std::vector<H>& in, Device dev) {
-    size_t n = p.steps.size();
-    std::vector<int32_t> last(n, -1), last_in(in.size(), -1);
-    for (size_t i = 0; i < n; ++i)
-      for (int a = 0; a < p.steps[i].arity; ++a) {
-        Ref r = p.steps[i].args[a];
-        (fusion::Program::is_input(r) ? last_in[fusion::Program::input_index(r)] : last[r]) =
-            static_cast<int32_t>(i);
-      }
-    std::vector<char> is_out(n, 0);
-    for (int32_t o : p.outputs) is_out[o] = 1;
-    std::vector<std::optional<H>> vals(n);
-    for (size_t i = 0; i < n; ++i) {
-      const fusion::Step& st = p.steps[i];
-      Op op = fusion::step_op(p, i, p.shape.rank());
-      if (st.code == OpCode::Full) {
-        vals[i] = run_validated<B>(op, {}, TensorMeta{Shape(op.attrs.shape), st.dtype}, dev);
-        continue;
-      }
-      detail::HandleBuffer<H> args(st.arity);
-      for (int a = 0; a < st.arity; ++a) {
-        Ref r = st.args[a];
-        bool last_use;
-        H* src;
-        if (fusion::Program::is_input(r)) {
-          int k = fusion::Program::input_index(r);
-          src = &in[k];
-          last_use = last_in[k] == int32_t(i);
-        } else {
-          src = &*vals[r];
-          last_use = last[r] == int32_t(i) && !is_out[r];
-        }
-        // Used twice by this step: keep it until its last operand slot.
-        bool again = false;
-        for (int b = a + 1; b < st.arity; ++b) again |= st.args[b] == r;
-        args[a] = last_use && !again ? std::move(*src) : *src;
-      }
-      vals[i] = fusion::detail::run_named<B>(op, args.span(), TensorMeta{p.shape, st.dtype}, dev);
-    }
-    fusion::detail::count(fusion::detail::Counter::ReplayedOps, static_cast<int64_t>(n));
+    std::vector<Op> ops = fusion::detail::step_ops(p, p.shape.rank());
+    std::vector<H> constants(p.steps.size());
+    for (size_t i = 0; i < p.steps.size(); ++i)
+      if (p.steps[i].code == OpCode::Full)
+        constants[i] =
+            run_validated<B>(ops[i], {}, {Shape(ops[i].attrs.shape), p.steps[i].dtype}, dev);
+    std::vector<H> v = fusion::detail::run_steps<B>(p, ops, std::span<H>(in), true, constants, dev);
+    fusion::detail::count(fusion::detail::Counter::ReplayedOps,
+                          static_cast<int64_t>(p.steps.size()));
     std::vector<H> outs;
-    for (int32_t o : p.outputs) outs.push_back(*vals[o]);
+    for (int32_t o : p.outputs) outs.push_back(v[o]);
     return outs;
   }
 };

@@ -90,18 +90,28 @@ std::string Program::op_names() const {
   return s;
 }
 
+std::string Program::where() const {
+  return "(in a fused program of " + op_names() + " on " + shape.to_string() + ")";
+}
+
 DType operand_dtype(const Program& p, Ref r) {
   return Program::is_input(r) ? p.inputs[Program::input_index(r)].dtype : p.steps[r].dtype;
 }
 
+Op full_op(Scalar v, const TensorMeta& meta) {
+  Op op{OpCode::Full};
+  op.attrs.scalar = v;
+  op.attrs.shape = meta.shape.dims();
+  op.attrs.dtype = meta.dtype;
+  return op;
+}
+
 Op step_op(const Program& p, size_t i, size_t constant_rank) {
   const Step& s = p.steps[i];
+  if (s.code == OpCode::Full)
+    return full_op(p.constants[s.constant], {Shape(Dims(constant_rank, 1)), s.dtype});
   Op op{s.code};
-  if (s.code == OpCode::Full) {
-    op.attrs.scalar = p.constants[s.constant];
-    op.attrs.shape = Dims(constant_rank, 1);
-  }
-  if (s.code == OpCode::Full || s.code == OpCode::Cast) op.attrs.dtype = s.dtype;
+  if (s.code == OpCode::Cast) op.attrs.dtype = s.dtype;
   return op;
 }
 

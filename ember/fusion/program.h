@@ -56,12 +56,16 @@ struct EMBER_API Program {
   std::string signature() const;
   /// One line per step, for EMBER_FUSION_DUMP and errors.
   std::string dump() const;
-  /// The ops' names, "mul, add, gelu, exp": what errors of the program say.
+  /// The ops' names, "mul, add, gelu, exp".
   std::string op_names() const;
+  /// What errors of the program say: "(in a fused program of mul, add on [64, 256])".
+  std::string where() const;
 };
 
 /// The dtype a step computes its operands in (its first operand's).
 EMBER_API DType operand_dtype(const Program& p, Ref r);
+/// A full op of `meta`'s shape and dtype with value `v`.
+EMBER_API Op full_op(Scalar v, const TensorMeta& meta);
 /// Step `i` as an op for a backend's run: the ops Fusion records carry no attributes but a
 /// cast's dtype and a full's value; a full is one element of rank `constant_rank`.
 EMBER_API Op step_op(const Program& p, size_t i, size_t constant_rank);

@@ -36,21 +36,18 @@ struct Interpreted : Cpu {
     shapes.push_back(p.shape);
     input_counts.push_back(in.size());
     std::vector<CpuTensor> v;
-    for (const fusion::Step& s : p.steps) {
-      Op op{s.code};
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      const fusion::Step& s = p.steps[i];
+      Op op = fusion::step_op(p, i, p.shape.rank());
+      if (s.code == OpCode::Full) {
+        v.push_back(Cpu::run(op, {}, {Shape(op.attrs.shape), s.dtype}, dev));
+        continue;
+      }
       std::vector<CpuTensor> args;
       for (int a = 0; a < s.arity; ++a) {
         fusion::Ref r = s.args[a];
         args.push_back(fusion::Program::is_input(r) ? in[fusion::Program::input_index(r)] : v[r]);
       }
-      if (s.code == OpCode::Full) {
-        op.attrs.scalar = p.constants[s.constant];
-        op.attrs.dtype = s.dtype;
-        op.attrs.shape = Dims(p.shape.rank(), 1);
-        v.push_back(Cpu::run(op, {}, {Shape(op.attrs.shape), s.dtype}, dev));
-        continue;
-      }
-      if (s.code == OpCode::Cast) op.attrs.dtype = s.dtype;
       v.push_back(run_validated<Cpu>(op, std::span<CpuTensor>(args.data(), args.size()),
                                      {p.shape, s.dtype}, dev));
     }

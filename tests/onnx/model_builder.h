@@ -107,6 +107,14 @@ inline pb::ModelProto empty_model() {
   return m;
 }
 
+/// `m`'s graph, given an input "x" ([2] FLOAT) and an output `out` (FLOAT, shape unknown).
+inline pb::GraphProto* x_to(pb::ModelProto& m, const std::string& out = "y") {
+  pb::GraphProto* g = m.mutable_graph();
+  add_value(g->mutable_input(), "x", pb::TensorProto::FLOAT, std::vector<DimSpec>{int64_t{2}});
+  add_value(g->mutable_output(), out, pb::TensorProto::FLOAT, std::nullopt);
+  return g;
+}
+
 /// y = Relu(x + w): x [N, 3] FLOAT (a dynamic batch), w [3] an initializer.
 inline pb::ModelProto add_relu_model() {
   pb::ModelProto m = empty_model();

@@ -82,9 +82,7 @@ pb::ModelProto function_model(const std::string& op) {
   auto* o = m.add_opset_import();
   o->set_domain("local");
   o->set_version(1);
-  pb::GraphProto* g = m.mutable_graph();
-  add_value(g->mutable_input(), "x", pb::TensorProto::FLOAT, std::vector<DimSpec>{int64_t{2}});
-  add_value(g->mutable_output(), "y", pb::TensorProto::FLOAT, std::nullopt);
+  pb::GraphProto* g = x_to(m);
   add_node(g, op, {"x"}, {"y"}, "call", "local");
   return m;
 }
@@ -128,9 +126,7 @@ TEST(OnnxRuntime, AValidModelRunsWithADynamicBatch) {
 
 TEST(OnnxRuntime, ANodeInputNothingProducesIsAClearError) {
   pb::ModelProto m = empty_model();
-  pb::GraphProto* g = m.mutable_graph();
-  add_value(g->mutable_input(), "x", pb::TensorProto::FLOAT, std::vector<DimSpec>{int64_t{2}});
-  add_value(g->mutable_output(), "y", pb::TensorProto::FLOAT, std::nullopt);
+  pb::GraphProto* g = x_to(m);
   add_node(g, "Relu", {"ghost"}, {"y"}, "r");
   Session s(parse(m));
   EXPECT_EQ(error_of([&] {
@@ -141,9 +137,7 @@ TEST(OnnxRuntime, ANodeInputNothingProducesIsAClearError) {
 
   // Produced, but only by a later node: the graph is not in topological order.
   pb::ModelProto late = empty_model();
-  g = late.mutable_graph();
-  add_value(g->mutable_input(), "x", pb::TensorProto::FLOAT, std::vector<DimSpec>{int64_t{2}});
-  add_value(g->mutable_output(), "y", pb::TensorProto::FLOAT, std::nullopt);
+  g = x_to(late);
   add_node(g, "Relu", {"h"}, {"y"});
   add_node(g, "Neg", {"x"}, {"h"});
   Session s2(parse(late));
@@ -155,9 +149,7 @@ TEST(OnnxRuntime, ANodeInputNothingProducesIsAClearError) {
 
   // An output nothing produces, an input not given, too many inputs.
   pb::ModelProto no_out = empty_model();
-  g = no_out.mutable_graph();
-  add_value(g->mutable_input(), "x", pb::TensorProto::FLOAT, std::vector<DimSpec>{int64_t{2}});
-  add_value(g->mutable_output(), "z", pb::TensorProto::FLOAT, std::nullopt);
+  g = x_to(no_out, "z");
   Session s3(parse(no_out));
   EXPECT_EQ(error_of([&] {
               s3.run({floats({1, 2}, Shape{2})});

@@ -2,9 +2,7 @@
 // intermediates never leave the cache), blocks spread over the worker threads. Programs that
 // are small, or that read broadcast inputs, run step by step over whole tensors instead.
 #include <algorithm>
-#include <climits>
 #include <cstring>
-#include <iterator>
 #include <vector>
 
 #include "ember/backends/cpu/cpu.h"
@@ -21,67 +19,6 @@ namespace {
 constexpr int64_t kBlock = 16384;
 // Below this many elements the whole-tensor path is as fast (and makes fewer ops).
 constexpr int64_t kMinBlocked = int64_t(1) << 17;
-
-std::vector<Op> ops_of(const fusion::Program& p, size_t constant_rank) {
-  std::vector<Op> ops;
-  ops.reserve(p.steps.size());
-  for (size_t i = 0; i < p.steps.size(); ++i) ops.push_back(fusion::step_op(p, i, constant_rank));
-  return ops;
-}
-
-// The last step that reads each step's value (-1: none), outputs never released.
-std::vector<int32_t> last_uses(const fusion::Program& p) {
-  std::vector<int32_t> last(p.steps.size(), -1);
-  for (size_t i = 0; i < p.steps.size(); ++i)
-    for (int a = 0; a < p.steps[i].arity; ++a)
-      if (!fusion::Program::is_input(p.steps[i].args[a]))
-        last[p.steps[i].args[a]] = static_cast<int32_t>(i);
-  for (int32_t o : p.outputs) last[o] = INT32_MAX;
-  return last;
-}
-
-// Runs the steps on `in` (whole tensors or one block of each); returns every step's value. A
-// value is handed to the step that reads it last, so the op may write into it.
-std::vector<CpuTensor> run_steps(const fusion::Program& p, const std::vector<Op>& ops,
-                                 const std::vector<int32_t>& last, std::vector<CpuTensor>& in,
-                                 bool own_inputs, const std::vector<CpuTensor>& constants,
-                                 Device dev) {
-  std::vector<int32_t> last_in(in.size(), -1);
-  if (own_inputs)
-    for (size_t i = 0; i < p.steps.size(); ++i)
-      for (int a = 0; a < p.steps[i].arity; ++a)
-        if (fusion::Program::is_input(p.steps[i].args[a]))
-          last_in[fusion::Program::input_index(p.steps[i].args[a])] = static_cast<int32_t>(i);
-  std::vector<CpuTensor> v(p.steps.size());
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    const fusion::Step& s = p.steps[i];
-    if (s.code == OpCode::Full) {
-      v[i] = constants[i];
-      continue;
-    }
-    CpuTensor args[3];
-    for (int a = 0; a < s.arity; ++a) {
-      fusion::Ref r = s.args[a];
-      bool again = false;  // read twice by this step: keep it for the later slot
-      for (int b = a + 1; b < s.arity; ++b) again |= s.args[b] == r;
-      bool input = fusion::Program::is_input(r);
-      CpuTensor& src = input ? in[fusion::Program::input_index(r)] : v[r];
-      bool last_read = (input ? last_in[fusion::Program::input_index(r)] : last[r]) == int32_t(i);
-      if (last_read && !again)
-        args[a] = std::move(src);
-      else
-        args[a] = src;
-    }
-    // Recorded ops were validated; their operands (blocks, or whole tensors and constants)
-    // broadcast as when they were recorded.
-    TensorMeta out{args[0].meta.shape, s.dtype};
-    for (int a = 1; a < s.arity; ++a)
-      if (args[a].meta.shape != out.shape)
-        out.shape = broadcast_shapes(out.shape, args[a].meta.shape);
-    v[i] = fusion::detail::run_named<Cpu>(ops[i], std::span<CpuTensor>(args, s.arity), out, dev);
-  }
-  return v;
-}
 
 // A dense view of elements [start, start + len) of a dense tensor, as a rank-1 tensor.
 CpuTensor block_of(const CpuTensor& t, int64_t start, int64_t len) {
@@ -107,17 +44,14 @@ std::vector<CpuTensor> Cpu::run_fused(const fusion::Program& p, std::span<CpuTen
     blocked =
         blocked && (t.meta.shape.numel() == 1 || (t.meta.shape == p.shape && t.is_contiguous()));
   // Blocks are rank 1; whole tensors keep the program's rank.
-  std::vector<Op> ops = ops_of(p, blocked ? 1 : p.shape.rank());
+  std::vector<Op> ops = fusion::detail::step_ops(p, blocked ? 1 : p.shape.rank());
   std::vector<CpuTensor> constants(p.steps.size());
   for (size_t i = 0; i < p.steps.size(); ++i)
     if (p.steps[i].code == OpCode::Full)
       constants[i] = Cpu::run(ops[i], {}, {Shape(ops[i].attrs.shape), p.steps[i].dtype}, dev);
-  std::vector<int32_t> last = last_uses(p);
   std::vector<CpuTensor> outs;
   if (!blocked) {
-    std::vector<CpuTensor> whole(std::make_move_iterator(in.begin()),
-                                 std::make_move_iterator(in.end()));
-    std::vector<CpuTensor> v = run_steps(p, ops, last, whole, true, constants, dev);
+    std::vector<CpuTensor> v = fusion::detail::run_steps<Cpu>(p, ops, in, true, constants, dev);
     for (int32_t o : p.outputs) outs.push_back(v[o]);
     return outs;
   }
@@ -132,7 +66,8 @@ std::vector<CpuTensor> Cpu::run_fused(const fusion::Program& p, std::span<CpuTen
       int64_t start = b * kBlock, len = std::min(kBlock, n - start);
       for (size_t j = 0; j < in.size(); ++j)
         x[j] = in[j].meta.shape.numel() == 1 ? one[j] : block_of(in[j], start, len);
-      std::vector<CpuTensor> v = run_steps(p, ops, last, x, false, constants, dev);
+      std::vector<CpuTensor> v =
+          fusion::detail::run_steps<Cpu>(p, ops, std::span<CpuTensor>(x), false, constants, dev);
       for (size_t o = 0; o < p.outputs.size(); ++o) {
         // Values are dense (fresh, or a block view when a step passes its input through).
         const CpuTensor& r = v[p.outputs[o]];
