@@ -1,11 +1,13 @@
 // Fusion<B>: a backend decorator that records elementwise ops instead of running them, and
 // runs each recorded chain as one program when something needs its values: a read
-// (to_data), an op it does not record (matmul, a reduction, ...) that takes one of them, an
-// op of another shape, or the step bound. Values nobody holds any more at that point are
-// never written, so `gelu(a * b + c).exp() * 0.5 + a` reads a, b and c once and writes one
-// tensor. A backend that can compile programs (`fusion::FusedBackend`: CUDA) runs each as one
-// generated kernel, cached by the program's signature; on others (the CPU) the program's ops
-// run one by one, in order, so results are the same with fusion on and off.
+// (to_data), an op it does not record (matmul, ...) that takes one of them, an op of another
+// shape, or the step bound. Values nobody holds any more at that point are never written, so
+// `gelu(a * b + c).exp() * 0.5 + a` reads a, b and c once and writes one tensor. A sum, max or
+// min of a recorded value ends the program where the backend can fuse it (CUDA): the chain is
+// computed as the reduction reads it, so `(x * y).sum(1)` writes only the sums. A backend that can
+// compile programs (`fusion::FusedBackend`: CUDA) runs each as one generated kernel, cached by the
+// program's signature; on others (the CPU) the program's ops run one by one, in order, so results
+// are the same with fusion on and off.
 //
 //   using B = ember::Fusion<ember::Cpu>;        // Dispatch uses Fusion<Cuda> for cuda:N
 //   auto x = ember::Tensor<B, 1>::ones({1 << 20});
@@ -16,6 +18,7 @@
 // Switches and counters: ember/fusion/settings.h; docs/fusion.md.
 #pragma once
 #include <algorithm>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,7 +70,9 @@ struct LazyTensor {
   std::shared_ptr<const std::string> error;  // the program that should have made it failed
 };
 
-/// The ops recorded on one device since its last flush.
+/// The ops recorded on one device since its last flush: the program being recorded, and the
+/// programs closed before it (by an op of another shape, a bound, or an op after a reduction),
+/// which run in order at the flush.
 template <class H>
 struct Stream {
   // An op as recorded: the ops Fusion records have no attributes but a full's value and a
@@ -84,8 +89,34 @@ struct Stream {
   uint64_t generation = 1;
   bool has_shape = false;  // constants alone do not fix the shape
   Shape shape;
+  // A reduction of one of the entries (`value`), run at the end of the program.
+  struct PendingReduction {
+    Op op;
+    int32_t value = 0;
+    TensorMeta meta;
+    std::weak_ptr<LazyTensor<H>> owner;
+  };
+  // A reshape of a value a program makes, run after it.
+  struct View {
+    Op op;
+    std::shared_ptr<LazyTensor<H>> source;
+    std::weak_ptr<LazyTensor<H>> owner;
+  };
+  // A program's record: its entries (steps and constants), its inputs (values, or values
+  // that earlier closed programs make), its reduction. Or a view (no entries).
+  struct Segment {
+    uint64_t generation = 0;
+    bool has_shape = false;
+    Shape shape;
+    std::vector<Entry> entries;
+    std::vector<std::shared_ptr<LazyTensor<H>>> inputs;
+    std::optional<PendingReduction> reduction;
+    std::optional<View> view;
+  };
   std::vector<Entry> entries;
   std::vector<std::shared_ptr<LazyTensor<H>>> inputs;
+  std::optional<PendingReduction> reduction;
+  std::vector<Segment> closed;
 };
 
 [[noreturn]] EMBER_API void throw_failed(const std::string& why);
@@ -110,6 +141,7 @@ std::vector<typename B::Handle> run_steps(const Program& p, const std::vector<Op
       (Program::is_input(r) ? last_in[Program::input_index(r)] : last[r]) = int32_t(i);
     }
   for (int32_t o : p.outputs) last[o] = -1;  // never handed on
+  if (p.reduction) last[p.reduction->value] = -1;
   if (!own_inputs) std::fill(last_in.begin(), last_in.end(), -1);
   std::vector<H> v(n);
   for (size_t i = 0; i < n; ++i) {
@@ -142,6 +174,15 @@ std::vector<typename B::Handle> run_steps(const Program& p, const std::vector<Op
   return v;
 }
 
+/// The program's reduction of `values` (every step's value, as run_steps returns them).
+template <Backend B>
+typename B::Handle run_reduction(const Program& p, std::vector<typename B::Handle>& values,
+                                 Device dev) {
+  return run_named<B>(p.reduction->op,
+                      std::span<typename B::Handle>(&values[size_t(p.reduction->value)], 1),
+                      p.reduction->out, dev);
+}
+
 }  // namespace detail
 }  // namespace fusion
 
@@ -168,6 +209,10 @@ class Fusion {
   static bool supports(OpCode c) { return B::supports(c) || fusion::elementwise_composite(c); }
 
   static Handle run(const Op& op, std::span<Handle> in, const TensorMeta& out, Device dev) {
+    if (fusion::enabled() && in.size() == 1 && fusion::reduction_fusible(op, in[0]->meta))
+      if (Handle h = record_reduction(op, in, out, dev)) return h;
+    if (op.code == OpCode::Reshape && in.size() == 1 && fusion::enabled())
+      if (Handle h = record_view(op, in[0], out, dev)) return h;
     if (fusion::enabled() && fusion::records(op, in.empty() ? nullptr : &in[0]->meta, out) &&
         fusible(op, in, out))
       return record(op, in, out, dev);
@@ -235,19 +280,39 @@ class Fusion {
     return !t.value && !t.error && t.generation == s.generation && t.step >= 0;
   }
 
+  // Ends the stream's program with `op` (a sum, max or min) of its pending value in[0], when
+  // the backend can fuse it; nullptr: the op runs at once.
+  static Handle record_reduction(const Op& op, std::span<Handle> in, const TensorMeta& out,
+                                 Device dev) {
+    Stream& s = stream(dev);
+    std::lock_guard lk(s.mu);
+    const Lazy& x = *in[0];
+    // A second reduction of the program (of the same value, say) runs at once.
+    if (s.reduction || !s.has_shape || !pending_here(s, x) || x.meta.shape != s.shape ||
+        s.entries[size_t(x.step)].code == OpCode::Full || !fusible(op, in, out))
+      return nullptr;
+    auto t = std::make_shared<Lazy>(out, dev);
+    t->generation = s.generation;
+    s.reduction = typename Stream::PendingReduction{op, x.step, out, t};
+    fusion::detail::count(fusion::detail::Counter::Recorded);
+    return t;
+  }
+
   static Handle record(const Op& op, std::span<Handle> in, const TensorMeta& out, Device dev) {
     Stream& s = stream(dev);
     std::lock_guard lk(s.mu);
+    // A program ends with its reduction: what follows (its result's users too) starts another.
+    if (s.reduction) close_locked(s, dev);
     bool constant = op.code == OpCode::Full;
     // Bounds are checked before an op joins, so the value it continues from is the last
     // step of the program that ends (its only extra output), never a value in the middle.
     if (!constant &&
         ((s.has_shape && s.shape != out.shape) || s.entries.size() >= size_t(fusion::max_steps())))
-      flush_locked(s, dev, true);
+      close_locked(s, dev);
     int fresh = 0;
     for (auto& h : in)
       if (!pending_here(s, *h) && find_input(s, h) < 0) ++fresh;
-    if (s.inputs.size() + fresh > size_t(fusion::kMaxInputs)) flush_locked(s, dev, true);
+    if (s.inputs.size() + fresh > size_t(fusion::kMaxInputs)) close_locked(s, dev);
 
     if (s.entries.empty()) s.entries.reserve(size_t(fusion::max_steps()) + 8);
     typename Stream::Entry e;
@@ -273,6 +338,22 @@ class Fusion {
     return t;
   }
 
+  // A reshape of a value a recorded program makes runs after it, so that reshaping a result
+  // (sum() does) does not run its program while the operands' temporaries are still held.
+  static Handle record_view(const Op& op, const Handle& x, const TensorMeta& out, Device dev) {
+    Stream& s = stream(dev);
+    std::lock_guard lk(s.mu);
+    if (x->value || x->error || x->device != dev) return nullptr;
+    close_locked(s, dev, false);  // x may be a constant: made before the view, not carried
+    auto t = std::make_shared<Lazy>(out, dev);  // no step: never pending in a program
+    typename Stream::Segment c;
+    c.view = typename Stream::View{op, x, t};
+    s.closed.push_back(std::move(c));
+    fusion::detail::count(fusion::detail::Counter::Recorded);
+    if (s.closed.size() >= kMaxClosed) run_closed(s, dev);
+    return t;
+  }
+
   // The index of `h` among the stream's inputs, or -1.
   static int find_input(const Stream& s, const Handle& h) {
     for (size_t k = 0; k < s.inputs.size(); ++k)
@@ -282,59 +363,136 @@ class Fusion {
   static Ref input_ref(Stream& s, const Handle& h) {
     int k = find_input(s, h);
     if (k < 0) {
-      // Not pending here, so it has a value (a failed one has thrown already).
-      if (!h->value) fusion::detail::throw_failed("a tensor of an older stream has no value");
+      // A value, or the value of a closed program, which runs before this one (a failed one
+      // has thrown already).
       k = static_cast<int>(s.inputs.size());
       s.inputs.push_back(h);
     }
     return fusion::Program::input(k);
   }
 
-  // Runs the stream's live steps as one program and gives their owners values. With
-  // `carry_constants` (a flush because an op is joining), held constants of another shape (the
-  // op's own scalar operand, typically) move to the new stream instead of running on their own.
-  static void flush_locked(Stream& s, Device dev, bool carry_constants = false) {
+  // Closes the program being recorded: it runs at the next flush, after the ones closed
+  // before it. With `carry`, held constants of another shape (the scalar operand of the op
+  // that closes it, typically) move to the next program instead of running on their own.
+  static void close_locked(Stream& s, Device dev, bool carry = true) {
     if (s.entries.empty()) {
       s.inputs.clear();
       s.has_shape = false;
       return;
     }
-    std::vector<typename Stream::Entry> entries = std::move(s.entries);
-    std::vector<Handle> inputs = std::move(s.inputs);
-    Shape shape = s.has_shape ? s.shape : Shape{};
-    bool has_shape = s.has_shape;
+    typename Stream::Segment c;
+    c.generation = s.generation;
+    c.has_shape = s.has_shape;
+    c.shape = s.shape;
+    c.entries = std::move(s.entries);
+    c.inputs = std::move(s.inputs);
+    c.reduction = std::move(s.reduction);
     s.entries.clear();
     s.inputs.clear();
+    s.reduction.reset();
     s.has_shape = false;
     ++s.generation;
     fusion::detail::count(fusion::detail::Counter::Flushes);
-    execute(entries, inputs, shape, has_shape, dev, carry_constants);
-    for (auto& e : entries) {  // what execute left pending: the carried constants
+    for (auto& e : c.entries) {
+      if (!carry) break;
+      if (e.code != OpCode::Full || (c.has_shape && e.meta.shape == c.shape)) continue;
       Handle t = e.owner.lock();
-      if (!t || t->value || t->error || e.code != OpCode::Full) continue;
+      if (!t || t->value || t->error || t->generation != c.generation) continue;
       t->step = static_cast<int32_t>(s.entries.size());
       t->generation = s.generation;
-      s.entries.push_back(std::move(e));
+      s.entries.push_back(e);  // the closed program keeps its copy for its own steps
     }
+    s.closed.push_back(std::move(c));
+    if (s.closed.size() >= kMaxClosed) run_closed(s, dev);
+  }
+  static constexpr size_t kMaxClosed = 64;
+
+  // Runs the recorded programs in order and gives their owners values.
+  static void flush_locked(Stream& s, Device dev) {
+    if (s.entries.empty() && s.closed.empty()) {
+      s.inputs.clear();
+      s.has_shape = false;
+      return;
+    }
+    if (!s.entries.empty()) {
+      // Every held value gets one: constants of another shape run on their own, not carried.
+      typename Stream::Segment c;
+      c.generation = s.generation;
+      c.has_shape = s.has_shape;
+      c.shape = s.shape;
+      c.entries = std::move(s.entries);
+      c.inputs = std::move(s.inputs);
+      c.reduction = std::move(s.reduction);
+      s.entries.clear();
+      s.inputs.clear();
+      s.reduction.reset();
+      s.has_shape = false;
+      ++s.generation;
+      fusion::detail::count(fusion::detail::Counter::Flushes);
+      s.closed.push_back(std::move(c));
+    }
+    run_closed(s, dev);
   }
 
-  static void execute(std::vector<typename Stream::Entry>& entries, std::vector<Handle>& inputs,
-                      const Shape& shape, bool has_shape, Device dev, bool carry_constants) {
+  // The closed programs, in order. A program that fails leaves its error on its tensors and on
+  // those of later programs that read them; the others run; the first error is rethrown.
+  static void run_closed(Stream& s, Device dev) {
+    std::vector<typename Stream::Segment> closed = std::move(s.closed);
+    s.closed.clear();
+    std::exception_ptr first;
+    for (auto& c : closed) {
+      try {
+        execute(c, dev);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
+  }
+
+  static void execute(typename Stream::Segment& c, Device dev) {
     using fusion::detail::count;
     using fusion::detail::Counter;
+    if (c.view) {
+      Handle t = c.view->owner.lock();
+      Handle src = std::move(c.view->source);
+      if (!t) return;
+      if (!src->value) {
+        t->error =
+            src->error ? src->error : std::make_shared<const std::string>("an input was not made");
+        return;
+      }
+      H x = src.use_count() == 1 ? std::move(*src->value) : *src->value;
+      try {
+        t->value = run_named<B>(c.view->op, std::span<H>(&x, 1), t->meta, dev);
+      } catch (const std::exception& e) {
+        t->error = std::make_shared<const std::string>(e.what());
+        throw;
+      }
+      return;
+    }
+    std::vector<typename Stream::Entry>& entries = c.entries;
+    std::vector<Handle>& inputs = c.inputs;
+    const std::optional<typename Stream::PendingReduction>& reduction = c.reduction;
+    const Shape& shape = c.shape;
+    const bool has_shape = c.has_shape;
     size_t n = entries.size();
     std::vector<Handle> owners(n);
     std::vector<char> needed(n, 0);
+    Handle reduced = reduction ? reduction->owner.lock() : nullptr;
+    if (reduced) needed[size_t(reduction->value)] = 1;
     for (size_t i = n; i-- > 0;) {
       owners[i] = entries[i].owner.lock();
+      // A constant carried to a later program is that program's to make.
+      if (owners[i] && owners[i]->generation != c.generation) owners[i] = nullptr;
       if (owners[i]) needed[i] = 1;
       if (!needed[i]) continue;
       for (int a = 0; a < entries[i].arity; ++a)
         if (!fusion::Program::is_input(entries[i].args[a])) needed[entries[i].args[a]] = 1;
     }
     // Constants of another shape (or with nothing else recorded) that are still held run on
-    // their own, or stay pending when carried: a program writes values of its shape only.
-    for (size_t i = 0; i < n && !carry_constants; ++i) {
+    // their own: a program writes values of its shape only.
+    for (size_t i = 0; i < n; ++i) {
       if (!owners[i] || entries[i].code != OpCode::Full) continue;
       if (has_shape && entries[i].meta.shape == shape) continue;
       owners[i]->value =
@@ -385,8 +543,19 @@ class Fusion {
         p.outputs.push_back(step_of[i]);
         out_entries.push_back(i);
       }
-    if (p.outputs.empty()) return;
+    if (reduced)
+      p.reduction = fusion::Reduction{reduction->op, step_of[reduction->value], reduced->meta};
+    if (p.outputs.empty() && !p.reduction) return;
 
+    // An input an earlier program failed to make: its error is this program's tensors' too.
+    for (int k : used_inputs)
+      if (!inputs[k]->value) {
+        auto why = inputs[k]->error ? inputs[k]->error
+                                    : std::make_shared<const std::string>("an input was not made");
+        for (size_t i : out_entries) owners[i]->error = why;
+        if (reduced) reduced->error = why;
+        return;
+      }
     // Inner handles of the inputs; a tensor only the stream still held hands its buffer over.
     std::vector<H> in_handles;
     in_handles.reserve(used_inputs.size());
@@ -409,15 +578,20 @@ class Fusion {
       if (why.find(where) == std::string::npos) why += " " + where;
       auto shared = std::make_shared<const std::string>(std::move(why));
       for (size_t i : out_entries) owners[i]->error = shared;
+      if (reduced) reduced->error = shared;
       throw;
     }
     int steps = 0;
     for (const fusion::Step& st : p.steps) steps += st.code != OpCode::Full;
     count(Counter::Programs);
     count(Counter::FusedSteps, steps);
-    count(Counter::Outputs, static_cast<int64_t>(outs.size()));
+    count(Counter::Outputs, static_cast<int64_t>(out_entries.size()));
     for (size_t j = 0; j < out_entries.size(); ++j)
       owners[out_entries[j]]->value = std::move(outs[j]);
+    if (reduced) {
+      count(Counter::Reductions);
+      reduced->value = std::move(outs.back());
+    }
   }
 
   static std::vector<H> run_program(const fusion::Program& p, std::vector<H>& in, Device dev) {
@@ -451,6 +625,7 @@ class Fusion {
                           static_cast<int64_t>(p.steps.size()));
     std::vector<H> outs;
     for (int32_t o : p.outputs) outs.push_back(v[o]);
+    if (p.reduction) outs.push_back(fusion::detail::run_reduction<B>(p, v, dev));
     return outs;
   }
 };

@@ -45,6 +45,13 @@ std::string Program::signature() const {
     for (int a = 0; a < st.arity; ++a) put32(st.args[a]);
   }
   for (int32_t o : outputs) put32(o);
+  if (reduction) {
+    s.push_back('r');
+    uint16_t code = static_cast<uint16_t>(reduction->op.code);
+    put(&code, 2);
+    put32(reduction->value);
+    s.push_back(static_cast<char>(reduction->out.dtype));
+  }
   return s;
 }
 
@@ -77,6 +84,14 @@ std::string Program::dump() const {
   }
   s += "  out:";
   for (int32_t o : outputs) s += " %" + std::to_string(o);
+  if (reduction) {
+    s +=
+        "\n  " + std::string(name(reduction->op.code)) + " %" + std::to_string(reduction->value) +
+        " over " +
+        (reduction->op.attrs.dims.empty() ? std::string("all dims")
+                                          : "dims " + Shape(reduction->op.attrs.dims).to_string()) +
+        (reduction->op.attrs.flag ? " (kept)" : "") + " -> " + reduction->out.shape.to_string();
+  }
   return s + "\n";
 }
 
@@ -87,11 +102,17 @@ std::string Program::op_names() const {
     if (!s.empty()) s += ", ";
     s += name(st.code);
   }
+  if (reduction) s += std::string(s.empty() ? "" : ", ") + std::string(name(reduction->op.code));
   return s;
 }
 
 std::string Program::where() const {
   return "(in a fused program of " + op_names() + " on " + shape.to_string() + ")";
+}
+
+bool reduction_fusible(const Op& op, const TensorMeta& in) {
+  bool code = op.code == OpCode::Sum || op.code == OpCode::Max || op.code == OpCode::Min;
+  return code && is_float(in.dtype) && in.shape.rank() > 0;
 }
 
 DType operand_dtype(const Program& p, Ref r) {

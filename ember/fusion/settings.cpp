@@ -25,7 +25,7 @@ std::atomic<bool>& enabled_flag() {
   return on;
 }
 
-constexpr int kCounters = static_cast<int>(detail::Counter::Fallbacks) + 1;
+constexpr int kCounters = static_cast<int>(detail::Counter::Reductions) + 1;
 std::array<std::atomic<int64_t>, kCounters>& counters() {
   static std::array<std::atomic<int64_t>, kCounters> c{};
   return c;
@@ -59,7 +59,8 @@ int max_steps() {
 constexpr int64_t Stats::*kFields[kCounters] = {
     &Stats::recorded,       &Stats::flushes,         &Stats::programs,     &Stats::fused_steps,
     &Stats::dead_steps,     &Stats::kernel_launches, &Stats::replayed_ops, &Stats::outputs,
-    &Stats::buffers_reused, &Stats::plans_compiled,  &Stats::plan_hits,    &Stats::fallbacks};
+    &Stats::buffers_reused, &Stats::plans_compiled,  &Stats::plan_hits,    &Stats::fallbacks,
+    &Stats::reductions};
 
 Stats stats() {
   Stats s;

@@ -30,7 +30,7 @@ inline constexpr int kMaxInputs = 8;
 /// Counters since the start or the last reset_stats(), over every device.
 struct Stats {
   int64_t recorded = 0;         // ops recorded instead of run
-  int64_t flushes = 0;          // streams flushed (by reads, other ops, shape changes, bounds)
+  int64_t flushes = 0;          // programs closed (by reads, other ops, shape changes, bounds)
   int64_t programs = 0;         // programs that ran (one or more steps with a live output)
   int64_t fused_steps = 0;      // ops in those programs (constants not counted)
   int64_t dead_steps = 0;       // recorded ops nobody needed: never run
@@ -41,6 +41,7 @@ struct Stats {
   int64_t plans_compiled = 0;   // fused kernels generated and compiled (or read from disk)
   int64_t plan_hits = 0;        // programs whose kernel was already loaded
   int64_t fallbacks = 0;        // programs whose kernel failed, replayed op by op instead
+  int64_t reductions = 0;       // reductions run as the end of a program (its prologue fused)
 };
 EMBER_API Stats stats();
 EMBER_API void reset_stats();
@@ -65,7 +66,8 @@ enum class Counter {
   BuffersReused,
   PlansCompiled,
   PlanHits,
-  Fallbacks
+  Fallbacks,
+  Reductions
 };
 EMBER_API void count(Counter c, int64_t n = 1);
 }  // namespace detail

@@ -24,9 +24,11 @@ struct Interpreted : Cpu {
   static inline std::vector<size_t> input_counts;
   static inline bool fail = false;
   static inline bool out_of_memory = false;
+  static inline bool reductions = true;  // whether programs may end in a reduction
+  static inline int reduced = 0;         // programs that did
 
-  static bool can_fuse(const Op&, std::span<const TensorMeta* const>, const TensorMeta&) {
-    return true;
+  static bool can_fuse(const Op& op, std::span<const TensorMeta* const>, const TensorMeta&) {
+    return reductions || info(op.code).family != OpFamily::Reduce;
   }
   static std::vector<CpuTensor> run_fused(const fusion::Program& p, std::span<CpuTensor> in,
                                           Device dev) {
@@ -53,6 +55,10 @@ struct Interpreted : Cpu {
     }
     std::vector<CpuTensor> outs;
     for (int32_t o : p.outputs) outs.push_back(v[o]);
+    if (p.reduction) {
+      ++reduced;
+      outs.push_back(fusion::detail::run_reduction<Cpu>(p, v, dev));
+    }
     return outs;
   }
 };
@@ -84,6 +90,8 @@ class FusionTest : public ::testing::Test {
     Interpreted::input_counts.clear();
     Interpreted::fail = false;
     Interpreted::out_of_memory = false;
+    Interpreted::reductions = true;
+    Interpreted::reduced = 0;
   }
 };
 
@@ -254,11 +262,11 @@ TEST_F(FusionTest, ProgramOutOfMemoryNamesItsOpsAndStaysOnItsTensors) {
     EXPECT_NE(m.find(what), std::string::npos) << m;
   };
   try {
-    (void)y.sum();  // the sum flushes y's program, which fails: the error is the program's
+    (void)y.sum().to_vec<float>();  // the sum ends y's program, which fails: the program's error
     FAIL() << "no error";
   } catch (const MemoryError& e) {
     expect(e.what(), "[fusion] out of memory: 4096 bytes asked for");
-    expect(e.what(), "(in a fused program of exp, mul, sin on [1024])");
+    expect(e.what(), "(in a fused program of exp, mul, sin, sum on [1024])");
     EXPECT_EQ(std::string(e.what()).find("[sum]"), std::string::npos) << e.what();
     EXPECT_EQ(e.bytes(), 4096);
   }
@@ -371,6 +379,144 @@ TEST_F(FusionTest, AutodiffOverFusionMatchesAutodiffOverCpu) {
   EXPECT_EQ(lf, lc);
   EXPECT_EQ(gf, gc);
   EXPECT_GT(fusion::stats().programs, 2);  // forward and backward chains ran fused
+}
+
+// Reductions end programs: the chain is computed as the reduction reads it.
+template <class B>
+std::vector<Tensor<B, 3>> reductions_of(const Tensor<B, 3>& x, const Tensor<B, 3>& y) {
+  auto z = [&] { return (x * y + 1.0).tanh(); };
+  return {z().sum_dim(2),       z().sum_dims({0, 2}),    z().max_dim(1),
+          z().min_dims({0, 1}), z().sum_dims({0, 1, 2}), (x.exp() * 0.5).max_dims({0, 1, 2})};
+}
+
+TEST_F(FusionTest, ReductionsEndProgramsAndMatchEagerOps) {
+  auto xc = Tensor<Cpu, 3>::random({6, 7, 40}, Distribution::normal(0, 1));
+  auto yc = Tensor<Cpu, 3>::random({6, 7, 40}, Distribution::normal(0, 1));
+  auto want = reductions_of(xc, yc);
+  auto got = reductions_of(on<FI, 3>(xc), on<FI, 3>(yc));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].shape(), want[i].shape()) << i;
+    EXPECT_EQ(got[i].to_vec<float>(), want[i].to_vec<float>()) << i;  // the same ops in order
+  }
+  fusion::Stats s = fusion::stats();
+  EXPECT_EQ(s.reductions, 6);
+  EXPECT_EQ(Interpreted::reduced, 6);
+  EXPECT_EQ(s.outputs, 0);  // every chain's value was only reduced: never written
+}
+
+TEST_F(FusionTest, SumAndMeanOfAChainWriteOnlyTheResult) {
+  auto xc = Tensor<Cpu, 2>::random({9, 70}, Distribution::normal(0, 1));
+  auto yc = Tensor<Cpu, 2>::random({9, 70}, Distribution::normal(0, 1));
+  auto x = on<FI, 2>(xc), y = on<FI, 2>(yc);
+  auto s = (x * y).sum();              // sum over every dim, then a reshape to [1]: both wait
+  auto m = ((x - y).square()).mean();  // sum, scale, reshape
+  EXPECT_EQ(fusion::stats().programs, 0);
+  EXPECT_EQ(s.to_vec<float>(), (xc * yc).sum().to_vec<float>());
+  EXPECT_EQ(m.to_vec<float>(), ((xc - yc).square()).mean().to_vec<float>());
+  fusion::Stats st = fusion::stats();
+  EXPECT_EQ(st.reductions, 2);
+  EXPECT_EQ(st.outputs, 1);  // the mean's scaled value; the products were never written
+}
+
+TEST_F(FusionTest, ProgramsOfOtherShapesWaitForARead) {
+  auto xc = randn(16), yc = randn(8);
+  auto x = on<FI>(xc), y = on<FI>(yc);
+  auto a = x * 2.0;  // [16]
+  auto b = y + 1.0;  // [8]: a's program is closed, not run
+  auto c = a * 3.0;  // [16] again
+  EXPECT_EQ(fusion::stats().programs, 0);
+  EXPECT_EQ(c.to_vec<float>(), (xc * 2.0 * 3.0).to_vec<float>());
+  EXPECT_EQ(fusion::stats().programs, 3);  // in order: a, b, c
+  EXPECT_EQ(b.to_vec<float>(), (yc + 1.0).to_vec<float>());
+  EXPECT_EQ(a.to_vec<float>(), (xc * 2.0).to_vec<float>());
+}
+
+TEST_F(FusionTest, ReducedValueStillHeldIsWrittenToo) {
+  auto x = on<FI, 2>(Tensor<Cpu, 2>::random({16, 33}, Distribution::normal(0, 1)));
+  auto cx = Tensor<Cpu, 2>::from_data(x.to_data());
+  auto z = (x * 3.0).sin();  // held
+  auto r = z.sum_dim(0);     // ends z's program
+  EXPECT_EQ(fusion::stats().programs, 0);
+  EXPECT_EQ(r.to_vec<float>(), (cx * 3.0).sin().sum_dim(0).to_vec<float>());
+  EXPECT_EQ(fusion::stats().programs, 1);
+  EXPECT_EQ(fusion::stats().outputs, 1);  // z, by the same program
+  EXPECT_EQ(z.to_vec<float>(), (cx * 3.0).sin().to_vec<float>());
+  EXPECT_EQ(fusion::stats().programs, 1);
+}
+
+TEST_F(FusionTest, OpsOnAReductionRunItFirst) {
+  // softmax written out: each reduction's result feeds the next chain.
+  auto xc = Tensor<Cpu, 2>::random({12, 50}, Distribution::normal(0, 3));
+  auto softmax = [](auto x) {
+    auto e = (x - x.max_dim(1)).exp();
+    return e / e.sum_dim(1);
+  };
+  auto want = softmax(xc).to_vec<float>();
+  EXPECT_EQ(softmax(on<FI, 2>(xc)).to_vec<float>(), want);
+  EXPECT_EQ(fusion::stats().reductions, 1);  // the max reads x itself: no program to end
+  // Two reductions of one value: the second one's program starts after the first ran.
+  auto x = on<FI, 2>(xc);
+  auto z = x * 2.0;
+  auto a = z.sum_dim(1), b = z.max_dim(1);
+  EXPECT_EQ(a.to_vec<float>(), (xc * 2.0).sum_dim(1).to_vec<float>());
+  EXPECT_EQ(b.to_vec<float>(), (xc * 2.0).max_dim(1).to_vec<float>());
+}
+
+TEST_F(FusionTest, ReductionsRunAloneWhereTheBackendSaysSo) {
+  auto xc = Tensor<Cpu, 2>::random({8, 9}, Distribution::normal(0, 1));
+  Interpreted::reductions = false;
+  auto x = on<FI, 2>(xc);
+  EXPECT_EQ((x.exp() + 1.0).sum_dim(1).to_vec<float>(),
+            (xc.exp() + 1.0).sum_dim(1).to_vec<float>());
+  EXPECT_EQ(fusion::stats().reductions, 0);
+  Interpreted::reductions = true;
+  // Not pending (a value already made), an int tensor, prod: no program to end.
+  EXPECT_EQ(x.sum_dim(1).to_vec<float>(), xc.sum_dim(1).to_vec<float>());
+  auto xi = x.int_();
+  EXPECT_EQ((xi + 1).sum_dim(1).to_vec<int64_t>(), (xc.int_() + 1).sum_dim(1).to_vec<int64_t>());
+  EXPECT_EQ((x + 1.0).prod_dim(1).to_vec<float>(), (xc + 1.0).prod_dim(1).to_vec<float>());
+  EXPECT_EQ(fusion::stats().reductions, 0);
+  // Cpu keeps its reductions to itself (its reduce kernels beat a program's blocks).
+  auto f = on<F, 2>(xc);
+  EXPECT_EQ((f * 2.0).sum_dim(1).to_vec<float>(), (xc * 2.0).sum_dim(1).to_vec<float>());
+  EXPECT_EQ(fusion::stats().reductions, 0);
+}
+
+TEST_F(FusionTest, FailedReductionProgramReplaysOpByOp) {
+  Interpreted::fail = true;
+  auto xc = Tensor<Cpu, 2>::random({5, 30}, Distribution::normal(0, 1));
+  auto got = (on<FI, 2>(xc).exp() * 2.0).sum_dim(1).to_vec<float>();
+  EXPECT_EQ(got, (xc.exp() * 2.0).sum_dim(1).to_vec<float>());
+  EXPECT_EQ(fusion::stats().fallbacks, 1);
+  EXPECT_EQ(fusion::stats().reductions, 1);
+}
+
+TEST_F(FusionTest, AutodiffWithFusedReductionsMatchesCpu) {
+  using AI = Autodiff<FI>;
+  using AC = Autodiff<Cpu>;
+  auto xv = Tensor<Cpu, 2>::random({16, 12}, Distribution::normal(0, 1));
+  auto bv = Tensor<Cpu, 1>::random({12}, Distribution::normal(0, 1));
+  auto run = [&](auto tag) {
+    using AB = decltype(tag);
+    using Inner = typename AB::Inner;
+    auto x = Tensor<AB, 2>::from_inner(Tensor<Inner, 2>::from_data(xv.to_data())).require_grad();
+    auto b = Tensor<AB, 1>::from_inner(Tensor<Inner, 1>::from_data(bv.to_data())).require_grad();
+    auto h = (x + b.template reshape<2>({1, 12})).tanh();  // b's gradient: a sum over dim 0
+    auto loss = (h * h).sum_dim(1).max_dims({0, 1}).template reshape<1>({1}) + h.exp().mean();
+    auto g = loss.backward();
+    return std::make_tuple(loss.template to_vec<float>(), x.grad(g)->template to_vec<float>(),
+                           b.grad(g)->template to_vec<float>());
+  };
+  auto [lf, xf, bf] = run(AI{});
+  EXPECT_GT(fusion::stats().reductions, 2);
+  auto [lc, xc, bc] = run(AC{});
+  ASSERT_EQ(lf.size(), lc.size());
+  EXPECT_NEAR(lf[0], lc[0], 1e-5);
+  ASSERT_EQ(xf.size(), xc.size());
+  for (size_t i = 0; i < xf.size(); ++i) EXPECT_NEAR(xf[i], xc[i], 1e-6) << i;
+  ASSERT_EQ(bf.size(), bc.size());
+  for (size_t i = 0; i < bf.size(); ++i) EXPECT_NEAR(bf[i], bc[i], 1e-5) << i;
 }
 
 }  // namespace

@@ -32,14 +32,16 @@ CpuTensor block_of(const CpuTensor& t, int64_t start, int64_t len) {
 
 }  // namespace
 
-bool Cpu::can_fuse(const Op&, std::span<const TensorMeta* const>, const TensorMeta&) {
-  return true;
+bool Cpu::can_fuse(const Op& op, std::span<const TensorMeta* const>, const TensorMeta&) {
+  // Reductions run on their own: the CPU's reduce kernels read dense blocks faster than a
+  // program's steps can make them.
+  return info(op.code).family != OpFamily::Reduce;
 }
 
 std::vector<CpuTensor> Cpu::run_fused(const fusion::Program& p, std::span<CpuTensor> in,
                                       Device dev) {
   int64_t n = p.shape.numel();
-  bool blocked = n >= kMinBlocked;
+  bool blocked = n >= kMinBlocked && !p.reduction;
   for (const CpuTensor& t : in)
     blocked =
         blocked && (t.meta.shape.numel() == 1 || (t.meta.shape == p.shape && t.is_contiguous()));
@@ -53,6 +55,7 @@ std::vector<CpuTensor> Cpu::run_fused(const fusion::Program& p, std::span<CpuTen
   if (!blocked) {
     std::vector<CpuTensor> v = fusion::detail::run_steps<Cpu>(p, ops, in, true, constants, dev);
     for (int32_t o : p.outputs) outs.push_back(v[o]);
+    if (p.reduction) outs.push_back(fusion::detail::run_reduction<Cpu>(p, v, dev));
     return outs;
   }
   for (int32_t o : p.outputs) outs.push_back(cpu::empty({p.shape, p.steps[o].dtype}));

@@ -16,6 +16,17 @@
 // (in elements, 0 where it is broadcast), then the constants c0.. (the Full steps' values:
 // f64 for f64 steps, i64 for integer steps, f32 for the rest). Index parameters are i32, or
 // i64 with `wide_index`. Launch any number of workgroups: the kernel loops over the elements.
+//
+// A program with a reduction (p.reduction: sum, max or min) sees its elements as
+// [outputs, size]: the kept dims (merged to rank `kept`, 0 for a reduction to one value) and
+// the reduced dims (rank `reduced`). Each element's steps run once, as the reduction reads it;
+// outputs are written too. Parameters: in0.., out0.. (dense, the program's shape), red (the
+// result, dense), outputs, size, kept0.., reduced0.., each input's strides over the kept then
+// the reduced dims (in0_k0.., in0_r0..), the outputs' strides the same way (o_k0.., o_r0..;
+// only when there are outputs), then the constants. `per_workgroup`: a workgroup per result,
+// its threads striding over the reduced elements (reduced dims innermost); otherwise a thread
+// per result looping over them (loads coalesced across neighbouring results). Sums accumulate
+// in f32 (f64 for f64); max and min propagate NaN.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -33,6 +44,10 @@ struct FusedLayout {
   int rank = 1;                // strided: rank of the merged shape
   bool wide_index = false;
   int workgroup = 256;
+  // Programs with a reduction (below): merged ranks of the kept and the reduced dims.
+  int kept = 0;
+  int reduced = 0;
+  bool per_workgroup = false;
   /// What a compiled kernel is cached under together with the program's signature.
   std::string key() const;
 };
