@@ -19,6 +19,8 @@ EMBER_KERNEL_CACHE=$cache "$bin" --reps "$reps" --memory-steps "${BENCH_MEMORY_S
 echo "== ember, warm kernel cache" >&2
 EMBER_KERNEL_CACHE=$cache "$bin" --reps 5 --memory-steps 0 --filter _b \
   --json "$out/fusion.ember_warm.json" || exit $?
+echo "== ember, warm kernel cache: a process's one-time costs" >&2
+EMBER_KERNEL_CACHE=$cache "$bin" --init-probe >&2 || true
 rm -rf "$cache" "$out/fusion.torch.json"
 if "$py" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   echo "== PyTorch ($here/peer_torch_fusion.py)" >&2

@@ -25,21 +25,20 @@ def fmt(v, d=3):
     return "-" if v is None else f"{v:.{d}f}"
 
 
-print(f"{'figure (ms)':32s} {'fused':>9s} {'unfused':>9s} {'eager':>9s} {'compiled':>9s} "
+print(f"{'figure (ms)':38s} {'fused':>9s} {'unfused':>9s} {'eager':>9s} {'compiled':>9s} "
       f"{'vs eager':>9s} {'vs comp.':>9s}")
 rows = [("chain6_64M", "chain6_64M_fused_ms", "chain6_64M_unfused_ms", "chain6_64M_eager_ms",
          "chain6_64M_compiled_ms")]
-for m in ("mlp784_256_10_b64", "mlp784_256_10_b1024", "cnn_fmnist_b256"):
+trainers = ("mlp784_256_10_b64", "mlp784_256_10_b1024", "cnn_fmnist_b256",
+            "transformer_layer768_b8_s512_bf16")
+for m in trainers:
     rows.append((m + "_step", f"{m}_step_fused_ms", f"{m}_step_unfused_ms", f"{m}_step_eager_ms",
                  f"{m}_step_compiled_ms"))
-rows.append(("transformer_layer768_bf16_step", "transformer_layer768_b8_s512_bf16_step_fused_ms",
-             "transformer_layer768_b8_s512_bf16_step_unfused_ms",
-             "transformer_layer768_b8_s512_bf16_step_eager_ms", "-"))
 for name, f, u, pe, pc in rows:
     fv, uv, ev, cv = e.get(f), e.get(u), t.get(pe), t.get(pc)
     se = ev / fv if fv and ev else None
     sc = cv / fv if fv and cv else None
-    print(f"{name:32s} {fmt(fv):>9s} {fmt(uv):>9s} {fmt(ev):>9s} {fmt(cv):>9s} "
+    print(f"{name:38s} {fmt(fv):>9s} {fmt(uv):>9s} {fmt(ev):>9s} {fmt(cv):>9s} "
           f"{fmt(se, 2):>9s} {fmt(sc, 2):>9s}")
     for peer, pv in (("torch eager", ev), ("torch.compile", cv)):
         if fv:
@@ -47,12 +46,12 @@ for name, f, u, pe, pc in rows:
                             "peer_ms": pv, "speedup": (pv / fv) if pv else None,
                             "ember_unfused_ms": uv})
 print()
-print(f"{'JIT warm-up (s)':32s} {'cold':>9s} {'warm':>9s} {'unfused':>9s} {'eager':>9s} {'compile':>9s}")
-for m in ("mlp784_256_10_b64", "mlp784_256_10_b1024", "cnn_fmnist_b256"):
+print(f"{'JIT warm-up (s)':38s} {'cold':>9s} {'warm':>9s} {'unfused':>9s} {'eager':>9s} {'compile':>9s}")
+for m in trainers:
     k = f"{m}_warmup_fused_s"
     vals = (e.get(k), w.get(k), e.get(f"{m}_warmup_unfused_s"), t.get(f"{m}_warmup_eager_s"),
             t.get(f"{m}_warmup_compiled_s"))
-    print(f"{m:32s} " + " ".join(f"{fmt(v, 3):>9s}" for v in vals))
+    print(f"{m:38s} " + " ".join(f"{fmt(v, 3):>9s}" for v in vals))
     records.append({"name": m + "_warmup_s", "backend": "cuda+fusion", "cold_cache_s": vals[0],
                     "warm_cache_s": vals[1], "torch_compile_s": vals[4]})
 print()

@@ -1,7 +1,7 @@
 // Fusion<Cuda> (Dispatch's cuda:0) against the CPU backend: fused chains in every layout the
 // kernels take (dense with a tail, one-element operands, broadcast, permuted and offset
 // views), dtypes, several outputs, re-planning on a new shape, kernel counts, buffer reuse and
-// a training step with fusion on and off.
+// a training step with fusion on and off; programs ending in a reduction in both kernel forms.
 #include <cmath>
 
 #include "ember/ember.h"
@@ -177,6 +177,55 @@ TEST_F(FusionGpu, TrainingStepsMatchUnfused) {
   EXPECT_LT(lu.back(), lu.front());  // it learns
   for (size_t i = 0; i < lu.size(); ++i) EXPECT_NEAR(lf[i], lu[i], 1e-4 * (1 + std::abs(lu[i])));
   for (size_t i = 0; i < wu.size(); ++i) ASSERT_NEAR(wf[i], wu[i], 1e-5) << i;
+}
+
+TEST_F(FusionGpu, ReductionsEndProgramsInEveryForm) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    fusion::reset_stats();
+    auto [x, gx] = pair<3>({24, 33, 70}, t, -2, 2);
+    auto [row, grow] = pair<3>({1, 1, 70}, t, -2, 2);
+    auto z = [](const auto& x, const auto& row) { return (x * row + 0.5).tanh(); };
+    // A workgroup a result (the innermost dim reduced: rows, two dims with an outer one), a
+    // thread a result (an outer dim reduced: neighbouring columns). Each chain's temporary is
+    // gone when the results are read, so it is never written.
+    std::vector<G<3>> got;
+    got.push_back(z(gx, grow).sum_dim(2));
+    got.push_back(z(gx, grow).max_dims({0, 2}));
+    got.push_back(z(gx, grow).sum_dim(0));
+    got.push_back(z(gx, grow).min_dim(1));
+    auto all = z(gx, grow).sum();  // one result of 55440 elements: the split reduction
+    std::vector<Tensor<Cpu, 3>> want = {z(x, row).sum_dim(2), z(x, row).max_dims({0, 2}),
+                                        z(x, row).sum_dim(0), z(x, row).min_dim(1)};
+    std::string what = std::string(name(t));
+    double rt = tol(t) * 8;  // sums of a few thousand terms in another order
+    for (size_t i = 0; i < got.size(); ++i)
+      expect_close(want[i], got[i].to_data(), rt, what + " " + std::to_string(i));
+    expect_close(z(x, row).sum(), all.to_data(), rt, what + " all");
+    fusion::Stats s = fusion::stats();
+    EXPECT_EQ(s.reductions, 4) << what;
+    EXPECT_EQ(s.kernel_launches, 5) << what;  // one kernel each, and the split sum's chain
+    EXPECT_EQ(s.outputs, 1) << what;          // the chain the split sum reads
+    EXPECT_EQ(s.fallbacks, 0) << what;
+  }
+}
+
+TEST_F(FusionGpu, ReductionWritesHeldValuesAndNaNPropagates) {
+  auto [x, gx] = pair<2>({64, 256});
+  auto gz = (gx * 2.0).exp();
+  auto gb = gz.sum_dim(0);  // a bias gradient's shape: a thread per column
+  expect_close((x * 2.0).exp().sum_dim(0), gb.to_data(), 2e-5, "sum");
+  EXPECT_EQ(fusion::stats().kernel_launches, 1);
+  expect_close((x * 2.0).exp(), gz.to_data(), 2e-5, "the held value, by the same kernel");
+  EXPECT_EQ(fusion::stats().kernel_launches, 1);
+  auto [y, gy] = pair<2>({8, 1000});
+  auto m = (y.log()).max_dim(1);  // negative entries: NaN rows
+  expect_close(m, gy.log().max_dim(1).to_data(), 2e-5, "NaN max");
+}
+
+TEST_F(FusionGpu, LongRowsOfFewResultsKeepTheSplitReduction) {
+  auto [x, gx] = pair<1>({1 << 22});
+  expect_close((x * x).sum(), (gx * gx).sum().to_data(), 1e-4, "split");
+  EXPECT_EQ(fusion::stats().reductions, 0);  // can_fuse declined: the two-pass reduction
 }
 
 }  // namespace
