@@ -3,6 +3,8 @@
 // missing). tests/cuda/fusion_gpu_test.cpp runs them against the CPU backend.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <random>
 
@@ -48,6 +50,27 @@ Program mixed() {
   auto i = p.step(OpCode::Cast, DType::I32, {r});
   auto k = p.step(OpCode::Remainder, DType::I32, {i, p.constant(int64_t{7}, DType::I32)});
   p.outputs = {r, k, pos};
+  return p;
+}
+
+// tanh(x * bias + 0.5), held, and its sum over `dims` (or max/min) of [24, 33, 70].
+Program reduced(DType t, OpCode op, Dims dims, bool keep = false) {
+  Program p;
+  p.shape = Shape{24, 33, 70};
+  p.inputs = {{p.shape, t}, {Shape{1, 1, 70}, t}};
+  auto y = p.step(OpCode::Mul, t, {Program::input(0), Program::input(1)});
+  auto z = p.step(OpCode::Tanh, t, {p.step(OpCode::Add, t, {y, p.constant(0.5, t)})});
+  p.outputs = {y};
+  ember::Op r{op};
+  r.attrs.dims = dims;
+  r.attrs.flag = keep;
+  Dims out;
+  for (int64_t d = 0; d < 3; ++d) {
+    bool gone = dims.empty() || std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!gone) out.push_back(p.shape[size_t(d)]);
+    else if (keep) out.push_back(1);
+  }
+  p.reduction = fusion::Reduction{r, z, {Shape(out), t}};
   return p;
 }
 
@@ -127,5 +150,47 @@ TEST(FusedKernel, CompileWithNvrtc) {
   s3.rank = 3;
   s3.wide_index = true;
   compile(mixed(), s3, cache);
+  // Programs ending in a reduction: a workgroup per result, and a thread per result.
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+    FusedLayout rows;
+    rows.kept = 2;
+    rows.reduced = 1;
+    rows.per_workgroup = true;
+    compile(reduced(t, OpCode::Sum, {2}), rows, cache);
+    FusedLayout cols;
+    cols.kept = 2;
+    cols.reduced = 1;
+    compile(reduced(t, OpCode::Max, {0}, true), cols, cache);
+  }
+  FusedLayout all;
+  all.kept = 1;
+  all.reduced = 2;
+  all.per_workgroup = true;
+  all.wide_index = true;
+  compile(reduced(DType::F32, OpCode::Min, {}), all, cache);
   std::filesystem::remove_all(dir);
+}
+
+TEST(FusedKernel, ReductionProgramsBuildAndRejectWhatTheyCannotDo) {
+  FusedLayout L;
+  L.kept = 2;
+  L.reduced = 1;
+  Program p = reduced(DType::F32, OpCode::Sum, {1});
+  Kernel k = fused_kernel(p, L);
+  EXPECT_NO_THROW(validate(k));
+  // in0, in1, out0, red, outputs, size, kept0..1, reduced0, 3 strides each for in0, in1, out
+  EXPECT_EQ(k.params.size(), 2u + 1 + 1 + 2 + 3 + 3 * 3 + 1);
+  EXPECT_NE(L.key(), FusedLayout{}.key());  // the form is part of the cache key
+  Program plain = p;
+  plain.reduction.reset();
+  EXPECT_NE(p.signature(), plain.signature());
+  EXPECT_EQ(p.op_names(), "mul, add, tanh, sum");
+  EXPECT_NE(p.dump().find("sum %"), std::string::npos) << p.dump();
+  Program prod = reduced(DType::F32, OpCode::Sum, {1});
+  prod.reduction->op.code = OpCode::Prod;
+  EXPECT_THROW(fused_kernel(prod, L), ValueError);
+  FusedLayout wide = L;
+  wide.kept = 6;
+  wide.reduced = 3;
+  EXPECT_THROW(fused_kernel(reduced(DType::F32, OpCode::Sum, {1}), wide), ValueError);
 }
