@@ -11,7 +11,8 @@ packages=(build-essential cmake ninja-build ccache pkg-config lld
           dataset-fashion-mnist python3 python3-numpy
           libsqlite3-dev libstb-dev zlib1g-dev python3-sklearn
           libncurses-dev tmux
-          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+          libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-dev spirv-tools)
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(python3-torch) ;;

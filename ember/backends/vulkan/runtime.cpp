@@ -1,0 +1,494 @@
+#include "ember/backends/vulkan/runtime.h"
+
+#include <vulkan/vulkan.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include "ember/backends/vulkan/spirv.h"
+#include "ember/core/error.h"
+#include "ember/kernel/codegen/glsl.h"
+
+namespace ember::vulkan {
+
+namespace {
+
+std::string result_name(VkResult r) {
+  switch (r) {
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED:
+      return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST:
+      return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+      return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+      return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_LAYER_NOT_PRESENT:
+      return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_TIMEOUT:
+      return "VK_TIMEOUT";
+    default:
+      return "VkResult " + std::to_string(int(r));
+  }
+}
+
+void check(VkResult r, const char* what, const std::string& context = "") {
+  if (r == VK_SUCCESS) return;
+  std::string msg = std::string("[vulkan] ") + what + " failed: " + result_name(r);
+  if (!context.empty()) msg += " (" + context + ")";
+  if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+    throw MemoryError(msg, -1, false);
+  throw DeviceError(msg);
+}
+
+// The instance and the compute devices, ranked: discrete, integrated, virtual, CPU, other.
+struct Instance {
+  VkInstance instance = VK_NULL_HANDLE;
+  std::vector<VkPhysicalDevice> devices;
+  std::string error;
+  Instance() {
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "ember";
+    app.pEngineName = "ember";
+    app.apiVersion = VK_API_VERSION_1_2;
+    VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    ci.pApplicationInfo = &app;
+    VkResult r = vkCreateInstance(&ci, nullptr, &instance);
+    if (r != VK_SUCCESS) {
+      error = "vkCreateInstance failed: " + result_name(r);
+      instance = VK_NULL_HANDLE;
+      return;
+    }
+    uint32_t n = 0;
+    vkEnumeratePhysicalDevices(instance, &n, nullptr);
+    std::vector<VkPhysicalDevice> all(n);
+    if (n) vkEnumeratePhysicalDevices(instance, &n, all.data());
+    auto rank = [](VkPhysicalDevice d) {
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(d, &p);
+      switch (p.deviceType) {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+          return 0;
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+          return 1;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+          return 2;
+        case VK_PHYSICAL_DEVICE_TYPE_CPU:
+          return 3;
+        default:
+          return 4;
+      }
+    };
+    for (VkPhysicalDevice d : all) {
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(d, &p);
+      if (p.apiVersion < VK_API_VERSION_1_2) continue;  // 1.2's features are what kernels need
+      uint32_t q = 0;
+      vkGetPhysicalDeviceQueueFamilyProperties(d, &q, nullptr);
+      std::vector<VkQueueFamilyProperties> qs(q);
+      vkGetPhysicalDeviceQueueFamilyProperties(d, &q, qs.data());
+      bool compute = false;
+      for (auto& f : qs) compute = compute || (f.queueFlags & VK_QUEUE_COMPUTE_BIT);
+      if (compute) devices.push_back(d);
+    }
+    std::stable_sort(devices.begin(), devices.end(),
+                     [&](VkPhysicalDevice a, VkPhysicalDevice b) { return rank(a) < rank(b); });
+    if (devices.empty()) error = "no Vulkan 1.2 device with a compute queue";
+  }
+  ~Instance() = default;  // kept for the process: contexts may outlive static destruction order
+};
+
+Instance& instance() {
+  static Instance* i = new Instance();
+  return *i;
+}
+
+bool has_extension(VkPhysicalDevice d, const char* name) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(d, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> e(n);
+  vkEnumerateDeviceExtensionProperties(d, nullptr, &n, e.data());
+  for (auto& x : e)
+    if (std::strcmp(x.extensionName, name) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+bool available(std::string* why) {
+  Instance& i = instance();
+  if (!i.error.empty()) {
+    if (why) *why = i.error;
+    return false;
+  }
+  return true;
+}
+
+int device_count() { return static_cast<int>(instance().devices.size()); }
+
+struct Buffer::Impl {
+  VkDevice device = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* mapped = nullptr;
+  ~Impl() {
+    if (device == VK_NULL_HANDLE) return;
+    if (mapped) vkUnmapMemory(device, memory);
+    if (buffer) vkDestroyBuffer(device, buffer, nullptr);
+    if (memory) vkFreeMemory(device, memory, nullptr);
+  }
+};
+
+Buffer::Buffer(Buffer&&) noexcept = default;
+Buffer& Buffer::operator=(Buffer&&) noexcept = default;
+Buffer::~Buffer() = default;
+
+void Buffer::upload(const void* src, size_t bytes, size_t offset) {
+  if (offset + bytes > size_) throw ValueError("[vulkan] upload past the end of a buffer");
+  if (bytes) std::memcpy(static_cast<char*>(impl_->mapped) + offset, src, bytes);
+}
+void Buffer::download(void* dst, size_t bytes, size_t offset) const {
+  if (offset + bytes > size_) throw ValueError("[vulkan] download past the end of a buffer");
+  if (bytes) std::memcpy(dst, static_cast<const char*>(impl_->mapped) + offset, bytes);
+}
+
+struct Context::Impl {
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t family = 0;
+  uint32_t memory_type = 0;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  DeviceInfo info;
+  std::mutex mu;
+  struct Pipeline {
+    VkShaderModule module = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    VkDescriptorPool descriptors = VK_NULL_HANDLE;
+    kernel::GlslLayout args;
+    Buffer params;
+  };
+  std::unordered_map<std::string, std::unique_ptr<Pipeline>> pipelines;
+
+  Buffer make_buffer(size_t bytes) {
+    Buffer b;
+    b.impl_ = std::make_unique<Buffer::Impl>();
+    b.impl_->device = device;
+    b.size_ = bytes;
+    VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bi.size = std::max<size_t>(bytes, 16);
+    bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    check(vkCreateBuffer(device, &bi, nullptr, &b.impl_->buffer), "vkCreateBuffer",
+          std::to_string(bytes) + " bytes");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device, b.impl_->buffer, &req);
+    VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    ai.allocationSize = req.size;
+    ai.memoryTypeIndex = memory_type;
+    check(vkAllocateMemory(device, &ai, nullptr, &b.impl_->memory), "vkAllocateMemory",
+          std::to_string(bytes) + " bytes");
+    check(vkBindBufferMemory(device, b.impl_->buffer, b.impl_->memory, 0), "vkBindBufferMemory");
+    check(vkMapMemory(device, b.impl_->memory, 0, VK_WHOLE_SIZE, 0, &b.impl_->mapped),
+          "vkMapMemory");
+    return b;
+  }
+
+  Pipeline& pipeline(const kernel::Kernel& k) {
+    std::string source = kernel::render_glsl(k);
+    auto it = pipelines.find(source);
+    if (it != pipelines.end()) return *it->second;
+    auto p = std::make_unique<Pipeline>();
+    p->args = kernel::glsl_layout(k);
+    std::vector<uint32_t> words = compile_glsl(source, k.name);
+    VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    mi.codeSize = words.size() * 4;
+    mi.pCode = words.data();
+    check(vkCreateShaderModule(device, &mi, nullptr, &p->module), "vkCreateShaderModule", k.name);
+    uint32_t bindings = 1 + static_cast<uint32_t>(p->args.buffers.size());
+    std::vector<VkDescriptorSetLayoutBinding> b(bindings);
+    for (uint32_t i = 0; i < bindings; ++i) {
+      b[i].binding = i;
+      b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      b[i].descriptorCount = 1;
+      b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    li.bindingCount = bindings;
+    li.pBindings = b.data();
+    check(vkCreateDescriptorSetLayout(device, &li, nullptr, &p->set_layout),
+          "vkCreateDescriptorSetLayout", k.name);
+    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    pl.setLayoutCount = 1;
+    pl.pSetLayouts = &p->set_layout;
+    check(vkCreatePipelineLayout(device, &pl, nullptr, &p->layout), "vkCreatePipelineLayout",
+          k.name);
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = p->module;
+    ci.stage.pName = "main";
+    ci.layout = p->layout;
+    check(vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &ci, nullptr, &p->pipeline),
+          "vkCreateComputePipelines", k.name);
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, bindings};
+    VkDescriptorPoolCreateInfo di{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    di.maxSets = 1;
+    di.poolSizeCount = 1;
+    di.pPoolSizes = &size;
+    check(vkCreateDescriptorPool(device, &di, nullptr, &p->descriptors), "vkCreateDescriptorPool",
+          k.name);
+    p->params = make_buffer(p->args.scalar_bytes);
+    return *pipelines.emplace(source, std::move(p)).first->second;
+  }
+};
+
+Context::Context(int index) : impl_(std::make_unique<Impl>()) {
+  std::string why;
+  if (!available(&why)) throw DeviceError("[vulkan] no device: " + why);
+  Instance& inst = instance();
+  if (index < 0 || index >= int(inst.devices.size()))
+    throw DeviceError("[vulkan] no device vulkan:" + std::to_string(index) + " (" +
+                      std::to_string(inst.devices.size()) + " found)");
+  Impl& m = *impl_;
+  m.physical = inst.devices[size_t(index)];
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(m.physical, &props);
+  m.info.name = props.deviceName;
+  m.info.api_version = props.apiVersion;
+  switch (props.deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      m.info.type = "discrete";
+      break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      m.info.type = "integrated";
+      break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      m.info.type = "virtual";
+      break;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      m.info.type = "cpu";
+      break;
+    default:
+      m.info.type = "other";
+  }
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &sub;
+  vkGetPhysicalDeviceProperties2(m.physical, &p2);
+  m.info.subgroup_size = sub.subgroupSize;
+
+  // The features kernels use, enabled where the device has them.
+  bool float_ext = has_extension(m.physical, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT af{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &v11;
+  v11.pNext = &v12;
+  if (float_ext) v12.pNext = &af;
+  vkGetPhysicalDeviceFeatures2(m.physical, &f2);
+  VkPhysicalDeviceFeatures2 want{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  want.features.shaderFloat64 = f2.features.shaderFloat64;
+  want.features.shaderInt64 = f2.features.shaderInt64;
+  want.features.shaderInt16 = f2.features.shaderInt16;
+  VkPhysicalDeviceVulkan11Features w11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  w11.storageBuffer16BitAccess = v11.storageBuffer16BitAccess;
+  VkPhysicalDeviceVulkan12Features w12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  w12.storageBuffer8BitAccess = v12.storageBuffer8BitAccess;
+  w12.shaderInt8 = v12.shaderInt8;
+  w12.shaderFloat16 = v12.shaderFloat16;
+  w12.shaderBufferInt64Atomics = v12.shaderBufferInt64Atomics;
+  w12.shaderSharedInt64Atomics = v12.shaderSharedInt64Atomics;
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT waf{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  waf.shaderBufferFloat32AtomicAdd = af.shaderBufferFloat32AtomicAdd;
+  waf.shaderSharedFloat32AtomicAdd = af.shaderSharedFloat32AtomicAdd;
+  want.pNext = &w11;
+  w11.pNext = &w12;
+  if (float_ext) w12.pNext = &waf;
+  m.info.f64 = f2.features.shaderFloat64;
+  m.info.i64 = f2.features.shaderInt64;
+  m.info.f16 = v12.shaderFloat16;
+  m.info.storage16 = v11.storageBuffer16BitAccess;
+  m.info.storage8 = v12.storageBuffer8BitAccess;
+  m.info.float_atomic_add = float_ext && af.shaderBufferFloat32AtomicAdd;
+  m.info.int64_atomics = v12.shaderBufferInt64Atomics;
+
+  uint32_t q = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(m.physical, &q, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(q);
+  vkGetPhysicalDeviceQueueFamilyProperties(m.physical, &q, qs.data());
+  for (uint32_t i = 0; i < q; ++i)
+    if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      m.family = i;
+      break;
+    }
+  float priority = 1;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = m.family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  const char* ext = VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
+  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  di.pNext = &want;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = float_ext ? 1 : 0;
+  di.ppEnabledExtensionNames = float_ext ? &ext : nullptr;
+  check(vkCreateDevice(m.physical, &di, nullptr, &m.device), "vkCreateDevice", m.info.name);
+  vkGetDeviceQueue(m.device, m.family, 0, &m.queue);
+
+  VkPhysicalDeviceMemoryProperties mp;
+  vkGetPhysicalDeviceMemoryProperties(m.physical, &mp);
+  const VkMemoryPropertyFlags need =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  bool found = false;
+  for (uint32_t i = 0; i < mp.memoryTypeCount && !found; ++i)
+    if ((mp.memoryTypes[i].propertyFlags & need) == need) {
+      m.memory_type = i;
+      found = true;
+    }
+  if (!found) throw DeviceError("[vulkan] no host-visible memory on " + m.info.name);
+
+  VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  ci.queueFamilyIndex = m.family;
+  check(vkCreateCommandPool(m.device, &ci, nullptr, &m.pool), "vkCreateCommandPool");
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = m.pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  check(vkAllocateCommandBuffers(m.device, &ai, &m.cmd), "vkAllocateCommandBuffers");
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  check(vkCreateFence(m.device, &fi, nullptr, &m.fence), "vkCreateFence");
+}
+
+Context::~Context() {
+  Impl& m = *impl_;
+  if (m.device == VK_NULL_HANDLE) return;
+  vkDeviceWaitIdle(m.device);
+  for (auto& [key, p] : m.pipelines) {
+    p->params = Buffer();
+    vkDestroyDescriptorPool(m.device, p->descriptors, nullptr);
+    vkDestroyPipeline(m.device, p->pipeline, nullptr);
+    vkDestroyPipelineLayout(m.device, p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(m.device, p->set_layout, nullptr);
+    vkDestroyShaderModule(m.device, p->module, nullptr);
+  }
+  m.pipelines.clear();
+  vkDestroyFence(m.device, m.fence, nullptr);
+  vkDestroyCommandPool(m.device, m.pool, nullptr);
+  vkDestroyDevice(m.device, nullptr);
+}
+
+const DeviceInfo& Context::info() const { return impl_->info; }
+
+Buffer Context::buffer(size_t bytes) {
+  std::lock_guard lk(impl_->mu);
+  return impl_->make_buffer(bytes);
+}
+
+void Context::launch(const kernel::Kernel& k, const std::vector<Buffer*>& buffers,
+                     const std::vector<Arg>& scalars, uint32_t groups) {
+  Impl& m = *impl_;
+  std::lock_guard lk(m.mu);
+  Impl::Pipeline& p = m.pipeline(k);
+  if (buffers.size() != p.args.buffers.size() || scalars.size() != p.args.scalars.size())
+    throw ValueError("[vulkan] kernel " + k.name + " takes " +
+                     std::to_string(p.args.buffers.size()) + " buffers and " +
+                     std::to_string(p.args.scalars.size()) + " scalars, got " +
+                     std::to_string(buffers.size()) + " and " + std::to_string(scalars.size()));
+  // The scalars, converted to the types the shader reads.
+  std::vector<char> bytes(p.args.scalar_bytes, 0);
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    const kernel::GlslLayout::Scalar& s = p.args.scalars[i];
+    const Arg& a = scalars[i];
+    char* at = bytes.data() + s.offset;
+    auto put = [&](auto v) { std::memcpy(at, &v, sizeof v); };
+    double f = a.is_int ? double(a.i) : a.f;
+    int64_t n = a.is_int ? a.i : static_cast<int64_t>(a.f);
+    switch (s.as) {
+      case kernel::ScalarType::F32:
+        put(static_cast<float>(f));
+        break;
+      case kernel::ScalarType::F64:
+        put(f);
+        break;
+      case kernel::ScalarType::I64:
+        put(n);
+        break;
+      case kernel::ScalarType::U32:
+        put(static_cast<uint32_t>(n));
+        break;
+      default:
+        put(static_cast<int32_t>(n));
+    }
+  }
+  p.params.upload(bytes.data(), bytes.size());
+
+  check(vkResetDescriptorPool(m.device, p.descriptors, 0), "vkResetDescriptorPool", k.name);
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = p.descriptors;
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &p.set_layout;
+  VkDescriptorSet set;
+  check(vkAllocateDescriptorSets(m.device, &ai, &set), "vkAllocateDescriptorSets", k.name);
+  std::vector<VkDescriptorBufferInfo> infos(1 + buffers.size());
+  infos[0] = {p.params.impl_->buffer, 0, VK_WHOLE_SIZE};
+  for (size_t i = 0; i < buffers.size(); ++i)
+    infos[i + 1] = {buffers[i]->impl_->buffer, 0, VK_WHOLE_SIZE};
+  std::vector<VkWriteDescriptorSet> writes(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) {
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstSet = set;
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(m.device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+
+  check(vkResetCommandBuffer(m.cmd, 0), "vkResetCommandBuffer", k.name);
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(m.cmd, &bi), "vkBeginCommandBuffer", k.name);
+  vkCmdBindPipeline(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  vkCmdBindDescriptorSets(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  vkCmdDispatch(m.cmd, std::max<uint32_t>(groups, 1), 1, 1);
+  check(vkEndCommandBuffer(m.cmd), "vkEndCommandBuffer", k.name);
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &m.cmd;
+  check(vkQueueSubmit(m.queue, 1, &si, m.fence), "vkQueueSubmit", k.name);
+  check(vkWaitForFences(m.device, 1, &m.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences", k.name);
+  check(vkResetFences(m.device, 1, &m.fence), "vkResetFences", k.name);
+}
+
+Context& context(int index) {
+  static std::mutex mu;
+  static std::unordered_map<int, Context*> contexts;  // never destroyed (see Instance)
+  std::lock_guard lk(mu);
+  auto it = contexts.find(index);
+  if (it != contexts.end()) return *it->second;
+  auto* c = new Context(index);
+  contexts.emplace(index, c);
+  return *c;
+}
+
+}  // namespace ember::vulkan

@@ -1,0 +1,88 @@
+// The Vulkan runtime under the Vulkan backend: a compute device (discrete GPUs first, then
+// integrated, virtual and CPU devices such as Mesa's lavapipe), buffers, and kernels of the
+// kernel IR run as compute pipelines (kernel::render_glsl -> SPIR-V -> pipeline, cached per
+// kernel). Launches are recorded and submitted at once and waited for (a first cut: command
+// batching comes with the backend).
+//
+//   std::string why;
+//   if (!vulkan::available(&why)) return;            // no loader or no device: why says so
+//   vulkan::Context& ctx = vulkan::context(0);
+//   vulkan::Buffer x = ctx.buffer(4 * n);
+//   x.upload(host.data(), 4 * n);
+//   ctx.launch(kernel, {&x, &y}, {vulkan::Arg::i(n)}, groups);   // buffers, then scalars
+//   y.download(out.data(), 4 * n);
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/kernel/ir.h"
+
+namespace ember::vulkan {
+
+/// Whether a Vulkan device can run kernels here (false with the reason otherwise).
+bool available(std::string* why = nullptr);
+/// Compute devices, in the order `vulkan:N` numbers them (discrete GPUs first).
+int device_count();
+
+struct DeviceInfo {
+  std::string name;
+  std::string type;  // "discrete", "integrated", "virtual", "cpu", "other"
+  uint32_t api_version = 0;
+  uint32_t subgroup_size = 0;
+  bool f64 = false, i64 = false, f16 = false, storage16 = false, storage8 = false;
+  bool float_atomic_add = false, int64_atomics = false;
+};
+
+class Context;
+
+/// Device memory the host can map (a first cut: staging copies come with the backend).
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&&) noexcept;
+  Buffer& operator=(Buffer&&) noexcept;
+  Buffer(const Buffer&) = delete;
+  ~Buffer();
+  size_t size() const { return size_; }
+  void upload(const void* src, size_t bytes, size_t offset = 0);
+  void download(void* dst, size_t bytes, size_t offset = 0) const;
+  struct Impl;
+
+ private:
+  friend class Context;
+  std::unique_ptr<Impl> impl_;
+  size_t size_ = 0;
+};
+
+/// A scalar argument, converted to the parameter's type when the kernel is launched.
+struct Arg {
+  bool is_int = true;
+  int64_t i = 0;
+  double f = 0;
+  static Arg of(int64_t v) { return {true, v, 0}; }
+  static Arg real(double v) { return {false, 0, v}; }
+};
+
+class Context {
+ public:
+  explicit Context(int index);
+  ~Context();
+  Context(const Context&) = delete;
+  const DeviceInfo& info() const;
+  Buffer buffer(size_t bytes);
+  /// Runs `k` on `groups` workgroups: `buffers` bind its buffer parameters in order, `scalars`
+  /// its scalar parameters in order. Waits for it (errors name the kernel).
+  void launch(const kernel::Kernel& k, const std::vector<Buffer*>& buffers,
+              const std::vector<Arg>& scalars, uint32_t groups);
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The context of device `index` (made on first use; DeviceError where it cannot be).
+Context& context(int index);
+
+}  // namespace ember::vulkan

@@ -1,0 +1,863 @@
+// IR -> GLSL 4.50 compute shader (Vulkan). Half types live in f32 registers and are rounded
+// after every operation (as the CUDA renderer and the CPU do); 8- and 16-bit integers live in
+// 32-bit registers, narrowed after every operation; storage keeps their real widths.
+#include "ember/kernel/codegen/glsl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "ember/core/error.h"
+#include "ember/kernel/validate.h"
+
+namespace ember::kernel {
+
+namespace {
+
+// Helpers for f32, i32 and u32 (always), then those for f64 and i64 (only where used, so a
+// kernel without them needs neither capability).
+const char* kPrelude = R"GLSL(
+float ember_rf16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }
+float ember_rbf16(float x) {
+  uint u = floatBitsToUint(x);
+  if (isnan(x)) return uintBitsToFloat(u | 0x00400000u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uintBitsToFloat(u & 0xffff0000u);
+}
+float ember_f16(uint bits) { return unpackHalf2x16(bits).x; }
+uint ember_f16_bits(float x) { return packHalf2x16(vec2(x, 0.0)) & 0xffffu; }
+float ember_bf16(uint bits) { return uintBitsToFloat(bits << 16); }
+uint ember_bf16_bits(float x) { return floatBitsToUint(x) >> 16; }
+int ember_i8(int x) { return (x << 24) >> 24; }
+int ember_i16(int x) { return (x << 16) >> 16; }
+uint ember_u8(uint x) { return x & 0xffu; }
+float ember_max(float a, float b) { return (isnan(a) || a > b) ? a : b; }
+float ember_min(float a, float b) { return (isnan(a) || a < b) ? a : b; }
+int ember_max(int a, int b) { return max(a, b); }
+int ember_min(int a, int b) { return min(a, b); }
+uint ember_max(uint a, uint b) { return max(a, b); }
+uint ember_min(uint a, uint b) { return min(a, b); }
+bool ember_max(bool a, bool b) { return a || b; }
+bool ember_min(bool a, bool b) { return a && b; }
+float ember_tanh(float x) { return abs(x) > 9.0 ? sign(x) : tanh(x); }
+float ember_sinh(float x) { return abs(x) < 1e-2 ? x + x * x * x * (1.0 / 6.0) : sinh(x); }
+float ember_expm1(float x) {
+  if (abs(x) < 1e-2) return x + x * x * (0.5 + x * (1.0 / 6.0 + x * (1.0 / 24.0)));
+  return exp(x) - 1.0;
+}
+float ember_log1p(float x) {
+  float u = 1.0 + x;
+  if (u == 1.0) return x;
+  return log(u) * (x / (u - 1.0));
+}
+float ember_erf(float x) {
+  float z = abs(x);
+  float e;
+  if (z < 0.5) {
+    float z2 = z * z;
+    e = z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706 +
+        z2 * (0.0052239776 + z2 * -0.0008548325)))));
+  } else {
+    float t = 1.0 / (1.0 + 0.5 * z);
+    e = 1.0 - t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+        t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
+        t * (-0.82215223 + t * 0.17087277)))))))));
+  }
+  return x < 0.0 ? -e : e;
+}
+// asin and acos through atan (drivers' own are as coarse as the spec allows: 1e-4 on lavapipe).
+float ember_asin(float x) { return atan(x, sqrt((1.0 - x) * (1.0 + x))); }
+float ember_acos(float x) { return atan(sqrt((1.0 - x) * (1.0 + x)), x); }
+float ember_rem(float a, float b) { return a - b * trunc(a / b); }
+int ember_rem(int a, int b) { return a - (a / b) * b; }
+uint ember_rem(uint a, uint b) { return a % b; }
+uint ember_mulhi(uint a, uint b) { uint hi, lo; umulExtended(a, b, hi, lo); return hi; }
+int ember_mulhi(int a, int b) { int hi, lo; imulExtended(a, b, hi, lo); return hi; }
+)GLSL";
+
+const char* kPreludeF64 = R"GLSL(
+double ember_max(double a, double b) { return (isnan(a) || a > b) ? a : b; }
+double ember_min(double a, double b) { return (isnan(a) || a < b) ? a : b; }
+double ember_rem(double a, double b) { return a - b * trunc(a / b); }
+)GLSL";
+
+const char* kPreludeI64 = R"GLSL(
+int64_t ember_max(int64_t a, int64_t b) { return a > b ? a : b; }
+int64_t ember_min(int64_t a, int64_t b) { return a < b ? a : b; }
+int64_t ember_rem(int64_t a, int64_t b) { return a - (a / b) * b; }
+)GLSL";
+
+// The type a value of `s` lives in.
+std::string reg(ScalarType s) {
+  switch (s) {
+    case ScalarType::Void:
+      return "void";
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::I8:
+    case ScalarType::I16:
+    case ScalarType::I32:
+      return "int";
+    case ScalarType::U8:
+    case ScalarType::U32:
+      return "uint";
+    case ScalarType::I64:
+      return "int64_t";
+    case ScalarType::F16:
+    case ScalarType::BF16:
+    case ScalarType::F32:
+      return "float";
+    case ScalarType::F64:
+      return "double";
+  }
+  return "void";
+}
+
+// The type an element of `s` is stored as in a buffer.
+std::string storage(ScalarType s) {
+  switch (s) {
+    case ScalarType::Bool:
+    case ScalarType::U8:
+      return "uint8_t";
+    case ScalarType::I8:
+      return "int8_t";
+    case ScalarType::I16:
+      return "int16_t";
+    case ScalarType::F16:
+    case ScalarType::BF16:
+      return "uint16_t";
+    default:
+      return reg(s);
+  }
+}
+
+// The type a scalar parameter of `s` is passed as in the parameter buffer.
+ScalarType passed_as(ScalarType s) {
+  switch (s) {
+    case ScalarType::Bool:
+    case ScalarType::U8:
+      return ScalarType::U32;
+    case ScalarType::I8:
+    case ScalarType::I16:
+      return ScalarType::I32;
+    case ScalarType::F16:
+    case ScalarType::BF16:
+      return ScalarType::F32;
+    default:
+      return s;
+  }
+}
+
+// `x`, a register value of `s`, made a valid value of `s` again (rounded, narrowed).
+std::string fix(ScalarType s, const std::string& x) {
+  switch (s) {
+    case ScalarType::F16:
+      return "ember_rf16(" + x + ")";
+    case ScalarType::BF16:
+      return "ember_rbf16(" + x + ")";
+    case ScalarType::I8:
+      return "ember_i8(" + x + ")";
+    case ScalarType::I16:
+      return "ember_i16(" + x + ")";
+    case ScalarType::U8:
+      return "ember_u8(" + x + ")";
+    default:
+      return x;
+  }
+}
+
+std::string zero(ScalarType s) {
+  switch (s) {
+    case ScalarType::Bool:
+      return "false";
+    case ScalarType::U8:
+    case ScalarType::U32:
+      return "0u";
+    case ScalarType::I64:
+      return "0l";
+    case ScalarType::F64:
+      return "0.0lf";
+    case ScalarType::F16:
+    case ScalarType::BF16:
+    case ScalarType::F32:
+      return "0.0";
+    default:
+      return "0";
+  }
+}
+
+std::string float_literal(double v, ScalarType s) {
+  bool f64 = s == ScalarType::F64;
+  if (std::isnan(v))
+    return f64 ? "packDouble2x32(uvec2(0u, 0x7ff80000u))" : "uintBitsToFloat(0x7fc00000u)";
+  if (std::isinf(v)) {
+    if (f64)
+      return v > 0 ? "packDouble2x32(uvec2(0u, 0x7ff00000u))"
+                   : "packDouble2x32(uvec2(0u, 0xfff00000u))";
+    return v > 0 ? "uintBitsToFloat(0x7f800000u)" : "uintBitsToFloat(0xff800000u)";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f64 ? "%.17g" : "%.9g", f64 ? v : static_cast<float>(v));
+  std::string lit = buf;
+  if (lit.find_first_of(".en") == std::string::npos) lit += ".0";
+  if (f64) return "double(" + lit + "lf)";
+  return fix(s, lit);
+}
+
+std::string int_literal(int64_t v, ScalarType s) {
+  switch (s) {
+    case ScalarType::Bool:
+      return v ? "true" : "false";
+    case ScalarType::I64:
+      if (v == INT64_MIN) return "(-9223372036854775807l - 1l)";
+      return std::to_string(v) + "l";
+    case ScalarType::U8:
+    case ScalarType::U32:
+      return std::to_string(static_cast<uint32_t>(v)) + "u";
+    default:
+      if (v == INT32_MIN) return "(-2147483647 - 1)";
+      return std::to_string(static_cast<int32_t>(v));
+  }
+}
+
+const char* math_name(Op op) {
+  switch (op) {
+    case Op::Exp:
+      return "exp";
+    case Op::Exp2:
+      return "exp2";
+    case Op::Log:
+      return "log";
+    case Op::Log2:
+      return "log2";
+    case Op::Sqrt:
+      return "sqrt";
+    case Op::Rsqrt:
+      return "inversesqrt";
+    case Op::Sin:
+      return "sin";
+    case Op::Cos:
+      return "cos";
+    case Op::Tan:
+      return "tan";
+    case Op::Tanh:
+      return "ember_tanh";
+    case Op::Erf:
+      return "ember_erf";
+    case Op::Floor:
+      return "floor";
+    case Op::Ceil:
+      return "ceil";
+    case Op::Round:
+      return "roundEven";
+    case Op::Trunc:
+      return "trunc";
+    case Op::Pow:
+      return "pow";
+    case Op::Expm1:
+      return "ember_expm1";
+    case Op::Log1p:
+      return "ember_log1p";
+    case Op::Asin:
+      return "ember_asin";
+    case Op::Acos:
+      return "ember_acos";
+    case Op::Atan:
+      return "atan";
+    case Op::Sinh:
+      return "ember_sinh";
+    case Op::Cosh:
+      return "cosh";
+    case Op::Asinh:
+      return "asinh";
+    case Op::Acosh:
+      return "acosh";
+    case Op::Atanh:
+      return "atanh";
+    case Op::Atan2:
+      return "atan";
+    default:
+      return "?";
+  }
+}
+// The math GLSL has for doubles; the rest is computed in f32.
+bool f64_native(Op op) {
+  return op == Op::Sqrt || op == Op::Rsqrt || op == Op::Floor || op == Op::Ceil ||
+         op == Op::Round || op == Op::Trunc;
+}
+
+const char* binary_symbol(Op op, ScalarType s) {
+  switch (op) {
+    case Op::Add:
+      return "+";
+    case Op::Sub:
+      return "-";
+    case Op::Mul:
+      return "*";
+    case Op::Div:
+      return "/";
+    case Op::And:
+      return s == ScalarType::Bool ? "&&" : "&";
+    case Op::Or:
+      return s == ScalarType::Bool ? "||" : "|";
+    case Op::Xor:
+      return s == ScalarType::Bool ? "!=" : "^";
+    case Op::Shl:
+      return "<<";
+    case Op::Shr:
+      return ">>";
+    case Op::Eq:
+      return "==";
+    case Op::Ne:
+      return "!=";
+    case Op::Lt:
+      return "<";
+    case Op::Le:
+      return "<=";
+    case Op::Gt:
+      return ">";
+    case Op::Ge:
+      return ">=";
+    default:
+      return "?";
+  }
+}
+
+[[noreturn]] void cannot(const Kernel& k, const std::string& what) {
+  throw ValueError("[kernel " + k.name + "] no GLSL for " + what);
+}
+
+class Renderer {
+ public:
+  explicit Renderer(const Kernel& k) : k_(k), types_(k.num_values), alias_(k.params.size(), 0) {
+    for (const Inst& i : k.body) {
+      if (i.result != kNoValue) types_[i.result] = i.type;
+      // Atomics GLSL lacks for a type run as compare-and-swap loops on a u32 view.
+      if ((info(i.op).form == Form::Atomic || info(i.op).form == Form::AtomicCas) &&
+          i.space == Space::Global) {
+        ScalarType s = k.params[i.ref].type.scalar;
+        bool native = s == ScalarType::I32 || s == ScalarType::U32 ||
+                      (s == ScalarType::I64 && i.op != Op::AtomicCas) ||
+                      (s == ScalarType::F32 && (i.op == Op::AtomicAdd || i.op == Op::AtomicExch));
+        if (!native) {
+          if (s != ScalarType::F32 && s != ScalarType::F16 && s != ScalarType::BF16)
+            cannot(k, "atomic " + std::string(name(i.op)) + " on " + std::string(name(s)));
+          if (is_half(s) && i.op != Op::AtomicAdd)
+            cannot(k, "atomic " + std::string(name(i.op)) + " on " + std::string(name(s)));
+          alias_[i.ref] = 1;
+        }
+      }
+    }
+  }
+
+  std::string run() {
+    bool f64 = false, i64 = false, s16 = false, s8 = false, sub = false, shuf = false;
+    bool ballot = false, fatomic = false, i64atomic = false;
+    auto note = [&](Type t) {
+      f64 = f64 || t.scalar == ScalarType::F64;
+      i64 = i64 || t.scalar == ScalarType::I64;
+    };
+    for (const Param& p : k_.params) {
+      note(p.type);
+      if (p.kind == Param::Buffer) {
+        int bytes = byte_size(p.type.scalar);
+        s16 = s16 || bytes == 2;
+        s8 = s8 || bytes == 1;
+      }
+    }
+    for (const SharedArray& s : k_.shared) note(s.type);
+    for (const LocalVar& v : k_.vars) note(v.type);
+    for (const Inst& i : k_.body) {
+      note(i.type);
+      for (ValueId a : i.args) note(types_[a]);
+      Form f = info(i.op).form;
+      sub =
+          sub || f == Form::SubgroupReduce || i.op == Op::SubgroupLane || i.op == Op::SubgroupSize;
+      shuf = shuf || f == Form::Shuffle || f == Form::SubgroupReduce;
+      ballot = ballot || f == Form::Ballot;
+      if (f == Form::Atomic && i.space == Space::Global) {
+        ScalarType s = k_.params[i.ref].type.scalar;
+        fatomic = fatomic || (s == ScalarType::F32 && !alias_[i.ref]);
+        i64atomic = i64atomic || s == ScalarType::I64;
+      }
+    }
+    std::string s = "// kernel " + k_.name + " (generated by ember)\n#version 450\n";
+    if (i64) s += "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+    if (s16) s += "#extension GL_EXT_shader_16bit_storage : require\n";
+    if (s8) s += "#extension GL_EXT_shader_8bit_storage : require\n";
+    if (s16 || s8) {
+      s += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
+      s += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
+    }
+    if (sub || shuf || ballot) s += "#extension GL_KHR_shader_subgroup_basic : require\n";
+    if (shuf) s += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
+    if (shuf && i64) s += "#extension GL_EXT_shader_subgroup_extended_types_int64 : require\n";
+    if (ballot) s += "#extension GL_KHR_shader_subgroup_ballot : require\n";
+    if (fatomic) s += "#extension GL_EXT_shader_atomic_float : require\n";
+    if (i64atomic) s += "#extension GL_EXT_shader_atomic_int64 : require\n";
+    s += "layout(local_size_x = " + std::to_string(k_.workgroup[0]) +
+         ", local_size_y = " + std::to_string(k_.workgroup[1]) +
+         ", local_size_z = " + std::to_string(k_.workgroup[2]) + ") in;\n";
+    // Binding 0: the scalar parameters.
+    GlslLayout L = glsl_layout(k_);
+    s += "layout(std430, binding = 0) readonly buffer ember_params {\n";
+    for (const GlslLayout::Scalar& sc : L.scalars)
+      s += "  " + reg(sc.as) + " e_" + k_.params[sc.param].name + ";\n";
+    if (L.scalars.empty()) s += "  uint ember_unused;\n";
+    s += "} ember_p;\n";
+    for (size_t b = 0; b < L.buffers.size(); ++b) {
+      const Param& p = k_.params[L.buffers[b]];
+      std::string q = p.access == Access::Read    ? "readonly "
+                      : p.access == Access::Write ? "writeonly "
+                                                  : "";
+      bool aliased = alias_[L.buffers[b]];
+      if (aliased) q = "";  // read and written through its u32 view
+      std::string binding = "layout(std430, binding = " + std::to_string(b + 1) + ") ";
+      if (aliased && !is_half(p.type.scalar)) {
+        s += binding + "buffer ember_b" + std::to_string(b) + " { uint e_" + p.name + "[]; };\n";
+      } else {
+        s += binding + "restrict " + q + "buffer ember_b" + std::to_string(b) + " { " +
+             storage(p.type.scalar) + " e_" + p.name + "[]; };\n";
+        if (aliased)  // 16-bit elements: compare-and-swap on the 32-bit words holding them
+          s += binding + "buffer ember_b" + std::to_string(b) + "w { uint e_" + p.name +
+               "_w[]; };\n";
+      }
+    }
+    for (const SharedArray& sh : k_.shared)
+      s += "shared " + reg(sh.type.scalar) + " e_" + sh.name + "[" + std::to_string(sh.count) +
+           "];\n";
+    s += kPrelude;
+    if (f64) s += kPreludeF64;
+    if (i64) s += kPreludeI64;
+    s += "\nvoid main() {\n";
+    for (const LocalVar& v : k_.vars)
+      s += "  " + decl(v.type, "e_" + v.name) + " = " + zero_of(v.type) + ";\n";
+    out_ = std::move(s);
+    for (const Inst& i : k_.body) inst(i);
+    out_ += "}\n";
+    return std::move(out_);
+  }
+
+ private:
+  static std::string val(ValueId v) { return "_v" + std::to_string(v); }
+  // An element index (GLSL indexes with 32 bits: buffers hold fewer than 2^32 elements), plus l.
+  std::string index(ValueId v, int l = 0) const {
+    std::string x = types_[v].scalar == ScalarType::I64 ? "uint(" + val(v) + ")" : val(v);
+    return l ? "(" + x + " + " + std::to_string(l) + ")" : x;
+  }
+  std::string lane(ValueId v, int l) const {
+    return types_[v].width == 1 ? val(v) : val(v) + "[" + std::to_string(l) + "]";
+  }
+  static std::string decl(Type t, const std::string& n) {
+    return reg(t.scalar) + " " + n + (t.width > 1 ? "[" + std::to_string(t.width) + "]" : "");
+  }
+  static std::string zero_of(Type t) {
+    if (t.width == 1) return zero(t.scalar);
+    std::string s = reg(t.scalar) + "[" + std::to_string(t.width) + "](";
+    for (int l = 0; l < t.width; ++l) s += (l ? ", " : "") + zero(t.scalar);
+    return s + ")";
+  }
+  void line(const std::string& s) { out_ += std::string(2 * depth_, ' ') + s + "\n"; }
+
+  template <class F>
+  void lanes(const Inst& i, F&& expr) {
+    if (i.type.width == 1) {
+      line(decl(i.type, val(i.result)) + " = " + expr(0) + ";");
+      return;
+    }
+    line(decl(i.type, val(i.result)) + ";");
+    for (int l = 0; l < i.type.width; ++l)
+      line(val(i.result) + "[" + std::to_string(l) + "] = " + expr(l) + ";");
+  }
+
+  // A buffer element as a register value, and a register value as a buffer element.
+  std::string from_storage(ScalarType s, const std::string& x, bool aliased) const {
+    if (aliased && s == ScalarType::F32) return "uintBitsToFloat(" + x + ")";
+    switch (s) {
+      case ScalarType::Bool:
+        return "(uint(" + x + ") != 0u)";
+      case ScalarType::I8:
+      case ScalarType::I16:
+        return "int(" + x + ")";
+      case ScalarType::U8:
+        return "uint(" + x + ")";
+      case ScalarType::F16:
+        return "ember_f16(uint(" + x + "))";
+      case ScalarType::BF16:
+        return "ember_bf16(uint(" + x + "))";
+      default:
+        return x;
+    }
+  }
+  std::string to_storage(ScalarType s, const std::string& x, bool aliased) const {
+    if (aliased && s == ScalarType::F32) return "floatBitsToUint(" + x + ")";
+    switch (s) {
+      case ScalarType::Bool:
+        return "uint8_t(" + x + " ? 1u : 0u)";
+      case ScalarType::I8:
+        return "int8_t(" + x + ")";
+      case ScalarType::I16:
+        return "int16_t(" + x + ")";
+      case ScalarType::U8:
+        return "uint8_t(" + x + ")";
+      case ScalarType::F16:
+        return "uint16_t(ember_f16_bits(" + x + "))";
+      case ScalarType::BF16:
+        return "uint16_t(ember_bf16_bits(" + x + "))";
+      default:
+        return x;
+    }
+  }
+
+  std::string geometry(const Inst& i) const {
+    static const char* axis[] = {"x", "y", "z"};
+    std::string a = axis[i.ref % 3];
+    switch (i.op) {
+      case Op::GlobalId:
+        return "gl_GlobalInvocationID." + a;
+      case Op::LocalId:
+        return "gl_LocalInvocationID." + a;
+      case Op::GroupId:
+        return "gl_WorkGroupID." + a;
+      case Op::LocalSize:
+        return "gl_WorkGroupSize." + a;
+      case Op::NumGroups:
+        return "gl_NumWorkGroups." + a;
+      case Op::SubgroupLane:
+        return "gl_SubgroupInvocationID";
+      default:
+        return "gl_SubgroupSize";
+    }
+  }
+
+  // A compare-and-swap loop on the u32 word at `word` of the view `view`: `next(old)` gives the
+  // new word from the old one; the result is the old word.
+  void cas_loop(const std::string& view, const std::string& word, const std::string& old_name,
+                const std::function<std::string(const std::string&)>& next) {
+    line("uint " + old_name + " = " + view + "[" + word + "];");
+    line("for (;;) {");
+    ++depth_;
+    line("uint ember_want = " + next(old_name) + ";");
+    line("if (ember_want == " + old_name + ") break;");
+    line("uint ember_seen = atomicCompSwap(" + view + "[" + word + "], " + old_name +
+         ", ember_want);");
+    line("if (ember_seen == " + old_name + ") break;");
+    line(old_name + " = ember_seen;");
+    --depth_;
+    line("}");
+  }
+
+  void atomic(const Inst& i) {
+    std::string r = val(i.result);
+    std::string idx = index(i.args[0]), v = val(i.args[1]);
+    if (i.space == Space::Shared) {
+      const SharedArray& sh = k_.shared[i.ref];
+      ScalarType s = sh.type.scalar;
+      if (s != ScalarType::I32 && s != ScalarType::U32 &&
+          !(s == ScalarType::F32 && i.op == Op::AtomicAdd))
+        cannot(k_, "a shared atomic on " + std::string(name(s)));
+      std::string at = "e_" + sh.name + "[" + idx + "]";
+      const char* fn = i.op == Op::AtomicAdd    ? "atomicAdd("
+                       : i.op == Op::AtomicMin  ? "atomicMin("
+                       : i.op == Op::AtomicMax  ? "atomicMax("
+                       : i.op == Op::AtomicExch ? "atomicExchange("
+                                                : "atomicCompSwap(";
+      std::string extra = i.op == Op::AtomicCas ? ", " + val(i.args[2]) : "";
+      line(decl(i.type, r) + " = " + fn + at + ", " + v + extra + ");");
+      return;
+    }
+    const Param& p = k_.params[i.ref];
+    ScalarType s = p.type.scalar;
+    if (!alias_[i.ref]) {
+      std::string at = "e_" + p.name + "[" + idx + "]";
+      const char* fn = i.op == Op::AtomicAdd    ? "atomicAdd("
+                       : i.op == Op::AtomicMin  ? "atomicMin("
+                       : i.op == Op::AtomicMax  ? "atomicMax("
+                       : i.op == Op::AtomicExch ? "atomicExchange("
+                                                : "atomicCompSwap(";
+      std::string extra = i.op == Op::AtomicCas ? ", " + val(i.args[2]) : "";
+      line(decl(i.type, r) + " = " + fn + at + ", " + v + extra + ");");
+      return;
+    }
+    std::string old = "ember_old" + std::to_string(i.result);
+    if (s == ScalarType::F32) {
+      auto next = [&](const std::string& o) -> std::string {
+        std::string cur = "uintBitsToFloat(" + o + ")";
+        switch (i.op) {
+          case Op::AtomicMin:
+            return "floatBitsToUint(ember_min(" + cur + ", " + v + "))";
+          case Op::AtomicMax:
+            return "floatBitsToUint(ember_max(" + cur + ", " + v + "))";
+          case Op::AtomicCas:
+            return "(" + cur + " == " + v + " ? floatBitsToUint(" + val(i.args[2]) + ") : " + o +
+                   ")";
+          default:
+            return "floatBitsToUint(" + cur + " + " + v + ")";
+        }
+      };
+      cas_loop("e_" + p.name, idx, old, next);
+      line("float " + r + " = uintBitsToFloat(" + old + ");");
+      return;
+    }
+    // f16/bf16 add: the 16-bit half of a 32-bit word.
+    std::string shift = "((uint(" + idx + ") & 1u) * 16u)";
+    std::string word = "(uint(" + idx + ") >> 1)";
+    std::string to = s == ScalarType::F16 ? "ember_f16" : "ember_bf16";
+    std::string bits = s == ScalarType::F16 ? "ember_f16_bits" : "ember_bf16_bits";
+    std::string rnd = s == ScalarType::F16 ? "ember_rf16" : "ember_rbf16";
+    cas_loop("e_" + p.name + "_w", word, old, [&](const std::string& o) {
+      std::string cur = to + "((" + o + " >> " + shift + ") & 0xffffu)";
+      return "((" + o + " & ~(0xffffu << " + shift + ")) | (" + bits + "(" + rnd + "(" + cur +
+             " + " + v + ")) << " + shift + "))";
+    });
+    line("float " + r + " = " + to + "((" + old + " >> " + shift + ") & 0xffffu);");
+  }
+
+  void inst(const Inst& i) {
+    const OpInfo& in = info(i.op);
+    ScalarType rs = i.type.scalar;
+    ScalarType as = i.args.empty() ? ScalarType::Void : types_[i.args[0]].scalar;
+    auto a = [&](size_t j, int l) { return lane(i.args[j], types_[i.args[j]].width == 1 ? 0 : l); };
+    switch (in.form) {
+      case Form::Leaf:
+        if (i.op == Op::Param) {
+          const Param& p = k_.params[i.ref];
+          std::string x = "ember_p.e_" + p.name;
+          if (rs == ScalarType::Bool) x = "(" + x + " != 0u)";
+          line(decl(i.type, val(i.result)) + " = " + fix(rs, x) + ";");
+        } else {
+          std::string c = is_float(rs) ? float_literal(i.fimm, rs) : int_literal(i.imm, rs);
+          lanes(i, [&](int) { return c; });
+        }
+        break;
+      case Form::Geometry:
+        line("uint " + val(i.result) + " = " + geometry(i) + ";");
+        break;
+      case Form::Unary:
+        lanes(i, [&](int l) {
+          std::string x = a(0, l);
+          if (i.op == Op::Neg) return fix(rs, "-" + x);
+          if (rs == ScalarType::U8 || rs == ScalarType::U32 || rs == ScalarType::Bool) return x;
+          if (rs == ScalarType::I64) return "(" + x + " < 0l ? -" + x + " : " + x + ")";
+          return fix(rs, "abs(" + x + ")");
+        });
+        break;
+      case Form::Logic1:
+        lanes(i, [&](int l) {
+          return rs == ScalarType::Bool ? "!" + a(0, l) : fix(rs, "~" + a(0, l));
+        });
+        break;
+      case Form::Math:
+      case Form::Math2:
+        lanes(i, [&](int l) {
+          bool f64 = rs == ScalarType::F64;
+          std::string args = a(0, l) + (i.args.size() > 1 ? ", " + a(1, l) : "");
+          if (f64 && !f64_native(i.op)) {
+            args = "float(" + a(0, l) + ")" + (i.args.size() > 1 ? ", float(" + a(1, l) + ")" : "");
+            return "double(" + std::string(math_name(i.op)) + "(" + args + "))";
+          }
+          return fix(rs, std::string(math_name(i.op)) + "(" + args + ")");
+        });
+        break;
+      case Form::Test:
+        lanes(i, [&](int l) {
+          return std::string(i.op == Op::IsNan ? "isnan(" : "isinf(") + a(0, l) + ")";
+        });
+        break;
+      case Form::Arith:
+      case Form::Logic2:
+      case Form::Shift:
+      case Form::Compare:
+        lanes(i, [&](int l) {
+          std::string x = a(0, l), y = a(1, l);
+          std::string e;
+          if (i.op == Op::MulHi)
+            e = "ember_mulhi(" + x + ", " + y + ")";
+          else if (i.op == Op::Min || i.op == Op::Max)
+            e = std::string(i.op == Op::Min ? "ember_min(" : "ember_max(") + x + ", " + y + ")";
+          else if (i.op == Op::Rem)
+            e = "ember_rem(" + x + ", " + y + ")";
+          else
+            e = "(" + x + " " + binary_symbol(i.op, as) + " " + y + ")";
+          if (in.form == Form::Compare) return e;
+          return fix(rs, e);
+        });
+        break;
+      case Form::Fma:
+        lanes(i, [&](int l) {
+          return fix(rs, "fma(" + a(0, l) + ", " + a(1, l) + ", " + a(2, l) + ")");
+        });
+        break;
+      case Form::Select:
+        lanes(i, [&](int l) { return "(" + a(0, l) + " ? " + a(1, l) + " : " + a(2, l) + ")"; });
+        break;
+      case Form::Cast:
+        lanes(i, [&](int l) {
+          std::string x = a(0, l);
+          if (rs == ScalarType::Bool) return "(" + x + " != " + zero(as) + ")";
+          if (as == ScalarType::Bool) return fix(rs, reg(rs) + "(" + x + ")");
+          if (is_float(as) && (rs == ScalarType::U8 || rs == ScalarType::U32))
+            return fix(
+                rs, "uint(" + std::string(as == ScalarType::F64 ? "int64_t(" : "int(") + x + "))");
+          return fix(rs, reg(rs) + "(" + x + ")");
+        });
+        break;
+      case Form::Bitcast: {
+        std::string x = val(i.args[0]);
+        std::string e;
+        if (rs == ScalarType::F32 && as == ScalarType::U32)
+          e = "uintBitsToFloat(" + x + ")";
+        else if (rs == ScalarType::F32 && as == ScalarType::I32)
+          e = "intBitsToFloat(" + x + ")";
+        else if (rs == ScalarType::U32 && as == ScalarType::F32)
+          e = "floatBitsToUint(" + x + ")";
+        else if (rs == ScalarType::I32 && as == ScalarType::F32)
+          e = "floatBitsToInt(" + x + ")";
+        else if (rs == ScalarType::F64 && as == ScalarType::I64)
+          e = "int64BitsToDouble(" + x + ")";
+        else if (rs == ScalarType::I64 && as == ScalarType::F64)
+          e = "doubleBitsToInt64(" + x + ")";
+        else if ((rs == ScalarType::I32 && as == ScalarType::U32) ||
+                 (rs == ScalarType::U32 && as == ScalarType::I32))
+          e = reg(rs) + "(" + x + ")";
+        else
+          cannot(k_, "bitcast " + std::string(name(as)) + " -> " + std::string(name(rs)));
+        line(decl(i.type, val(i.result)) + " = " + e + ";");
+        break;
+      }
+      case Form::Vec: {
+        std::string s = decl(i.type, val(i.result)) + " = " + reg(rs) + "[" +
+                        std::to_string(i.type.width) + "](";
+        for (size_t j = 0; j < i.args.size(); ++j) s += (j ? ", " : "") + val(i.args[j]);
+        line(s + ");");
+        break;
+      }
+      case Form::Extract:
+        line(decl(i.type, val(i.result)) + " = " + lane(i.args[0], i.ref) + ";");
+        break;
+      case Form::Load: {
+        bool shared = i.space == Space::Shared;
+        std::string m = "e_" + (shared ? k_.shared[i.ref].name : k_.params[i.ref].name);
+        ScalarType es = shared ? k_.shared[i.ref].type.scalar : k_.params[i.ref].type.scalar;
+        bool aliased = !shared && alias_[i.ref];
+        auto at = [&](int l) {
+          std::string e = m + "[" + index(i.args[0], l) + "]";
+          return shared ? e : from_storage(es, e, aliased);
+        };
+        lanes(i, at);
+        break;
+      }
+      case Form::Store: {
+        bool shared = i.space == Space::Shared;
+        std::string m = "e_" + (shared ? k_.shared[i.ref].name : k_.params[i.ref].name);
+        ScalarType es = shared ? k_.shared[i.ref].type.scalar : k_.params[i.ref].type.scalar;
+        bool aliased = !shared && alias_[i.ref];
+        int w = types_[i.args[1]].width;
+        for (int l = 0; l < w; ++l) {
+          std::string v = lane(i.args[1], l);
+          line(m + "[" + index(i.args[0], l) + "] = " + (shared ? v : to_storage(es, v, aliased)) +
+               ";");
+        }
+        break;
+      }
+      case Form::Atomic:
+      case Form::AtomicCas:
+        atomic(i);
+        break;
+      case Form::VarRead:
+        line(decl(i.type, val(i.result)) + " = e_" + k_.vars[i.ref].name + ";");
+        break;
+      case Form::VarWrite:
+        line("e_" + k_.vars[i.ref].name + " = " + val(i.args[0]) + ";");
+        break;
+      case Form::If:
+        line("if (" + val(i.args[0]) + ") {");
+        ++depth_;
+        break;
+      case Form::Else:
+        --depth_;
+        line("} else {");
+        ++depth_;
+        break;
+      case Form::End:
+        --depth_;
+        line("}");
+        break;
+      case Form::For:
+        line("for (" + decl(i.type, val(i.result)) + " = " + val(i.args[0]) + "; " + val(i.result) +
+             " < " + val(i.args[1]) + "; " + val(i.result) + " += " + val(i.args[2]) + ") {");
+        ++depth_;
+        break;
+      case Form::Barrier:
+        line("memoryBarrierShared();");
+        line("barrier();");
+        break;
+      case Form::Shuffle:
+        lanes(i, [&](int l) {
+          std::string x = a(0, l);
+          std::string fn = i.op == Op::Shuffle ? "subgroupShuffle(" : "subgroupShuffleXor(";
+          return fn + x + ", " + val(i.args[1]) + ")";
+        });
+        break;
+      case Form::SubgroupReduce: {
+        std::string x = val(i.args[0]);
+        std::string r = val(i.result);
+        // A butterfly over the subgroup with the IR's own min/max (NaN wins) and add.
+        line(decl(i.type, r) + " = " + x + ";");
+        line("for (uint ember_o = gl_SubgroupSize / 2u; ember_o > 0u; ember_o >>= 1u)");
+        std::string other = "subgroupShuffleXor(" + r + ", ember_o)";
+        std::string e = i.op == Op::SubgroupAdd   ? fix(rs, r + " + " + other)
+                        : i.op == Op::SubgroupMax ? "ember_max(" + r + ", " + other + ")"
+                                                  : "ember_min(" + r + ", " + other + ")";
+        line("  " + r + " = " + e + ";");
+        break;
+      }
+      case Form::Ballot:
+        line("uint " + val(i.result) + " = subgroupBallot(" + val(i.args[0]) + ").x;");
+        break;
+    }
+  }
+
+  const Kernel& k_;
+  std::vector<Type> types_;
+  std::vector<char> alias_;  // buffers accessed through a u32 view (compare-and-swap atomics)
+  std::string out_;
+  int depth_ = 1;
+};
+
+}  // namespace
+
+GlslLayout glsl_layout(const Kernel& k) {
+  GlslLayout L;
+  uint32_t at = 0;
+  for (size_t p = 0; p < k.params.size(); ++p) {
+    const Param& pa = k.params[p];
+    if (pa.kind == Param::Buffer) {
+      L.buffers.push_back(p);
+      continue;
+    }
+    GlslLayout::Scalar s;
+    s.param = p;
+    s.as = passed_as(pa.type.scalar);
+    uint32_t size = static_cast<uint32_t>(byte_size(s.as));
+    at = (at + size - 1) / size * size;
+    s.offset = at;
+    at += size;
+    L.scalars.push_back(s);
+  }
+  L.scalar_bytes = std::max<uint32_t>(16, (at + 15) / 16 * 16);
+  return L;
+}
+
+std::string render_glsl(const Kernel& k) {
+  validate(k);
+  for (const Param& p : k.params)
+    if (p.type.width > 1) cannot(k, "vector-typed parameter " + p.name);
+  for (const SharedArray& s : k.shared)
+    if (s.type.width > 1) cannot(k, "vector-typed shared array " + s.name);
+  return Renderer(k).run();
+}
+
+}  // namespace ember::kernel

@@ -1,0 +1,331 @@
+// The kernel layer on Vulkan: kernels render to GLSL and compile to SPIR-V (every elementwise
+// op and dtype, reductions, fused programs, softmax, norms, scans), and run on the first Vulkan
+// device (lavapipe in CI) with results checked against the CPU backend running the same op.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ember/backends/vulkan/runtime.h"
+#include "ember/backends/vulkan/spirv.h"
+#include "ember/ember.h"
+#include "ember/kernel/codegen/glsl.h"
+#include "ember/kernel/kernels/elementwise.h"
+#include "ember/kernel/kernels/fused.h"
+#include "ember/kernel/kernels/norm.h"
+#include "ember/kernel/kernels/reduce.h"
+#include "ember/kernel/kernels/scan.h"
+#include "ember/kernel/kernels/softmax.h"
+#include "ember/kernel/passes.h"
+
+namespace ember {
+namespace {
+
+using kernel::Kernel;
+
+const DType kDtypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32,
+                         DType::I64, DType::I16, DType::I8,  DType::U8,   DType::Bool};
+
+std::vector<OpCode> elementwise_ops() {
+  std::vector<OpCode> ops;
+  for (int c = 0; c < kNumOps; ++c) {
+    OpFamily f = info(OpCode(c)).family;
+    if (f == OpFamily::Unary || f == OpFamily::Binary || f == OpFamily::Compare)
+      ops.push_back(OpCode(c));
+  }
+  ops.push_back(OpCode::Gelu);
+  ops.push_back(OpCode::Silu);
+  return ops;
+}
+
+// What the CUDA backend compiles, compiled for Vulkan: the pipeline optimizes first, as there.
+void compiles(Kernel k) {
+  kernel::default_pipeline().run(k);
+  try {
+    std::vector<uint32_t> words = vulkan::compile_spirv(k);
+    EXPECT_GT(words.size(), 5u) << k.name;
+    EXPECT_EQ(words[0], 0x07230203u) << k.name;  // the SPIR-V magic number
+  } catch (const ValueError& e) {
+    ADD_FAILURE() << e.what() << "\n" << kernel::render_glsl(k);
+  }
+}
+
+TEST(VulkanCompile, EveryElementwiseOpAndDtype) {
+  int n = 0;
+  for (OpCode op : elementwise_ops())
+    for (DType t : kDtypes) {
+      if (!kernel::elementwise_supported(op, t)) continue;
+      kernel::ElementwiseSpec s{op, t};
+      s.contiguous = true;
+      compiles(kernel::elementwise_kernel(s));
+      s.contiguous = false;
+      s.rank = 3;
+      s.wide_index = t == DType::F64;
+      compiles(kernel::elementwise_kernel(s));
+      ++n;
+    }
+  EXPECT_GT(n, 200);
+}
+
+TEST(VulkanCompile, Reductions) {
+  for (OpCode op :
+       {OpCode::Sum, OpCode::Prod, OpCode::Max, OpCode::Min, OpCode::ArgMax, OpCode::ArgMin})
+    for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64}) {
+      kernel::ReduceSpec s{op, t};
+      compiles(kernel::reduce_kernel(s));
+      s.stage = kernel::ReduceSpec::Partial;
+      compiles(kernel::reduce_kernel(s));
+      s.stage = kernel::ReduceSpec::Finish;
+      compiles(kernel::reduce_kernel(s));
+    }
+}
+
+TEST(VulkanCompile, SoftmaxNormsScans) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    for (OpCode op : {OpCode::Softmax, OpCode::LogSoftmax, OpCode::LogSumExp}) {
+      kernel::SoftmaxSpec s;
+      s.op = op;
+      s.dtype = t;
+      compiles(kernel::softmax_kernel(s));
+      s.layout = kernel::SoftmaxSpec::ThreadPerRow;
+      compiles(kernel::softmax_kernel(s));
+    }
+    for (OpCode op : {OpCode::LayerNorm, OpCode::RmsNorm}) {
+      kernel::NormSpec s;
+      s.op = op;
+      s.dtype = t;
+      compiles(kernel::norm_kernel(s));
+    }
+    kernel::ScanSpec c;
+    c.dtype = t;
+    compiles(kernel::scan_kernel(c));
+  }
+}
+
+// gelu(a * b + c).exp() * 0.5 + a, then tanh (Fusion's benchmark chain), in dtype t.
+fusion::Program chain(DType t, Shape shape) {
+  fusion::Program p;
+  p.shape = shape;
+  p.inputs = {{shape, t}, {shape, t}, {shape, t}};
+  auto a = fusion::Program::input(0), b = fusion::Program::input(1), c = fusion::Program::input(2);
+  auto s = p.step(OpCode::Add, t, {p.step(OpCode::Mul, t, {a, b}), c});
+  auto e = p.step(OpCode::Exp, t, {p.step(OpCode::Gelu, t, {s})});
+  auto y = p.step(OpCode::Add, t, {p.step(OpCode::Mul, t, {e, p.constant(0.5, t)}), a});
+  p.outputs = {p.step(OpCode::Tanh, t, {y})};
+  return p;
+}
+
+TEST(VulkanCompile, FusedPrograms) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+    kernel::FusedLayout d;
+    d.dense = true;
+    d.width = 4;
+    compiles(kernel::fused_kernel(chain(t, Shape{1024}), d));
+    kernel::FusedLayout r;
+    r.rank = 2;
+    compiles(kernel::fused_kernel(chain(t, Shape{32, 32}), r));
+  }
+}
+
+// ---- on a device --------------------------------------------------------------------------
+
+class VulkanRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!vulkan::available(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
+  }
+  static vulkan::Context& ctx() { return vulkan::context(0); }
+  static TensorData random(Shape s, DType t, double lo, double hi, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(lo, hi);
+    std::vector<double> v(size_t(s.numel()));
+    for (auto& x : v) x = u(rng);
+    if (is_int(t))
+      for (auto& x : v) x = std::floor(x);
+    return TensorData::from<double>(v, s).convert(t);
+  }
+  static vulkan::Buffer upload(const TensorData& d) {
+    vulkan::Buffer b = ctx().buffer(d.bytes().size());
+    b.upload(d.bytes().data(), d.bytes().size());
+    return b;
+  }
+  static TensorData fetch(const vulkan::Buffer& b, Shape s, DType t) {
+    TensorData d(s, t);
+    b.download(d.bytes().data(), d.bytes().size());
+    return d;
+  }
+  static void expect_close(const TensorData& want, const TensorData& got, double rtol, double atol,
+                           const std::string& what) {
+    auto w = want.convert(DType::F64).to_vec<double>();
+    auto g = got.convert(DType::F64).to_vec<double>();
+    ASSERT_EQ(w.size(), g.size()) << what;
+    int bad = 0;
+    for (size_t i = 0; i < w.size() && bad < 5; ++i) {
+      if (std::isnan(w[i]) && std::isnan(g[i])) continue;
+      if (std::isinf(w[i]) && w[i] == g[i]) continue;
+      if (!(std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]))) {
+        ADD_FAILURE() << what << " at " << i << ": got " << g[i] << ", want " << w[i];
+        ++bad;
+      }
+    }
+  }
+};
+
+double rtol_of(DType t) {
+  switch (t) {
+    case DType::F16:   // the CPU rounds a composite's every step (gelu), kernels once: the CUDA
+    case DType::BF16:  // suite's tolerance
+      return 2e-2;
+    case DType::F32:
+    case DType::F64:  // f64 transcendentals are computed in f32 on Vulkan
+      return 3e-5;
+    default:
+      return 0;
+  }
+}
+
+TEST_F(VulkanRun, DeviceIsDescribed) {
+  const vulkan::DeviceInfo& d = ctx().info();
+  EXPECT_FALSE(d.name.empty());
+  EXPECT_GE(d.subgroup_size, 1u);
+  std::printf("[vulkan] %s (%s), subgroup %u, f64 %d, i64 %d, 16-bit storage %d\n", d.name.c_str(),
+              d.type.c_str(), d.subgroup_size, d.f64, d.i64, d.storage16);
+}
+
+TEST_F(VulkanRun, ElementwiseOpsMatchTheCpu) {
+  const int64_t n = 1000;  // not a multiple of the vector width: the tail runs too
+  int ran = 0;
+  for (OpCode op : elementwise_ops())
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64,
+                    DType::I8, DType::U8, DType::Bool}) {
+      if (!kernel::elementwise_supported(op, t)) continue;
+      int arity = info(op).arity;
+      bool positive = op == OpCode::Log || op == OpCode::Sqrt || op == OpCode::Rsqrt ||
+                      op == OpCode::Log2 || op == OpCode::Pow || op == OpCode::Acosh ||
+                      op == OpCode::Remainder || op == OpCode::Div || op == OpCode::Log1p;
+      bool unit = op == OpCode::Asin || op == OpCode::Acos || op == OpCode::Atanh;
+      bool shift = op == OpCode::ShiftLeft || op == OpCode::ShiftRight;
+      double lo = unit ? -0.9 : positive ? 0.5 : -3, hi = unit ? 0.9 : positive ? 3 : 3;
+      if (op == OpCode::Acosh) lo = 1.1;
+      if (t == DType::U8) lo = 1, hi = shift ? 7 : 100;
+      if (shift) lo = 0, hi = 7;
+      std::vector<TensorData> in;
+      for (int j = 0; j < arity; ++j)
+        in.push_back(random(
+            {n}, t, j == 1 && (op == OpCode::Div || op == OpCode::Remainder) && is_int(t) ? 1 : lo,
+            hi, uint32_t(7 * int(op) + j)));
+      std::vector<CpuTensor> ct;
+      for (auto& d : in) ct.push_back(Cpu::from_data(d, Device::cpu()));
+      Op o{op};
+      CpuTensor want;
+      try {
+        want = apply<Cpu>(o, std::span<CpuTensor>(ct));
+      } catch (const Error&) {
+        continue;  // not defined for these inputs on the CPU either
+      }
+      kernel::ElementwiseSpec s{op, t};
+      s.contiguous = true;
+      Kernel k = kernel::elementwise_kernel(s);
+      kernel::default_pipeline().run(k);
+      std::vector<vulkan::Buffer> bufs;
+      for (auto& d : in) bufs.push_back(upload(d));
+      DType ot = kernel::elementwise_out_dtype(op, t);
+      bufs.push_back(ctx().buffer(size_t(n) * size_t(size_of(ot))));
+      std::vector<vulkan::Buffer*> ptrs;
+      for (auto& b : bufs) ptrs.push_back(&b);
+      ctx().launch(k, ptrs, {vulkan::Arg::of(n)}, 4);
+      std::string what = std::string(name(op)) + " " + std::string(name(t));
+      double rt = rtol_of(ot);
+      if (op == OpCode::Tan || op == OpCode::Pow || op == OpCode::Erf) rt *= 4;
+      // As the CUDA suite: rtol * (1 + |want|) for halves, whose CPU results round every step.
+      double at = is_float(ot) ? (ot == DType::F16 || ot == DType::BF16 ? rt : 1e-6) : 0;
+      expect_close(Cpu::to_data(want), fetch(bufs.back(), {n}, ot), rt, at, what);
+      ++ran;
+    }
+  EXPECT_GT(ran, 150);
+}
+
+TEST_F(VulkanRun, ReductionsMatchTheCpu) {
+  for (OpCode op : {OpCode::Sum, OpCode::Max, OpCode::Min, OpCode::Prod, OpCode::ArgMax})
+    for (DType t : {DType::F32, DType::F16, DType::I64}) {
+      const int64_t outer = 37, size = 300;
+      TensorData x = random({outer, size}, t, op == OpCode::Prod ? 0.99 : -3,
+                            op == OpCode::Prod ? 1.01 : 3, uint32_t(int(op)));
+      Op o{op};
+      o.attrs.dims = {1};
+      CpuTensor cx = Cpu::from_data(x, Device::cpu());
+      CpuTensor want = apply<Cpu>(o, std::span<CpuTensor>(&cx, 1));
+      kernel::ReduceSpec s{op, t};
+      Kernel k = kernel::reduce_kernel(s);
+      kernel::default_pipeline().run(k);
+      vulkan::Buffer bx = upload(x);
+      DType ot = op == OpCode::ArgMax ? DType::I64 : t;
+      vulkan::Buffer out = ctx().buffer(size_t(outer) * size_t(size_of(ot)));
+      ctx().launch(k, {&bx, &out},
+                   {vulkan::Arg::of(outer), vulkan::Arg::of(size), vulkan::Arg::of(1),
+                    vulkan::Arg::of(size), vulkan::Arg::of(1), vulkan::Arg::of(0)},
+                   16);
+      expect_close(Cpu::to_data(want), fetch(out, {outer}, ot), t == DType::F16 ? 4e-3 : 1e-5, 0,
+                   std::string(name(op)) + " " + std::string(name(t)));
+    }
+}
+
+TEST_F(VulkanRun, FusedChainAndReductionMatchTheCpu) {
+  const int64_t n = 4099;
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    fusion::Program p = chain(t, Shape{n});
+    std::vector<TensorData> in;
+    for (int j = 0; j < 3; ++j) in.push_back(random({n}, t, -1, 1, uint32_t(100 + j)));
+    using T1 = Tensor<Cpu, 1>;
+    T1 a = T1::from_data(in[0]), b = T1::from_data(in[1]), c = T1::from_data(in[2]);
+    auto want = (activation::gelu(a * b + c).exp() * 0.5 + a).tanh();
+    std::vector<vulkan::Buffer> bufs;
+    for (auto& d : in) bufs.push_back(upload(d));
+    bufs.push_back(ctx().buffer(size_t(n) * size_t(size_of(t))));
+    kernel::FusedLayout L;  // strided, rank 1
+    Kernel k = kernel::fused_kernel(p, L);
+    kernel::default_pipeline().run(k);
+    ctx().launch(k, {&bufs[0], &bufs[1], &bufs[2], &bufs[3]},
+                 {vulkan::Arg::of(n), vulkan::Arg::of(n), vulkan::Arg::of(1), vulkan::Arg::of(1),
+                  vulkan::Arg::of(1), vulkan::Arg::real(0.5)},
+                 8);
+    expect_close(want.to_data(), fetch(bufs[3], {n}, t), rtol_of(t) * 2,
+                 t == DType::F32 ? 1e-6 : rtol_of(t), "chain " + std::string(name(t)));
+
+    // The chain's sum over rows of [n / 1, ...]: [17, 241] rows of the same chain.
+    fusion::Program r = chain(t, Shape{17, 241});
+    for (auto& m : r.inputs) m.shape = Shape{17, 241};
+    int32_t value = r.outputs[0];
+    r.outputs.clear();
+    Op sum{OpCode::Sum};
+    sum.attrs.dims = {1};
+    r.reduction = fusion::Reduction{sum, value, {Shape{17}, t}};
+    kernel::FusedLayout R;
+    R.kept = 1;
+    R.reduced = 1;
+    R.per_workgroup = true;
+    Kernel kr = kernel::fused_kernel(r, R);
+    kernel::default_pipeline().run(kr);
+    std::vector<TensorData> rin;
+    for (int j = 0; j < 3; ++j) rin.push_back(random({17, 241}, t, -1, 1, uint32_t(200 + j)));
+    using T2 = Tensor<Cpu, 2>;
+    T2 ra = T2::from_data(rin[0]), rb = T2::from_data(rin[1]), rc = T2::from_data(rin[2]);
+    auto rwant = (activation::gelu(ra * rb + rc).exp() * 0.5 + ra).tanh().sum_dims({1});
+    std::vector<vulkan::Buffer> rb2;
+    for (auto& d : rin) rb2.push_back(upload(d));
+    rb2.push_back(ctx().buffer(17 * size_t(size_of(t))));
+    // in0..2, red; outputs, size, kept0, reduced0, strides (kept, reduced) of each input, c0
+    ctx().launch(
+        kr, {&rb2[0], &rb2[1], &rb2[2], &rb2[3]},
+        {vulkan::Arg::of(17), vulkan::Arg::of(241), vulkan::Arg::of(17), vulkan::Arg::of(241),
+         vulkan::Arg::of(241), vulkan::Arg::of(1), vulkan::Arg::of(241), vulkan::Arg::of(1),
+         vulkan::Arg::of(241), vulkan::Arg::of(1), vulkan::Arg::real(0.5)},
+        4);
+    expect_close(rwant.to_data(), fetch(rb2[3], {17}, t), rtol_of(t) * 8, 1e-4,
+                 "fused sum " + std::string(name(t)));
+  }
+}
+
+}  // namespace
+}  // namespace ember
