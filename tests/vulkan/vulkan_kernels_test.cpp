@@ -217,7 +217,7 @@ TEST_F(VulkanRun, ElementwiseOpsMatchTheCpu) {
             hi, uint32_t(7 * int(op) + j)));
       std::vector<CpuTensor> ct;
       for (auto& d : in) ct.push_back(Cpu::from_data(d, Device::cpu()));
-      Op o{op};
+      Op o{op, {}};
       CpuTensor want;
       try {
         want = apply<Cpu>(o, std::span<CpuTensor>(ct));
@@ -232,9 +232,10 @@ TEST_F(VulkanRun, ElementwiseOpsMatchTheCpu) {
       for (auto& d : in) bufs.push_back(upload(d));
       DType ot = kernel::elementwise_out_dtype(op, t);
       bufs.push_back(ctx().buffer(size_t(n) * size_t(size_of(ot))));
-      std::vector<vulkan::Buffer*> ptrs;
-      for (auto& b : bufs) ptrs.push_back(&b);
-      ctx().launch(k, ptrs, {vulkan::Arg::of(n)}, 4);
+      std::vector<vulkan::Arg> args;
+      for (auto& b : bufs) args.push_back(vulkan::Arg::ptr(b.address()));
+      args.push_back(vulkan::Arg::of(n));
+      ctx().launch(k, args, 4);
       std::string what = std::string(name(op)) + " " + std::string(name(t));
       double rt = rtol_of(ot);
       if (op == OpCode::Tan || op == OpCode::Pow || op == OpCode::Erf) rt *= 4;
@@ -252,7 +253,7 @@ TEST_F(VulkanRun, ReductionsMatchTheCpu) {
       const int64_t outer = 37, size = 300;
       TensorData x = random({outer, size}, t, op == OpCode::Prod ? 0.99 : -3,
                             op == OpCode::Prod ? 1.01 : 3, uint32_t(int(op)));
-      Op o{op};
+      Op o{op, {}};
       o.attrs.dims = {1};
       CpuTensor cx = Cpu::from_data(x, Device::cpu());
       CpuTensor want = apply<Cpu>(o, std::span<CpuTensor>(&cx, 1));
@@ -262,8 +263,9 @@ TEST_F(VulkanRun, ReductionsMatchTheCpu) {
       vulkan::Buffer bx = upload(x);
       DType ot = op == OpCode::ArgMax ? DType::I64 : t;
       vulkan::Buffer out = ctx().buffer(size_t(outer) * size_t(size_of(ot)));
-      ctx().launch(k, {&bx, &out},
-                   {vulkan::Arg::of(outer), vulkan::Arg::of(size), vulkan::Arg::of(1),
+      ctx().launch(k,
+                   {vulkan::Arg::ptr(bx.address()), vulkan::Arg::ptr(out.address()),
+                    vulkan::Arg::of(outer), vulkan::Arg::of(size), vulkan::Arg::of(1),
                     vulkan::Arg::of(size), vulkan::Arg::of(1), vulkan::Arg::of(0)},
                    16);
       expect_close(Cpu::to_data(want), fetch(out, {outer}, ot), t == DType::F16 ? 4e-3 : 1e-5, 0,
@@ -286,10 +288,11 @@ TEST_F(VulkanRun, FusedChainAndReductionMatchTheCpu) {
     kernel::FusedLayout L;  // strided, rank 1
     Kernel k = kernel::fused_kernel(p, L);
     kernel::default_pipeline().run(k);
-    ctx().launch(k, {&bufs[0], &bufs[1], &bufs[2], &bufs[3]},
-                 {vulkan::Arg::of(n), vulkan::Arg::of(n), vulkan::Arg::of(1), vulkan::Arg::of(1),
-                  vulkan::Arg::of(1), vulkan::Arg::real(0.5)},
-                 8);
+    std::vector<vulkan::Arg> args;
+    for (auto& b : bufs) args.push_back(vulkan::Arg::ptr(b.address()));
+    for (int64_t v : {n, n, int64_t(1), int64_t(1), int64_t(1)}) args.push_back(vulkan::Arg::of(v));
+    args.push_back(vulkan::Arg::real(0.5));
+    ctx().launch(k, args, 8);
     expect_close(want.to_data(), fetch(bufs[3], {n}, t), rtol_of(t) * 2,
                  t == DType::F32 ? 1e-6 : rtol_of(t), "chain " + std::string(name(t)));
 
@@ -298,7 +301,7 @@ TEST_F(VulkanRun, FusedChainAndReductionMatchTheCpu) {
     for (auto& m : r.inputs) m.shape = Shape{17, 241};
     int32_t value = r.outputs[0];
     r.outputs.clear();
-    Op sum{OpCode::Sum};
+    Op sum{OpCode::Sum, {}};
     sum.attrs.dims = {1};
     r.reduction = fusion::Reduction{sum, value, {Shape{17}, t}};
     kernel::FusedLayout R;
@@ -316,12 +319,12 @@ TEST_F(VulkanRun, FusedChainAndReductionMatchTheCpu) {
     for (auto& d : rin) rb2.push_back(upload(d));
     rb2.push_back(ctx().buffer(17 * size_t(size_of(t))));
     // in0..2, red; outputs, size, kept0, reduced0, strides (kept, reduced) of each input, c0
-    ctx().launch(
-        kr, {&rb2[0], &rb2[1], &rb2[2], &rb2[3]},
-        {vulkan::Arg::of(17), vulkan::Arg::of(241), vulkan::Arg::of(17), vulkan::Arg::of(241),
-         vulkan::Arg::of(241), vulkan::Arg::of(1), vulkan::Arg::of(241), vulkan::Arg::of(1),
-         vulkan::Arg::of(241), vulkan::Arg::of(1), vulkan::Arg::real(0.5)},
-        4);
+    std::vector<vulkan::Arg> rargs;
+    for (auto& b : rb2) rargs.push_back(vulkan::Arg::ptr(b.address()));
+    for (int64_t v : {17, 241, 17, 241, 241, 1, 241, 1, 241, 1})
+      rargs.push_back(vulkan::Arg::of(v));
+    rargs.push_back(vulkan::Arg::real(0.5));
+    ctx().launch(kr, rargs, 4);
     expect_close(rwant.to_data(), fetch(rb2[3], {17}, t), rtol_of(t) * 8, 1e-4,
                  "fused sum " + std::string(name(t)));
   }

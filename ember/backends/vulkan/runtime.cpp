@@ -178,8 +178,9 @@ struct Context::Impl {
     VkPipelineLayout layout = VK_NULL_HANDLE;
     VkPipeline pipeline = VK_NULL_HANDLE;
     VkDescriptorPool descriptors = VK_NULL_HANDLE;
+    VkDescriptorSet set = VK_NULL_HANDLE;
     kernel::GlslLayout args;
-    Buffer params;
+    Buffer params;  // the argument buffer (binding 0); launches wait, so one is enough
   };
   std::unordered_map<std::string, std::unique_ptr<Pipeline>> pipelines;
 
@@ -191,13 +192,16 @@ struct Context::Impl {
     VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bi.size = std::max<size_t>(bytes, 16);
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     check(vkCreateBuffer(device, &bi, nullptr, &b.impl_->buffer), "vkCreateBuffer",
           std::to_string(bytes) + " bytes");
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(device, b.impl_->buffer, &req);
+    VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
+    flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
     VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    ai.pNext = &flags;
     ai.allocationSize = req.size;
     ai.memoryTypeIndex = memory_type;
     check(vkAllocateMemory(device, &ai, nullptr, &b.impl_->memory), "vkAllocateMemory",
@@ -205,6 +209,9 @@ struct Context::Impl {
     check(vkBindBufferMemory(device, b.impl_->buffer, b.impl_->memory, 0), "vkBindBufferMemory");
     check(vkMapMemory(device, b.impl_->memory, 0, VK_WHOLE_SIZE, 0, &b.impl_->mapped),
           "vkMapMemory");
+    VkBufferDeviceAddressInfo addr{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+    addr.buffer = b.impl_->buffer;
+    b.address_ = vkGetBufferDeviceAddress(device, &addr);
     return b;
   }
 
@@ -214,22 +221,21 @@ struct Context::Impl {
     if (it != pipelines.end()) return *it->second;
     auto p = std::make_unique<Pipeline>();
     p->args = kernel::glsl_layout(k);
-    std::vector<uint32_t> words = compile_glsl(source, k.name);
+    SpirvOptions so;
+    so.vulkan_minor = 2;
+    std::vector<uint32_t> words = compile_glsl(source, k.name, so);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = words.size() * 4;
     mi.pCode = words.data();
     check(vkCreateShaderModule(device, &mi, nullptr, &p->module), "vkCreateShaderModule", k.name);
-    uint32_t bindings = 1 + static_cast<uint32_t>(p->args.buffers.size());
-    std::vector<VkDescriptorSetLayoutBinding> b(bindings);
-    for (uint32_t i = 0; i < bindings; ++i) {
-      b[i].binding = i;
-      b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      b[i].descriptorCount = 1;
-      b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-    }
+    VkDescriptorSetLayoutBinding b{};
+    b.binding = 0;
+    b.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    b.descriptorCount = 1;
+    b.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    li.bindingCount = bindings;
-    li.pBindings = b.data();
+    li.bindingCount = 1;
+    li.pBindings = &b;
     check(vkCreateDescriptorSetLayout(device, &li, nullptr, &p->set_layout),
           "vkCreateDescriptorSetLayout", k.name);
     VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
@@ -245,14 +251,27 @@ struct Context::Impl {
     ci.layout = p->layout;
     check(vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &ci, nullptr, &p->pipeline),
           "vkCreateComputePipelines", k.name);
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, bindings};
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1};
     VkDescriptorPoolCreateInfo di{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     di.maxSets = 1;
     di.poolSizeCount = 1;
     di.pPoolSizes = &size;
     check(vkCreateDescriptorPool(device, &di, nullptr, &p->descriptors), "vkCreateDescriptorPool",
           k.name);
-    p->params = make_buffer(p->args.scalar_bytes);
+    p->params = make_buffer(p->args.bytes);
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = p->descriptors;
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &p->set_layout;
+    check(vkAllocateDescriptorSets(device, &ai, &p->set), "vkAllocateDescriptorSets", k.name);
+    VkDescriptorBufferInfo info{p->params.impl_->buffer, 0, VK_WHOLE_SIZE};
+    VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    w.dstSet = p->set;
+    w.dstBinding = 0;
+    w.descriptorCount = 1;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = &info;
+    vkUpdateDescriptorSets(device, 1, &w, 0, nullptr);
     return *pipelines.emplace(source, std::move(p)).first->second;
   }
 };
@@ -315,6 +334,10 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   w12.shaderFloat16 = v12.shaderFloat16;
   w12.shaderBufferInt64Atomics = v12.shaderBufferInt64Atomics;
   w12.shaderSharedInt64Atomics = v12.shaderSharedInt64Atomics;
+  w12.bufferDeviceAddress = v12.bufferDeviceAddress;
+  if (!v12.bufferDeviceAddress)
+    throw DeviceError("[vulkan] " + std::string(props.deviceName) +
+                      " lacks bufferDeviceAddress, which every kernel's arguments need");
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT waf{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   waf.shaderBufferFloat32AtomicAdd = af.shaderBufferFloat32AtomicAdd;
@@ -329,6 +352,7 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   m.info.storage8 = v12.storageBuffer8BitAccess;
   m.info.float_atomic_add = float_ext && af.shaderBufferFloat32AtomicAdd;
   m.info.int64_atomics = v12.shaderBufferInt64Atomics;
+  m.info.buffer_address = v12.bufferDeviceAddress;
 
   uint32_t q = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(m.physical, &q, nullptr);
@@ -404,72 +428,62 @@ Buffer Context::buffer(size_t bytes) {
   return impl_->make_buffer(bytes);
 }
 
-void Context::launch(const kernel::Kernel& k, const std::vector<Buffer*>& buffers,
-                     const std::vector<Arg>& scalars, uint32_t groups) {
+void Context::launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint32_t groups) {
   Impl& m = *impl_;
   std::lock_guard lk(m.mu);
   Impl::Pipeline& p = m.pipeline(k);
-  if (buffers.size() != p.args.buffers.size() || scalars.size() != p.args.scalars.size())
-    throw ValueError("[vulkan] kernel " + k.name + " takes " +
-                     std::to_string(p.args.buffers.size()) + " buffers and " +
-                     std::to_string(p.args.scalars.size()) + " scalars, got " +
-                     std::to_string(buffers.size()) + " and " + std::to_string(scalars.size()));
-  // The scalars, converted to the types the shader reads.
-  std::vector<char> bytes(p.args.scalar_bytes, 0);
-  for (size_t i = 0; i < scalars.size(); ++i) {
-    const kernel::GlslLayout::Scalar& s = p.args.scalars[i];
-    const Arg& a = scalars[i];
-    char* at = bytes.data() + s.offset;
-    auto put = [&](auto v) { std::memcpy(at, &v, sizeof v); };
-    double f = a.is_int ? double(a.i) : a.f;
-    int64_t n = a.is_int ? a.i : static_cast<int64_t>(a.f);
+  if (args.size() != p.args.args.size())
+    throw ValueError("[vulkan] kernel " + k.name + " takes " + std::to_string(p.args.args.size()) +
+                     " arguments, got " + std::to_string(args.size()));
+  // The arguments, converted to the types the shader reads.
+  std::vector<char> bytes(p.args.bytes, 0);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const kernel::GlslLayout::Arg& s = p.args.args[i];
+    const Arg& a = args[i];
+    const std::string& pname = k.params[s.param].name;
+    if (s.address != (a.kind == Arg::Address))
+      throw ValueError("[vulkan] kernel " + k.name + ": argument " + pname + " must be " +
+                       (s.address ? "a buffer address" : "a scalar"));
+    auto put = [&](uint32_t at, auto v) { std::memcpy(bytes.data() + at, &v, sizeof v); };
+    if (s.address) {
+      uint64_t addr = static_cast<uint64_t>(a.i);
+      put(s.offset, addr);
+      if (s.word_offset != kernel::GlslLayout::kNone) {
+        if (addr % 4)
+          throw ValueError("[vulkan] kernel " + k.name + ": " + pname +
+                           " needs a 4-byte aligned address for its 16-bit atomics");
+        put(s.word_offset, addr);
+      }
+      continue;
+    }
+    double f = a.kind == Arg::Int ? double(a.i) : a.f;
+    int64_t n = a.kind == Arg::Int ? a.i : static_cast<int64_t>(a.f);
     switch (s.as) {
       case kernel::ScalarType::F32:
-        put(static_cast<float>(f));
+        put(s.offset, static_cast<float>(f));
         break;
       case kernel::ScalarType::F64:
-        put(f);
+        put(s.offset, f);
         break;
       case kernel::ScalarType::I64:
-        put(n);
+        put(s.offset, n);
         break;
       case kernel::ScalarType::U32:
-        put(static_cast<uint32_t>(n));
+        put(s.offset, static_cast<uint32_t>(n));
         break;
       default:
-        put(static_cast<int32_t>(n));
+        put(s.offset, static_cast<int32_t>(n));
     }
   }
   p.params.upload(bytes.data(), bytes.size());
-
-  check(vkResetDescriptorPool(m.device, p.descriptors, 0), "vkResetDescriptorPool", k.name);
-  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-  ai.descriptorPool = p.descriptors;
-  ai.descriptorSetCount = 1;
-  ai.pSetLayouts = &p.set_layout;
-  VkDescriptorSet set;
-  check(vkAllocateDescriptorSets(m.device, &ai, &set), "vkAllocateDescriptorSets", k.name);
-  std::vector<VkDescriptorBufferInfo> infos(1 + buffers.size());
-  infos[0] = {p.params.impl_->buffer, 0, VK_WHOLE_SIZE};
-  for (size_t i = 0; i < buffers.size(); ++i)
-    infos[i + 1] = {buffers[i]->impl_->buffer, 0, VK_WHOLE_SIZE};
-  std::vector<VkWriteDescriptorSet> writes(infos.size());
-  for (size_t i = 0; i < infos.size(); ++i) {
-    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    writes[i].dstSet = set;
-    writes[i].dstBinding = static_cast<uint32_t>(i);
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
-  }
-  vkUpdateDescriptorSets(m.device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 
   check(vkResetCommandBuffer(m.cmd, 0), "vkResetCommandBuffer", k.name);
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(m.cmd, &bi), "vkBeginCommandBuffer", k.name);
   vkCmdBindPipeline(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  vkCmdBindDescriptorSets(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  vkCmdBindDescriptorSets(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &p.set, 0,
+                          nullptr);
   vkCmdDispatch(m.cmd, std::max<uint32_t>(groups, 1), 1, 1);
   check(vkEndCommandBuffer(m.cmd), "vkEndCommandBuffer", k.name);
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};

@@ -1,15 +1,17 @@
 // The Vulkan runtime under the Vulkan backend: a compute device (discrete GPUs first, then
-// integrated, virtual and CPU devices such as Mesa's lavapipe), buffers, and kernels of the
-// kernel IR run as compute pipelines (kernel::render_glsl -> SPIR-V -> pipeline, cached per
-// kernel). Launches are recorded and submitted at once and waited for (a first cut: command
-// batching comes with the backend).
+// integrated, virtual and CPU devices such as Mesa's lavapipe), buffers with device
+// addresses, and kernels of the kernel IR run as compute pipelines (kernel::render_glsl ->
+// SPIR-V -> pipeline, cached per kernel). A launch passes pointers and scalars, as on CUDA.
+// Launches are recorded, submitted at once and waited for (a first cut: command batching comes
+// with the backend).
 //
 //   std::string why;
 //   if (!vulkan::available(&why)) return;            // no loader or no device: why says so
 //   vulkan::Context& ctx = vulkan::context(0);
-//   vulkan::Buffer x = ctx.buffer(4 * n);
+//   vulkan::Buffer x = ctx.buffer(4 * n), y = ctx.buffer(4 * n);
 //   x.upload(host.data(), 4 * n);
-//   ctx.launch(kernel, {&x, &y}, {vulkan::Arg::i(n)}, groups);   // buffers, then scalars
+//   ctx.launch(kernel, {vulkan::Arg::ptr(x.address()), vulkan::Arg::ptr(y.address()),
+//                       vulkan::Arg::of(n)}, groups);  // one argument per parameter
 //   y.download(out.data(), 4 * n);
 #pragma once
 #include <cstdint>
@@ -32,7 +34,7 @@ struct DeviceInfo {
   uint32_t api_version = 0;
   uint32_t subgroup_size = 0;
   bool f64 = false, i64 = false, f16 = false, storage16 = false, storage8 = false;
-  bool float_atomic_add = false, int64_atomics = false;
+  bool float_atomic_add = false, int64_atomics = false, buffer_address = false;
 };
 
 class Context;
@@ -48,21 +50,26 @@ class Buffer {
   size_t size() const { return size_; }
   void upload(const void* src, size_t bytes, size_t offset = 0);
   void download(void* dst, size_t bytes, size_t offset = 0) const;
+  /// The device address of byte 0 (add byte offsets for views).
+  uint64_t address() const { return address_; }
   struct Impl;
 
  private:
   friend class Context;
   std::unique_ptr<Impl> impl_;
   size_t size_ = 0;
+  uint64_t address_ = 0;
 };
 
-/// A scalar argument, converted to the parameter's type when the kernel is launched.
+/// An argument: a buffer parameter's device address, or a scalar (converted to the
+/// parameter's type when the kernel is launched).
 struct Arg {
-  bool is_int = true;
+  enum Kind : uint8_t { Int, Real, Address } kind = Int;
   int64_t i = 0;
   double f = 0;
-  static Arg of(int64_t v) { return {true, v, 0}; }
-  static Arg real(double v) { return {false, 0, v}; }
+  static Arg of(int64_t v) { return {Int, v, 0}; }
+  static Arg real(double v) { return {Real, 0, v}; }
+  static Arg ptr(uint64_t address) { return {Address, static_cast<int64_t>(address), 0}; }
 };
 
 class Context {
@@ -72,10 +79,9 @@ class Context {
   Context(const Context&) = delete;
   const DeviceInfo& info() const;
   Buffer buffer(size_t bytes);
-  /// Runs `k` on `groups` workgroups: `buffers` bind its buffer parameters in order, `scalars`
-  /// its scalar parameters in order. Waits for it (errors name the kernel).
-  void launch(const kernel::Kernel& k, const std::vector<Buffer*>& buffers,
-              const std::vector<Arg>& scalars, uint32_t groups);
+  /// Runs `k` on `groups` workgroups with one argument per parameter, in order (addresses for
+  /// buffers). Waits for it (errors name the kernel and the argument).
+  void launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint32_t groups);
   struct Impl;
 
  private:

@@ -14,8 +14,8 @@
 namespace ember::vulkan {
 
 struct SpirvOptions {
-  /// The Vulkan version the module targets: 1.1 (SPIR-V 1.3) covers subgroup operations.
-  int vulkan_minor = 1;
+  /// The Vulkan version the module targets: 1.2 (SPIR-V 1.5) has buffer device addresses.
+  int vulkan_minor = 2;
   kernel::KernelCache* cache = nullptr;  // nullptr: kernel::KernelCache::global()
 };
 

@@ -8,14 +8,16 @@
 //   std::string src = kernel::render_glsl(k);
 //   kernel::GlslLayout L = kernel::glsl_layout(k);   // where the host puts each argument
 //
-// Bindings: 0 is a storage buffer holding every scalar parameter (std430: each at an offset
-// aligned to its size; `glsl_layout` gives the offsets), 1.. the buffer parameters in order.
-// Element types: bool buffers are bytes (0/1), bf16 buffers are the 16-bit patterns (GLSL has
-// no bf16), f16 is float16_t; half types compute in f32 and round back, as on CUDA and the
-// CPU. Scalars of bool, 8- and 16-bit types travel as 32-bit values, f16/bf16 scalars as f32.
-// f64 math (exp, log, sin, ...) has no GLSL built-in: it is computed in f32 (a documented loss
-// of precision); f64 add, mul, div, sqrt, fma, floor and the like are exact. Subgroup sizes are
-// the device's (8 on lavapipe, 32 on NVIDIA): kernels read subgroup_size, as they must.
+// Arguments: one storage buffer (binding 0) holds every parameter in order, std430 (each at an
+// offset aligned to its size; `glsl_layout` gives them): a buffer parameter is the 64-bit device
+// address of its first element (a buffer reference: Vulkan 1.2's bufferDeviceAddress), so a
+// launch passes pointers and scalars as on CUDA. Element types: bool buffers are bytes (0/1),
+// bf16 buffers are the 16-bit patterns (GLSL has no bf16); half types compute in f32 registers
+// and are rounded after every operation, as on CUDA and the CPU. Scalars of bool, 8- and
+// 16-bit types travel as 32-bit values, f16/bf16 scalars as f32. f64 math (exp, log, sin, ...)
+// has no GLSL built-in: it is computed in f32 (a documented loss of precision); f64 add, mul,
+// div, sqrt, fma, floor and the like are exact. Subgroup sizes are the device's (8 on
+// lavapipe, 32 on NVIDIA): kernels read subgroup_size, as they must.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,16 +31,20 @@ namespace ember::kernel {
 /// GLSL source of `k` (validated first: ValueError when malformed or not expressible).
 EMBER_API std::string render_glsl(const Kernel& k);
 
-/// How a kernel's arguments are laid out for the shader.
+/// How a kernel's arguments are laid out in the argument buffer.
 struct GlslLayout {
-  struct Scalar {
+  static constexpr uint32_t kNone = 0xffffffffu;
+  struct Arg {
     size_t param = 0;                 // index in Kernel::params
-    uint32_t offset = 0;              // bytes into the parameter buffer (binding 0)
-    ScalarType as = ScalarType::I32;  // the type stored there (see above)
+    bool address = false;             // a buffer: its device address (8 bytes)
+    uint32_t offset = 0;              // bytes into the argument buffer
+    ScalarType as = ScalarType::I32;  // scalars: the type stored there (see above)
+    /// A 16-bit buffer with atomic adds: the same address again at this offset, its 32-bit
+    /// word view (the address must be 4-byte aligned).
+    uint32_t word_offset = kNone;
   };
-  std::vector<Scalar> scalars;
-  uint32_t scalar_bytes = 0;    // the parameter buffer's size (at least 16)
-  std::vector<size_t> buffers;  // Kernel::params index of binding 1, 2, ...
+  std::vector<Arg> args;  // one per parameter, in order
+  uint32_t bytes = 16;    // the argument buffer's size
 };
 EMBER_API GlslLayout glsl_layout(const Kernel& k);
 
