@@ -70,7 +70,14 @@ float ember_erf(float x) {
 // asin and acos through atan (drivers' own are as coarse as the spec allows: 1e-4 on lavapipe).
 float ember_asin(float x) { return atan(x, sqrt((1.0 - x) * (1.0 + x))); }
 float ember_acos(float x) { return atan(sqrt((1.0 - x) * (1.0 + x)), x); }
-float ember_rem(float a, float b) { return a - b * trunc(a / b); }
+// fmod: the sign of a and |r| < |b|, also where a / b rounds across an integer (drivers'
+// division may be off by ulps: NVIDIA's is).
+float ember_rem(float a, float b) {
+  float r = fma(-b, trunc(a / b), a);
+  if (abs(r) >= abs(b)) r -= sign(r) * abs(b);
+  if (r != 0.0 && sign(r) != sign(a)) r += sign(a) * abs(b);
+  return r;
+}
 int ember_rem(int a, int b) { return a - (a / b) * b; }
 uint ember_rem(uint a, uint b) { return a % b; }
 uint ember_mulhi(uint a, uint b) { uint hi, lo; umulExtended(a, b, hi, lo); return hi; }
@@ -80,7 +87,12 @@ int ember_mulhi(int a, int b) { int hi, lo; imulExtended(a, b, hi, lo); return h
 const char* kPreludeF64 = R"GLSL(
 double ember_max(double a, double b) { return (isnan(a) || a > b) ? a : b; }
 double ember_min(double a, double b) { return (isnan(a) || a < b) ? a : b; }
-double ember_rem(double a, double b) { return a - b * trunc(a / b); }
+double ember_rem(double a, double b) {
+  double r = fma(-b, trunc(a / b), a);
+  if (abs(r) >= abs(b)) r -= sign(r) * abs(b);
+  if (r != 0.0lf && sign(r) != sign(a)) r += sign(a) * abs(b);
+  return r;
+}
 )GLSL";
 
 const char* kPreludeI64 = R"GLSL(
