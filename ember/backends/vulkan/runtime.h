@@ -8,11 +8,17 @@
 //   std::string why;
 //   if (!vulkan::available(&why)) return;            // no loader or no device: why says so
 //   vulkan::Context& ctx = vulkan::context(0);
-//   vulkan::Buffer x = ctx.buffer(4 * n), y = ctx.buffer(4 * n);
-//   x.upload(host.data(), 4 * n);
-//   ctx.launch(kernel, {vulkan::Arg::ptr(x.address()), vulkan::Arg::ptr(y.address()),
-//                       vulkan::Arg::of(n)}, groups);  // one argument per parameter
-//   y.download(out.data(), 4 * n);
+//   kernel::KernelBuilder kb("twice");               // y[i] = 2 x[i], a kernel of the IR
+//   kernel::Mem x = kb.buffer("x", kernel::ScalarType::F32, kernel::Access::Read);
+//   kernel::Mem y = kb.buffer("y", kernel::ScalarType::F32, kernel::Access::Write);
+//   kernel::Val i = kb.global_id(0);
+//   kb.store(y, i, kb.load(x, i) * 2.0);
+//   kernel::Kernel k = kb.finish();
+//   std::vector<float> host(256, 1.0f), out(256);
+//   vulkan::Buffer bx = ctx.buffer(1024), by = ctx.buffer(1024);
+//   bx.upload(host.data(), 1024);
+//   ctx.launch(k, {vulkan::Arg::ptr(bx.address()), vulkan::Arg::ptr(by.address())}, 1);
+//   by.download(out.data(), 1024);                   // 2, 2, 2, ...
 #pragma once
 #include <cstdint>
 #include <memory>
