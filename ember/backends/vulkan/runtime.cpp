@@ -136,42 +136,37 @@ bool available(std::string* why) {
 int device_count() { return static_cast<int>(instance().devices.size()); }
 
 struct Buffer::Impl {
+  Context::Impl* ctx = nullptr;
   VkDevice device = VK_NULL_HANDLE;
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
-  void* mapped = nullptr;
-  ~Impl() {
-    if (device == VK_NULL_HANDLE) return;
-    if (mapped) vkUnmapMemory(device, memory);
-    if (buffer) vkDestroyBuffer(device, buffer, nullptr);
-    if (memory) vkFreeMemory(device, memory, nullptr);
-  }
+  void* mapped = nullptr;  // null: device-local memory the host reaches by staging copies
+  ~Impl();
 };
 
 Buffer::Buffer(Buffer&&) noexcept = default;
 Buffer& Buffer::operator=(Buffer&&) noexcept = default;
 Buffer::~Buffer() = default;
 
-void Buffer::upload(const void* src, size_t bytes, size_t offset) {
-  if (offset + bytes > size_) throw ValueError("[vulkan] upload past the end of a buffer");
-  if (bytes) std::memcpy(static_cast<char*>(impl_->mapped) + offset, src, bytes);
-}
-void Buffer::download(void* dst, size_t bytes, size_t offset) const {
-  if (offset + bytes > size_) throw ValueError("[vulkan] download past the end of a buffer");
-  if (bytes) std::memcpy(dst, static_cast<const char*>(impl_->mapped) + offset, bytes);
-}
-
 struct Context::Impl {
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t family = 0;
-  uint32_t memory_type = 0;
+  uint32_t host_type = 0;    // host-visible, coherent: staging, arguments
+  uint32_t device_type = 0;  // device-local: tensors
+  bool device_mapped = false;  // device_type is host-visible too (lavapipe, unified memory)
+  VkDeviceSize arg_align = 16;
   VkCommandPool pool = VK_NULL_HANDLE;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   DeviceInfo info;
-  std::mutex mu;
+  std::recursive_mutex mu;
+  bool open = false;  // launches recorded, not submitted yet
+  // The arguments of the recorded launches, each at its own offset (a dynamic descriptor).
+  static constexpr size_t kRing = size_t(1) << 22;
+  std::unique_ptr<Buffer> ring;
+  size_t ring_used = 0;
   struct Pipeline {
     VkShaderModule module = VK_NULL_HANDLE;
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
@@ -180,13 +175,13 @@ struct Context::Impl {
     VkDescriptorPool descriptors = VK_NULL_HANDLE;
     VkDescriptorSet set = VK_NULL_HANDLE;
     kernel::GlslLayout args;
-    Buffer params;  // the argument buffer (binding 0); launches wait, so one is enough
   };
   std::unordered_map<std::string, std::unique_ptr<Pipeline>> pipelines;
 
-  Buffer make_buffer(size_t bytes) {
+  Buffer make_buffer(size_t bytes, bool host) {
     Buffer b;
     b.impl_ = std::make_unique<Buffer::Impl>();
+    b.impl_->ctx = this;
     b.impl_->device = device;
     b.size_ = bytes;
     VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -203,16 +198,71 @@ struct Context::Impl {
     VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     ai.pNext = &flags;
     ai.allocationSize = req.size;
-    ai.memoryTypeIndex = memory_type;
+    ai.memoryTypeIndex = host ? host_type : device_type;
     check(vkAllocateMemory(device, &ai, nullptr, &b.impl_->memory), "vkAllocateMemory",
           std::to_string(bytes) + " bytes");
     check(vkBindBufferMemory(device, b.impl_->buffer, b.impl_->memory, 0), "vkBindBufferMemory");
-    check(vkMapMemory(device, b.impl_->memory, 0, VK_WHOLE_SIZE, 0, &b.impl_->mapped),
-          "vkMapMemory");
+    if (host || device_mapped)
+      check(vkMapMemory(device, b.impl_->memory, 0, VK_WHOLE_SIZE, 0, &b.impl_->mapped),
+            "vkMapMemory");
     VkBufferDeviceAddressInfo addr{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
     addr.buffer = b.impl_->buffer;
     b.address_ = vkGetBufferDeviceAddress(device, &addr);
     return b;
+  }
+
+  void begin() {
+    if (open) return;
+    check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+    open = true;
+  }
+  // Work recorded before it is done (written) before work after it reads or writes.
+  void barrier() {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                       VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vkCmdPipelineBarrier(cmd, st, st, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  }
+  // Submits what is recorded and waits for it.
+  void sync() {
+    if (!open) return;
+    open = false;
+    ring_used = 0;
+    check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd;
+    check(vkQueueSubmit(queue, 1, &si, fence), "vkQueueSubmit");
+    check(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    check(vkResetFences(device, 1, &fence), "vkResetFences");
+  }
+
+  // Between host memory and `b` (staged where b is not mapped), after the work recorded so far.
+  void transfer(Buffer::Impl& b, void* host, size_t bytes, size_t offset, bool up) {
+    std::lock_guard lk(mu);
+    sync();
+    if (b.mapped) {
+      char* dev = static_cast<char*>(b.mapped) + offset;
+      if (up)
+        std::memcpy(dev, host, bytes);
+      else
+        std::memcpy(host, dev, bytes);
+      return;
+    }
+    Buffer staging = make_buffer(bytes, true);
+    if (up) std::memcpy(staging.impl_->mapped, host, bytes);
+    begin();
+    VkBufferCopy region{up ? 0 : offset, up ? offset : 0, bytes};
+    vkCmdCopyBuffer(cmd, up ? staging.impl_->buffer : b.buffer,
+                    up ? b.buffer : staging.impl_->buffer, 1, &region);
+    barrier();
+    sync();
+    if (!up) std::memcpy(host, staging.impl_->mapped, bytes);
   }
 
   Pipeline& pipeline(const kernel::Kernel& k) {
@@ -230,7 +280,7 @@ struct Context::Impl {
     check(vkCreateShaderModule(device, &mi, nullptr, &p->module), "vkCreateShaderModule", k.name);
     VkDescriptorSetLayoutBinding b{};
     b.binding = 0;
-    b.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    b.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
     b.descriptorCount = 1;
     b.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
@@ -251,30 +301,49 @@ struct Context::Impl {
     ci.layout = p->layout;
     check(vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &ci, nullptr, &p->pipeline),
           "vkCreateComputePipelines", k.name);
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1};
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, 1};
     VkDescriptorPoolCreateInfo di{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     di.maxSets = 1;
     di.poolSizeCount = 1;
     di.pPoolSizes = &size;
     check(vkCreateDescriptorPool(device, &di, nullptr, &p->descriptors), "vkCreateDescriptorPool",
           k.name);
-    p->params = make_buffer(p->args.bytes);
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
     ai.descriptorPool = p->descriptors;
     ai.descriptorSetCount = 1;
     ai.pSetLayouts = &p->set_layout;
     check(vkAllocateDescriptorSets(device, &ai, &p->set), "vkAllocateDescriptorSets", k.name);
-    VkDescriptorBufferInfo info{p->params.impl_->buffer, 0, VK_WHOLE_SIZE};
+    VkDescriptorBufferInfo info{ring->impl_->buffer, 0, p->args.bytes};
     VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     w.dstSet = p->set;
     w.dstBinding = 0;
     w.descriptorCount = 1;
-    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
     w.pBufferInfo = &info;
     vkUpdateDescriptorSets(device, 1, &w, 0, nullptr);
     return *pipelines.emplace(source, std::move(p)).first->second;
   }
 };
+
+Buffer::Impl::~Impl() {
+  if (device == VK_NULL_HANDLE) return;
+  if (ctx) {  // recorded work may still use it
+    std::lock_guard lk(ctx->mu);
+    ctx->sync();
+  }
+  if (mapped) vkUnmapMemory(device, memory);
+  if (buffer) vkDestroyBuffer(device, buffer, nullptr);
+  if (memory) vkFreeMemory(device, memory, nullptr);
+}
+
+void Buffer::upload(const void* src, size_t bytes, size_t offset) {
+  if (offset + bytes > size_) throw ValueError("[vulkan] upload past the end of a buffer");
+  if (bytes) impl_->ctx->transfer(*impl_, const_cast<void*>(src), bytes, offset, true);
+}
+void Buffer::download(void* dst, size_t bytes, size_t offset) const {
+  if (offset + bytes > size_) throw ValueError("[vulkan] download past the end of a buffer");
+  if (bytes) impl_->ctx->transfer(*impl_, dst, bytes, offset, false);
+}
 
 Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   std::string why;
@@ -380,15 +449,26 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
 
   VkPhysicalDeviceMemoryProperties mp;
   vkGetPhysicalDeviceMemoryProperties(m.physical, &mp);
-  const VkMemoryPropertyFlags need =
+  const VkMemoryPropertyFlags host =
       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  bool found = false;
-  for (uint32_t i = 0; i < mp.memoryTypeCount && !found; ++i)
-    if ((mp.memoryTypes[i].propertyFlags & need) == need) {
-      m.memory_type = i;
-      found = true;
-    }
-  if (!found) throw DeviceError("[vulkan] no host-visible memory on " + m.info.name);
+  int host_type = -1, local_only = -1, local_mapped = -1;
+  for (uint32_t i = 0; i < mp.memoryTypeCount; ++i) {
+    VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
+    bool local = f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    if ((f & host) == host && host_type < 0) host_type = int(i);
+    if (local && !(f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && local_only < 0) local_only = int(i);
+    if (local && (f & host) == host && local_mapped < 0) local_mapped = int(i);
+  }
+  if (host_type < 0) throw DeviceError("[vulkan] no host-visible memory on " + m.info.name);
+  m.host_type = uint32_t(host_type);
+  // A discrete GPU's own memory when it has it (staged), else memory both reach (mapped).
+  if (local_only >= 0 && props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
+    m.device_type = uint32_t(local_only);
+  } else {
+    m.device_type = uint32_t(local_mapped >= 0 ? local_mapped : host_type);
+    m.device_mapped = true;
+  }
+  m.arg_align = std::max<VkDeviceSize>(props.limits.minStorageBufferOffsetAlignment, 16);
 
   VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -401,14 +481,16 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   check(vkAllocateCommandBuffers(m.device, &ai, &m.cmd), "vkAllocateCommandBuffers");
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   check(vkCreateFence(m.device, &fi, nullptr, &m.fence), "vkCreateFence");
+  m.ring = std::make_unique<Buffer>(m.make_buffer(Impl::kRing, true));
+  m.ring->impl_->ctx = nullptr;  // freed after the device is idle (below)
 }
 
 Context::~Context() {
   Impl& m = *impl_;
   if (m.device == VK_NULL_HANDLE) return;
+  m.sync();
   vkDeviceWaitIdle(m.device);
   for (auto& [key, p] : m.pipelines) {
-    p->params = Buffer();
     vkDestroyDescriptorPool(m.device, p->descriptors, nullptr);
     vkDestroyPipeline(m.device, p->pipeline, nullptr);
     vkDestroyPipelineLayout(m.device, p->layout, nullptr);
@@ -416,6 +498,7 @@ Context::~Context() {
     vkDestroyShaderModule(m.device, p->module, nullptr);
   }
   m.pipelines.clear();
+  m.ring.reset();
   vkDestroyFence(m.device, m.fence, nullptr);
   vkDestroyCommandPool(m.device, m.pool, nullptr);
   vkDestroyDevice(m.device, nullptr);
@@ -425,7 +508,12 @@ const DeviceInfo& Context::info() const { return impl_->info; }
 
 Buffer Context::buffer(size_t bytes) {
   std::lock_guard lk(impl_->mu);
-  return impl_->make_buffer(bytes);
+  return impl_->make_buffer(bytes, false);
+}
+
+void Context::synchronize() {
+  std::lock_guard lk(impl_->mu);
+  impl_->sync();
 }
 
 void Context::launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint32_t groups) {
@@ -475,23 +563,21 @@ void Context::launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint
         put(s.offset, static_cast<int32_t>(n));
     }
   }
-  p.params.upload(bytes.data(), bytes.size());
-
-  check(vkResetCommandBuffer(m.cmd, 0), "vkResetCommandBuffer", k.name);
-  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(m.cmd, &bi), "vkBeginCommandBuffer", k.name);
+  // This launch's arguments at their own offset of the ring; a full ring submits first.
+  size_t at = (m.ring_used + m.arg_align - 1) / m.arg_align * m.arg_align;
+  if (at + bytes.size() > Impl::kRing) {
+    m.sync();
+    at = 0;
+  }
+  std::memcpy(static_cast<char*>(m.ring->impl_->mapped) + at, bytes.data(), bytes.size());
+  m.ring_used = at + bytes.size();
+  m.begin();
   vkCmdBindPipeline(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  vkCmdBindDescriptorSets(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &p.set, 0,
-                          nullptr);
+  uint32_t offset = static_cast<uint32_t>(at);
+  vkCmdBindDescriptorSets(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &p.set, 1,
+                          &offset);
   vkCmdDispatch(m.cmd, std::max<uint32_t>(groups, 1), 1, 1);
-  check(vkEndCommandBuffer(m.cmd), "vkEndCommandBuffer", k.name);
-  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &m.cmd;
-  check(vkQueueSubmit(m.queue, 1, &si, m.fence), "vkQueueSubmit", k.name);
-  check(vkWaitForFences(m.device, 1, &m.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences", k.name);
-  check(vkResetFences(m.device, 1, &m.fence), "vkResetFences", k.name);
+  m.barrier();
 }
 
 Context& context(int index) {

@@ -2,8 +2,8 @@
 // integrated, virtual and CPU devices such as Mesa's lavapipe), buffers with device
 // addresses, and kernels of the kernel IR run as compute pipelines (kernel::render_glsl ->
 // SPIR-V -> pipeline, cached per kernel). A launch passes pointers and scalars, as on CUDA.
-// Launches are recorded, submitted at once and waited for (a first cut: command batching comes
-// with the backend).
+// Launches are recorded into one command buffer (a barrier between each) and submitted at a
+// synchronize or a transfer.
 //
 //   std::string why;
 //   if (!vulkan::available(&why)) return;            // no loader or no device: why says so
@@ -45,7 +45,8 @@ struct DeviceInfo {
 
 class Context;
 
-/// Device memory the host can map (a first cut: staging copies come with the backend).
+/// Device memory: a discrete GPU's own (uploads and downloads staged through host memory) or
+/// memory both reach (mapped). Uploads and downloads run after the launches recorded before.
 class Buffer {
  public:
   Buffer() = default;
@@ -85,9 +86,12 @@ class Context {
   Context(const Context&) = delete;
   const DeviceInfo& info() const;
   Buffer buffer(size_t bytes);
-  /// Runs `k` on `groups` workgroups with one argument per parameter, in order (addresses for
-  /// buffers). Waits for it (errors name the kernel and the argument).
+  /// Records `k` on `groups` workgroups with one argument per parameter, in order (addresses
+  /// for buffers; errors name the kernel and the argument). Launches run in order; they are
+  /// submitted by synchronize(), by a transfer, or when their arguments fill the ring (4 MiB).
   void launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint32_t groups);
+  /// Submits the recorded launches and waits for them.
+  void synchronize();
   struct Impl;
 
  private:
