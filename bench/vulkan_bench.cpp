@@ -56,8 +56,7 @@ int main(int argc, char** argv) {
   try {
     vulkan::Context& ctx = vulkan::context(0);
     const vulkan::DeviceInfo& d = ctx.info();
-    std::printf("device: %s (%s), subgroup %u\n", d.name.c_str(), d.type.c_str(),
-                d.subgroup_size);
+    std::printf("device: %s (%s), subgroup %u\n", d.name.c_str(), d.type.c_str(), d.subgroup_size);
     // ms per launch of `run` (which records one launch).
     auto time_ms = [&](const std::function<void()>& run) {
       for (int i = 0; i < 3; ++i) run();
@@ -85,8 +84,8 @@ int main(int argc, char** argv) {
     es.contiguous = true;
     kernel::Kernel add = optimized(kernel::elementwise_kernel(es));
     double ms = time_ms([&] {
-      ctx.launch(add, {Arg::ptr(a.address()), Arg::ptr(b.address()), Arg::ptr(o.address()),
-                       Arg::of(n)},
+      ctx.launch(add,
+                 {Arg::ptr(a.address()), Arg::ptr(b.address()), Arg::ptr(o.address()), Arg::of(n)},
                  groups(n / 4, 256));
     });
     put("add_64M_GBps", ms, "GB/s", gbps(3.0 * double(n) * 4, ms));
@@ -96,8 +95,8 @@ int main(int argc, char** argv) {
     cs.rank = 1;
     kernel::Kernel copy = optimized(kernel::copy_kernel(cs));
     ms = time_ms([&] {
-      ctx.launch(copy, {Arg::ptr(a.address()), Arg::ptr(o.address()), Arg::of(n), Arg::of(n),
-                        Arg::of(1)},
+      ctx.launch(copy,
+                 {Arg::ptr(a.address()), Arg::ptr(o.address()), Arg::of(n), Arg::of(n), Arg::of(1)},
                  groups(n, 256));
     });
     put("copy_GBps(read+write)", ms, "GB/s", gbps(2.0 * double(n) * 4, ms));
@@ -118,8 +117,9 @@ int main(int argc, char** argv) {
     L.width = 4;
     kernel::Kernel chain = optimized(kernel::fused_kernel(p, L));
     ms = time_ms([&] {
-      ctx.launch(chain, {Arg::ptr(a.address()), Arg::ptr(b.address()), Arg::ptr(c.address()),
-                         Arg::ptr(o.address()), Arg::of(n), Arg::real(0.5)},
+      ctx.launch(chain,
+                 {Arg::ptr(a.address()), Arg::ptr(b.address()), Arg::ptr(c.address()),
+                  Arg::ptr(o.address()), Arg::of(n), Arg::real(0.5)},
                  groups(n / 4, 256));
     });
     put("chain6_64M_fused_ms", ms, "GB/s", gbps(4.0 * double(n) * 4, ms));
@@ -130,8 +130,9 @@ int main(int argc, char** argv) {
     ss.items = 4;
     kernel::Kernel soft = optimized(kernel::softmax_kernel(ss));
     ms = time_ms([&] {
-      ctx.launch(soft, {Arg::ptr(a.address()), Arg::ptr(o.address()), Arg::of(rows),
-                        Arg::of(cols), Arg::of(1), Arg::of(cols), Arg::of(1), Arg::of(0)},
+      ctx.launch(soft,
+                 {Arg::ptr(a.address()), Arg::ptr(o.address()), Arg::of(rows), Arg::of(cols),
+                  Arg::of(1), Arg::of(cols), Arg::of(1), Arg::of(0)},
                  uint32_t(std::min<int64_t>(rows, 65535)));
     });
     put("softmax_8192x4096_ms", ms, "GB/s", gbps(2.0 * double(rows * cols) * 4, ms));
@@ -151,12 +152,13 @@ int main(int argc, char** argv) {
     rf.stage = kernel::ReduceSpec::Finish;
     kernel::Kernel finish = optimized(kernel::reduce_kernel(rf));
     ms = time_ms([&] {
-      ctx.launch(partial, {Arg::ptr(s.address()), Arg::ptr(part.address()), Arg::of(1),
-                           Arg::of(big), Arg::of(1), Arg::of(big), Arg::of(1), Arg::of(1),
-                           Arg::of(chunk), Arg::of(splits)},
-                 uint32_t(std::min<int64_t>(splits, 65535)));
-      ctx.launch(finish, {Arg::ptr(part.address()), Arg::ptr(total.address()), Arg::of(1),
-                          Arg::of(splits)},
+      ctx.launch(
+          partial,
+          {Arg::ptr(s.address()), Arg::ptr(part.address()), Arg::of(1), Arg::of(big), Arg::of(1),
+           Arg::of(big), Arg::of(1), Arg::of(1), Arg::of(chunk), Arg::of(splits)},
+          uint32_t(std::min<int64_t>(splits, 65535)));
+      ctx.launch(finish,
+                 {Arg::ptr(part.address()), Arg::ptr(total.address()), Arg::of(1), Arg::of(splits)},
                  1);
     });
     put("sum_256M_ms", ms, "GB/s", gbps(double(big) * 4, ms));

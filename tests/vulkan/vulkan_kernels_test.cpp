@@ -65,6 +65,14 @@ TEST(VulkanCompile, EveryElementwiseOpAndDtype) {
       ++n;
     }
   EXPECT_GT(n, 200);
+  // Dense kernels' 16-byte vector accesses stay one access (a 16-byte-aligned word view).
+  for (DType t : {DType::F32, DType::F16, DType::F64}) {
+    kernel::ElementwiseSpec s{OpCode::Add, t};
+    s.contiguous = true;
+    Kernel k = kernel::elementwise_kernel(s);
+    kernel::default_pipeline().run(k);
+    EXPECT_NE(kernel::render_glsl(k).find("_w16.v["), std::string::npos) << name(t);
+  }
 }
 
 TEST(VulkanCompile, Reductions) {
