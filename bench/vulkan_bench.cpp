@@ -126,8 +126,9 @@ int main(int argc, char** argv) {
 
     // Softmax over rows of 4096 (8192 rows at full size): a workgroup per row.
     int64_t rows = std::max<int64_t>(8, int64_t(8192 * scale)), cols = 4096;
-    kernel::SoftmaxSpec ss;
+    kernel::SoftmaxSpec ss;  // four 16-byte vectors a thread: a row of 4096 in registers
     ss.items = 4;
+    ss.vector = true;
     kernel::Kernel soft = optimized(kernel::softmax_kernel(ss));
     ms = time_ms([&] {
       ctx.launch(soft,
