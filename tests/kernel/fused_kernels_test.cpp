@@ -61,7 +61,7 @@ Program reduced(DType t, OpCode op, Dims dims, bool keep = false) {
   auto y = p.step(OpCode::Mul, t, {Program::input(0), Program::input(1)});
   auto z = p.step(OpCode::Tanh, t, {p.step(OpCode::Add, t, {y, p.constant(0.5, t)})});
   p.outputs = {y};
-  ember::Op r{op};
+  ember::Op r{op, {}};
   r.attrs.dims = dims;
   r.attrs.flag = keep;
   Dims out;
