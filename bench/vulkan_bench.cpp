@@ -8,6 +8,7 @@
 //   vulkan_bench [--reps N] [--scale S]   # S < 1 shrinks the sizes (lavapipe)
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "ember/kernel/kernels/copy.h"
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/fused.h"
+#include "ember/kernel/kernels/matmul.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/softmax.h"
 #include "ember/kernel/passes.h"
@@ -163,6 +165,20 @@ int main(int argc, char** argv) {
                  1);
     });
     put("sum_256M_ms", ms, "GB/s", gbps(double(big) * 4, ms));
+
+    // Matmul 4096^3 f32 (the kernel layer's tiled kernel; CUDA's figure is cuBLASLt's).
+    int64_t mn = std::max<int64_t>(64, int64_t(4096 * std::sqrt(scale)) / 64 * 64);
+    vulkan::Buffer ma = ctx.buffer(size_t(mn * mn) * 4), mb = ctx.buffer(size_t(mn * mn) * 4),
+                   mc = ctx.buffer(size_t(mn * mn) * 4);
+    kernel::Kernel mm = optimized(kernel::matmul_kernel({DType::F32}));
+    ms = time_ms([&] {
+      ctx.launch(mm,
+                 {Arg::ptr(ma.address()), Arg::ptr(mb.address()), Arg::ptr(mc.address()),
+                  Arg::of(mn), Arg::of(mn), Arg::of(mn), Arg::of(1), Arg::of(0), Arg::of(mn),
+                  Arg::of(1), Arg::of(0), Arg::of(mn), Arg::of(1)},
+                 uint32_t(kernel::matmul_groups(mn, mn, 1)));
+    });
+    put("matmul_4096_fp32_TFLOPs", ms, "TFLOP/s", 2.0 * double(mn) * mn * mn / (ms * 1e-3) / 1e12);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vulkan_bench: %s\n", e.what());
     return 1;

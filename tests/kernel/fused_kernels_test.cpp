@@ -12,6 +12,7 @@
 #include "ember/kernel/codegen/cuda.h"
 #include "ember/kernel/codegen/nvrtc.h"
 #include "ember/kernel/kernels/fused.h"
+#include "ember/kernel/kernels/matmul.h"
 #include "ember/kernel/passes.h"
 #include "tests/kernel/compile_options.h"
 
@@ -67,8 +68,10 @@ Program reduced(DType t, OpCode op, Dims dims, bool keep = false) {
   Dims out;
   for (int64_t d = 0; d < 3; ++d) {
     bool gone = dims.empty() || std::find(dims.begin(), dims.end(), d) != dims.end();
-    if (!gone) out.push_back(p.shape[size_t(d)]);
-    else if (keep) out.push_back(1);
+    if (!gone)
+      out.push_back(p.shape[size_t(d)]);
+    else if (keep)
+      out.push_back(1);
   }
   p.reduction = fusion::Reduction{r, z, {Shape(out), t}};
   return p;
@@ -194,3 +197,23 @@ TEST(FusedKernel, ReductionProgramsBuildAndRejectWhatTheyCannotDo) {
   wide.reduced = 3;
   EXPECT_THROW(fused_kernel(reduced(DType::F32, OpCode::Sum, {1}), wide), ValueError);
 }
+
+namespace {
+// The IR matmul (the Vulkan backend's; CUDA has cuBLASLt) also renders and compiles for CUDA.
+TEST(MatmulKernel, CompileWithNvrtc) {
+  std::string why;
+  if (!nvrtc_available(&why)) GTEST_SKIP() << "no NVRTC: " << why;
+  std::random_device rd;
+  auto dir = std::filesystem::temp_directory_path() / ("ember-matmul-" + std::to_string(rd()));
+  KernelCache cache(dir);
+  for (DType t : {DType::F32, DType::BF16, DType::I64}) {
+    Kernel k = matmul_kernel({t});
+    default_pipeline().run(k);
+    CudaBinary bin = compile_cuda(k, opts(&cache));
+    EXPECT_EQ(bin.format, CudaBinary::Cubin) << k.name;
+  }
+  EXPECT_THROW(matmul_kernel({DType::Bool}), ValueError);
+  EXPECT_EQ(matmul_groups(100, 17, 3), 2 * 1 * 3);
+  std::filesystem::remove_all(dir);
+}
+}  // namespace

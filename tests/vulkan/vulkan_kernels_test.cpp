@@ -12,6 +12,7 @@
 #include "ember/kernel/codegen/glsl.h"
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/fused.h"
+#include "ember/kernel/kernels/matmul.h"
 #include "ember/kernel/kernels/norm.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/scan.h"
@@ -108,6 +109,12 @@ TEST(VulkanCompile, SoftmaxNormsScans) {
     c.dtype = t;
     compiles(kernel::scan_kernel(c));
   }
+}
+
+TEST(VulkanCompile, Matmul) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64})
+    compiles(kernel::matmul_kernel({t}));
+  compiles(kernel::matmul_kernel({DType::F32, true}));
 }
 
 // gelu(a * b + c).exp() * 0.5 + a, then tanh (Fusion's benchmark chain), in dtype t.
@@ -336,6 +343,45 @@ TEST_F(VulkanRun, FusedChainAndReductionMatchTheCpu) {
     expect_close(rwant.to_data(), fetch(rb2[3], {17}, t), rtol_of(t) * 8, 1e-4,
                  "fused sum " + std::string(name(t)));
   }
+}
+
+TEST_F(VulkanRun, MatmulMatchesTheCpu) {
+  struct Case {
+    int64_t batch, m, n, k;
+    bool transposed_a, broadcast_b;
+  };
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32})
+    for (Case cs : {Case{1, 1, 1, 1, false, false}, Case{1, 64, 64, 64, false, false},
+                    Case{3, 37, 53, 29, true, false}, Case{2, 100, 17, 130, false, true}}) {
+      Shape as = cs.transposed_a ? Shape{cs.batch, cs.k, cs.m} : Shape{cs.batch, cs.m, cs.k};
+      Shape bs{cs.broadcast_b ? 1 : cs.batch, cs.k, cs.n};
+      TensorData ad = random(as, t, -2, 2, uint32_t(cs.m + cs.k)),
+                 bd = random(bs, t, -2, 2, uint32_t(cs.n + 7));
+      CpuTensor h[2] = {Cpu::from_data(ad, Device::cpu()), Cpu::from_data(bd, Device::cpu())};
+      if (cs.transposed_a) {
+        Op perm{OpCode::Permute, {}};
+        perm.attrs.dims = {0, 2, 1};
+        h[0] = apply<Cpu>(perm, std::span<CpuTensor>(h, 1));
+      }
+      TensorData want =
+          Cpu::to_data(apply<Cpu>(Op{OpCode::Matmul, {}}, std::span<CpuTensor>(h, 2)));
+      Kernel k = kernel::matmul_kernel({t});
+      kernel::default_pipeline().run(k);
+      vulkan::Buffer ba = upload(ad), bb = upload(bd);
+      vulkan::Buffer bc = ctx().buffer(size_t(cs.batch * cs.m * cs.n) * size_t(size_of(t)));
+      int64_t sar = cs.transposed_a ? 1 : cs.k, sac = cs.transposed_a ? cs.m : 1;
+      std::vector<vulkan::Arg> args = {vulkan::Arg::ptr(ba.address()),
+                                       vulkan::Arg::ptr(bb.address()),
+                                       vulkan::Arg::ptr(bc.address())};
+      for (int64_t v : {cs.m, cs.n, cs.k, cs.batch, cs.m * cs.k, sar, sac,
+                        cs.broadcast_b ? int64_t(0) : cs.k * cs.n, cs.n, int64_t(1)})
+        args.push_back(vulkan::Arg::of(v));
+      ctx().launch(k, args, uint32_t(kernel::matmul_groups(cs.m, cs.n, cs.batch)));
+      double rt = is_float(t) ? (t == DType::F32 ? 1e-5 : t == DType::F64 ? 1e-12 : 2e-2) : 0;
+      expect_close(want, fetch(bc, {cs.batch, cs.m, cs.n}, t), rt, rt,
+                   "matmul " + std::string(name(t)) + " " + std::to_string(cs.m) + "x" +
+                       std::to_string(cs.n) + "x" + std::to_string(cs.k));
+    }
 }
 
 }  // namespace
