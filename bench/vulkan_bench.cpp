@@ -2,7 +2,8 @@
 // CUDA backend's bench (bench/cuda_bench.cpp, same names and sizes): elementwise add and a
 // strided copy (GB/s), the 6-op fused chain, softmax 8192 x 4096 and a sum of 256M floats.
 // Each is warmed up, then `reps` launches are recorded and submitted at once; the figure is
-// the wall time per launch (a Vulkan queue runs them back to back, as a CUDA stream does).
+// the time per launch between two GPU timestamps around them (the wall time where the queue
+// writes none): the queue runs them back to back, as a CUDA stream does.
 // Run beside cuda_bench in one session (scripts/gpu_bundle.sh's bench_vulkan.sh) to compare.
 //
 //   vulkan_bench [--reps N] [--scale S]   # S < 1 shrinks the sizes (lavapipe)
@@ -59,10 +60,23 @@ int main(int argc, char** argv) {
     vulkan::Context& ctx = vulkan::context(0);
     const vulkan::DeviceInfo& d = ctx.info();
     std::printf("device: %s (%s), subgroup %u\n", d.name.c_str(), d.type.c_str(), d.subgroup_size);
-    // ms per launch of `run` (which records one launch).
+    // ms per call of `run` (which records its launches): between two GPU timestamps around
+    // `reps` calls in one batch, or the wall time of the batch where there are none.
+    bool stamps = true;
     auto time_ms = [&](const std::function<void()>& run) {
       for (int i = 0; i < 3; ++i) run();
       ctx.synchronize();
+      if (stamps) {
+        try {
+          uint32_t t0 = ctx.timestamp();
+          for (int i = 0; i < reps; ++i) run();
+          uint32_t t1 = ctx.timestamp();
+          return ctx.elapsed_ms(t0, t1) / reps;
+        } catch (const DeviceError&) {
+          stamps = false;
+          ctx.synchronize();
+        }
+      }
       double t0 = now_s();
       for (int i = 0; i < reps; ++i) run();
       ctx.synchronize();

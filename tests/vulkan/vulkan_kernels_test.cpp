@@ -384,5 +384,31 @@ TEST_F(VulkanRun, MatmulMatchesTheCpu) {
     }
 }
 
+TEST_F(VulkanRun, PipelineCacheOnDiskAndTimestamps) {
+  // A pipeline made here is in the cache a fresh context of the same device starts from.
+  kernel::ElementwiseSpec es{OpCode::Mul, DType::F32};
+  es.contiguous = true;
+  Kernel k = kernel::elementwise_kernel(es);
+  kernel::default_pipeline().run(k);
+  const int64_t n = 1 << 20;
+  vulkan::Buffer x = upload(random({n}, DType::F32, -1, 1, 5));
+  vulkan::Buffer y = ctx().buffer(size_t(n) * 4);
+  std::vector<vulkan::Arg> args = {vulkan::Arg::ptr(x.address()), vulkan::Arg::ptr(x.address()),
+                                   vulkan::Arg::ptr(y.address()), vulkan::Arg::of(n)};
+  uint32_t t0 = ctx().timestamp();
+  for (int i = 0; i < 4; ++i) ctx().launch(k, args, 64);
+  uint32_t t1 = ctx().timestamp();
+  double ms = ctx().elapsed_ms(t0, t1);
+  EXPECT_GT(ms, 0);
+  EXPECT_LT(ms, 10000);
+  TensorData got = fetch(y, {n}, DType::F32);
+  EXPECT_FLOAT_EQ(got.to_vec<float>()[7],
+                  std::pow(fetch(x, {n}, DType::F32).to_vec<float>()[7], 2.0f));
+  ctx().save_pipeline_cache();
+  if (kernel::KernelCache::default_dir().empty()) GTEST_SKIP() << "the kernel cache is memory only";
+  vulkan::Context fresh(0);
+  EXPECT_GT(fresh.info().pipeline_cache_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace ember

@@ -3,9 +3,12 @@
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "ember/backends/vulkan/spirv.h"
@@ -153,8 +156,8 @@ struct Context::Impl {
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t family = 0;
-  uint32_t host_type = 0;    // host-visible, coherent: staging, arguments
-  uint32_t device_type = 0;  // device-local: tensors
+  uint32_t host_type = 0;      // host-visible, coherent: staging, arguments
+  uint32_t device_type = 0;    // device-local: tensors
   bool device_mapped = false;  // device_type is host-visible too (lavapipe, unified memory)
   VkDeviceSize arg_align = 16;
   VkCommandPool pool = VK_NULL_HANDLE;
@@ -167,6 +170,26 @@ struct Context::Impl {
   static constexpr size_t kRing = size_t(1) << 22;
   std::unique_ptr<Buffer> ring;
   size_t ring_used = 0;
+  // Pipelines compiled by the driver, kept on disk in the kernel cache under `cache_key`.
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
+  std::string cache_key;
+  int unsaved = 0;  // pipelines made since the cache was last written
+  // Timestamps of the open batch (reset when its first one is written).
+  static constexpr uint32_t kQueries = 256;
+  VkQueryPool queries = VK_NULL_HANDLE;
+  uint32_t queries_used = 0;
+  double timestamp_ns = 0;  // per tick; 0: the queue cannot write timestamps
+
+  void save_pipeline_cache() {
+    if (!pipeline_cache || cache_key.empty()) return;
+    size_t n = 0;
+    if (vkGetPipelineCacheData(device, pipeline_cache, &n, nullptr) != VK_SUCCESS || !n) return;
+    std::vector<char> data(n);
+    if (vkGetPipelineCacheData(device, pipeline_cache, &n, data.data()) != VK_SUCCESS) return;
+    data.resize(n);
+    kernel::KernelCache::global().put(cache_key, data);
+    unsaved = 0;
+  }
   struct Pipeline {
     VkShaderModule module = VK_NULL_HANDLE;
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
@@ -233,6 +256,7 @@ struct Context::Impl {
     if (!open) return;
     open = false;
     ring_used = 0;
+    queries_used = 0;
     check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
@@ -299,8 +323,9 @@ struct Context::Impl {
     ci.stage.module = p->module;
     ci.stage.pName = "main";
     ci.layout = p->layout;
-    check(vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &ci, nullptr, &p->pipeline),
+    check(vkCreateComputePipelines(device, pipeline_cache, 1, &ci, nullptr, &p->pipeline),
           "vkCreateComputePipelines", k.name);
+    if (++unsaved >= 16) save_pipeline_cache();
     VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, 1};
     VkDescriptorPoolCreateInfo di{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     di.maxSets = 1;
@@ -482,6 +507,37 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   check(vkCreateFence(m.device, &fi, nullptr, &m.fence), "vkCreateFence");
   m.ring = std::make_unique<Buffer>(m.make_buffer(Impl::kRing, true));
+
+  // The driver's pipeline cache, from disk when a run on this device and driver left one.
+  char uuid[2 * VK_UUID_SIZE + 1] = {};
+  for (int i = 0; i < VK_UUID_SIZE; ++i)
+    std::snprintf(uuid + 2 * i, 3, "%02x", unsigned(props.pipelineCacheUUID[i]));
+  m.cache_key = "vulkan pipeline cache " + std::to_string(props.vendorID) + ":" +
+                std::to_string(props.deviceID) + ":" + std::to_string(props.driverVersion) + ":" +
+                uuid;
+  std::optional<std::vector<char>> saved = kernel::KernelCache::global().get(m.cache_key);
+  VkPipelineCacheCreateInfo pc{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  if (saved && !saved->empty()) {
+    pc.initialDataSize = saved->size();
+    pc.pInitialData = saved->data();
+    m.info.pipeline_cache_bytes = saved->size();
+  }
+  if (vkCreatePipelineCache(m.device, &pc, nullptr, &m.pipeline_cache) != VK_SUCCESS) {
+    pc.initialDataSize = 0;  // data the driver rejects: start empty
+    pc.pInitialData = nullptr;
+    m.info.pipeline_cache_bytes = 0;
+    check(vkCreatePipelineCache(m.device, &pc, nullptr, &m.pipeline_cache),
+          "vkCreatePipelineCache");
+  }
+
+  // Timestamps, where the compute queue writes them.
+  if (qs[m.family].timestampValidBits > 0 && props.limits.timestampPeriod > 0) {
+    VkQueryPoolCreateInfo qi2{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi2.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi2.queryCount = Impl::kQueries;
+    check(vkCreateQueryPool(m.device, &qi2, nullptr, &m.queries), "vkCreateQueryPool");
+    m.timestamp_ns = props.limits.timestampPeriod;
+  }
   m.ring->impl_->ctx = nullptr;  // freed after the device is idle (below)
 }
 
@@ -498,6 +554,9 @@ Context::~Context() {
     vkDestroyShaderModule(m.device, p->module, nullptr);
   }
   m.pipelines.clear();
+  m.save_pipeline_cache();
+  if (m.pipeline_cache) vkDestroyPipelineCache(m.device, m.pipeline_cache, nullptr);
+  if (m.queries) vkDestroyQueryPool(m.device, m.queries, nullptr);
   m.ring.reset();
   vkDestroyFence(m.device, m.fence, nullptr);
   vkDestroyCommandPool(m.device, m.pool, nullptr);
@@ -509,6 +568,37 @@ const DeviceInfo& Context::info() const { return impl_->info; }
 Buffer Context::buffer(size_t bytes) {
   std::lock_guard lk(impl_->mu);
   return impl_->make_buffer(bytes, false);
+}
+
+void Context::save_pipeline_cache() {
+  std::lock_guard lk(impl_->mu);
+  impl_->save_pipeline_cache();
+}
+
+uint32_t Context::timestamp() {
+  Impl& m = *impl_;
+  std::lock_guard lk(m.mu);
+  if (!m.queries) throw DeviceError("[vulkan] " + m.info.name + " writes no timestamps");
+  if (m.queries_used == Impl::kQueries)
+    throw DeviceError("[vulkan] more than 256 timestamps in one batch");
+  m.begin();
+  if (m.queries_used == 0) vkCmdResetQueryPool(m.cmd, m.queries, 0, Impl::kQueries);
+  vkCmdWriteTimestamp(m.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, m.queries, m.queries_used);
+  return m.queries_used++;
+}
+
+double Context::elapsed_ms(uint32_t from, uint32_t to) {
+  Impl& m = *impl_;
+  std::lock_guard lk(m.mu);
+  if (!m.queries) throw DeviceError("[vulkan] " + m.info.name + " writes no timestamps");
+  m.sync();
+  uint64_t t[2];
+  for (int i = 0; i < 2; ++i)
+    check(
+        vkGetQueryPoolResults(m.device, m.queries, i ? to : from, 1, sizeof(uint64_t), &t[i],
+                              sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+        "vkGetQueryPoolResults");
+  return double(int64_t(t[1] - t[0])) * m.timestamp_ns * 1e-6;
 }
 
 void Context::synchronize() {
@@ -588,6 +678,15 @@ Context& context(int index) {
   if (it != contexts.end()) return *it->second;
   auto* c = new Context(index);
   contexts.emplace(index, c);
+  // Contexts live as long as the process; their pipeline caches are written at its exit.
+  static bool registered = [] {
+    std::atexit([] {
+      std::lock_guard lk2(mu);
+      for (auto& [i, ctx] : contexts) ctx->save_pipeline_cache();
+    });
+    return true;
+  }();
+  (void)registered;
   return *c;
 }
 

@@ -41,6 +41,7 @@ struct DeviceInfo {
   uint32_t subgroup_size = 0;
   bool f64 = false, i64 = false, f16 = false, storage16 = false, storage8 = false;
   bool float_atomic_add = false, int64_atomics = false, buffer_address = false;
+  size_t pipeline_cache_bytes = 0;  // the driver's pipeline cache read from disk at start
 };
 
 class Context;
@@ -92,6 +93,14 @@ class Context {
   void launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint32_t groups);
   /// Submits the recorded launches and waits for them.
   void synchronize();
+  /// Records a timestamp after the work recorded so far; its index in this batch (at most 256
+  /// a batch; DeviceError where the queue writes none).
+  uint32_t timestamp();
+  /// Milliseconds between two timestamps of the current batch (submits and waits first).
+  double elapsed_ms(uint32_t from, uint32_t to);
+  /// Writes the driver's pipeline cache to the kernel cache's directory (done every 16 new
+  /// pipelines too), so the next process skips the driver's shader compiles.
+  void save_pipeline_cache();
   struct Impl;
 
  private:
