@@ -510,7 +510,7 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
 
   // The driver's pipeline cache, from disk when a run on this device and driver left one.
   char uuid[2 * VK_UUID_SIZE + 1] = {};
-  for (int i = 0; i < VK_UUID_SIZE; ++i)
+  for (uint32_t i = 0; i < VK_UUID_SIZE; ++i)
     std::snprintf(uuid + 2 * i, 3, "%02x", unsigned(props.pipelineCacheUUID[i]));
   m.cache_key = "vulkan pipeline cache " + std::to_string(props.vendorID) + ":" +
                 std::to_string(props.deviceID) + ":" + std::to_string(props.driverVersion) + ":" +
