@@ -24,6 +24,7 @@ struct Interpreted : Cpu {
   static inline std::vector<size_t> input_counts;
   static inline bool fail = false;
   static inline bool out_of_memory = false;
+  static inline Shape oom_shape;         // non-empty: only programs of this shape run out of memory
   static inline bool reductions = true;  // whether programs may end in a reduction
   static inline int reduced = 0;         // programs that did
 
@@ -33,7 +34,8 @@ struct Interpreted : Cpu {
   static std::vector<CpuTensor> run_fused(const fusion::Program& p, std::span<CpuTensor> in,
                                           Device dev) {
     if (fail) throw ValueError("[fusion test] this backend cannot compile the program");
-    if (out_of_memory) throw MemoryError("out of memory: 4096 bytes asked for", 4096, false);
+    if (out_of_memory || (oom_shape.rank() > 0 && p.shape == oom_shape))
+      throw MemoryError("out of memory: 4096 bytes asked for", 4096, false);
     signatures.push_back(p.signature());
     shapes.push_back(p.shape);
     input_counts.push_back(in.size());
@@ -92,6 +94,7 @@ class FusionTest : public ::testing::Test {
     Interpreted::out_of_memory = false;
     Interpreted::reductions = true;
     Interpreted::reduced = 0;
+    Interpreted::oom_shape = Shape{};
   }
 };
 
@@ -517,6 +520,38 @@ TEST_F(FusionTest, AutodiffWithFusedReductionsMatchesCpu) {
   for (size_t i = 0; i < xf.size(); ++i) EXPECT_NEAR(xf[i], xc[i], 1e-6) << i;
   ASSERT_EQ(bf.size(), bc.size());
   for (size_t i = 0; i < bf.size(); ++i) EXPECT_NEAR(bf[i], bc[i], 1e-5) << i;
+}
+
+TEST_F(FusionTest, AFailedProgramFailsItsReadersNotIndependentPrograms) {
+  auto xc = randn(16), yc = randn(8);
+  auto x = on<FI>(xc), y = on<FI>(yc);
+  Interpreted::oom_shape = Shape{16};
+  auto a = x.exp();                     // [16]: its program will fail
+  auto b = y + 1.0;                     // [8]: independent
+  auto d = a.reshape<2>({4, 4}) * 2.0;  // reads a (through a waiting reshape)
+  EXPECT_EQ(fusion::stats().programs, 0);
+  try {
+    (void)d.to_vec<float>();  // the flush runs a's program first: it fails
+    FAIL() << "no error";
+  } catch (const MemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("(in a fused program of exp on [16])"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(b.to_vec<float>(), (yc + 1.0).to_vec<float>());  // ran in the same flush
+  try {
+    (void)a.to_vec<float>();  // a keeps its program's error
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
+  }
+  try {
+    (void)d.to_vec<float>();  // its input's error is its own
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
+  }
+  Interpreted::oom_shape = Shape{};
+  EXPECT_EQ((x * 3.0).to_vec<float>(), (xc * 3.0).to_vec<float>());  // the stream works on
 }
 
 }  // namespace
