@@ -117,6 +117,27 @@ TEST(VulkanCompile, Matmul) {
   compiles(kernel::matmul_kernel({DType::F32, true}));
 }
 
+TEST(VulkanCompile, MissingFeaturesAreNamed) {
+  vulkan::DeviceInfo all;
+  all.f64 = all.i64 = all.f16 = all.storage16 = all.storage8 = all.int8 = all.int16 = true;
+  all.subgroup_ops = all.float_atomic_add = all.int64_atomics = all.buffer_address = true;
+  Kernel mm64 = kernel::matmul_kernel({DType::F64});
+  Kernel sum = kernel::reduce_kernel({OpCode::Sum, DType::F32});
+  kernel::ElementwiseSpec es{OpCode::Add, DType::I8};
+  Kernel add8 = kernel::elementwise_kernel(es);
+  for (const Kernel* k : {&mm64, &sum, &add8}) EXPECT_EQ(vulkan::missing_features(*k, all), "");
+  vulkan::DeviceInfo d = all;
+  d.f64 = false;
+  EXPECT_NE(vulkan::missing_features(mm64, d).find("shaderFloat64"), std::string::npos);
+  EXPECT_EQ(vulkan::missing_features(sum, d), "");
+  d = all;
+  d.subgroup_ops = false;
+  EXPECT_NE(vulkan::missing_features(sum, d).find("subgroup"), std::string::npos);
+  d = all;
+  d.storage8 = false;
+  EXPECT_NE(vulkan::missing_features(add8, d).find("8-bit"), std::string::npos);
+}
+
 // gelu(a * b + c).exp() * 0.5 + a, then tanh (Fusion's benchmark chain), in dtype t.
 fusion::Program chain(DType t, Shape shape) {
   fusion::Program p;
@@ -204,6 +225,7 @@ TEST_F(VulkanRun, DeviceIsDescribed) {
   const vulkan::DeviceInfo& d = ctx().info();
   EXPECT_FALSE(d.name.empty());
   EXPECT_GE(d.subgroup_size, 1u);
+  EXPECT_TRUE(d.subgroup_ops);  // lavapipe and the GPUs ember runs on have them
   std::printf("[vulkan] %s (%s), subgroup %u, f64 %d, i64 %d, 16-bit storage %d\n", d.name.c_str(),
               d.type.c_str(), d.subgroup_size, d.f64, d.i64, d.storage16);
 }

@@ -127,6 +127,52 @@ bool has_extension(VkPhysicalDevice d, const char* name) {
 
 }  // namespace
 
+std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d) {
+  using kernel::ScalarType;
+  bool f64 = false, i64 = false, s16 = false, s8 = false, sub = false, i64atomic = false;
+  bool fatomic = false;
+  auto note = [&](kernel::Type t) {
+    f64 = f64 || t.scalar == ScalarType::F64;
+    i64 = i64 || t.scalar == ScalarType::I64;
+  };
+  for (const kernel::Param& p : k.params) {
+    note(p.type);
+    if (p.kind == kernel::Param::Buffer) {
+      int bytes = kernel::byte_size(p.type.scalar);
+      s16 = s16 || bytes == 2;
+      s8 = s8 || bytes == 1;
+    }
+  }
+  for (const kernel::SharedArray& a : k.shared) note(a.type);
+  for (const kernel::LocalVar& v : k.vars) note(v.type);
+  for (const kernel::Inst& i : k.body) {
+    note(i.type);
+    kernel::Form f = kernel::info(i.op).form;
+    sub = sub || f == kernel::Form::SubgroupReduce || f == kernel::Form::Shuffle ||
+          f == kernel::Form::Ballot;
+    if (f == kernel::Form::Atomic && i.space == kernel::Space::Global) {
+      ScalarType t = k.params[i.ref].type.scalar;
+      i64atomic = i64atomic || t == ScalarType::I64;
+      fatomic = fatomic || (t == ScalarType::F32 && i.op == kernel::Op::AtomicAdd);
+    }
+  }
+  // Vector accesses go through 64-bit address arithmetic (render_glsl's word views).
+  for (const kernel::Inst& i : k.body)
+    if ((i.op == kernel::Op::Load || i.op == kernel::Op::Store) && i.type.width > 1) i64 = true;
+  std::string m;
+  auto lack = [&](bool need, bool have, const char* what) {
+    if (need && !have) m += (m.empty() ? "" : ", ") + std::string(what);
+  };
+  lack(f64, d.f64, "shaderFloat64 (f64)");
+  lack(i64, d.i64, "shaderInt64 (i64)");
+  lack(s16, d.storage16 && d.int16, "storageBuffer16BitAccess and shaderInt16 (16-bit tensors)");
+  lack(s8, d.storage8 && d.int8, "storageBuffer8BitAccess and shaderInt8 (8-bit and bool tensors)");
+  lack(sub, d.subgroup_ops, "subgroup shuffle and ballot operations");
+  lack(i64atomic, d.int64_atomics, "shaderBufferInt64Atomics (i64 atomics)");
+  lack(fatomic, d.float_atomic_add, "shaderBufferFloat32AtomicAdd (f32 atomic add)");
+  return m;
+}
+
 bool available(std::string* why) {
   Instance& i = instance();
   if (!i.error.empty()) {
@@ -293,6 +339,10 @@ struct Context::Impl {
     std::string source = kernel::render_glsl(k);
     auto it = pipelines.find(source);
     if (it != pipelines.end()) return *it->second;
+    std::string missing = missing_features(k, info);
+    if (!missing.empty())
+      throw DeviceError("[vulkan] kernel " + k.name + " needs " + missing + ", which " + info.name +
+                        " lacks");
     auto p = std::make_unique<Pipeline>();
     p->args = kernel::glsl_layout(k);
     SpirvOptions so;
@@ -440,6 +490,13 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   w11.pNext = &w12;
   if (float_ext) w12.pNext = &waf;
   m.info.f64 = f2.features.shaderFloat64;
+  m.info.int8 = v12.shaderInt8;
+  m.info.int16 = f2.features.shaderInt16;
+  const VkSubgroupFeatureFlags ops = VK_SUBGROUP_FEATURE_BASIC_BIT |
+                                     VK_SUBGROUP_FEATURE_SHUFFLE_BIT |
+                                     VK_SUBGROUP_FEATURE_BALLOT_BIT;
+  m.info.subgroup_ops =
+      (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sub.supportedOperations & ops) == ops;
   m.info.i64 = f2.features.shaderInt64;
   m.info.f16 = v12.shaderFloat16;
   m.info.storage16 = v11.storageBuffer16BitAccess;

@@ -40,11 +40,16 @@ struct DeviceInfo {
   uint32_t api_version = 0;
   uint32_t subgroup_size = 0;
   bool f64 = false, i64 = false, f16 = false, storage16 = false, storage8 = false;
+  bool int8 = false, int16 = false, subgroup_ops = false;  // shaderInt8/16, shuffle + ballot
   bool float_atomic_add = false, int64_atomics = false, buffer_address = false;
   size_t pipeline_cache_bytes = 0;  // the driver's pipeline cache read from disk at start
 };
 
 class Context;
+
+/// The device features kernel `k` needs that `d` lacks, named as Vulkan names them
+/// ("shaderFloat64 (f64)", ...), comma-separated; empty when it can run there.
+std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d);
 
 /// Device memory: a discrete GPU's own (uploads and downloads staged through host memory) or
 /// memory both reach (mapped). Uploads and downloads run after the launches recorded before.
@@ -64,6 +69,10 @@ class Buffer {
 
  private:
   friend class Context;
+
+  /// The device features kernel `k` needs that `d` lacks, named as Vulkan names them
+  /// ("shaderFloat64 (f64)", ...), comma-separated; empty when it can run there.
+  std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d);
   std::unique_ptr<Impl> impl_;
   size_t size_ = 0;
   uint64_t address_ = 0;
