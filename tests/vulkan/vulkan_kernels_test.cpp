@@ -432,5 +432,27 @@ TEST_F(VulkanRun, PipelineCacheOnDiskAndTimestamps) {
   EXPECT_GT(fresh.info().pipeline_cache_bytes, 0u);
 }
 
+TEST_F(VulkanRun, FreedBuffersAreReused) {
+  vulkan::Context& c = ctx();
+  c.synchronize();
+  std::vector<vulkan::Buffer> first;
+  for (int i = 0; i < 50; ++i) first.push_back(c.buffer(1000 + size_t(i % 24)));  // class 1024
+  vulkan::MemoryStats s1 = c.memory_stats();
+  EXPECT_GE(s1.in_use_bytes, 50u * 1024);
+  first.clear();
+  EXPECT_GE(c.memory_stats().cached_bytes, 50u * 1024);
+  std::vector<vulkan::Buffer> again;
+  for (int i = 0; i < 50; ++i) again.push_back(c.buffer(900));  // the same class: reused
+  EXPECT_EQ(c.memory_stats().driver_allocations, s1.driver_allocations);
+  // A reused buffer holds what is written to it, not its last owner's data.
+  std::vector<float> v(200, 3.0f), back(200);
+  again[7].upload(v.data(), 800);
+  again[7].download(back.data(), 800);
+  EXPECT_EQ(back, v);
+  again.clear();
+  c.empty_cache();
+  EXPECT_EQ(c.memory_stats().cached_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace ember

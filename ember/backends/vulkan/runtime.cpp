@@ -185,17 +185,19 @@ bool available(std::string* why) {
 int device_count() { return static_cast<int>(instance().devices.size()); }
 
 struct Buffer::Impl {
-  Context::Impl* ctx = nullptr;
+  Context::Impl* ctx = nullptr;  // null: not pooled (freed at once)
   VkDevice device = VK_NULL_HANDLE;
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void* mapped = nullptr;  // null: device-local memory the host reaches by staging copies
+  uint64_t address = 0;
+  size_t capacity = 0;  // bytes allocated (a size class)
+  bool host = false;
   ~Impl();
+  void free_now();
 };
 
 Buffer::Buffer(Buffer&&) noexcept = default;
-Buffer& Buffer::operator=(Buffer&&) noexcept = default;
-Buffer::~Buffer() = default;
 
 struct Context::Impl {
   VkPhysicalDevice physical = VK_NULL_HANDLE;
@@ -216,6 +218,35 @@ struct Context::Impl {
   static constexpr size_t kRing = size_t(1) << 22;
   std::unique_ptr<Buffer> ring;
   size_t ring_used = 0;
+  // Freed buffers by size class and memory kind, for the next allocation of that class. Reuse
+  // is safe in recording order: every launch ends with a barrier, and transfers submit first.
+  std::unordered_map<uint64_t, std::vector<std::unique_ptr<Buffer::Impl>>> free_blocks;
+  MemoryStats stats;
+  static size_t size_class(size_t bytes) {
+    size_t c = 256;
+    if (bytes <= (size_t(1) << 20)) {
+      while (c < bytes) c <<= 1;
+      return c;
+    }
+    const size_t step = size_t(2) << 20;
+    return (bytes + step - 1) / step * step;
+  }
+  void release(std::unique_ptr<Buffer::Impl> b) {
+    std::lock_guard lk(mu);
+    stats.in_use_bytes -= b->capacity;
+    stats.cached_bytes += b->capacity;
+    uint64_t key = uint64_t(b->capacity) * 2 + (b->host ? 1 : 0);
+    free_blocks[key].push_back(std::move(b));
+  }
+  void empty_cache() {
+    std::lock_guard lk(mu);
+    sync();  // nothing recorded may still use them
+    for (auto& [key, v] : free_blocks)
+      for (auto& b : v) b->free_now();
+    free_blocks.clear();
+    stats.cached_bytes = 0;
+  }
+
   // Pipelines compiled by the driver, kept on disk in the kernel cache under `cache_key`.
   VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
   std::string cache_key;
@@ -249,34 +280,56 @@ struct Context::Impl {
 
   Buffer make_buffer(size_t bytes, bool host) {
     Buffer b;
-    b.impl_ = std::make_unique<Buffer::Impl>();
-    b.impl_->ctx = this;
-    b.impl_->device = device;
     b.size_ = bytes;
+    size_t cap = size_class(std::max<size_t>(bytes, 16));
+    auto it = free_blocks.find(uint64_t(cap) * 2 + (host ? 1 : 0));
+    if (it != free_blocks.end() && !it->second.empty()) {
+      b.impl_ = std::move(it->second.back());
+      it->second.pop_back();
+      stats.cached_bytes -= cap;
+    } else {
+      try {
+        b.impl_ = allocate(cap, host);
+      } catch (const MemoryError&) {
+        empty_cache();  // the cached blocks first, then once more
+        b.impl_ = allocate(cap, host);
+      }
+    }
+    stats.in_use_bytes += cap;
+    b.impl_->ctx = this;
+    b.address_ = b.impl_->address;
+    return b;
+  }
+
+  std::unique_ptr<Buffer::Impl> allocate(size_t cap, bool host) {
+    auto b = std::make_unique<Buffer::Impl>();
+    b->device = device;
+    b->capacity = cap;
+    b->host = host;
     VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-    bi.size = std::max<size_t>(bytes, 16);
+    bi.size = cap;
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-    check(vkCreateBuffer(device, &bi, nullptr, &b.impl_->buffer), "vkCreateBuffer",
-          std::to_string(bytes) + " bytes");
+    check(vkCreateBuffer(device, &bi, nullptr, &b->buffer), "vkCreateBuffer",
+          std::to_string(cap) + " bytes");
     VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(device, b.impl_->buffer, &req);
+    vkGetBufferMemoryRequirements(device, b->buffer, &req);
     VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
     flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
     VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     ai.pNext = &flags;
     ai.allocationSize = req.size;
     ai.memoryTypeIndex = host ? host_type : device_type;
-    check(vkAllocateMemory(device, &ai, nullptr, &b.impl_->memory), "vkAllocateMemory",
-          std::to_string(bytes) + " bytes");
-    check(vkBindBufferMemory(device, b.impl_->buffer, b.impl_->memory, 0), "vkBindBufferMemory");
+    check(vkAllocateMemory(device, &ai, nullptr, &b->memory), "vkAllocateMemory",
+          std::to_string(cap) + " bytes");
+    ++stats.driver_allocations;
+    check(vkBindBufferMemory(device, b->buffer, b->memory, 0), "vkBindBufferMemory");
     if (host || device_mapped)
-      check(vkMapMemory(device, b.impl_->memory, 0, VK_WHOLE_SIZE, 0, &b.impl_->mapped),
-            "vkMapMemory");
+      check(vkMapMemory(device, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped), "vkMapMemory");
     VkBufferDeviceAddressInfo addr{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
-    addr.buffer = b.impl_->buffer;
-    b.address_ = vkGetBufferDeviceAddress(device, &addr);
+    addr.buffer = b->buffer;
+    b->address = vkGetBufferDeviceAddress(device, &addr);
     return b;
   }
 
@@ -400,15 +453,30 @@ struct Context::Impl {
   }
 };
 
-Buffer::Impl::~Impl() {
+void Buffer::Impl::free_now() {
   if (device == VK_NULL_HANDLE) return;
-  if (ctx) {  // recorded work may still use it
-    std::lock_guard lk(ctx->mu);
-    ctx->sync();
-  }
   if (mapped) vkUnmapMemory(device, memory);
   if (buffer) vkDestroyBuffer(device, buffer, nullptr);
   if (memory) vkFreeMemory(device, memory, nullptr);
+  device = VK_NULL_HANDLE;
+}
+
+Buffer::Impl::~Impl() { free_now(); }
+
+Buffer::~Buffer() {
+  if (impl_ && impl_->ctx) {
+    Context::Impl* c = impl_->ctx;
+    c->release(std::move(impl_));  // to the context's pool, for the next buffer of its class
+  }
+}
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this == &o) return *this;
+  if (impl_ && impl_->ctx) impl_->ctx->release(std::move(impl_));
+  impl_ = std::move(o.impl_);
+  size_ = o.size_;
+  address_ = o.address_;
+  return *this;
 }
 
 void Buffer::upload(const void* src, size_t bytes, size_t offset) {
@@ -563,7 +631,10 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   check(vkAllocateCommandBuffers(m.device, &ai, &m.cmd), "vkAllocateCommandBuffers");
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   check(vkCreateFence(m.device, &fi, nullptr, &m.fence), "vkCreateFence");
-  m.ring = std::make_unique<Buffer>(m.make_buffer(Impl::kRing, true));
+  m.ring = std::make_unique<Buffer>();
+  m.ring->impl_ = m.allocate(Impl::kRing, true);  // not pooled: freed with the device
+  m.ring->size_ = Impl::kRing;
+  m.ring->address_ = m.ring->impl_->address;
 
   // The driver's pipeline cache, from disk when a run on this device and driver left one.
   char uuid[2 * VK_UUID_SIZE + 1] = {};
@@ -595,7 +666,6 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
     check(vkCreateQueryPool(m.device, &qi2, nullptr, &m.queries), "vkCreateQueryPool");
     m.timestamp_ns = props.limits.timestampPeriod;
   }
-  m.ring->impl_->ctx = nullptr;  // freed after the device is idle (below)
 }
 
 Context::~Context() {
@@ -611,6 +681,7 @@ Context::~Context() {
     vkDestroyShaderModule(m.device, p->module, nullptr);
   }
   m.pipelines.clear();
+  m.empty_cache();
   m.save_pipeline_cache();
   if (m.pipeline_cache) vkDestroyPipelineCache(m.device, m.pipeline_cache, nullptr);
   if (m.queries) vkDestroyQueryPool(m.device, m.queries, nullptr);
@@ -626,6 +697,13 @@ Buffer Context::buffer(size_t bytes) {
   std::lock_guard lk(impl_->mu);
   return impl_->make_buffer(bytes, false);
 }
+
+MemoryStats Context::memory_stats() const {
+  std::lock_guard lk(impl_->mu);
+  return impl_->stats;
+}
+
+void Context::empty_cache() { impl_->empty_cache(); }
 
 void Context::save_pipeline_cache() {
   std::lock_guard lk(impl_->mu);

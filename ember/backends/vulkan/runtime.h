@@ -47,12 +47,21 @@ struct DeviceInfo {
 
 class Context;
 
+/// The buffer pool of a context: buffers come in size classes (powers of two from 256 bytes to
+/// 1 MiB, then multiples of 2 MiB) and freed ones wait for the next buffer of their class.
+struct MemoryStats {
+  int64_t driver_allocations = 0;  // vkAllocateMemory calls so far
+  size_t in_use_bytes = 0;         // held by live buffers (their classes' sizes)
+  size_t cached_bytes = 0;         // freed, kept for reuse
+};
+
 /// The device features kernel `k` needs that `d` lacks, named as Vulkan names them
 /// ("shaderFloat64 (f64)", ...), comma-separated; empty when it can run there.
 std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d);
 
 /// Device memory: a discrete GPU's own (uploads and downloads staged through host memory) or
 /// memory both reach (mapped). Uploads and downloads run after the launches recorded before.
+/// Freed, it returns to its context's pool (a buffer must not outlive its context).
 class Buffer {
  public:
   Buffer() = default;
@@ -107,6 +116,9 @@ class Context {
   uint32_t timestamp();
   /// Milliseconds between two timestamps of the current batch (submits and waits first).
   double elapsed_ms(uint32_t from, uint32_t to);
+  MemoryStats memory_stats() const;
+  /// Frees the cached buffers (after the recorded work is done).
+  void empty_cache();
   /// Writes the driver's pipeline cache to the kernel cache's directory (done every 16 new
   /// pipelines too), so the next process skips the driver's shader compiles.
   void save_pipeline_cache();
