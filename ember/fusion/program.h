@@ -15,7 +15,7 @@
 //   p.outputs = {y};
 //   p.signature();   // what a compiled kernel is cached under (shapes and values left out)
 //   p.dump();        // "fused [1024] (3 steps, 1 outputs)", then one line a step
-//   Op sum{OpCode::Sum};                                       // and the sum of y as well:
+//   Op sum{OpCode::Sum, {}};                                   // and the sum of y as well:
 //   p.reduction = fusion::Reduction{sum, y, {Shape{}, DType::F32}};
 #pragma once
 #include <array>
