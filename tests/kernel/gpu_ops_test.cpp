@@ -23,6 +23,7 @@ using namespace ember;
 namespace {
 
 using kernel_test::Buffer;
+using kernel_test::LaunchArgs;
 using kernel_test::View;
 
 class GpuOps : public kernel_test::KernelGpu {
@@ -105,7 +106,7 @@ TEST_F(GpuOps, CreateMatchesTheCpuBackend) {
     o.attrs.scalar2 = ints ? Scalar(int64_t(c.b)) : Scalar(c.b);
     TensorData want = cpu(o, {});
     Buffer out = zeros(Shape{n}, c.t);
-    launch(kernel::create_kernel({c.op, c.t}), 16, [&](cuda::LaunchArgs& a) {
+    launch(kernel::create_kernel({c.op, c.t}), 16, [&](LaunchArgs& a) {
       a.buffer(out->ptr()).scalar_int(n);
       auto value = [&](double v) { fl ? a.scalar(v) : a.scalar_int(static_cast<int64_t>(v)); };
       switch (c.op) {
@@ -146,7 +147,7 @@ TEST_F(GpuOps, CastEveryPairOverAStridedView) {
       o.attrs.dtype = dst;
       TensorData want = cpu(o, {x.cpu});
       Buffer out = zeros(Shape{33, 17}, dst);
-      launch(kernel::copy_kernel({src, dst, 2}), 4, [&](cuda::LaunchArgs& a) {
+      launch(kernel::copy_kernel({src, dst, 2}), 4, [&](LaunchArgs& a) {
         a.buffer(x.ptr()).buffer(out->ptr()).scalar_int(33 * 17);
         a.scalar_int(33).scalar_int(17).scalar_int(1).scalar_int(33);
       });
@@ -157,7 +158,7 @@ TEST_F(GpuOps, CastEveryPairOverAStridedView) {
           dense_of(TensorData::from<double>(special, Shape{int64_t(special.size())}).convert(src));
       TensorData want_s = cpu(o, {s.cpu});
       Buffer out_s = zeros(s.cpu.meta.shape, dst);
-      launch(kernel::copy_kernel({src, dst, 1}), 1, [&](cuda::LaunchArgs& a) {
+      launch(kernel::copy_kernel({src, dst, 1}), 1, [&](LaunchArgs& a) {
         a.buffer(s.ptr()).buffer(out_s->ptr()).scalar_int(int64_t(special.size()));
         a.scalar_int(int64_t(special.size())).scalar_int(1);
       });
@@ -172,7 +173,7 @@ TEST_F(GpuOps, WhereBroadcasts) {
          b = dense(t, Shape{4, 3, 5});
     TensorData want = cpu(Op{OpCode::Where, {}}, {c.cpu, a.cpu, b.cpu});
     Buffer out = zeros(Shape{4, 3, 5}, t);
-    launch(kernel::where_kernel({t, 3}), 1, [&](cuda::LaunchArgs& x) {
+    launch(kernel::where_kernel({t, 3}), 1, [&](LaunchArgs& x) {
       x.buffer(c.ptr()).buffer(a.ptr()).buffer(b.ptr()).buffer(out->ptr()).scalar_int(60);
       for (int64_t d : {4, 3, 5}) x.scalar_int(d);
       for (int64_t d : {5, 0, 1}) x.scalar_int(d);  // cond [4, 1, 5]
@@ -204,7 +205,7 @@ TEST_F(GpuOps, ProdArgmaxArgminMatchTheCpuBackend) {
       TensorData want = cpu(o, {x.cpu});
       DType out_t = op == OpCode::Prod ? t : DType::I64;
       Buffer out = zeros(want.shape(), out_t);
-      launch(kernel::reduce_kernel({op, t}), 35, [&](cuda::LaunchArgs& a) {
+      launch(kernel::reduce_kernel({op, t}), 35, [&](LaunchArgs& a) {
         a.buffer(x.ptr()).buffer(out->ptr());
         a.scalar_int(7).scalar_int(size).scalar_int(5);
         for (int64_t st : x.cpu.strides) a.scalar_int(st);
@@ -229,7 +230,7 @@ TEST_F(GpuOps, ScansMatchTheCpuBackend) {
         Split3 p = split3(s, 1);
         auto st = strides3(x.cpu, 1);
         Buffer out = zeros(s, t);
-        launch(kernel::scan_kernel({op, t, layout}), group ? 3 : 4, [&](cuda::LaunchArgs& a) {
+        launch(kernel::scan_kernel({op, t, layout}), group ? 3 : 4, [&](LaunchArgs& a) {
           a.buffer(x.ptr()).buffer(out->ptr());
           a.scalar_int(p.outer).scalar_int(p.size).scalar_int(p.inner);
           for (int64_t v : st) a.scalar_int(v);
@@ -265,19 +266,19 @@ TEST_F(GpuOps, ArgsortIsStableWithNaNsLikeTheCpuBackend) {
         TensorData want = cpu(o, {x.cpu});
         kernel::ArgsortSpec spec{t, desc};
         spec.workgroup = 256;  // tiles of 512: 3000 needs merge passes
-        auto geometry = [&](cuda::LaunchArgs& a) {
+        auto geometry = [&](LaunchArgs& a) {
           a.scalar_int(2).scalar_int(size).scalar_int(3);
           a.scalar_int(size * 3).scalar_int(3).scalar_int(1);
         };
         Buffer bufs[2] = {zeros(s, DType::I64), zeros(s, DType::I64)};
-        launch(kernel::argsort_kernel(spec), 8, [&](cuda::LaunchArgs& a) {
+        launch(kernel::argsort_kernel(spec), 8, [&](LaunchArgs& a) {
           a.buffer(x.ptr()).buffer(bufs[0]->ptr());
           geometry(a);
         });
         int cur = 0;
         spec.stage = kernel::ArgsortSpec::Merge;
         for (int64_t w = kernel::argsort_tile(spec); w < size; w *= 2, cur ^= 1)
-          launch(kernel::argsort_kernel(spec), 16, [&](cuda::LaunchArgs& a) {
+          launch(kernel::argsort_kernel(spec), 16, [&](LaunchArgs& a) {
             a.buffer(x.ptr()).buffer(bufs[cur]->ptr()).buffer(bufs[cur ^ 1]->ptr());
             geometry(a);
             a.scalar_int(w);
@@ -300,7 +301,7 @@ TEST_F(GpuOps, GatherAndScatterMatchTheCpuBackend) {
     g.attrs.dim = 1;
     TensorData want = cpu(g, {x.cpu, idx.cpu});
     Buffer out = zeros(Shape{5, 4}, t);
-    launch(kernel::gather_kernel({t, DType::I64, 2}), 1, [&](cuda::LaunchArgs& a) {
+    launch(kernel::gather_kernel({t, DType::I64, 2}), 1, [&](LaunchArgs& a) {
       a.buffer(x.ptr()).buffer(idx.ptr()).buffer(out->ptr()).buffer(err->ptr());
       a.scalar_int(20).scalar_int(7).scalar_int(1);
       a.scalar_int(5).scalar_int(4).scalar_int(7).scalar_int(0).scalar_int(4).scalar_int(1);
@@ -314,7 +315,7 @@ TEST_F(GpuOps, GatherAndScatterMatchTheCpuBackend) {
       DType acc = kernel::index_accumulator(t);
       TensorData x_data = Cpu::to_data(x.cpu);
       Buffer o = upload(add ? x_data.convert(acc) : x_data);
-      auto geometry = [&](cuda::LaunchArgs& a, bool values) {
+      auto geometry = [&](LaunchArgs& a, bool values) {
         a.scalar_int(20).scalar_int(7).scalar_int(1);
         a.scalar_int(5).scalar_int(4);
         a.scalar_int(4).scalar_int(1);              // indices
@@ -323,19 +324,19 @@ TEST_F(GpuOps, GatherAndScatterMatchTheCpuBackend) {
       };
       if (add) {
         launch(kernel::scatter_kernel({t, DType::I64, 2, kernel::ScatterSpec::Add}), 1,
-               [&](cuda::LaunchArgs& a) {
+               [&](LaunchArgs& a) {
                  a.buffer(idx.ptr()).buffer(vals.ptr()).buffer(o->ptr()).buffer(err->ptr());
                  geometry(a, true);
                });
       } else {
         Buffer claim = upload(TensorData::from<int32_t>(std::vector<int32_t>(35, -1), Shape{35}));
         launch(kernel::scatter_kernel({t, DType::I64, 2, kernel::ScatterSpec::Claim}), 1,
-               [&](cuda::LaunchArgs& a) {
+               [&](LaunchArgs& a) {
                  a.buffer(idx.ptr()).buffer(claim->ptr()).buffer(err->ptr());
                  geometry(a, false);
                });
         launch(kernel::scatter_kernel({t, DType::I64, 2, kernel::ScatterSpec::Assign}), 1,
-               [&](cuda::LaunchArgs& a) {
+               [&](LaunchArgs& a) {
                  a.buffer(idx.ptr()).buffer(vals.ptr()).buffer(claim->ptr()).buffer(o->ptr());
                  geometry(a, true);
                });
@@ -352,7 +353,7 @@ TEST_F(GpuOps, BadIndicesAreReported) {
   View x = dense(DType::F32, Shape{4, 3});
   View idx = dense_of(TensorData::from<int64_t>({0, 2, 9, 1}, Shape{4, 1}));
   Buffer out = zeros(Shape{4, 1}, DType::F32), err = zeros(Shape{2}, DType::I64);
-  launch(kernel::gather_kernel({DType::F32, DType::I64, 2}), 1, [&](cuda::LaunchArgs& a) {
+  launch(kernel::gather_kernel({DType::F32, DType::I64, 2}), 1, [&](LaunchArgs& a) {
     a.buffer(x.ptr()).buffer(idx.ptr()).buffer(out->ptr()).buffer(err->ptr());
     a.scalar_int(4).scalar_int(3).scalar_int(1);
     a.scalar_int(4).scalar_int(1).scalar_int(3).scalar_int(0).scalar_int(1).scalar_int(1);
@@ -373,7 +374,7 @@ TEST_F(GpuOps, IndexSelectAndIndexAddMatchTheCpuBackend) {
     sel.attrs.dim = 1;
     TensorData want = cpu(sel, {x.cpu, idx.cpu});
     Buffer out = zeros(Shape{6, 4, 3}, t);
-    launch(kernel::index_select_kernel({t}), 1, [&](cuda::LaunchArgs& a) {
+    launch(kernel::index_select_kernel({t}), 1, [&](LaunchArgs& a) {
       a.buffer(x.ptr()).buffer(idx.ptr()).buffer(out->ptr()).buffer(err->ptr());
       a.scalar_int(6).scalar_int(10).scalar_int(3).scalar_int(4);
       a.scalar_int(30).scalar_int(3).scalar_int(1).scalar_int(1);
@@ -385,7 +386,7 @@ TEST_F(GpuOps, IndexSelectAndIndexAddMatchTheCpuBackend) {
     TensorData want_a = cpu(add, {x.cpu, idx.cpu, vals.cpu});
     DType acc = kernel::index_accumulator(t);
     Buffer o = upload(Cpu::to_data(x.cpu).convert(acc));
-    launch(kernel::index_add_kernel({t}), 1, [&](cuda::LaunchArgs& a) {
+    launch(kernel::index_add_kernel({t}), 1, [&](LaunchArgs& a) {
       a.buffer(idx.ptr()).buffer(vals.ptr()).buffer(o->ptr()).buffer(err->ptr());
       a.scalar_int(6).scalar_int(10).scalar_int(3).scalar_int(4);
       a.scalar_int(12).scalar_int(3).scalar_int(1).scalar_int(1);
@@ -409,7 +410,7 @@ TEST_F(GpuOps, CatAndSliceAssignAreStridedCopies) {
   int64_t at = 0;
   for (View* v : {&a, &b}) {
     int64_t len = v->cpu.meta.shape[1];
-    launch(kernel::copy_kernel(s), 1, [&](cuda::LaunchArgs& x) {
+    launch(kernel::copy_kernel(s), 1, [&](LaunchArgs& x) {
       x.buffer(v->ptr()).buffer(out->ptr()).scalar_int(3 * len);
       x.scalar_int(3).scalar_int(len).scalar_int(len).scalar_int(1);
       x.scalar_int(6).scalar_int(1).scalar_int(at);
@@ -426,7 +427,7 @@ TEST_F(GpuOps, CatAndSliceAssignAreStridedCopies) {
   sa.attrs.steps = {2, 2};
   TensorData want_sa = cpu(sa, {x.cpu, vals.cpu});
   Buffer o = upload(Cpu::to_data(x.cpu));
-  launch(kernel::copy_kernel(s), 1, [&](cuda::LaunchArgs& c) {
+  launch(kernel::copy_kernel(s), 1, [&](LaunchArgs& c) {
     c.buffer(vals.ptr()).buffer(o->ptr()).scalar_int(6);
     c.scalar_int(2).scalar_int(3).scalar_int(3).scalar_int(1);
     c.scalar_int(16).scalar_int(2).scalar_int(1 * 8 + 2);

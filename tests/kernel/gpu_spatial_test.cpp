@@ -19,6 +19,7 @@ using namespace ember;
 namespace {
 
 using kernel_test::Buffer;
+using kernel_test::LaunchArgs;
 using kernel_test::View;
 
 Window window(Dims k, Dims s = {}, Dims p = {}, Dims d = {}, bool ceil = false) {
@@ -68,19 +69,19 @@ class GpuSpatial : public kernel_test::KernelGpu {
   }
 
   // Launches 7 workgroups, fewer than the elements: the kernels loop.
-  static void launch(kernel::Kernel k, const std::function<void(cuda::LaunchArgs&)>& args) {
+  static void launch(kernel::Kernel k, const std::function<void(LaunchArgs&)>& args) {
     KernelGpu::launch(std::move(k), 7, args);
   }
 
   // Geometry parameters (spatial.h): in*, out*, then the window's lists.
-  static void geometry(cuda::LaunchArgs& a, const Dims& in, const Dims& out, const Window* w) {
+  static void geometry(LaunchArgs& a, const Dims& in, const Dims& out, const Window* w) {
     for (int64_t v : in) a.scalar_int(v);
     for (int64_t v : out) a.scalar_int(v);
     if (!w) return;
     for (const Dims* l : {&w->kernel, &w->stride, &w->padding, &w->dilation})
       for (int64_t v : *l) a.scalar_int(v);
   }
-  static void strides(cuda::LaunchArgs& a, const CpuTensor& t) {
+  static void strides(LaunchArgs& a, const CpuTensor& t) {
     for (int64_t s : t.strides) a.scalar_int(s);
   }
 
@@ -106,7 +107,7 @@ class GpuSpatial : public kernel_test::KernelGpu {
         Buffer out = zeros(os, t);
         kernel::PoolSpec ps{fop, t, r};
         ps.count_include_pad = include_pad;
-        launch(kernel::pool_kernel(ps), [&](cuda::LaunchArgs& a) {
+        launch(kernel::pool_kernel(ps), [&](LaunchArgs& a) {
           a.buffer(x.ptr()).buffer(out->ptr()).scalar_int(os.numel()).scalar_int(xs[1]);
           geometry(a, spatial(xs), spatial(os), &op.attrs.window);
           strides(a, x.cpu);
@@ -120,7 +121,7 @@ class GpuSpatial : public kernel_test::KernelGpu {
         TensorData want_b = max ? cpu(bop, {x.cpu, g.cpu}) : cpu(bop, {g.cpu});
         Buffer gx = zeros(xs, t);
         ps.op = bop.code;
-        launch(kernel::pool_kernel(ps), [&](cuda::LaunchArgs& a) {
+        launch(kernel::pool_kernel(ps), [&](LaunchArgs& a) {
           if (max) a.buffer(x.ptr());
           a.buffer(g.ptr()).buffer(gx->ptr()).scalar_int(xs.numel()).scalar_int(xs[1]);
           geometry(a, spatial(xs), spatial(os), &bop.attrs.window);
@@ -144,7 +145,7 @@ class GpuSpatial : public kernel_test::KernelGpu {
     Shape os = want.shape();
     Buffer out = zeros(os, t);
     kernel::PoolSpec ps{OpCode::AdaptiveAvgPool, t, r};
-    launch(kernel::pool_kernel(ps), [&](cuda::LaunchArgs& a) {
+    launch(kernel::pool_kernel(ps), [&](LaunchArgs& a) {
       a.buffer(x.ptr()).buffer(out->ptr()).scalar_int(os.numel()).scalar_int(xs[1]);
       geometry(a, spatial(xs), spatial(os), nullptr);
       strides(a, x.cpu);
@@ -157,7 +158,7 @@ class GpuSpatial : public kernel_test::KernelGpu {
     TensorData want_b = cpu(bop, {g.cpu});
     Buffer gx = zeros(xs, t);
     ps.op = OpCode::AdaptiveAvgPoolBackward;
-    launch(kernel::pool_kernel(ps), [&](cuda::LaunchArgs& a) {
+    launch(kernel::pool_kernel(ps), [&](LaunchArgs& a) {
       a.buffer(g.ptr()).buffer(gx->ptr()).scalar_int(xs.numel()).scalar_int(xs[1]);
       geometry(a, spatial(xs), spatial(os), nullptr);
       strides(a, g.cpu);
@@ -180,7 +181,7 @@ class GpuSpatial : public kernel_test::KernelGpu {
     Shape os = want.shape();
     Buffer out = zeros(os, t);
     kernel::InterpolateSpec s{t, mode, r, align};
-    launch(kernel::interpolate_kernel(s), [&](cuda::LaunchArgs& a) {
+    launch(kernel::interpolate_kernel(s), [&](LaunchArgs& a) {
       a.buffer(x.ptr()).buffer(out->ptr()).scalar_int(os.numel()).scalar_int(xs[1]);
       geometry(a, spatial(xs), spatial(os), nullptr);
       strides(a, x.cpu);
@@ -197,7 +198,7 @@ class GpuSpatial : public kernel_test::KernelGpu {
     DType acc = kernel::interpolate_accumulator(t);
     Buffer gx = zeros(xs, acc);
     s.backward = true;
-    launch(kernel::interpolate_kernel(s), [&](cuda::LaunchArgs& a) {
+    launch(kernel::interpolate_kernel(s), [&](LaunchArgs& a) {
       a.buffer(g.ptr()).buffer(gx->ptr()).scalar_int(os.numel()).scalar_int(xs[1]);
       geometry(a, spatial(xs), spatial(os), nullptr);
       strides(a, g.cpu);
@@ -226,7 +227,7 @@ class GpuSpatial : public kernel_test::KernelGpu {
           1;
     Buffer out = zeros(os, t);
     kernel::UnfoldSpec s{t, r};
-    launch(kernel::unfold_kernel(s), [&](cuda::LaunchArgs& a) {
+    launch(kernel::unfold_kernel(s), [&](LaunchArgs& a) {
       a.buffer(x.ptr()).buffer(out->ptr()).scalar_int(os.numel()).scalar_int(xs[1]);
       geometry(a, spatial(xs), blocks, &ww);
       strides(a, x.cpu);
@@ -241,7 +242,7 @@ class GpuSpatial : public kernel_test::KernelGpu {
     TensorData want_f = cpu(fop, {cols.cpu});
     Buffer y = zeros(xs, t);
     s.fold = true;
-    launch(kernel::unfold_kernel(s), [&](cuda::LaunchArgs& a) {
+    launch(kernel::unfold_kernel(s), [&](LaunchArgs& a) {
       a.buffer(cols.ptr()).buffer(y->ptr()).scalar_int(xs.numel()).scalar_int(xs[1]);
       geometry(a, spatial(xs), blocks, &fop.attrs.window);
       strides(a, cols.cpu);
@@ -265,7 +266,7 @@ class GpuSpatial : public kernel_test::KernelGpu {
     TensorData want = cpu(op, {x.cpu, wt.cpu});
     Shape os = want.shape();
     Buffer out = zeros(os, t);
-    launch(kernel::conv_direct_kernel({t, r}), [&](cuda::LaunchArgs& a) {
+    launch(kernel::conv_direct_kernel({t, r}), [&](LaunchArgs& a) {
       a.buffer(x.ptr()).buffer(wt.ptr()).buffer(out->ptr()).scalar_int(os.numel());
       a.scalar_int(xs[1]).scalar_int(c_out).scalar_int(groups);
       geometry(a, spatial(xs), spatial(os), &op.attrs.window);

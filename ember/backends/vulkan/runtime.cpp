@@ -152,7 +152,7 @@ std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d) {
           f == kernel::Form::Ballot;
     if (f == kernel::Form::Atomic && i.space == kernel::Space::Global) {
       ScalarType t = k.params[i.ref].type.scalar;
-      i64atomic = i64atomic || t == ScalarType::I64;
+      i64atomic = i64atomic || t == ScalarType::I64 || t == ScalarType::F64;  // f64: 64-bit CAS
       fatomic = fatomic || (t == ScalarType::F32 && i.op == kernel::Op::AtomicAdd);
     }
   }

@@ -86,6 +86,84 @@ int ember_mulhi(int a, int b) { int hi, lo; imulExtended(a, b, hi, lo); return h
 )GLSL";
 
 const char* kPreludeF64 = R"GLSL(
+// f64 exp, log, sin and cos (GLSL has none for doubles): range reduction and polynomials, to a
+// few ulps over the ranges ember's kernels use.
+double ember_dexp(double x) {
+  if (isnan(x)) return x;
+  if (x > 709.78) return packDouble2x32(uvec2(0u, 0x7ff00000u));
+  if (x < -745.2) return 0.0lf;
+  double n = roundEven(x * 1.4426950408889634lf);
+  double r = fma(-n, 6.93147180369123816490e-01lf, x);
+  r = fma(-n, 1.90821492927058770002e-10lf, r);
+  double p = 1.0lf / 479001600.0lf;
+  p = fma(p, r, 1.0lf / 39916800.0lf);
+  p = fma(p, r, 1.0lf / 3628800.0lf);
+  p = fma(p, r, 1.0lf / 362880.0lf);
+  p = fma(p, r, 1.0lf / 40320.0lf);
+  p = fma(p, r, 1.0lf / 5040.0lf);
+  p = fma(p, r, 1.0lf / 720.0lf);
+  p = fma(p, r, 1.0lf / 120.0lf);
+  p = fma(p, r, 1.0lf / 24.0lf);
+  p = fma(p, r, 1.0lf / 6.0lf);
+  p = fma(p, r, 0.5lf);
+  p = fma(p, r, 1.0lf);
+  p = fma(p, r, 1.0lf);
+  int e = int(n);  // 2^e in two steps: e may be below the normal range
+  return ldexp(ldexp(p, e / 2), e - e / 2);
+}
+double ember_dlog(double x) {
+  if (isnan(x) || x < 0.0lf) return packDouble2x32(uvec2(0u, 0x7ff80000u));
+  if (x == 0.0lf) return packDouble2x32(uvec2(0u, 0xfff00000u));
+  if (isinf(x)) return x;
+  int e;
+  double m = frexp(x, e);  // m in [0.5, 1)
+  if (m < 0.70710678118654752lf) { m *= 2.0lf; e -= 1; }
+  double s = (m - 1.0lf) / (m + 1.0lf), z = s * s;
+  double p = 2.0lf / 23.0lf;
+  p = fma(p, z, 2.0lf / 21.0lf);
+  p = fma(p, z, 2.0lf / 19.0lf);
+  p = fma(p, z, 2.0lf / 17.0lf);
+  p = fma(p, z, 2.0lf / 15.0lf);
+  p = fma(p, z, 2.0lf / 13.0lf);
+  p = fma(p, z, 2.0lf / 11.0lf);
+  p = fma(p, z, 2.0lf / 9.0lf);
+  p = fma(p, z, 2.0lf / 7.0lf);
+  p = fma(p, z, 2.0lf / 5.0lf);
+  p = fma(p, z, 2.0lf / 3.0lf);
+  p = fma(p, z, 2.0lf);
+  double de = double(e);
+  return fma(de, 6.93147180369123816490e-01lf, fma(de, 1.90821492927058770002e-10lf, s * p));
+}
+// sin (q = 0) or cos (q = 1) of x: x - k pi/2 in three parts, then the quadrant's polynomial.
+double ember_dsincos(double x, int q) {
+  if (isnan(x) || isinf(x)) return packDouble2x32(uvec2(0u, 0x7ff80000u));
+  double k = roundEven(x * 0.63661977236758134lf);
+  double r = fma(-k, 1.57079632673412561417e+00lf, x);
+  r = fma(-k, 6.07710050650619224932e-11lf, r);
+  r = fma(-k, 2.02226624879595063154e-21lf, r);
+  int quadrant = (int(mod(k, 4.0lf)) + q) & 3;
+  double z = r * r;
+  double sn = -1.0lf / 1307674368000.0lf;
+  sn = fma(sn, z, 1.0lf / 6227020800.0lf);
+  sn = fma(sn, z, -1.0lf / 39916800.0lf);
+  sn = fma(sn, z, 1.0lf / 362880.0lf);
+  sn = fma(sn, z, -1.0lf / 5040.0lf);
+  sn = fma(sn, z, 1.0lf / 120.0lf);
+  sn = fma(sn, z, -1.0lf / 6.0lf);
+  sn = fma(sn * z, r, r);
+  double cs = 1.0lf / 87178291200.0lf;
+  cs = fma(cs, z, -1.0lf / 479001600.0lf);
+  cs = fma(cs, z, 1.0lf / 3628800.0lf);
+  cs = fma(cs, z, -1.0lf / 40320.0lf);
+  cs = fma(cs, z, 1.0lf / 720.0lf);
+  cs = fma(cs, z, -1.0lf / 24.0lf);
+  cs = fma(cs, z, 0.5lf);
+  cs = fma(-cs, z, 1.0lf);
+  if (quadrant == 0) return sn;
+  if (quadrant == 1) return cs;
+  if (quadrant == 2) return -sn;
+  return -cs;
+}
 double ember_max(double a, double b) { return (isnan(a) || a > b) ? a : b; }
 double ember_min(double a, double b) { return (isnan(a) || a < b) ? a : b; }
 double ember_rem(double a, double b) {
@@ -354,9 +432,10 @@ std::vector<char> u32_views(const Kernel& k) {
                   (s == ScalarType::I64 && i.op != Op::AtomicCas) ||
                   (s == ScalarType::F32 && (i.op == Op::AtomicAdd || i.op == Op::AtomicExch));
     if (native) continue;
-    if (s != ScalarType::F32 && s != ScalarType::F16 && s != ScalarType::BF16)
+    if (s != ScalarType::F32 && s != ScalarType::F16 && s != ScalarType::BF16 &&
+        s != ScalarType::F64)
       cannot(k, "atomic " + std::string(name(i.op)) + " on " + std::string(name(s)));
-    if (is_half(s) && i.op != Op::AtomicAdd)
+    if ((is_half(s) || s == ScalarType::F64) && i.op != Op::AtomicAdd)
       cannot(k, "atomic " + std::string(name(i.op)) + " on " + std::string(name(s)));
     alias[i.ref] = 1;
   }
@@ -390,6 +469,9 @@ class Renderer {
     for (const Inst& i : k_.body) {
       note(i.type);
       for (ValueId a : i.args) note(types_[a]);
+      if (i.op == Op::Cast && types_[i.args[0]].scalar == ScalarType::F64 &&
+          (i.type.scalar == ScalarType::U8 || i.type.scalar == ScalarType::U32))
+        i64 = true;  // through int64_t (below)
       Form f = info(i.op).form;
       sub =
           sub || f == Form::SubgroupReduce || i.op == Op::SubgroupLane || i.op == Op::SubgroupSize;
@@ -398,7 +480,8 @@ class Renderer {
       if (f == Form::Atomic && i.space == Space::Global) {
         ScalarType s = k_.params[i.ref].type.scalar;
         fatomic = fatomic || (s == ScalarType::F32 && !alias_[i.ref]);
-        i64atomic = i64atomic || s == ScalarType::I64;
+        i64atomic = i64atomic || s == ScalarType::I64 || s == ScalarType::F64;
+        if (s == ScalarType::F64) i64 = true;
       }
     }
     std::string s = "// kernel " + k_.name + " (generated by ember)\n#version 450\n";
@@ -439,8 +522,11 @@ class Renderer {
                       : p.access == Access::Write ? "writeonly "
                                                   : "";
       if (aliased) q = "";  // read and written through its u32 view
-      std::string elem = aliased && !is_half(p.type.scalar) ? "uint" : storage(p.type.scalar);
-      int align = aliased ? 4 : byte_size(p.type.scalar);
+      bool f64view = aliased && p.type.scalar == ScalarType::F64;
+      std::string elem = f64view                              ? "uint64_t"
+                         : aliased && !is_half(p.type.scalar) ? "uint"
+                                                              : storage(p.type.scalar);
+      int align = f64view ? 8 : aliased ? 4 : byte_size(p.type.scalar);
       std::string ref = "ember_r_" + p.name;
       s += "layout(buffer_reference, std430, buffer_reference_align = " + std::to_string(align) +
            ") " + (aliased ? "" : "restrict ") + q + "buffer " + ref + " { " + elem + " v[]; };\n";
@@ -524,6 +610,7 @@ class Renderer {
   // A buffer element as a register value, and a register value as a buffer element.
   std::string from_storage(ScalarType s, const std::string& x, bool aliased) const {
     if (aliased && s == ScalarType::F32) return "uintBitsToFloat(" + x + ")";
+    if (aliased && s == ScalarType::F64) return "uint64BitsToDouble(" + x + ")";
     switch (s) {
       case ScalarType::Bool:
         return "(uint(" + x + ") != 0u)";
@@ -542,6 +629,7 @@ class Renderer {
   }
   std::string to_storage(ScalarType s, const std::string& x, bool aliased) const {
     if (aliased && s == ScalarType::F32) return "floatBitsToUint(" + x + ")";
+    if (aliased && s == ScalarType::F64) return "doubleBitsToUint64(" + x + ")";
     switch (s) {
       case ScalarType::Bool:
         return "uint8_t(" + x + " ? 1u : 0u)";
@@ -661,13 +749,14 @@ class Renderer {
   // A compare-and-swap loop on the u32 word at `word` of the view `view`: `next(old)` gives the
   // new word from the old one; the result is the old word.
   void cas_loop(const std::string& view, const std::string& word, const std::string& old_name,
-                const std::function<std::string(const std::string&)>& next) {
-    line("uint " + old_name + " = " + view + "[" + word + "];");
+                const std::function<std::string(const std::string&)>& next,
+                const std::string& word_type = "uint") {
+    line(word_type + " " + old_name + " = " + view + "[" + word + "];");
     line("for (;;) {");
     ++depth_;
-    line("uint ember_want = " + next(old_name) + ";");
+    line(word_type + " ember_want = " + next(old_name) + ";");
     line("if (ember_want == " + old_name + ") break;");
-    line("uint ember_seen = atomicCompSwap(" + view + "[" + word + "], " + old_name +
+    line(word_type + " ember_seen = atomicCompSwap(" + view + "[" + word + "], " + old_name +
          ", ember_want);");
     line("if (ember_seen == " + old_name + ") break;");
     line(old_name + " = ember_seen;");
@@ -727,6 +816,16 @@ class Renderer {
       line("float " + r + " = uintBitsToFloat(" + old + ");");
       return;
     }
+    if (s == ScalarType::F64) {  // add, on the buffer's u64 view
+      cas_loop(
+          "e_" + p.name + ".v", idx, old,
+          [&](const std::string& o) {
+            return "doubleBitsToUint64(uint64BitsToDouble(" + o + ") + " + v + ")";
+          },
+          "uint64_t");
+      line("double " + r + " = uint64BitsToDouble(" + old + ");");
+      return;
+    }
     // f16/bf16 add: the 16-bit half of a 32-bit word.
     std::string shift = "((uint(" + idx + ") & 1u) * 16u)";
     std::string word = "(uint(" + idx + ") >> 1)";
@@ -780,6 +879,31 @@ class Renderer {
         lanes(i, [&](int l) {
           bool f64 = rs == ScalarType::F64;
           std::string args = a(0, l) + (i.args.size() > 1 ? ", " + a(1, l) : "");
+          if (f64 &&
+              (i.op == Op::Exp || i.op == Op::Log || i.op == Op::Sin || i.op == Op::Cos ||
+               i.op == Op::Exp2 || i.op == Op::Log2 || i.op == Op::Tanh || i.op == Op::Pow)) {
+            std::string x = a(0, l);
+            switch (i.op) {
+              case Op::Exp:
+                return "ember_dexp(" + x + ")";
+              case Op::Exp2:
+                return "ember_dexp(" + x + " * 0.69314718055994531lf)";
+              case Op::Log:
+                return "ember_dlog(" + x + ")";
+              case Op::Log2:
+                return "(ember_dlog(" + x + ") * 1.4426950408889634lf)";
+              case Op::Sin:
+                return "ember_dsincos(" + x + ", 0)";
+              case Op::Cos:
+                return "ember_dsincos(" + x + ", 1)";
+              case Op::Tanh:  // 1 - 2 / (e^2x + 1), saturating
+                return "(abs(" + x + ") > 20.0lf ? sign(" + x +
+                       ") : 1.0lf - 2.0lf / (ember_dexp(2.0lf * " + x + ") + 1.0lf))";
+              default:  // pow for x > 0; others through f32 (below)
+                return "(" + x + " > 0.0lf ? ember_dexp(" + a(1, l) + " * ember_dlog(" + x +
+                       ")) : double(pow(float(" + x + "), float(" + a(1, l) + "))))";
+            }
+          }
           if (f64 && !f64_native(i.op)) {
             args = "float(" + a(0, l) + ")" + (i.args.size() > 1 ? ", float(" + a(1, l) + ")" : "");
             return "double(" + std::string(math_name(i.op)) + "(" + args + "))";
