@@ -671,7 +671,10 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
 Context::~Context() {
   Impl& m = *impl_;
   if (m.device == VK_NULL_HANDLE) return;
-  m.sync();
+  try {
+    m.sync();
+  } catch (const std::exception&) {  // a lost device: what was recorded is gone with it
+  }
   vkDeviceWaitIdle(m.device);
   for (auto& [key, p] : m.pipelines) {
     vkDestroyDescriptorPool(m.device, p->descriptors, nullptr);

@@ -692,8 +692,8 @@ class Renderer {
       if (size == 8) {
         std::string pair = s == ScalarType::F64 ? "unpackDouble2x32(" + x + ")"
                                                 : "unpackUint2x32(uint64_t(" + x + "))";
-        words[size_t(2 * l)] = pair + ".x";
-        words[size_t(2 * l + 1)] = pair + ".y";
+        words[2 * size_t(l)] = pair + ".x";
+        words[2 * size_t(l) + 1] = pair + ".y";
         continue;
       }
       std::string bits;

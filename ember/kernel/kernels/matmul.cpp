@@ -39,6 +39,7 @@ Kernel matmul_kernel(const MatmulSpec& s) {
   // Tiles of A (k-major: [kDepth][kTile]) and of B ([kDepth][kTile]).
   Mem as = kb.shared("a_tile", acc, kDepth * kTile), bs = kb.shared("b_tile", acc, kDepth * kTile);
   std::vector<Var> sum;
+  sum.reserve(kPer * kPer);
   for (int i = 0; i < kPer * kPer; ++i) sum.push_back(kb.var("sum" + std::to_string(i), acc));
 
   Val tid = kb.cast(kb.local_id(0), ix);
@@ -80,7 +81,7 @@ Kernel matmul_kernel(const MatmulSpec& s) {
                   bv.push_back(kb.load(bs, tx * double(kPer) + double(kk * kTile + j)));
                 for (int i = 0; i < kPer; ++i)
                   for (int j = 0; j < kPer; ++j) {
-                    const Var& v = sum[size_t(i * kPer + j)];
+                    const Var& v = sum[size_t(i) * kPer + size_t(j)];
                     v.set(is_float(acc) ? kb.fma(av[size_t(i)], bv[size_t(j)], v.get())
                                         : v.get() + av[size_t(i)] * bv[size_t(j)]);
                   }
