@@ -95,7 +95,7 @@ Kernel matmul_kernel(const MatmulSpec& s) {
                     col = col0 + tx * double(kPer) + double(j);
                 kb.if_(r < m && col < n, [&] {
                   kb.store(c, cbase + r * n + col,
-                           detail::convert(kb, sum[size_t(i * kPer + j)].get(), t));
+                           detail::convert(kb, sum[size_t(i) * kPer + size_t(j)].get(), t));
                 });
               }
           });
