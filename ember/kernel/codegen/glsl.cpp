@@ -552,8 +552,12 @@ class Renderer {
       views_.insert(view);
       std::string ref = "ember_r_" + k_.params[i.ref].name + "_w" + std::to_string(bytes);
       std::string words = bytes == 4 ? "uint" : bytes == 8 ? "uvec2" : "uvec4";
+      // A buffer only read may say so (and that nothing else writes it); others may not: a
+      // kernel writes it through this view and its element view.
+      bool read_only = k_.params[i.ref].access == Access::Read;
       s += "layout(buffer_reference, std430, buffer_reference_align = " + std::to_string(bytes) +
-           ") buffer " + ref + " { " + words + " v[]; };\n";
+           ") " + (read_only ? "restrict readonly " : "") + "buffer " + ref + " { " + words +
+           " v[]; };\n";
       locals += "  " + ref + " " + view + " = " + ref + "(uint64_t(ember_p.e_" +
                 k_.params[i.ref].name + "));\n";
       i64 = true;
