@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
                  groups(n, 256));
     });
     put("copy_GBps(read+write)", ms, "GB/s", gbps(2.0 * double(n) * 4, ms));
+    ms = time_ms([&] { ctx.copy(a, 0, o, 0, size_t(n) * 4); });
+    put("memcpy_dtod_GBps(read+write)", ms, "GB/s", gbps(2.0 * double(n) * 4, ms));
 
     // The 6-op chain as one fused kernel: gelu(a * b + c).exp() * 0.5 + a, then tanh.
     fusion::Program p;

@@ -444,6 +444,16 @@ TEST_F(VulkanRun, FreedBuffersAreReused) {
   std::vector<vulkan::Buffer> again;
   for (int i = 0; i < 50; ++i) again.push_back(c.buffer(900));  // the same class: reused
   EXPECT_EQ(c.memory_stats().driver_allocations, s1.driver_allocations);
+  // A device copy, in order with the launches (the transfer engine's).
+  vulkan::Buffer src = c.buffer(1024), dst = c.buffer(1024);
+  std::vector<float> ramp(256), out(256, -1.0f);
+  for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = float(i);
+  src.upload(ramp.data(), 1024);
+  c.copy(src, 16, dst, 0, 1008);
+  dst.download(out.data(), 1008);
+  EXPECT_EQ(out[0], 4.0f);
+  EXPECT_EQ(out[251], 255.0f);
+  EXPECT_THROW(c.copy(src, 0, dst, 16, 1024), ValueError);
   // A reused buffer holds what is written to it, not its last owner's data.
   std::vector<float> v(200, 3.0f), back(200);
   again[7].upload(v.data(), 800);

@@ -739,6 +739,19 @@ double Context::elapsed_ms(uint32_t from, uint32_t to) {
   return double(int64_t(t[1] - t[0])) * m.timestamp_ns * 1e-6;
 }
 
+void Context::copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst_offset,
+                   size_t bytes) {
+  if (src_offset + bytes > src.size() || dst_offset + bytes > dst.size())
+    throw ValueError("[vulkan] copy past the end of a buffer");
+  if (!bytes) return;
+  Impl& m = *impl_;
+  std::lock_guard lk(m.mu);
+  m.begin();
+  VkBufferCopy region{src_offset, dst_offset, bytes};
+  vkCmdCopyBuffer(m.cmd, src.impl_->buffer, dst.impl_->buffer, 1, &region);
+  m.barrier();
+}
+
 void Context::synchronize() {
   std::lock_guard lk(impl_->mu);
   impl_->sync();

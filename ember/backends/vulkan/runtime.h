@@ -109,6 +109,9 @@ class Context {
   /// for buffers; errors name the kernel and the argument). Launches run in order; they are
   /// submitted by synchronize(), by a transfer, or when their arguments fill the ring (4 MiB).
   void launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint32_t groups);
+  /// Records a copy of `bytes` from `src` at `src_offset` to `dst` at `dst_offset` (the
+  /// transfer engine's copy, in order with the launches; vkCmdCopyBuffer).
+  void copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst_offset, size_t bytes);
   /// Submits the recorded launches and waits for them.
   void synchronize();
   /// Records a timestamp after the work recorded so far; its index in this batch (at most 256
