@@ -164,6 +164,133 @@ double ember_dsincos(double x, int q) {
   if (quadrant == 2) return -sn;
   return -cs;
 }
+double ember_dexpm1(double x) {
+  if (abs(x) >= 0.5lf) return ember_dexp(x) - 1.0lf;
+  double p = 1.0lf / 87178291200.0lf;  // x + x^2/2! + ... + x^14/14!
+  p = fma(p, x, 1.0lf / 6227020800.0lf);
+  p = fma(p, x, 1.0lf / 479001600.0lf);
+  p = fma(p, x, 1.0lf / 39916800.0lf);
+  p = fma(p, x, 1.0lf / 3628800.0lf);
+  p = fma(p, x, 1.0lf / 362880.0lf);
+  p = fma(p, x, 1.0lf / 40320.0lf);
+  p = fma(p, x, 1.0lf / 5040.0lf);
+  p = fma(p, x, 1.0lf / 720.0lf);
+  p = fma(p, x, 1.0lf / 120.0lf);
+  p = fma(p, x, 1.0lf / 24.0lf);
+  p = fma(p, x, 1.0lf / 6.0lf);
+  p = fma(p, x, 0.5lf);
+  return fma(p * x, x, x);
+}
+// 2 atanh(s) = 2 (s + s^3/3 + ...) for |s| <= 0.2.
+double ember_d2atanh(double s) {
+  double z = s * s, p = 2.0lf / 27.0lf;
+  for (int k = 25; k >= 1; k -= 2) p = fma(p, z, 2.0lf / double(k));
+  return s * p;
+}
+double ember_dlog1p(double x) {
+  if (isnan(x) || x < -1.0lf) return packDouble2x32(uvec2(0u, 0x7ff80000u));
+  if (abs(x) < 0.5lf) return ember_d2atanh(x / (2.0lf + x));
+  return ember_dlog(1.0lf + x);
+}
+double ember_dtanh(double x) {
+  if (abs(x) > 20.0lf) return sign(x);
+  double e = ember_dexpm1(2.0lf * x);
+  return e / (e + 2.0lf);
+}
+double ember_dsinh(double x) {
+  if (abs(x) < 0.5lf) {
+    double e = ember_dexpm1(x);
+    return 0.5lf * (e + e / (e + 1.0lf));  // (e^x - e^-x) / 2 without the cancellation
+  }
+  double e = ember_dexp(abs(x));
+  return sign(x) * 0.5lf * (e - 1.0lf / e);
+}
+double ember_dcosh(double x) {
+  double e = ember_dexp(abs(x));
+  return 0.5lf * (e + 1.0lf / e);
+}
+// atan: |x| > 1 through 1/x, |x| > tan(pi/12) through pi/6, then the series.
+double ember_datan(double x) {
+  if (isnan(x)) return x;
+  double ax = abs(x), off = 0.0lf;
+  bool inv = ax > 1.0lf;
+  if (inv) ax = 1.0lf / ax;
+  if (ax > 0.26794919243112270lf) {
+    ax = (ax * 1.7320508075688772lf - 1.0lf) / (ax + 1.7320508075688772lf);
+    off = 0.52359877559829887lf;
+  }
+  double z = ax * ax, p = 1.0lf / 29.0lf;
+  for (int k = 27; k >= 1; k -= 2) p = fma(p, z, (((k - 1) / 2) % 2 == 1 ? -1.0lf : 1.0lf) / double(k));
+  double r = off + ax * p;
+  if (inv) r = 1.5707963267948966lf - r;
+  return x < 0.0lf ? -r : r;
+}
+double ember_datan2(double y, double x) {
+  if (isnan(x) || isnan(y)) return x + y;
+  const double pi = 3.1415926535897932lf;
+  if (x == 0.0lf) {
+    if (y == 0.0lf) return (floatBitsToUint(float(x)) >> 31) != 0u ? (y < 0.0lf || (floatBitsToUint(float(y)) >> 31) != 0u ? -pi : pi) : y;
+    return y > 0.0lf ? pi / 2.0lf : -pi / 2.0lf;
+  }
+  if (isinf(x) || isinf(y)) return double(atan(float(y), float(x)));
+  double a = ember_datan(y / x);
+  if (x > 0.0lf) return a;
+  return (y >= 0.0lf && (floatBitsToUint(float(y)) >> 31) == 0u) ? a + pi : a - pi;
+}
+double ember_dasin(double x) { return ember_datan2(x, sqrt((1.0lf - x) * (1.0lf + x))); }
+double ember_dacos(double x) { return ember_datan2(sqrt((1.0lf - x) * (1.0lf + x)), x); }
+double ember_dasinh(double x) {
+  double ax = abs(x), z = ax * ax;
+  double r = ax > 1e150lf ? ember_dlog(ax) + 0.69314718055994531lf
+                          : ember_dlog1p(ax + z / (1.0lf + sqrt(1.0lf + z)));
+  return x < 0.0lf ? -r : r;
+}
+double ember_dacosh(double x) {
+  if (x > 1e150lf) return ember_dlog(x) + 0.69314718055994531lf;
+  double t = x - 1.0lf;
+  return ember_dlog1p(t + sqrt(t * (x + 1.0lf)));
+}
+double ember_datanh(double x) { return 0.5lf * ember_dlog1p(2.0lf * x / (1.0lf - x)); }
+// erf: the series below 2.5, erfc's continued fraction above (1 for |x| > 6).
+double ember_derf(double x) {
+  double ax = abs(x);
+  if (isnan(x)) return x;
+  if (ax > 6.0lf) return sign(x);
+  double r;
+  if (ax < 2.5lf) {
+    double z = ax * ax, term = ax, sum = ax;
+    for (int n = 1; n < 60; ++n) {
+      term *= -z / double(n);
+      double add = term / double(2 * n + 1);
+      sum += add;
+      if (abs(add) < 1e-17lf * abs(sum)) break;
+    }
+    r = sum * 1.1283791670955126lf;
+  } else {  // erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + 1/2/(x + 1/(x + 3/2/(x + ...)))) (Lentz)
+    double f = ax, c = ax, d = 0.0lf;
+    for (int n = 1; n < 200; ++n) {
+      double an = 0.5lf * double(n);
+      d = ax + an * d;
+      d = 1.0lf / d;
+      c = ax + an / c;
+      double delta = c * d;
+      f *= delta;
+      if (abs(delta - 1.0lf) < 1e-16lf) break;
+    }
+    r = 1.0lf - ember_dexp(-ax * ax) / (f * 1.7724538509055160lf);
+  }
+  return x < 0.0lf ? -r : r;
+}
+double ember_dpow(double x, double y) {
+  if (y == 0.0lf) return 1.0lf;
+  if (isnan(x) || isnan(y)) return x + y;
+  if (x > 0.0lf) return ember_dexp(y * ember_dlog(x));
+  bool odd = trunc(y) == y && mod(abs(y), 2.0lf) == 1.0lf;
+  if (x == 0.0lf) return y > 0.0lf ? (odd ? x : 0.0lf) : (odd && (floatBitsToUint(float(x)) >> 31) != 0u ? -1.0lf / 0.0lf : 1.0lf / 0.0lf);
+  if (trunc(y) != y) return packDouble2x32(uvec2(0u, 0x7ff80000u));
+  double r = ember_dexp(y * ember_dlog(-x));
+  return odd ? -r : r;
+}
 double ember_max(double a, double b) { return (isnan(a) || a > b) ? a : b; }
 double ember_min(double a, double b) { return (isnan(a) || a < b) ? a : b; }
 double ember_rem(double a, double b) {
@@ -883,9 +1010,7 @@ class Renderer {
         lanes(i, [&](int l) {
           bool f64 = rs == ScalarType::F64;
           std::string args = a(0, l) + (i.args.size() > 1 ? ", " + a(1, l) : "");
-          if (f64 &&
-              (i.op == Op::Exp || i.op == Op::Log || i.op == Op::Sin || i.op == Op::Cos ||
-               i.op == Op::Exp2 || i.op == Op::Log2 || i.op == Op::Tanh || i.op == Op::Pow)) {
+          if (f64 && !f64_native(i.op)) {  // GLSL has no f64 math: ember's own
             std::string x = a(0, l);
             switch (i.op) {
               case Op::Exp:
@@ -900,12 +1025,38 @@ class Renderer {
                 return "ember_dsincos(" + x + ", 0)";
               case Op::Cos:
                 return "ember_dsincos(" + x + ", 1)";
-              case Op::Tanh:  // 1 - 2 / (e^2x + 1), saturating
-                return "(abs(" + x + ") > 20.0lf ? sign(" + x +
-                       ") : 1.0lf - 2.0lf / (ember_dexp(2.0lf * " + x + ") + 1.0lf))";
-              default:  // pow for x > 0; others through f32 (below)
-                return "(" + x + " > 0.0lf ? ember_dexp(" + a(1, l) + " * ember_dlog(" + x +
-                       ")) : double(pow(float(" + x + "), float(" + a(1, l) + "))))";
+              case Op::Tan:
+                return "(ember_dsincos(" + x + ", 0) / ember_dsincos(" + x + ", 1))";
+              case Op::Tanh:
+                return "ember_dtanh(" + x + ")";
+              case Op::Sinh:
+                return "ember_dsinh(" + x + ")";
+              case Op::Cosh:
+                return "ember_dcosh(" + x + ")";
+              case Op::Expm1:
+                return "ember_dexpm1(" + x + ")";
+              case Op::Log1p:
+                return "ember_dlog1p(" + x + ")";
+              case Op::Erf:
+                return "ember_derf(" + x + ")";
+              case Op::Atan:
+                return "ember_datan(" + x + ")";
+              case Op::Asin:
+                return "ember_dasin(" + x + ")";
+              case Op::Acos:
+                return "ember_dacos(" + x + ")";
+              case Op::Asinh:
+                return "ember_dasinh(" + x + ")";
+              case Op::Acosh:
+                return "ember_dacosh(" + x + ")";
+              case Op::Atanh:
+                return "ember_datanh(" + x + ")";
+              case Op::Atan2:
+                return "ember_datan2(" + x + ", " + a(1, l) + ")";
+              case Op::Pow:
+                return "ember_dpow(" + x + ", " + a(1, l) + ")";
+              default:
+                break;
             }
           }
           if (f64 && !f64_native(i.op)) {
