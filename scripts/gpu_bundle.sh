@@ -137,9 +137,10 @@ chmod +x "$bundle/run.sh"
 # The Vulkan kernel suite and vulkan_bench (beside cuda_bench's figures of the same names):
 # bundle/vulkan.sh, where the machine has a Vulkan loader and driver (docs/vulkan.md).
 if grep -q "^vulkan_bench:" <<<"$targets"; then
-  cmake --build "$build" --target vulkan_kernels_test vulkan_bench -j "${JOBS:-2}"
-  cp "$build/tests/vulkan/vulkan_kernels_test" "$build/bench/vulkan_bench" "$bundle/"
-  for b in vulkan_kernels_test vulkan_bench; do
+  cmake --build "$build" --target vulkan_kernels_test kernel_vulkan_test vulkan_bench -j "${JOBS:-2}"
+  cp "$build/tests/vulkan/vulkan_kernels_test" "$build/tests/kernel/kernel_vulkan_test" \
+    "$build/bench/vulkan_bench" "$bundle/"
+  for b in vulkan_kernels_test kernel_vulkan_test vulkan_bench; do
     if ldd "$bundle/$b" | grep -E "libgtest|libstdc\+\+|not found"; then
       echo "gpu_bundle.sh: $b links a library the GPU machine may lack" >&2
       exit 1
@@ -147,7 +148,7 @@ if grep -q "^vulkan_bench:" <<<"$targets"; then
   done
   cat >"$bundle/vulkan.sh" <<'VULKAN'
 #!/usr/bin/env bash
-# The kernel layer on the machine's Vulkan driver: the suite, then vulkan_bench three times and
+# The kernel layer on the machine's Vulkan driver: the suites, then vulkan_bench three times and
 # cuda_bench's figures of the same names (docs/vulkan.md). Needs the Vulkan loader (libvulkan1);
 # VK_DRIVER_FILES points at NVIDIA's ICD where the loader does not find it by itself.
 cd "$(dirname "$0")"
@@ -155,6 +156,7 @@ if ! ./vulkan_kernels_test --gtest_filter='VulkanRun.DeviceIsDescribed' 2>&1 | g
   export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 fi
 ./vulkan_kernels_test
+./kernel_vulkan_test
 for r in 1 2 3; do ./vulkan_bench --reps 30; done
 for f in add_64M copy_GBps softmax_8192 sum_256M; do ./cuda_bench --filter $f --reps 30; done
 VULKAN
