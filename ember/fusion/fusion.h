@@ -233,13 +233,31 @@ class Fusion {
     // Under the stream's lock: another thread's flush may be giving h its value.
     Stream& s = stream(h->device);
     std::lock_guard lk(s.mu);
-    if (!h->value) {
-      if (h->error) fusion::detail::throw_failed(*h->error);
+    if (h->value) return *h->value;
+    if (h->error) fusion::detail::throw_failed(*h->error);
+    // Other programs of the flush may fail: their errors stay on their own tensors; h's read
+    // reports only h's (as it was thrown, when it was the flush's first failure).
+    std::exception_ptr failed;
+    try {
       flush_locked(s, h->device);
-      if (h->error) fusion::detail::throw_failed(*h->error);
-      if (!h->value) fusion::detail::throw_failed("a pending tensor was not produced");
+    } catch (...) {
+      failed = std::current_exception();
     }
-    return *h->value;
+    if (h->value) return *h->value;
+    if (failed && h->error) {
+      std::string what;
+      try {
+        std::rethrow_exception(failed);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      if (!what.empty() && h->error->find(what) != std::string::npos)
+        std::rethrow_exception(failed);
+    }
+    if (h->error) fusion::detail::throw_failed(*h->error);
+    if (failed) std::rethrow_exception(failed);
+    fusion::detail::throw_failed("a pending tensor was not produced");
   }
 
  private:
@@ -320,9 +338,10 @@ class Fusion {
     if (constant) e.value = op.attrs.scalar;
     e.meta = out;
     e.arity = static_cast<int>(in.size());
+    for (const Handle& h : in)  // before any operand joins the stream's inputs
+      if (h->error) fusion::detail::throw_failed(*h->error);
     for (size_t i = 0; i < in.size(); ++i) {
       Handle& h = in[i];
-      if (h->error) fusion::detail::throw_failed(*h->error);
       e.args[i] = pending_here(s, *h) ? h->step : input_ref(s, h);
     }
     auto t = std::make_shared<Lazy>(out, dev);
@@ -350,7 +369,7 @@ class Fusion {
     c.view = typename Stream::View{op, x, t};
     s.closed.push_back(std::move(c));
     fusion::detail::count(fusion::detail::Counter::Recorded);
-    if (s.closed.size() >= kMaxClosed) run_closed(s, dev);
+    if (s.closed.size() >= kMaxClosed) run_closed_quietly(s, dev);
     return t;
   }
 
@@ -403,7 +422,7 @@ class Fusion {
       s.entries.push_back(e);  // the closed program keeps its copy for its own steps
     }
     s.closed.push_back(std::move(c));
-    if (s.closed.size() >= kMaxClosed) run_closed(s, dev);
+    if (s.closed.size() >= kMaxClosed) run_closed_quietly(s, dev);
   }
   static constexpr size_t kMaxClosed = 64;
 
@@ -443,11 +462,37 @@ class Fusion {
     for (auto& c : closed) {
       try {
         execute(c, dev);
+      } catch (const std::exception& e) {
+        fail_segment(c, e.what());
+        if (!first) first = std::current_exception();
       } catch (...) {
+        fail_segment(c, "an unknown error");
         if (!first) first = std::current_exception();
       }
     }
     if (first) std::rethrow_exception(first);
+  }
+  // The closed programs run while an unrelated op is recorded (the queue's bound): their
+  // failures stay on their tensors, for their reads to report.
+  static void run_closed_quietly(Stream& s, Device dev) {
+    try {
+      run_closed(s, dev);
+    } catch (...) {
+    }
+  }
+  // Every tensor a failed program should have made and did not gets the error, so no read
+  // finds a tensor with neither.
+  static void fail_segment(typename Stream::Segment& c, const std::string& why) {
+    auto err = std::make_shared<const std::string>(why);
+    auto mark = [&](const Handle& t) {
+      if (t && !t->value && !t->error) t->error = err;
+    };
+    if (c.view) mark(c.view->owner.lock());
+    if (c.reduction) mark(c.reduction->owner.lock());
+    for (auto& e : c.entries) {
+      Handle t = e.owner.lock();
+      if (t && t->generation == c.generation) mark(t);
+    }
   }
 
   static void execute(typename Stream::Segment& c, Device dev) {

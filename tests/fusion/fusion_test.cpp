@@ -554,5 +554,21 @@ TEST_F(FusionTest, AFailedProgramFailsItsReadersNotIndependentPrograms) {
   EXPECT_EQ((x * 3.0).to_vec<float>(), (xc * 3.0).to_vec<float>());  // the stream works on
 }
 
+TEST_F(FusionTest, AReadReportsOnlyItsOwnProgramsError) {
+  auto xc = randn(16), yc = randn(8);
+  auto x = on<FI>(xc), y = on<FI>(yc);
+  Interpreted::oom_shape = Shape{16};
+  auto a = x.exp();  // [16]: its program will fail
+  auto b = y + 1.0;  // [8]: independent
+  // b's read runs both programs: a's failure is a's, not b's.
+  EXPECT_EQ(b.to_vec<float>(), (yc + 1.0).to_vec<float>());
+  EXPECT_THROW((void)a.to_vec<float>(), Error);
+  // Recording goes on past failed programs; an op of their tensors reports their error.
+  auto c = y * 2.0;
+  EXPECT_THROW((void)(a * 2.0), Error);
+  Interpreted::oom_shape = Shape{};
+  EXPECT_EQ(c.to_vec<float>(), (yc * 2.0).to_vec<float>());
+}
+
 }  // namespace
 }  // namespace ember
