@@ -363,7 +363,10 @@ class Fusion {
     Stream& s = stream(dev);
     std::lock_guard lk(s.mu);
     if (x->value || x->error || x->device != dev) return nullptr;
-    close_locked(s, dev, false);  // x may be a constant: made before the view, not carried
+    // A source of the current program: that program runs first (closed, a constant source
+    // not carried away). A source of an older one: the current program goes on recording and
+    // runs after the view anyway.
+    if (x->generation == s.generation) close_locked(s, dev, false);  // a step or the reduction
     auto t = std::make_shared<Lazy>(out, dev);  // no step: never pending in a program
     typename Stream::Segment c;
     c.view = typename Stream::View{op, x, t};

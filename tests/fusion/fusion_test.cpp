@@ -570,5 +570,17 @@ TEST_F(FusionTest, AReadReportsOnlyItsOwnProgramsError) {
   EXPECT_EQ(c.to_vec<float>(), (yc * 2.0).to_vec<float>());
 }
 
+TEST_F(FusionTest, AReshapeOfAnOlderProgramDoesNotSplitTheCurrentOne) {
+  auto xc = randn(16), yc = randn(8);
+  auto x = on<FI>(xc), y = on<FI>(yc);
+  auto p = y + 1.0;               // [8]
+  auto a = x * 2.0;               // [16]: p's program is closed
+  auto v = p.reshape<2>({2, 4});  // a view of the closed program's value
+  auto b = a + 1.0;               // still a's program
+  EXPECT_EQ(b.to_vec<float>(), (xc * 2.0 + 1.0).to_vec<float>());
+  EXPECT_EQ(fusion::stats().programs, 2);  // p's, and a's with b
+  EXPECT_EQ(v.to_vec<float>(), (yc + 1.0).to_vec<float>());
+}
+
 }  // namespace
 }  // namespace ember
