@@ -39,6 +39,8 @@ std::string result_name(VkResult r) {
       return "VK_ERROR_LAYER_NOT_PRESENT";
     case VK_TIMEOUT:
       return "VK_TIMEOUT";
+    case VK_NOT_READY:
+      return "VK_NOT_READY";
     default:
       return "VkResult " + std::to_string(int(r));
   }
@@ -156,9 +158,20 @@ std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d) {
       fatomic = fatomic || (t == ScalarType::F32 && i.op == kernel::Op::AtomicAdd);
     }
   }
-  // Vector accesses go through 64-bit address arithmetic (render_glsl's word views).
+  // Vector accesses go through 64-bit address arithmetic (render_glsl's word views); 64-bit
+  // values in subgroup operations need the extended subgroup types.
+  std::vector<kernel::Type> types(k.num_values);
   for (const kernel::Inst& i : k.body)
-    if ((i.op == kernel::Op::Load || i.op == kernel::Op::Store) && i.type.width > 1) i64 = true;
+    if (i.result != kernel::kNoValue) types[i.result] = i.type;
+  bool sub64 = false;
+  for (const kernel::Inst& i : k.body) {
+    if (i.op == kernel::Op::Load && i.type.width > 1) i64 = true;
+    if (i.op == kernel::Op::Store && types[i.args[1]].width > 1) i64 = true;
+    kernel::Form f = kernel::info(i.op).form;
+    if ((f == kernel::Form::Shuffle || f == kernel::Form::SubgroupReduce) &&
+        i.type.scalar == ScalarType::I64)
+      sub64 = true;
+  }
   std::string m;
   auto lack = [&](bool need, bool have, const char* what) {
     if (need && !have) m += (m.empty() ? "" : ", ") + std::string(what);
@@ -168,6 +181,7 @@ std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d) {
   lack(s16, d.storage16 && d.int16, "storageBuffer16BitAccess and shaderInt16 (16-bit tensors)");
   lack(s8, d.storage8 && d.int8, "storageBuffer8BitAccess and shaderInt8 (8-bit and bool tensors)");
   lack(sub, d.subgroup_ops, "subgroup shuffle and ballot operations");
+  lack(sub64, d.subgroup_i64, "shaderSubgroupExtendedTypes (64-bit subgroup operations)");
   lack(i64atomic, d.int64_atomics, "shaderBufferInt64Atomics (i64 atomics)");
   lack(fatomic, d.float_atomic_add, "shaderBufferFloat32AtomicAdd (f32 atomic add)");
   return m;
@@ -255,7 +269,10 @@ struct Context::Impl {
   static constexpr uint32_t kQueries = 256;
   VkQueryPool queries = VK_NULL_HANDLE;
   uint32_t queries_used = 0;
-  double timestamp_ns = 0;  // per tick; 0: the queue cannot write timestamps
+  double timestamp_ns = 0;              // per tick; 0: the queue cannot write timestamps
+  uint64_t batch = 0;                   // batches submitted so far
+  uint64_t stamp_batch[kQueries] = {};  // the batch each timestamp was written in, + 1
+  uint32_t max_groups = 65535;
 
   void save_pipeline_cache() {
     if (!pipeline_cache || cache_key.empty()) return;
@@ -356,6 +373,13 @@ struct Context::Impl {
     open = false;
     ring_used = 0;
     queries_used = 0;
+    // The device's writes visible to the host's reads after the fence.
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    ++batch;
     check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
@@ -547,6 +571,7 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   w12.shaderBufferInt64Atomics = v12.shaderBufferInt64Atomics;
   w12.shaderSharedInt64Atomics = v12.shaderSharedInt64Atomics;
   w12.bufferDeviceAddress = v12.bufferDeviceAddress;
+  w12.shaderSubgroupExtendedTypes = v12.shaderSubgroupExtendedTypes;
   if (!v12.bufferDeviceAddress)
     throw DeviceError("[vulkan] " + std::string(props.deviceName) +
                       " lacks bufferDeviceAddress, which every kernel's arguments need");
@@ -572,6 +597,8 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   m.info.float_atomic_add = float_ext && af.shaderBufferFloat32AtomicAdd;
   m.info.int64_atomics = v12.shaderBufferInt64Atomics;
   m.info.buffer_address = v12.bufferDeviceAddress;
+  m.info.subgroup_i64 = v12.shaderSubgroupExtendedTypes;
+  m.max_groups = std::max<uint32_t>(1, props.limits.maxComputeWorkGroupCount[0]);
 
   uint32_t q = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(m.physical, &q, nullptr);
@@ -722,6 +749,7 @@ uint32_t Context::timestamp() {
   m.begin();
   if (m.queries_used == 0) vkCmdResetQueryPool(m.cmd, m.queries, 0, Impl::kQueries);
   vkCmdWriteTimestamp(m.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, m.queries, m.queries_used);
+  m.stamp_batch[m.queries_used] = m.batch + 1;  // the batch being recorded
   return m.queries_used++;
 }
 
@@ -730,6 +758,10 @@ double Context::elapsed_ms(uint32_t from, uint32_t to) {
   std::lock_guard lk(m.mu);
   if (!m.queries) throw DeviceError("[vulkan] " + m.info.name + " writes no timestamps");
   m.sync();
+  if (from >= Impl::kQueries || to >= Impl::kQueries || m.stamp_batch[from] != m.batch ||
+      m.stamp_batch[to] != m.batch)
+    throw ValueError("[vulkan] timestamps " + std::to_string(from) + " and " + std::to_string(to) +
+                     " are not both of the last batch (a transfer or synchronize ends a batch)");
   uint64_t t[2];
   for (int i = 0; i < 2; ++i)
     check(
@@ -817,7 +849,8 @@ void Context::launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint
   uint32_t offset = static_cast<uint32_t>(at);
   vkCmdBindDescriptorSets(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &p.set, 1,
                           &offset);
-  vkCmdDispatch(m.cmd, std::max<uint32_t>(groups, 1), 1, 1);
+  // Kernels loop over their work: more workgroups than the device takes are not needed.
+  vkCmdDispatch(m.cmd, std::clamp<uint32_t>(groups, 1, m.max_groups), 1, 1);
   m.barrier();
 }
 

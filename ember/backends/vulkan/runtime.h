@@ -41,6 +41,7 @@ struct DeviceInfo {
   uint32_t subgroup_size = 0;
   bool f64 = false, i64 = false, f16 = false, storage16 = false, storage8 = false;
   bool int8 = false, int16 = false, subgroup_ops = false;  // shaderInt8/16, shuffle + ballot
+  bool subgroup_i64 = false;                               // shaderSubgroupExtendedTypes
   bool float_atomic_add = false, int64_atomics = false, buffer_address = false;
   size_t pipeline_cache_bytes = 0;  // the driver's pipeline cache read from disk at start
 };

@@ -43,12 +43,17 @@ uint ember_min(uint a, uint b) { return min(a, b); }
 bool ember_max(bool a, bool b) { return a || b; }
 bool ember_min(bool a, bool b) { return a && b; }
 float ember_tanh(float x) { return abs(x) > 9.0 ? sign(x) : tanh(x); }
-float ember_sinh(float x) { return abs(x) < 1e-2 ? x + x * x * x * (1.0 / 6.0) : sinh(x); }
+float ember_sinh(float x) {
+  if (abs(x) < 1e-2) return x + x * x * x * (1.0 / 6.0);
+  if (abs(x) > 20.0) return sign(x) * exp(abs(x) - 0.693147180559945);
+  return sinh(x);
+}
 float ember_expm1(float x) {
   if (abs(x) < 1e-2) return x + x * x * (0.5 + x * (1.0 / 6.0 + x * (1.0 / 24.0)));
   return exp(x) - 1.0;
 }
 float ember_log1p(float x) {
+  if (isinf(x) && x > 0.0) return x;
   float u = 1.0 + x;
   if (u == 1.0) return x;
   return log(u) * (x / (u - 1.0));
@@ -74,11 +79,62 @@ float ember_acos(float x) { return atan(sqrt((1.0 - x) * (1.0 + x)), x); }
 // fmod: the sign of a and |r| < |b|, also where a / b rounds across an integer (drivers'
 // division may be off by ulps: NVIDIA's is).
 float ember_rem(float a, float b) {
+  if (isinf(b) && !isinf(a)) return a;
   float r = fma(-b, trunc(a / b), a);
   if (abs(r) >= abs(b)) r -= sign(r) * abs(b);
   if (r != 0.0 && sign(r) != sign(a)) r += sign(a) * abs(b);
-  return r;
+  return r == 0.0 ? a * 0.0 : r;  // a zero keeps a's sign
 }
+bool ember_neg_zero(float x) { return x == 0.0 && (floatBitsToUint(x) >> 31) != 0u; }
+// pow with C's special cases (GLSL leaves a negative base and 0^0 undefined).
+float ember_pow(float x, float y) {
+  if (y == 0.0 || x == 1.0) return 1.0;
+  if (isnan(x) || isnan(y)) return x + y;
+  bool yint = trunc(y) == y, odd = yint && mod(abs(y), 2.0) == 1.0;
+  if (isinf(y)) {
+    float ax = abs(x);
+    if (ax == 1.0) return 1.0;
+    return (ax > 1.0) == (y > 0.0) ? uintBitsToFloat(0x7f800000u) : 0.0;
+  }
+  if (x == 0.0 || isinf(x)) {
+    bool big = (x == 0.0) == (y < 0.0);  // 0^-y and inf^y are infinite
+    float r = big ? uintBitsToFloat(0x7f800000u) : 0.0;
+    bool negative = odd && (x < 0.0 || ember_neg_zero(x));
+    return negative ? -r : r;
+  }
+  if (x > 0.0) return pow(x, y);
+  if (!yint) return uintBitsToFloat(0x7fc00000u);
+  float r = pow(-x, y);
+  return odd ? -r : r;
+}
+float ember_atan2(float y, float x) {
+  if (isnan(x) || isnan(y)) return x + y;
+  const float pi = 3.14159265358979;
+  float s = (y < 0.0 || ember_neg_zero(y)) ? -1.0 : 1.0;
+  if (y == 0.0) return (x < 0.0 || ember_neg_zero(x)) ? s * pi : s * 0.0;
+  if (isinf(x)) {
+    if (isinf(y)) return s * (x > 0.0 ? pi / 4.0 : 3.0 * pi / 4.0);
+    return x > 0.0 ? s * 0.0 : s * pi;
+  }
+  if (isinf(y) || x == 0.0) return s * pi / 2.0;
+  return atan(y, x);
+}
+float ember_cosh(float x) {
+  float ax = abs(x);
+  return ax > 20.0 ? exp(ax - 0.693147180559945) : 0.5 * (exp(ax) + exp(-ax));
+}
+float ember_asinh(float x) {
+  float ax = abs(x), z = ax * ax;
+  float r = ax > 1e18 ? log(ax) + 0.693147180559945
+                      : ember_log1p(ax + z / (1.0 + sqrt(1.0 + z)));
+  return x < 0.0 ? -r : r;
+}
+float ember_acosh(float x) {
+  if (x > 1e18) return log(x) + 0.693147180559945;
+  float t = x - 1.0;
+  return ember_log1p(t + sqrt(t * (x + 1.0)));
+}
+float ember_atanh(float x) { return 0.5 * ember_log1p(2.0 * x / (1.0 - x)); }
 int ember_rem(int a, int b) { return a - (a / b) * b; }
 uint ember_rem(uint a, uint b) { return a % b; }
 uint ember_mulhi(uint a, uint b) { uint hi, lo; umulExtended(a, b, hi, lo); return hi; }
@@ -90,7 +146,7 @@ const char* kPreludeF64 = R"GLSL(
 // few ulps over the ranges ember's kernels use.
 double ember_dexp(double x) {
   if (isnan(x)) return x;
-  if (x > 709.78) return packDouble2x32(uvec2(0u, 0x7ff00000u));
+  if (x > 709.782712893384lf) return packDouble2x32(uvec2(0u, 0x7ff00000u));
   if (x < -745.2) return 0.0lf;
   double n = roundEven(x * 1.4426950408889634lf);
   double r = fma(-n, 6.93147180369123816490e-01lf, x);
@@ -115,6 +171,11 @@ double ember_dlog(double x) {
   if (isnan(x) || x < 0.0lf) return packDouble2x32(uvec2(0u, 0x7ff80000u));
   if (x == 0.0lf) return packDouble2x32(uvec2(0u, 0xfff00000u));
   if (isinf(x)) return x;
+  double bias = 0.0lf;
+  if (x < 2.2250738585072014e-308lf) {  // subnormal: scaled up first (frexp may not take it)
+    x *= 18014398509481984.0lf;         // 2^54
+    bias = -54.0lf;
+  }
   int e;
   double m = frexp(x, e);  // m in [0.5, 1)
   if (m < 0.70710678118654752lf) { m *= 2.0lf; e -= 1; }
@@ -131,7 +192,7 @@ double ember_dlog(double x) {
   p = fma(p, z, 2.0lf / 5.0lf);
   p = fma(p, z, 2.0lf / 3.0lf);
   p = fma(p, z, 2.0lf);
-  double de = double(e);
+  double de = double(e) + bias;
   return fma(de, 6.93147180369123816490e-01lf, fma(de, 1.90821492927058770002e-10lf, s * p));
 }
 // sin (q = 0) or cos (q = 1) of x: x - k pi/2 in three parts, then the quadrant's polynomial.
@@ -202,10 +263,12 @@ double ember_dsinh(double x) {
     double e = ember_dexpm1(x);
     return 0.5lf * (e + e / (e + 1.0lf));  // (e^x - e^-x) / 2 without the cancellation
   }
+  if (abs(x) > 40.0lf) return sign(x) * ember_dexp(abs(x) - 0.69314718055994531lf);
   double e = ember_dexp(abs(x));
   return sign(x) * 0.5lf * (e - 1.0lf / e);
 }
 double ember_dcosh(double x) {
+  if (abs(x) > 40.0lf) return ember_dexp(abs(x) - 0.69314718055994531lf);
   double e = ember_dexp(abs(x));
   return 0.5lf * (e + 1.0lf / e);
 }
@@ -232,7 +295,12 @@ double ember_datan2(double y, double x) {
     if (y == 0.0lf) return (floatBitsToUint(float(x)) >> 31) != 0u ? (y < 0.0lf || (floatBitsToUint(float(y)) >> 31) != 0u ? -pi : pi) : y;
     return y > 0.0lf ? pi / 2.0lf : -pi / 2.0lf;
   }
-  if (isinf(x) || isinf(y)) return double(atan(float(y), float(x)));
+  if (isinf(x) || isinf(y)) {
+    double s = (y < 0.0lf || (floatBitsToUint(float(y)) >> 31) != 0u) ? -1.0lf : 1.0lf;
+    if (isinf(x) && isinf(y)) return s * (x > 0.0lf ? pi / 4.0lf : 3.0lf * pi / 4.0lf);
+    if (isinf(x)) return x > 0.0lf ? s * 0.0lf : s * pi;
+    return s * pi / 2.0lf;
+  }
   double a = ember_datan(y / x);
   if (x > 0.0lf) return a;
   return (y >= 0.0lf && (floatBitsToUint(float(y)) >> 31) == 0u) ? a + pi : a - pi;
@@ -282,10 +350,19 @@ double ember_derf(double x) {
   return x < 0.0lf ? -r : r;
 }
 double ember_dpow(double x, double y) {
-  if (y == 0.0lf) return 1.0lf;
+  if (y == 0.0lf || x == 1.0lf) return 1.0lf;
   if (isnan(x) || isnan(y)) return x + y;
+  bool odd = !isinf(y) && trunc(y) == y && mod(abs(y), 2.0lf) == 1.0lf;
+  if (isinf(y)) {
+    double ax = abs(x);
+    if (ax == 1.0lf) return 1.0lf;
+    return (ax > 1.0lf) == (y > 0.0lf) ? packDouble2x32(uvec2(0u, 0x7ff00000u)) : 0.0lf;
+  }
+  if (isinf(x)) {
+    double r = (y > 0.0lf) ? packDouble2x32(uvec2(0u, 0x7ff00000u)) : 0.0lf;
+    return (x < 0.0lf && odd) ? -r : r;
+  }
   if (x > 0.0lf) return ember_dexp(y * ember_dlog(x));
-  bool odd = trunc(y) == y && mod(abs(y), 2.0lf) == 1.0lf;
   if (x == 0.0lf) return y > 0.0lf ? (odd ? x : 0.0lf) : (odd && (floatBitsToUint(float(x)) >> 31) != 0u ? -1.0lf / 0.0lf : 1.0lf / 0.0lf);
   if (trunc(y) != y) return packDouble2x32(uvec2(0u, 0x7ff80000u));
   double r = ember_dexp(y * ember_dlog(-x));
@@ -473,7 +550,7 @@ const char* math_name(Op op) {
     case Op::Trunc:
       return "trunc";
     case Op::Pow:
-      return "pow";
+      return "ember_pow";
     case Op::Expm1:
       return "ember_expm1";
     case Op::Log1p:
@@ -487,15 +564,15 @@ const char* math_name(Op op) {
     case Op::Sinh:
       return "ember_sinh";
     case Op::Cosh:
-      return "cosh";
+      return "ember_cosh";
     case Op::Asinh:
-      return "asinh";
+      return "ember_asinh";
     case Op::Acosh:
-      return "acosh";
+      return "ember_acosh";
     case Op::Atanh:
-      return "atanh";
+      return "ember_atanh";
     case Op::Atan2:
-      return "atan";
+      return "ember_atan2";
     default:
       return "?";
   }
@@ -555,9 +632,8 @@ std::vector<char> u32_views(const Kernel& k) {
         i.space != Space::Global)
       continue;
     ScalarType s = k.params[i.ref].type.scalar;
-    bool native = s == ScalarType::I32 || s == ScalarType::U32 ||
-                  (s == ScalarType::I64 && i.op != Op::AtomicCas) ||
-                  (s == ScalarType::F32 && (i.op == Op::AtomicAdd || i.op == Op::AtomicExch));
+    bool native = s == ScalarType::I32 || s == ScalarType::U32 || s == ScalarType::I64 ||
+                  (s == ScalarType::F32 && i.op == Op::AtomicAdd);
     if (native) continue;
     if (s != ScalarType::F32 && s != ScalarType::F16 && s != ScalarType::BF16 &&
         s != ScalarType::F64)
@@ -604,6 +680,9 @@ class Renderer {
           sub || f == Form::SubgroupReduce || i.op == Op::SubgroupLane || i.op == Op::SubgroupSize;
       shuf = shuf || f == Form::Shuffle || f == Form::SubgroupReduce;
       ballot = ballot || f == Form::Ballot;
+      if (f == Form::Atomic && i.space == Space::Shared &&
+          k_.shared[i.ref].type.scalar == ScalarType::F32)
+        fatomic = true;
       if (f == Form::Atomic && i.space == Space::Global) {
         ScalarType s = k_.params[i.ref].type.scalar;
         fatomic = fatomic || (s == ScalarType::F32 && !alias_[i.ref]);
@@ -656,7 +735,7 @@ class Renderer {
       int align = f64view ? 8 : aliased ? 4 : byte_size(p.type.scalar);
       std::string ref = "ember_r_" + p.name;
       s += "layout(buffer_reference, std430, buffer_reference_align = " + std::to_string(align) +
-           ") " + (aliased ? "" : "restrict ") + q + "buffer " + ref + " { " + elem + " v[]; };\n";
+           ") " + q + "buffer " + ref + " { " + elem + " v[]; };\n";
       block += "  " + ref + " e_" + p.name + ";\n";
       locals += "  " + ref + " e_" + p.name + " = ember_p.e_" + p.name + ";\n";
       if (ar.word_offset != GlslLayout::kNone) {
@@ -679,12 +758,11 @@ class Renderer {
       views_.insert(view);
       std::string ref = "ember_r_" + k_.params[i.ref].name + "_w" + std::to_string(bytes);
       std::string words = bytes == 4 ? "uint" : bytes == 8 ? "uvec2" : "uvec4";
-      // A buffer only read may say so (and that nothing else writes it); others may not: a
-      // kernel writes it through this view and its element view.
+      // A buffer only read may say so; none says restrict (a kernel may get one buffer as two
+      // parameters: an op written into its input's buffer).
       bool read_only = k_.params[i.ref].access == Access::Read;
       s += "layout(buffer_reference, std430, buffer_reference_align = " + std::to_string(bytes) +
-           ") " + (read_only ? "restrict readonly " : "") + "buffer " + ref + " { " + words +
-           " v[]; };\n";
+           ") " + (read_only ? "readonly " : "") + "buffer " + ref + " { " + words + " v[]; };\n";
       locals += "  " + ref + " " + view + " = " + ref + "(uint64_t(ember_p.e_" +
                 k_.params[i.ref].name + "));\n";
       i64 = true;
@@ -939,6 +1017,8 @@ class Renderer {
           case Op::AtomicCas:
             return "(" + cur + " == " + v + " ? floatBitsToUint(" + val(i.args[2]) + ") : " + o +
                    ")";
+          case Op::AtomicExch:
+            return "floatBitsToUint(" + v + ")";
           default:
             return "floatBitsToUint(" + cur + " + " + v + ")";
         }
@@ -1104,8 +1184,7 @@ class Renderer {
           if (rs == ScalarType::Bool) return "(" + x + " != " + zero(as) + ")";
           if (as == ScalarType::Bool) return fix(rs, reg(rs) + "(" + x + ")");
           if (is_float(as) && (rs == ScalarType::U8 || rs == ScalarType::U32))
-            return fix(
-                rs, "uint(" + std::string(as == ScalarType::F64 ? "int64_t(" : "int(") + x + "))");
+            return fix(rs, "uint(" + x + ")");  // in range: the IR saturates before a cast
           return fix(rs, reg(rs) + "(" + x + ")");
         });
         break;
