@@ -412,6 +412,15 @@ struct Context::Impl {
     if (!up) std::memcpy(host, staging.impl_->mapped, bytes);
   }
 
+  void destroy(Pipeline& p) {
+    if (p.descriptors) vkDestroyDescriptorPool(device, p.descriptors, nullptr);
+    if (p.pipeline) vkDestroyPipeline(device, p.pipeline, nullptr);
+    if (p.layout) vkDestroyPipelineLayout(device, p.layout, nullptr);
+    if (p.set_layout) vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
+    if (p.module) vkDestroyShaderModule(device, p.module, nullptr);
+    p = Pipeline{};
+  }
+
   Pipeline& pipeline(const kernel::Kernel& k) {
     std::string source = kernel::render_glsl(k);
     auto it = pipelines.find(source);
@@ -421,58 +430,63 @@ struct Context::Impl {
       throw DeviceError("[vulkan] kernel " + k.name + " needs " + missing + ", which " + info.name +
                         " lacks");
     auto p = std::make_unique<Pipeline>();
-    p->args = kernel::glsl_layout(k);
-    SpirvOptions so;
-    so.vulkan_minor = 2;
-    std::vector<uint32_t> words = compile_glsl(source, k.name, so);
-    VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    mi.codeSize = words.size() * 4;
-    mi.pCode = words.data();
-    check(vkCreateShaderModule(device, &mi, nullptr, &p->module), "vkCreateShaderModule", k.name);
-    VkDescriptorSetLayoutBinding b{};
-    b.binding = 0;
-    b.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
-    b.descriptorCount = 1;
-    b.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-    VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    li.bindingCount = 1;
-    li.pBindings = &b;
-    check(vkCreateDescriptorSetLayout(device, &li, nullptr, &p->set_layout),
-          "vkCreateDescriptorSetLayout", k.name);
-    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    pl.setLayoutCount = 1;
-    pl.pSetLayouts = &p->set_layout;
-    check(vkCreatePipelineLayout(device, &pl, nullptr, &p->layout), "vkCreatePipelineLayout",
-          k.name);
-    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    ci.stage.module = p->module;
-    ci.stage.pName = "main";
-    ci.layout = p->layout;
-    check(vkCreateComputePipelines(device, pipeline_cache, 1, &ci, nullptr, &p->pipeline),
-          "vkCreateComputePipelines", k.name);
-    if (++unsaved >= 16) save_pipeline_cache();
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, 1};
-    VkDescriptorPoolCreateInfo di{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-    di.maxSets = 1;
-    di.poolSizeCount = 1;
-    di.pPoolSizes = &size;
-    check(vkCreateDescriptorPool(device, &di, nullptr, &p->descriptors), "vkCreateDescriptorPool",
-          k.name);
-    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    ai.descriptorPool = p->descriptors;
-    ai.descriptorSetCount = 1;
-    ai.pSetLayouts = &p->set_layout;
-    check(vkAllocateDescriptorSets(device, &ai, &p->set), "vkAllocateDescriptorSets", k.name);
-    VkDescriptorBufferInfo info{ring->impl_->buffer, 0, p->args.bytes};
-    VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    w.dstSet = p->set;
-    w.dstBinding = 0;
-    w.descriptorCount = 1;
-    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
-    w.pBufferInfo = &info;
-    vkUpdateDescriptorSets(device, 1, &w, 0, nullptr);
+    try {
+      p->args = kernel::glsl_layout(k);
+      SpirvOptions so;
+      so.vulkan_minor = 2;
+      std::vector<uint32_t> words = compile_glsl(source, k.name, so);
+      VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+      mi.codeSize = words.size() * 4;
+      mi.pCode = words.data();
+      check(vkCreateShaderModule(device, &mi, nullptr, &p->module), "vkCreateShaderModule", k.name);
+      VkDescriptorSetLayoutBinding b{};
+      b.binding = 0;
+      b.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
+      b.descriptorCount = 1;
+      b.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+      VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+      li.bindingCount = 1;
+      li.pBindings = &b;
+      check(vkCreateDescriptorSetLayout(device, &li, nullptr, &p->set_layout),
+            "vkCreateDescriptorSetLayout", k.name);
+      VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+      pl.setLayoutCount = 1;
+      pl.pSetLayouts = &p->set_layout;
+      check(vkCreatePipelineLayout(device, &pl, nullptr, &p->layout), "vkCreatePipelineLayout",
+            k.name);
+      VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+      ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+      ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+      ci.stage.module = p->module;
+      ci.stage.pName = "main";
+      ci.layout = p->layout;
+      check(vkCreateComputePipelines(device, pipeline_cache, 1, &ci, nullptr, &p->pipeline),
+            "vkCreateComputePipelines", k.name);
+      if (++unsaved >= 16) save_pipeline_cache();
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, 1};
+      VkDescriptorPoolCreateInfo di{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+      di.maxSets = 1;
+      di.poolSizeCount = 1;
+      di.pPoolSizes = &size;
+      check(vkCreateDescriptorPool(device, &di, nullptr, &p->descriptors), "vkCreateDescriptorPool",
+            k.name);
+      VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+      ai.descriptorPool = p->descriptors;
+      ai.descriptorSetCount = 1;
+      ai.pSetLayouts = &p->set_layout;
+      check(vkAllocateDescriptorSets(device, &ai, &p->set), "vkAllocateDescriptorSets", k.name);
+      VkDescriptorBufferInfo info{ring->impl_->buffer, 0, p->args.bytes};
+      VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      w.dstSet = p->set;
+      w.dstBinding = 0;
+      w.descriptorCount = 1;
+      w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
+      w.pBufferInfo = &info;
+      vkUpdateDescriptorSets(device, 1, &w, 0, nullptr);
+    } catch (...) {  // what was made so far, freed
+      destroy(*p);
+      throw;
+    }
     return *pipelines.emplace(source, std::move(p)).first->second;
   }
 };
@@ -703,13 +717,7 @@ Context::~Context() {
   } catch (const std::exception&) {  // a lost device: what was recorded is gone with it
   }
   vkDeviceWaitIdle(m.device);
-  for (auto& [key, p] : m.pipelines) {
-    vkDestroyDescriptorPool(m.device, p->descriptors, nullptr);
-    vkDestroyPipeline(m.device, p->pipeline, nullptr);
-    vkDestroyPipelineLayout(m.device, p->layout, nullptr);
-    vkDestroyDescriptorSetLayout(m.device, p->set_layout, nullptr);
-    vkDestroyShaderModule(m.device, p->module, nullptr);
-  }
+  for (auto& [key, p] : m.pipelines) m.destroy(*p);
   m.pipelines.clear();
   m.empty_cache();
   m.save_pipeline_cache();
