@@ -393,15 +393,8 @@ class Fusion {
     return fusion::Program::input(k);
   }
 
-  // Closes the program being recorded: it runs at the next flush, after the ones closed
-  // before it. With `carry`, held constants of another shape (the scalar operand of the op
-  // that closes it, typically) move to the next program instead of running on their own.
-  static void close_locked(Stream& s, Device dev, bool carry = true) {
-    if (s.entries.empty()) {
-      s.inputs.clear();
-      s.has_shape = false;
-      return;
-    }
+  // Moves the program being recorded (not empty) to the closed ones; a fresh one starts.
+  static typename Stream::Segment& take_current(Stream& s) {
     typename Stream::Segment c;
     c.generation = s.generation;
     c.has_shape = s.has_shape;
@@ -415,6 +408,20 @@ class Fusion {
     s.has_shape = false;
     ++s.generation;
     fusion::detail::count(fusion::detail::Counter::Flushes);
+    s.closed.push_back(std::move(c));
+    return s.closed.back();
+  }
+
+  // Closes the program being recorded: it runs at the next flush, after the ones closed
+  // before it. With `carry`, held constants of another shape (the scalar operand of the op
+  // that closes it, typically) move to the next program instead of running on their own.
+  static void close_locked(Stream& s, Device dev, bool carry = true) {
+    if (s.entries.empty()) {
+      s.inputs.clear();
+      s.has_shape = false;
+      return;
+    }
+    typename Stream::Segment& c = take_current(s);
     for (auto& e : c.entries) {
       if (!carry) break;
       if (e.code != OpCode::Full || (c.has_shape && e.meta.shape == c.shape)) continue;
@@ -424,36 +431,17 @@ class Fusion {
       t->generation = s.generation;
       s.entries.push_back(e);  // the closed program keeps its copy for its own steps
     }
-    s.closed.push_back(std::move(c));
     if (s.closed.size() >= kMaxClosed) run_closed_quietly(s, dev);
   }
   static constexpr size_t kMaxClosed = 64;
 
-  // Runs the recorded programs in order and gives their owners values.
+  // Runs the recorded programs in order and gives their owners values (every held value gets
+  // one: constants of another shape run on their own, not carried).
   static void flush_locked(Stream& s, Device dev) {
-    if (s.entries.empty() && s.closed.empty()) {
-      s.inputs.clear();
-      s.has_shape = false;
-      return;
-    }
-    if (!s.entries.empty()) {
-      // Every held value gets one: constants of another shape run on their own, not carried.
-      typename Stream::Segment c;
-      c.generation = s.generation;
-      c.has_shape = s.has_shape;
-      c.shape = s.shape;
-      c.entries = std::move(s.entries);
-      c.inputs = std::move(s.inputs);
-      c.reduction = std::move(s.reduction);
-      s.entries.clear();
-      s.inputs.clear();
-      s.reduction.reset();
-      s.has_shape = false;
-      ++s.generation;
-      fusion::detail::count(fusion::detail::Counter::Flushes);
-      s.closed.push_back(std::move(c));
-    }
-    run_closed(s, dev);
+    if (!s.entries.empty()) take_current(s);
+    s.inputs.clear();
+    s.has_shape = false;
+    if (!s.closed.empty()) run_closed(s, dev);
   }
 
   // The closed programs, in order. A program that fails leaves its error on its tensors and on
