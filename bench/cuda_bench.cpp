@@ -18,8 +18,8 @@
 #include "bench/flags.h"
 #include "ember/backend/apply.h"
 #include "ember/backends/cuda/cuda.h"
-#include "ember/backends/cuda/ops.h"
 #include "ember/backends/cuda/runtime.h"
+#include "ember/backends/gpu/ops.h"
 #include "ember/core/error.h"
 #include "ember/ember.h"
 #include "ember/kernel/kernels/elementwise.h"
@@ -114,9 +114,9 @@ int main(int argc, char** argv) {
     if (want("copy_GBps(read+write)")) {
       H x = randn({int64_t(1) << 28});
       double bytes = 2.0 * (int64_t(1) << 28) * 4;
-      double ms = time_ms(o, o.reps, [&] { H y = cuda::detail::copy_strided(x); });
+      double ms = time_ms(o, o.reps, [&] { H y = gpu::copy_strided(x); });
       put("copy_GBps(read+write)", ms, "GB/s", gbps(bytes, ms));
-      H y = cuda::detail::copy_strided(x);
+      H y = gpu::copy_strided(x);
       cuda::detail::DeviceState& d = cuda::detail::device(0);
       ms = time_ms(o, o.reps,
                    [&] { cuda::raw::copy_dtod(y.ptr(), x.ptr(), size_t(bytes / 2), d.s()); });
@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
         TensorMeta m = infer(add, std::span<const TensorMeta* const>(metas, 2));
         (void)m;
       });
-      double t_alloc = host_us([&] { H e = cuda::detail::empty(z.meta, 0); });
+      double t_alloc = host_us([&] { H e = gpu::empty(z.meta, cuda::detail::device(0)); });
       cuda::detail::DeviceState& dev0 = cuda::detail::device(0);
       double t_find = host_us([&] { (void)dev0.find(0x1234); });
       std::printf(
@@ -219,10 +219,8 @@ int main(int argc, char** argv) {
       // The floor: the backend's kernel for a dense f32 add (the key elementwise.cpp gives it).
       cuda::detail::DeviceState& d = cuda::detail::device(0);
       using cuda::detail::Kind;
-      const cuda::detail::Loaded& l = cuda::detail::kernel_for(
-          d,
-          cuda::detail::key(Kind::Elementwise, int(OpCode::Add), DType::F32, DType::F32, 1, true),
-          [] {
+      const cuda::detail::Loaded& l = gpu::kernel_for(
+          d, gpu::key(Kind::Elementwise, int(OpCode::Add), DType::F32, DType::F32, 1, true), [] {
             kernel::ElementwiseSpec es;
             es.contiguous = true;
             return kernel::elementwise_kernel(es);

@@ -137,10 +137,11 @@ chmod +x "$bundle/run.sh"
 # The Vulkan kernel suite and vulkan_bench (beside cuda_bench's figures of the same names):
 # bundle/vulkan.sh, where the machine has a Vulkan loader and driver (docs/vulkan.md).
 if grep -q "^vulkan_bench:" <<<"$targets"; then
-  cmake --build "$build" --target vulkan_kernels_test kernel_vulkan_test vulkan_bench -j "${JOBS:-2}"
+  cmake --build "$build" --target vulkan_kernels_test kernel_vulkan_test vulkan_backend_test \
+    vulkan_bench -j "${JOBS:-2}"
   cp "$build/tests/vulkan/vulkan_kernels_test" "$build/tests/kernel/kernel_vulkan_test" \
-    "$build/bench/vulkan_bench" "$bundle/"
-  for b in vulkan_kernels_test kernel_vulkan_test vulkan_bench; do
+    "$build/tests/vulkan/vulkan_backend_test" "$build/bench/vulkan_bench" "$bundle/"
+  for b in vulkan_kernels_test kernel_vulkan_test vulkan_backend_test vulkan_bench; do
     if ldd "$bundle/$b" | grep -E "libgtest|libstdc\+\+|not found"; then
       echo "gpu_bundle.sh: $b links a library the GPU machine may lack" >&2
       exit 1
@@ -148,18 +149,32 @@ if grep -q "^vulkan_bench:" <<<"$targets"; then
   done
   cat >"$bundle/vulkan.sh" <<'VULKAN'
 #!/usr/bin/env bash
-# The kernel layer on the machine's Vulkan driver: the suites, then vulkan_bench three times and
+# The Vulkan backend on the machine's Vulkan driver: the kernel suites, the backend's test, the op
+# goldens on vulkan:0 and the device-aware suites on vulkan:0, then vulkan_bench three times and
 # cuda_bench's figures of the same names (docs/vulkan.md). Needs the Vulkan loader (libvulkan1);
-# VK_DRIVER_FILES points at NVIDIA's ICD where the loader does not find it by itself.
+# VK_DRIVER_FILES points at NVIDIA's ICD where the loader does not find it by itself. The exit
+# status is the first failure's.
 cd "$(dirname "$0")"
+export EMBER_TEST_DATA="$PWD/data"
+export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if ! ./vulkan_kernels_test --gtest_filter='VulkanRun.DeviceIsDescribed' 2>&1 | grep -q "\[vulkan\]"; then
   export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 fi
-./vulkan_kernels_test
-./kernel_vulkan_test
+status=0
+note() { if [ "$1" -ne 0 ] && [ $status -eq 0 ]; then status=$1; fi; }
+for t in vulkan_kernels_test kernel_vulkan_test vulkan_backend_test; do
+  echo "== $t"; ./$t; note $?
+done
+echo "== ops_test on vulkan:0"; ./ops_test --gtest_filter='*vulkan*'; note $?
+for t in DEVICE_TESTS; do
+  echo "== $t on vulkan:0"; EMBER_TEST_DEVICE=vulkan:0 ./$t; note $?
+done
+[ "${1:-}" = "--tests-only" ] && exit $status
 for r in 1 2 3; do ./vulkan_bench --reps 30; done
 for f in add_64M copy_GBps softmax_8192 sum_256M; do ./cuda_bench --filter $f --reps 30; done
+exit $status
 VULKAN
+  sed -i "s/DEVICE_TESTS/${device_tests[*]}/" "$bundle/vulkan.sh"
   chmod +x "$bundle/vulkan.sh"
 fi
 # xz: a third smaller than gzip for these binaries

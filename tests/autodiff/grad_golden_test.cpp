@@ -1,6 +1,6 @@
 // Gradients of every differentiable op in the golden file: against PyTorch's (computed by
-// tools/gen_goldens.py) and against central finite differences in f64, on the suite's device
-// (support/suite.h).
+// tools/gen_goldens.py) and against central finite differences in f64 (taken on the CPU
+// backend), computed on the suite's device (support/suite.h).
 #include <gtest/gtest.h>
 
 #include "../ops/golden.h"
@@ -68,11 +68,14 @@ TEST_P(GradGolden, MatchesPyTorch) {
 
 class GradFiniteDiff : public ::testing::TestWithParam<size_t> {};
 
-// d/dx_k of sum(out * grad_out) by central differences, in f64.
+// d/dx_k of sum(out * grad_out) by central differences, in f64: the suite device's gradients
+// against differences taken on the CPU backend (the oracle's many forward passes cost little
+// there; the device's forward ops are checked by the op goldens).
 TEST_P(GradFiniteDiff, MatchesCentralDifferences) {
   const json& c = golden_file().at("cases").at(GetParam());
   auto got = autodiff_grads(c, DType::F64);
-  Args<Dispatch> base = load_inputs<Dispatch>(c, suite_device(), DType::F64);
+  const Device cpu = Device::cpu();
+  Args<Dispatch> base = load_inputs<Dispatch>(c, cpu, DType::F64);
   auto& fn = golden_ops<Dispatch>().at(c.at("op").get<std::string>());
   TensorData gout = golden_tensor(c.at("grad_out")).convert(DType::F64);
   auto gv = gout.to_vec<double>();
@@ -93,7 +96,7 @@ TEST_P(GradFiniteDiff, MatchesCentralDifferences) {
         auto p = xv;
         p[k] = v;
         Args<Dispatch> a = base;
-        a.in[i] = Dispatch::from_data(TensorData::from<double>(p, x.shape()), suite_device());
+        a.in[i] = Dispatch::from_data(TensorData::from<double>(p, x.shape()), cpu);
         return loss(a);
       };
       double num = (eval(xv[k] + eps) - eval(xv[k] - eps)) / (2 * eps);

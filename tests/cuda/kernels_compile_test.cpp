@@ -1,4 +1,4 @@
-// Every kernel the CUDA backend writes itself (ember/backends/cuda/kernels.h), and a kernel of
+// Every kernel the CUDA backend writes itself (ember/backends/gpu/kernels.h), and a kernel of
 // each kind it requests from the kernel layer, renders and compiles to an sm_90 cubin with
 // NVRTC. Needs no GPU: source errors show up on any machine with the toolkit.
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 #include <set>
 #include <tuple>
 
-#include "ember/backends/cuda/kernels.h"
-#include "ember/backends/cuda/tune.h"
+#include "ember/backends/gpu/kernels.h"
+#include "ember/backends/gpu/tune.h"
 #include "ember/core/error.h"
 #include "ember/kernel/codegen/nvrtc.h"
 #include "ember/kernel/kernels/copy.h"
@@ -50,14 +50,14 @@ const DType kNumbers[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType
 TEST_F(CudaKernels, SequentialReductions) {
   for (OpCode op :
        {OpCode::Sum, OpCode::Prod, OpCode::Max, OpCode::Min, OpCode::ArgMax, OpCode::ArgMin})
-    for (DType t : kNumbers) compiles(cuda::kernels::seq_reduce_kernel(op, t));
-  compiles(cuda::kernels::seq_reduce_kernel(OpCode::Max, DType::Bool));
-  compiles(cuda::kernels::seq_reduce_kernel(OpCode::Min, DType::Bool));
-  EXPECT_THROW(cuda::kernels::seq_reduce_kernel(OpCode::Sum, DType::Bool), ValueError);
+    for (DType t : kNumbers) compiles(gpu::kernels::seq_reduce_kernel(op, t));
+  compiles(gpu::kernels::seq_reduce_kernel(OpCode::Max, DType::Bool));
+  compiles(gpu::kernels::seq_reduce_kernel(OpCode::Min, DType::Bool));
+  EXPECT_THROW(gpu::kernels::seq_reduce_kernel(OpCode::Sum, DType::Bool), ValueError);
 }
 
 TEST_F(CudaKernels, NaiveMatmul) {
-  for (DType t : kNumbers) compiles(cuda::kernels::naive_matmul_kernel(t));
+  for (DType t : kNumbers) compiles(gpu::kernels::naive_matmul_kernel(t));
 }
 
 // One of each spec shape the backend asks the kernel layer for.
@@ -299,7 +299,7 @@ TEST_F(CudaKernels, IntegerPow) {
 // over every shape bucket: the kernel builders accept it, its registers cover the row, and
 // each distinct f32 kernel compiles (other dtypes are built and validated).
 TEST_F(CudaKernels, TunedCandidates) {
-  namespace td = cuda::detail;
+  namespace td = gpu;
   std::set<std::tuple<int64_t, int64_t, bool, int64_t>> rows;  // wg, items, vector, width
   for (int ls = 0; ls <= 22; ++ls)
     for (int64_t vw : {2, 4, 8})

@@ -1,4 +1,4 @@
-// Tuned launches on the GPU (ember/backends/cuda/tune.h): each tuned op family on a large shape
+// Tuned launches on the GPU (ember/backends/gpu/tune.h): each tuned op family on a large shape
 // against the CPU backend and against the heuristics (EMBER_AUTOTUNE=0), every case timed once,
 // and a second tuner over the same file (as a second process) timing nothing.
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include "backend_fixture.h"
 #include "ember/backends/cuda/driver.h"
 #include "ember/backends/cuda/runtime.h"
-#include "ember/backends/cuda/tune.h"
+#include "ember/backends/gpu/tune.h"
 
 using namespace ember;
 using namespace ember::cuda_test;
@@ -56,8 +56,7 @@ class CudaTune : public CudaBackend {
     else
       ::unsetenv("EMBER_AUTOTUNE");
     cuda::detail::DeviceState& d = cuda::detail::device(0);
-    cuda::detail::reset_device_tuner(
-        d, cuda::detail::Tuner::default_file(cuda::device_info(0).name, d.arch));
+    gpu::reset_device_tuner(d, gpu::Tuner::default_file(cuda::device_info(0).name, d.arch));
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
@@ -152,11 +151,11 @@ class CudaTune : public CudaBackend {
 TEST_F(CudaTune, LargeShapesMatchTheCpuAndTheHeuristics) {
   cuda::detail::DeviceState& d = cuda::detail::device(0);
   fs::path file = dir_ / "tune.txt";
-  cuda::detail::Tuner* t = &cuda::detail::reset_device_tuner(d, file);
+  gpu::Tuner* t = &gpu::reset_device_tuner(d, file);
   std::vector<Case> all = cases();
   std::vector<TensorData> want, tuned;
   for (const Case& k : all) {
-    ASSERT_GE(k.in[0].shape().numel(), cuda::detail::kTuneMinElements) << k.name;
+    ASSERT_GE(k.in[0].shape().numel(), gpu::kTuneMinElements) << k.name;
     want.push_back(cpu(k));
     TensorData heuristic = gpu(k, false);
     int64_t before = t->stats().timings;
@@ -171,14 +170,14 @@ TEST_F(CudaTune, LargeShapesMatchTheCpuAndTheHeuristics) {
     EXPECT_TRUE(again.all_close(first, 0, 0, &why)) << k.name << ": " << why;
     tuned.push_back(std::move(first));
   }
-  cuda::detail::Tuner::Stats s = t->stats();
+  gpu::Tuner::Stats s = t->stats();
   EXPECT_EQ(s.timings, int64_t(all.size()));
   EXPECT_EQ(s.failures, 0) << "candidates that failed to launch";
   EXPECT_EQ(s.write_errors, 0);
   EXPECT_TRUE(fs::exists(file));
 
   // A second process: every decision from the file, nothing timed, the same results.
-  cuda::detail::Tuner* t2 = &cuda::detail::reset_device_tuner(d, file);
+  gpu::Tuner* t2 = &gpu::reset_device_tuner(d, file);
   for (size_t i = 0; i < all.size(); ++i) {
     TensorData got = gpu(all[i], true);
     std::string why;
@@ -192,7 +191,7 @@ TEST_F(CudaTune, LargeShapesMatchTheCpuAndTheHeuristics) {
 // A small problem takes the heuristic at once; with EMBER_AUTOTUNE=0 nothing is timed either.
 TEST_F(CudaTune, SmallProblemsAndTheSwitchTimeNothing) {
   cuda::detail::DeviceState& d = cuda::detail::device(0);
-  cuda::detail::Tuner* t = &cuda::detail::reset_device_tuner(d, dir_ / "tune.txt");
+  gpu::Tuner* t = &gpu::reset_device_tuner(d, dir_ / "tune.txt");
   Case small{
       "small softmax", along(OpCode::Softmax, 1), {random({64, 1000}, DType::F32)}, 1e-5, 1e-6};
   Case large{

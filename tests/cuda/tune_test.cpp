@@ -1,4 +1,4 @@
-// The launch-parameter tuner's decisions and its file (ember/backends/cuda/tune.h), with made-up
+// The launch-parameter tuner's decisions and its file (ember/backends/gpu/tune.h), with made-up
 // timings: needs no GPU. The candidate configurations it may choose are checked against the
 // kernel builders in kernels_compile_test.cpp.
 #include <gtest/gtest.h>
@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "ember/backends/cuda/tune.h"
+#include "ember/backends/gpu/tune.h"
 
 using namespace ember;
-using cuda::detail::Tuner;
+using gpu::Tuner;
 using namespace std::string_literals;
 
 namespace {
@@ -221,25 +221,25 @@ TEST_F(TuneFile, SwitchAndSizePolicy) {
   std::string saved = old ? old : "";
   Tuner a(file_, kDevice);
   auto times = table({{5, 2.0}, {9, 1.0}, {13, 2.0}});
-  const int64_t big = cuda::detail::kTuneMinElements;
+  const int64_t big = gpu::kTuneMinElements;
   ::setenv("EMBER_AUTOTUNE", "0", 1);
-  EXPECT_FALSE(cuda::detail::autotune_enabled());
-  EXPECT_EQ(cuda::detail::tuned_choice(a, "k", kCands, big, times), 5);
+  EXPECT_FALSE(gpu::autotune_enabled());
+  EXPECT_EQ(gpu::tuned_choice(a, "k", kCands, big, times), 5);
   ::setenv("EMBER_AUTOTUNE", "off", 1);
-  EXPECT_FALSE(cuda::detail::autotune_enabled());
+  EXPECT_FALSE(gpu::autotune_enabled());
   EXPECT_EQ(calls_, 0);
   ::setenv("EMBER_AUTOTUNE", "1", 1);
-  EXPECT_TRUE(cuda::detail::autotune_enabled());
-  EXPECT_EQ(cuda::detail::tuned_choice(a, "k", kCands, big - 1, times), 5);
+  EXPECT_TRUE(gpu::autotune_enabled());
+  EXPECT_EQ(gpu::tuned_choice(a, "k", kCands, big - 1, times), 5);
   EXPECT_EQ(calls_, 0);
-  EXPECT_EQ(cuda::detail::tuned_choice(a, "k", kCands, big, times), 9);
+  EXPECT_EQ(gpu::tuned_choice(a, "k", kCands, big, times), 9);
   EXPECT_EQ(calls_, 6);
   // The stored choice is not used while tuning is off.
   ::setenv("EMBER_AUTOTUNE", "0", 1);
-  EXPECT_EQ(cuda::detail::tuned_choice(a, "k", kCands, big, times), 5);
+  EXPECT_EQ(gpu::tuned_choice(a, "k", kCands, big, times), 5);
   ::unsetenv("EMBER_AUTOTUNE");
-  EXPECT_TRUE(cuda::detail::autotune_enabled());
-  EXPECT_EQ(cuda::detail::tuned_choice(a, "k", kCands, big, times), 9);
+  EXPECT_TRUE(gpu::autotune_enabled());
+  EXPECT_EQ(gpu::tuned_choice(a, "k", kCands, big, times), 9);
   EXPECT_EQ(a.stats().timings, 1);
   if (old) ::setenv("EMBER_AUTOTUNE", saved.c_str(), 1);
 }

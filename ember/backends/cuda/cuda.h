@@ -26,6 +26,7 @@
 
 #include "ember/backend/backend.h"
 #include "ember/backends/cuda/pool.h"
+#include "ember/backends/gpu/tensor.h"
 #include "ember/core/export.h"
 #include "ember/fusion/program.h"
 
@@ -34,17 +35,6 @@ namespace ember {
 class DeviceBackend;
 
 namespace cuda {
-/// Device memory of a tensor, returned to its device's pool when the last view goes.
-struct EMBER_API Storage {
-  Storage(int device, size_t bytes);
-  ~Storage();
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
-  DevicePtr ptr = 0;
-  size_t bytes = 0;
-  int device = 0;
-};
-
 /// Runs the ops Fusion still holds for the device (docs/fusion.md), then waits for every op
 /// queued on it.
 EMBER_API void synchronize(int device = 0);
@@ -64,20 +54,8 @@ EMBER_API int64_t cudnn_conv_calls();
 EMBER_API std::unique_ptr<DeviceBackend> make_device_backend();
 }  // namespace cuda
 
-/// A CUDA tensor: shared device storage seen through shape, strides (in elements, 0 for
-/// broadcast, negative for flip) and an offset.
-struct EMBER_API CudaTensor {
-  std::shared_ptr<cuda::Storage> storage;
-  TensorMeta meta;
-  Dims strides;
-  int64_t offset = 0;  // elements
-  int device = 0;
-
-  /// Row-major and dense from the offset on (dims of size 1 may have any stride).
-  bool is_contiguous() const;
-  /// The device address of element 0 of the view.
-  cuda::DevicePtr ptr() const;
-};
+/// A CUDA tensor: device storage seen through shape, strides and an offset (gpu/tensor.h).
+using CudaTensor = GpuTensor;
 
 class EMBER_API Cuda {
  public:

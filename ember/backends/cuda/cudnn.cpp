@@ -13,7 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ember/backends/cuda/ops.h"
+#include "ember/backends/cuda/runtime.h"
+#include "ember/backends/gpu/ops.h"
 #include "ember/core/error.h"
 #include "ember/kernel/dynlib.h"
 
@@ -270,9 +271,9 @@ bool choose(DnnDevice& dd, DeviceState& d, Plan& p, const Geometry& g, bool tf32
   double flops = 2.0 * double(Shape(g.y).numel()) * double(Shape(g.w).numel() / g.w[0]);
   int mode = find_mode();
   if (mode == 0 || (mode < 0 && flops < kFindFlops)) return true;
-  std::unique_ptr<Storage> ws;
+  std::shared_ptr<gpu::Storage> ws;
   try {
-    ws = std::make_unique<Storage>(d.index, most);
+    ws = d.allocate(most);
   } catch (const MemoryError&) {
     return true;  // no room to time them: the heuristics' choice
   }
@@ -361,12 +362,12 @@ bool cudnn_conv(const Op& op, const CudaTensor& a0, const CudaTensor& b0, const 
   if (t != DType::F32 && t != DType::F16 && t != DType::BF16 && t != DType::F64) return false;
   Geometry g;
   if (!geometry(op, a0, b0, out, g)) return false;
-  DeviceState& d = device(out.device);
+  auto& d = static_cast<DeviceState&>(gpu::runtime(out));
   DnnDevice& dd = dnn_device(d);
   if (!dd.ok) return false;
   // Views that start off 16 bytes (a slice's offset) are copied: cuDNN's vector loads want it.
-  CudaTensor a = alignment(a0.ptr()) < 16 ? copy_strided(a0) : a0;
-  CudaTensor b = alignment(b0.ptr()) < 16 ? copy_strided(b0) : b0;
+  CudaTensor a = alignment(a0.ptr()) < 16 ? gpu::copy_strided(a0) : a0;
+  CudaTensor b = alignment(b0.ptr()) < 16 ? gpu::copy_strided(b0) : b0;
   bool tf32 = allow_tf32();
   Buffers buf{a.ptr(), b.ptr(), out.ptr()};
   PlanKey k{};
@@ -386,8 +387,8 @@ bool cudnn_conv(const Op& op, const CudaTensor& a0, const CudaTensor& b0, const 
   const Plan& p = *it->second;
   if (!p.ok) return false;
   const dnn::Api& A = dnn::api();
-  Storage ws(d.index, p.workspace);
-  void* w = reinterpret_cast<void*>(ws.ptr);
+  std::shared_ptr<gpu::Storage> ws = d.allocate(p.workspace);
+  void* w = reinterpret_cast<void*>(ws->ptr);
   float f1 = 1, f0 = 0;
   double d1 = 1, d0 = 0;
   const void* one = t == DType::F64 ? static_cast<const void*>(&d1) : &f1;
@@ -406,7 +407,7 @@ bool cudnn_conv(const Op& op, const CudaTensor& a0, const CudaTensor& b0, const 
   if (st != 0) {
     const CudaTensor ins[2] = {a, b};
     throw DeviceError("[" + std::string(name(op.code)) + "] " + call_name(g.pass) + " failed: " +
-                      dnn::describe(st) + " for inputs " + describe(ins) + ", output " +
+                      dnn::describe(st) + " for inputs " + gpu::describe(ins) + ", output " +
                       out.meta.shape.to_string() + " (algorithm " + std::to_string(p.algo) + ")");
   }
   g_calls.fetch_add(1, std::memory_order_relaxed);

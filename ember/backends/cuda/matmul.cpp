@@ -1,9 +1,7 @@
-// Batched matmul with broadcast batch dims. Floats go through cuBLASLt (row-major C = A B is
-// column-major C^T = B^T A^T, so the operands swap); operands whose last two dims are neither
-// row- nor column-major are copied first. Batch dims that merge into one stride are one
-// strided-batched call, the rest a loop of calls. Integers, and shapes cuBLASLt finds no
-// algorithm for, use a simple kernel. Large products time the heuristic's first few algorithms
-// once per shape, layout and alignment and keep the fastest.
+// The CUDA runtime's GEMM (gpu/matmul.cpp makes the calls): floats go through cuBLASLt
+// (row-major C = A B is column-major C^T = B^T A^T, so the operands swap). Integers, and shapes
+// cuBLASLt finds no algorithm for, use the simple kernel of the GPU layer. Large products may
+// time the heuristic's first few algorithms once per shape, layout and alignment.
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -13,40 +11,12 @@
 #include <vector>
 
 #include "ember/backends/cuda/cublaslt.h"
-#include "ember/backends/cuda/kernels.h"
-#include "ember/backends/cuda/ops.h"
+#include "ember/backends/cuda/runtime.h"
 #include "ember/core/error.h"
 
 namespace ember::cuda::detail {
 
 namespace {
-
-struct MatView {
-  int64_t ld;
-  bool col;  // stored column-major
-};
-
-CudaTensor gemm_ready(const CudaTensor& t, MatView& mv) {
-  size_t r = t.meta.shape.rank();
-  int64_t rows = t.meta.shape[r - 2], cols = t.meta.shape[r - 1];
-  int64_t s0 = t.strides[r - 2], s1 = t.strides[r - 1];
-  bool batch_ok = true;  // cuBLASLt batch strides must not be negative (flipped batch dims)
-  for (size_t i = 0; i + 2 < r; ++i) batch_ok = batch_ok && t.strides[i] >= 0;
-  if (!batch_ok) {
-    mv = {std::max<int64_t>(cols, 1), false};
-    return copy_strided(t);
-  }
-  if ((s1 == 1 || cols == 1) && s0 >= std::max<int64_t>(cols, 1)) {
-    mv = {s0, false};
-    return t;
-  }
-  if ((s0 == 1 || rows == 1) && s1 >= std::max<int64_t>(rows, 1)) {
-    mv = {s1, true};
-    return t;
-  }
-  mv = {std::max<int64_t>(cols, 1), false};
-  return copy_strided(t);
-}
 
 int alignment(DevicePtr p) {
   int a = 1;
@@ -70,7 +40,7 @@ using PlanKey = std::array<int64_t, 18>;
 
 struct LtDevice {
   lt::Handle handle = nullptr;
-  std::shared_ptr<Storage> workspace;
+  std::shared_ptr<gpu::Storage> workspace;
   std::map<PlanKey, Plan> plans;
   std::mutex mu;
 };
@@ -90,7 +60,7 @@ LtDevice& lt_device(DeviceState& d) {
       delete n;
       throw DeviceError("[matmul] cublasLtCreate failed: " + lt::describe(st));
     }
-    n->workspace = std::make_shared<Storage>(d.index, kWorkspace);
+    n->workspace = d.allocate(kWorkspace);
     p = n;
   }
   return *p;
@@ -101,13 +71,6 @@ void lt_check(lt::Status s, const char* call, const std::string& shapes) {
     throw DeviceError(std::string("[matmul] ") + call + " failed: " + lt::describe(s) + " for " +
                       shapes);
 }
-
-struct GemmCall {
-  DType dtype;
-  int64_t m, n, k;  // of the row-major product
-  MatView va, vb;
-  int64_t batch, sa, sb, sc;
-};
 
 // Builds the plan for `g` with these pointer alignments (nullptr-free: plans are cached).
 Plan make_plan(LtDevice& ld, const GemmCall& g, int al_a, int al_b, int al_c, bool tf32,
@@ -169,17 +132,6 @@ Plan make_plan(LtDevice& ld, const GemmCall& g, int al_a, int al_b, int al_c, bo
   return p;
 }
 
-void naive(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c) {
-  const Loaded& l = kernel_for(d, key(Kind::Matmul, 0, g.dtype),
-                               [&] { return kernels::naive_matmul_kernel(g.dtype); });
-  Args args(l);
-  int64_t ar = g.va.col ? 1 : g.va.ld, ac = g.va.col ? g.va.ld : 1;
-  int64_t br = g.vb.col ? 1 : g.vb.ld, bc = g.vb.col ? g.vb.ld : 1;
-  args.ptr(a).ptr(b).ptr(c).i(g.batch).i(g.m).i(g.n).i(g.k);
-  args.i(g.sa).i(ar).i(ac).i(g.sb).i(br).i(bc);
-  args.launch(d, groups_for(d, g.batch * g.m * g.n, 256));
-}
-
 lt::Status run_plan(LtDevice& ld, DeviceState& d, const Plan& p, const lt::Algo& algo,
                     const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c) {
   const lt::Api& A = lt::api();
@@ -227,11 +179,13 @@ void tune(LtDevice& ld, DeviceState& d, Plan& p, const GemmCall& g, DevicePtr a,
   p.algo = p.candidates[pick];
 }
 
-void gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
-          const std::string& shapes) {
+}  // namespace
+
+void lt_gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
+             const std::string& shapes) {
   bool blas = g.dtype == DType::F32 || g.dtype == DType::F64 || g.dtype == DType::F16 ||
               g.dtype == DType::BF16;
-  if (!blas) return naive(d, g, a, b, c);
+  if (!blas) return d.Runtime::gemm(g, a, b, c, shapes);
   LtDevice& ld = lt_device(d);
   bool tf32 = allow_tf32();
   int al_a = alignment(a), al_b = alignment(b), al_c = alignment(c);
@@ -251,69 +205,8 @@ void gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr
         tune(ld, d, *plan, g, a, b, c);
     }
   }
-  if (!plan->found) return naive(d, g, a, b, c);
+  if (!plan->found) return d.Runtime::gemm(g, a, b, c, shapes);
   lt_check(run_plan(ld, d, *plan, plan->algo, g, a, b, c), "cublasLtMatmul", shapes);
-}
-
-}  // namespace
-
-CudaTensor matmul(const Op& op, Inputs in, const TensorMeta& out) {
-  DType t = out.dtype;
-  if (t == DType::Bool) not_implemented(op, in, "bool");
-  MatView va{}, vb{};
-  CudaTensor a = gemm_ready(in[0], va), b = gemm_ready(in[1], vb);
-  int dev = in[0].device;
-  CudaTensor o = empty(out, dev);
-  const Shape& os = out.shape;
-  size_t r = os.rank();
-  int64_t m = os[r - 2], n = os[r - 1], k = a.meta.shape[a.meta.shape.rank() - 1];
-  if (os.numel() == 0) return o;
-  DeviceState& d = device(dev);
-  if (k == 0) {
-    raw::memset(o.ptr(), 0, 1, size_t(os.numel()) * size_of(t), d.s());
-    return o;
-  }
-  // Batch strides of a, b and the output over the output's batch dims, merged where they can.
-  Shape batch(std::span<const int64_t>(os.dims().data(), r - 2));
-  auto bstrides = [&](const CudaTensor& x) {
-    CudaTensor v = x;
-    size_t xr = x.meta.shape.rank();
-    v.meta.shape = Shape(std::span<const int64_t>(x.meta.shape.dims().data(), xr - 2));
-    v.strides = Dims(std::span<const int64_t>(x.strides.data(), xr - 2));
-    return broadcast_strides(v, batch);
-  };
-  Dims sa = bstrides(a), sb = bstrides(b), sc = contiguous_strides(batch);
-  for (int64_t& s : sc) s *= m * n;
-  const Dims* sp[3] = {&sa, &sb, &sc};
-  Collapsed c = collapse(batch, std::span<const Dims* const>(sp, 3));
-  size_t cr = c.shape.size();
-  GemmCall g{t,
-             m,
-             n,
-             k,
-             va,
-             vb,
-             c.shape[cr - 1],
-             c.strides[0][cr - 1],
-             c.strides[1][cr - 1],
-             c.strides[2][cr - 1]};
-  std::string shapes = "a " + in[0].meta.shape.to_string() + ", b " + in[1].meta.shape.to_string() +
-                       " " + std::string(name(t));
-  int64_t outer = 1;
-  for (size_t i = 0; i + 1 < cr; ++i) outer *= c.shape[i];
-  int64_t es = size_of(t);
-  for (int64_t bi = 0; bi < outer; ++bi) {
-    int64_t oa = 0, ob = 0, oc = 0, rem = bi;
-    for (size_t i = cr - 1; i-- > 0;) {
-      int64_t idx = rem % c.shape[i];
-      rem /= c.shape[i];
-      oa += idx * c.strides[0][i];
-      ob += idx * c.strides[1][i];
-      oc += idx * c.strides[2][i];
-    }
-    gemm(d, g, a.ptr() + oa * es, b.ptr() + ob * es, o.ptr() + oc * es, shapes);
-  }
-  return o;
 }
 
 }  // namespace ember::cuda::detail

@@ -1,12 +1,14 @@
-// Per-device state, the kernel map and the launch path.
+// The CUDA runtime: per-device state, compiling and loading kernels, the launch path.
 #include "ember/backends/cuda/runtime.h"
 #include "ember/fusion/fusion.h"
 
 #include <algorithm>
 #include <atomic>
 
-#include "ember/backends/cuda/ops.h"
+#include "ember/backends/cuda/cudnn.h"
+#include "ember/backends/gpu/tune.h"
 #include "ember/core/error.h"
+#include "ember/kernel/codegen/cuda.h"
 #include "ember/kernel/codegen/nvrtc.h"
 
 namespace ember::cuda::detail {
@@ -27,7 +29,7 @@ int device_count_cached() {
   return n;
 }
 
-DeviceState::DeviceState(int i) : index(i) {
+DeviceState::DeviceState(int i) : gpu::Runtime(DeviceKind::Cuda, i) {
   ctx = raw::primary_context(i);
   raw::set_current(ctx);
   t_current = ctx;
@@ -53,19 +55,45 @@ DeviceState& device(int index) {
       g_devices[index].store(d, std::memory_order_release);
     }
   }
-  if (t_current != d->ctx) {
-    raw::set_current(d->ctx);
-    t_current = d->ctx;
-  }
+  d->bind();
   return *d;
 }
 
+void DeviceState::bind() const {
+  if (t_current != ctx) {
+    raw::set_current(ctx);
+    t_current = ctx;
+  }
+}
+
 namespace {
-std::unique_ptr<Loaded> compile_and_load(int arch, const kernel::Kernel& kern) {
+// Device memory from the device's pool, returned to it when the last view goes.
+struct CudaStorage final : gpu::Storage {
+  ~CudaStorage() override {
+    // The device exists (it allocated this); no driver call, so nothing can throw here.
+    if (ptr) {
+      auto* d = static_cast<DeviceState*>(runtime);
+      d->pool.release(ptr, bytes, d->s());
+    }
+  }
+};
+}  // namespace
+
+std::shared_ptr<gpu::Storage> DeviceState::allocate(size_t bytes) {
+  bind();
+  auto st = std::make_shared<CudaStorage>();
+  st->runtime = this;
+  st->bytes = bytes;
+  if (bytes) st->ptr = pool.allocate(bytes, s());
+  return st;
+}
+
+std::unique_ptr<Loaded> DeviceState::compile(const kernel::Kernel& kern) {
+  bind();
   kernel::CudaCompileOptions o;
   o.arch = arch;
   kernel::CudaBinary bin = kernel::compile_cuda(kern, o);
-  auto l = std::make_unique<Loaded>();
+  auto l = std::make_unique<CudaLoaded>();
   l->module = std::make_unique<Module>(bin);
   l->fn = l->module->function();
   for (int j = 0; j < 3; ++j) l->block[j] = kern.workgroup[j];
@@ -74,158 +102,80 @@ std::unique_ptr<Loaded> compile_and_load(int arch, const kernel::Kernel& kern) {
   l->name = kern.name;
   return l;
 }
-}  // namespace
 
-const Loaded* DeviceState::find(const std::string& k) {
-  std::lock_guard lk(mu_);
-  auto it = named_.find(k);
-  return it == named_.end() ? nullptr : it->second.get();
+std::string DeviceState::render(const kernel::Kernel& kern) const {
+  return kernel::render_cuda(kern);
 }
 
-const Loaded& DeviceState::load(const std::string& k, const kernel::Kernel& kern) {
-  auto l = compile_and_load(arch, kern);
-  std::lock_guard lk(mu_);
-  auto [it, fresh] = named_.emplace(k, std::move(l));
-  return *it->second;
-}
-
-const Loaded& DeviceState::load(uint64_t k, const kernel::Kernel& kern) {
-  auto l = compile_and_load(arch, kern);
-  std::lock_guard lk(mu_);
-  auto [it, fresh] = kernels_.emplace(k, std::move(l));
-  return *it->second;
-}
-
-Args& Args::i(int64_t v) {
-  uint64_t slot = 0;
-  switch (l_.params[n_]) {
-    case kernel::ScalarType::I32: {
-      auto x = static_cast<int32_t>(v);
-      std::memcpy(&slot, &x, 4);
-      break;
-    }
-    case kernel::ScalarType::U32: {
-      auto x = static_cast<uint32_t>(v);
-      std::memcpy(&slot, &x, 4);
-      break;
-    }
-    case kernel::ScalarType::F32:
-    case kernel::ScalarType::F64:
-      return f(static_cast<double>(v));
-    default:
-      std::memcpy(&slot, &v, 8);
-  }
-  slots_[n_++] = slot;
-  return *this;
-}
-
-Args& Args::f(double v) {
-  uint64_t slot = 0;
-  if (l_.params[n_] == kernel::ScalarType::F32) {
-    auto x = static_cast<float>(v);
-    std::memcpy(&slot, &x, 4);
-  } else if (l_.params[n_] == kernel::ScalarType::F64) {
-    std::memcpy(&slot, &v, 8);
-  } else {
-    return i(Scalar::saturate(v));
-  }
-  slots_[n_++] = slot;
-  return *this;
-}
-
-void Args::launch(DeviceState& d, int64_t groups) {
+void DeviceState::launch(const Loaded& l, std::span<const gpu::Arg> args, int64_t groups) {
   if (groups <= 0) return;
-  if (size_t(n_) != l_.params.size())
-    throw Error("[cuda " + l_.name + "] " + std::to_string(n_) + " arguments for " +
-                std::to_string(l_.params.size()) + " parameters");
-  void* p[kMaxArgs];
-  for (int j = 0; j < n_; ++j) p[j] = &slots_[j];
-  raw::launch(l_.fn, static_cast<unsigned>(std::min<int64_t>(groups, 0x7fffffff)), l_.block, 0,
-              d.s(), p);
-}
-
-int64_t groups_for(const DeviceState& d, int64_t n, int64_t per_group) {
-  int64_t g = (n + per_group - 1) / per_group;
-  return std::clamp<int64_t>(g, 1, int64_t(d.multiprocessors) * 32);
-}
-
-CudaTensor empty(const TensorMeta& meta, int dev) {
-  auto bytes = static_cast<size_t>(byte_size(meta.shape, size_of(meta.dtype), "cuda"));
-  CudaTensor t;
-  t.storage = std::make_shared<Storage>(dev, bytes);
-  t.meta = meta;
-  t.strides = contiguous_strides(meta.shape);
-  t.device = dev;
-  return t;
-}
-
-CudaTensor contiguous(const CudaTensor& t) {
-  if (t.is_contiguous()) return t;
-  return copy_strided(t);
-}
-
-Dims broadcast_strides(const CudaTensor& t, const Shape& shape) {
-  const Shape& s = t.meta.shape;
-  size_t off = shape.rank() - s.rank();
-  Dims st(shape.rank(), 0);
-  for (size_t i = 0; i < s.rank(); ++i) st[off + i] = s[i] == 1 ? 0 : t.strides[i];
-  return st;
-}
-
-bool reusable(const CudaTensor& t, const TensorMeta& out) {
-  return t.storage && t.storage.use_count() == 1 && t.meta == out && t.is_contiguous() &&
-         t.offset == 0;
-}
-
-Collapsed collapse(const Shape& shape, std::span<const Dims* const> strides) {
-  Collapsed c;
-  size_t n = strides.size();
-  c.strides.resize(n);
-  c.numel = shape.numel();
-  // From the innermost dim out: drop size-1 dims, merge a dim into the one inside it when
-  // every operand steps over it as over one longer dim.
-  for (size_t d = shape.rank(); d-- > 0;) {
-    int64_t size = shape[d];
-    if (size == 1) continue;
-    bool merge = !c.shape.empty();
-    for (size_t j = 0; j < n && merge; ++j)
-      merge = (*strides[j])[d] == c.strides[j].back() * c.shape.back();
-    if (merge) {
-      c.shape.back() *= size;
-    } else {
-      c.shape.push_back(size);
-      for (size_t j = 0; j < n; ++j) c.strides[j].push_back((*strides[j])[d]);
-    }
+  bind();
+  uint64_t slots[Args::kMaxArgs];
+  void* p[Args::kMaxArgs];
+  for (size_t j = 0; j < args.size(); ++j) {
+    slots[j] = args[j].kind == gpu::Arg::Address ? static_cast<uint64_t>(args[j].i)
+                                                 : gpu::pack(args[j], l.params[j]);
+    p[j] = &slots[j];
   }
-  if (c.shape.empty()) {
-    c.shape.push_back(1);
-    for (size_t j = 0; j < n; ++j) c.strides[j].push_back(0);
-  }
-  std::reverse(c.shape.begin(), c.shape.end());
-  for (size_t j = 0; j < n; ++j) std::reverse(c.strides[j].begin(), c.strides[j].end());
-  constexpr int64_t kMax = 0x7fffffff;
-  c.wide = c.numel > kMax;
-  for (size_t j = 0; j < n && !c.wide; ++j) {
-    int64_t reach = 0;
-    for (size_t d = 0; d < c.shape.size(); ++d)
-      reach += (c.shape[d] - 1) * std::abs(c.strides[j][d]);
-    c.wide = reach > kMax;
-  }
-  return c;
+  raw::launch(static_cast<const CudaLoaded&>(l).fn,
+              static_cast<unsigned>(std::min<int64_t>(groups, 0x7fffffff)), l.block, 0, s(), p);
 }
 
-std::string describe(std::span<const CudaTensor> in) {
-  std::string s;
-  for (const CudaTensor& t : in) {
-    if (!s.empty()) s += ", ";
-    s += t.meta.shape.to_string() + " " + std::string(name(t.meta.dtype));
-  }
-  return s.empty() ? "no inputs" : s;
+void DeviceState::copy(const gpu::Storage& src, size_t src_offset, const gpu::Storage& dst,
+                       size_t dst_offset, size_t bytes) {
+  bind();
+  if (bytes) raw::copy_dtod(dst.ptr + dst_offset, src.ptr + src_offset, bytes, s());
 }
 
-void not_implemented(const Op& op, std::span<const CudaTensor> in, const std::string& what) {
-  throw DeviceError("[" + std::string(name(op.code)) + "] not implemented on cuda yet" +
-                    (what.empty() ? "" : " (" + what + ")") + ": inputs " + describe(in));
+void DeviceState::fill(const gpu::Storage& dst, size_t offset, uint32_t pattern, int size,
+                       size_t count) {
+  bind();
+  if (count) raw::memset(dst.ptr + offset, pattern, size, count, s());
+}
+
+void DeviceState::upload(const gpu::Storage& dst, size_t offset, const void* src, size_t bytes) {
+  bind();
+  staging.upload(dst.ptr + offset, src, bytes, s());
+}
+
+void DeviceState::download(void* dst, const gpu::Storage& src, size_t offset, size_t bytes) {
+  bind();
+  staging.download(dst, src.ptr + offset, bytes, s());
+}
+
+void DeviceState::synchronize() {
+  bind();
+  raw::stream_synchronize(s());
+}
+
+double DeviceState::time_ms(const std::function<void()>& launches) {
+  launches();
+  Event start, end;
+  start.record_raw(s());
+  for (int i = 0; i < 3; ++i) launches();
+  end.record_raw(s());
+  end.synchronize();
+  return double(end.since(start)) / 3;
+}
+
+std::string DeviceState::tuner_device() const {
+  return device_info(index).name + " sm_" + std::to_string(arch);
+}
+
+std::filesystem::path DeviceState::tuner_file() const {
+  return gpu::Tuner::default_file(device_info(index).name, arch);
+}
+
+void DeviceState::gemm(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c,
+                       const std::string& shapes) {
+  lt_gemm(*this, g, a, b, c, shapes);
+}
+
+bool DeviceState::has_library_conv() const { return dnn::enabled(); }
+
+bool DeviceState::library_conv(const Op& op, const GpuTensor& a, const GpuTensor& b,
+                               const GpuTensor& out) {
+  return cudnn_conv(op, a, b, out);
 }
 
 }  // namespace ember::cuda::detail
@@ -233,19 +183,6 @@ void not_implemented(const Op& op, std::span<const CudaTensor> in, const std::st
 namespace ember::cuda {
 
 using detail::device;
-
-Storage::Storage(int dev, size_t n) : bytes(n), device(dev) {
-  if (n) {
-    auto& d = detail::device(dev);
-    ptr = d.pool.allocate(n, d.s());
-  }
-}
-Storage::~Storage() {
-  // The device exists (it allocated this); no driver call, so nothing can throw here.
-  if (ptr)
-    if (detail::DeviceState* d = detail::g_devices[device].load(std::memory_order_acquire))
-      d->pool.release(ptr, bytes, d->s());
-}
 
 void synchronize(int dev) {
   Fusion<Cuda>::flush({DeviceKind::Cuda, dev});  // what is still recorded runs first

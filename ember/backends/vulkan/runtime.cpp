@@ -31,7 +31,20 @@ struct Buffer::Impl {
   void free_now();
 };
 
+Buffer::Buffer() = default;
 Buffer::Buffer(Buffer&&) noexcept = default;
+
+struct Context::Pipeline {
+  VkShaderModule module = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkDescriptorPool descriptors = VK_NULL_HANDLE;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  kernel::GlslLayout args;
+  std::string name;                 // the kernel's, for errors
+  std::vector<std::string> params;  // its parameters' names
+};
 
 struct Context::Impl {
   VkPhysicalDevice physical = VK_NULL_HANDLE;
@@ -104,15 +117,6 @@ struct Context::Impl {
     kernel::KernelCache::global().put(cache_key, data);
     unsaved = 0;
   }
-  struct Pipeline {
-    VkShaderModule module = VK_NULL_HANDLE;
-    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
-    VkPipelineLayout layout = VK_NULL_HANDLE;
-    VkPipeline pipeline = VK_NULL_HANDLE;
-    VkDescriptorPool descriptors = VK_NULL_HANDLE;
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    kernel::GlslLayout args;
-  };
   std::unordered_map<std::string, std::unique_ptr<Pipeline>> pipelines;
 
   Buffer make_buffer(size_t bytes, bool host) {
@@ -250,6 +254,8 @@ struct Context::Impl {
       throw DeviceError("[vulkan] kernel " + k.name + " needs " + missing + ", which " + info.name +
                         " lacks");
     auto p = std::make_unique<Pipeline>();
+    p->name = k.name;
+    for (const kernel::Param& q : k.params) p->params.push_back(q.name);
     try {
       p->args = kernel::glsl_layout(k);
       SpirvOptions so;
@@ -612,26 +618,47 @@ void Context::copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst
   m.barrier();
 }
 
+void Context::fill(Buffer& dst, size_t offset, size_t bytes, uint32_t word) {
+  size_t cap = dst.impl_ ? dst.impl_->capacity : 0;
+  if (offset % 4 || offset + (bytes + 3) / 4 * 4 > cap)
+    throw ValueError("[vulkan] fill of " + std::to_string(bytes) + " bytes at " +
+                     std::to_string(offset) + " of a buffer of " + std::to_string(dst.size()));
+  if (!bytes) return;
+  Impl& m = *impl_;
+  std::lock_guard lk(m.mu);
+  m.begin();
+  vkCmdFillBuffer(m.cmd, dst.impl_->buffer, offset, (bytes + 3) / 4 * 4, word);
+  m.barrier();
+}
+
 void Context::synchronize() {
   std::lock_guard lk(impl_->mu);
   impl_->sync();
 }
 
+const Context::Pipeline& Context::prepare(const kernel::Kernel& k) {
+  std::lock_guard lk(impl_->mu);
+  return impl_->pipeline(k);
+}
+
 void Context::launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint32_t groups) {
+  launch(prepare(k), std::span<const Arg>(args.data(), args.size()), groups);
+}
+
+void Context::launch(const Pipeline& p, std::span<const Arg> args, uint32_t groups) {
   Impl& m = *impl_;
   std::lock_guard lk(m.mu);
-  Impl::Pipeline& p = m.pipeline(k);
   if (args.size() != p.args.args.size())
-    throw ValueError("[vulkan] kernel " + k.name + " takes " + std::to_string(p.args.args.size()) +
+    throw ValueError("[vulkan] kernel " + p.name + " takes " + std::to_string(p.args.args.size()) +
                      " arguments, got " + std::to_string(args.size()));
   // The arguments, converted to the types the shader reads.
   std::vector<char> bytes(p.args.bytes, 0);
   for (size_t i = 0; i < args.size(); ++i) {
     const kernel::GlslLayout::Arg& s = p.args.args[i];
     const Arg& a = args[i];
-    const std::string& pname = k.params[s.param].name;
+    const std::string& pname = p.params[s.param];
     if (s.address != (a.kind == Arg::Address))
-      throw ValueError("[vulkan] kernel " + k.name + ": argument " + pname + " must be " +
+      throw ValueError("[vulkan] kernel " + p.name + ": argument " + pname + " must be " +
                        (s.address ? "a buffer address" : "a scalar"));
     auto put = [&](uint32_t at, auto v) { std::memcpy(bytes.data() + at, &v, sizeof v); };
     if (s.address) {
@@ -639,7 +666,7 @@ void Context::launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint
       put(s.offset, addr);
       if (s.word_offset != kernel::GlslLayout::kNone) {
         if (addr % 4)
-          throw ValueError("[vulkan] kernel " + k.name + ": " + pname +
+          throw ValueError("[vulkan] kernel " + p.name + ": " + pname +
                            " needs a 4-byte aligned address for its 16-bit atomics");
         put(s.word_offset, addr);
       }

@@ -22,6 +22,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,7 @@ std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d);
 /// Freed, it returns to its context's pool (a buffer must not outlive its context).
 class Buffer {
  public:
-  Buffer() = default;
+  Buffer();
   Buffer(Buffer&&) noexcept;
   Buffer& operator=(Buffer&&) noexcept;
   Buffer(const Buffer&) = delete;
@@ -79,10 +80,6 @@ class Buffer {
 
  private:
   friend class Context;
-
-  /// The device features kernel `k` needs that `d` lacks, named as Vulkan names them
-  /// ("shaderFloat64 (f64)", ...), comma-separated; empty when it can run there.
-  std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d);
   std::unique_ptr<Impl> impl_;
   size_t size_ = 0;
   uint64_t address_ = 0;
@@ -106,6 +103,13 @@ class Context {
   Context(const Context&) = delete;
   const DeviceInfo& info() const;
   Buffer buffer(size_t bytes);
+  /// A kernel compiled to a compute pipeline (kept by the context for its lifetime).
+  struct Pipeline;
+  /// The pipeline of `k`, compiled the first time (DeviceError naming the kernel and the
+  /// features the device lacks where it cannot run here).
+  const Pipeline& prepare(const kernel::Kernel& k);
+  /// Records a prepared kernel, as launch(k, args, groups) does.
+  void launch(const Pipeline& p, std::span<const Arg> args, uint32_t groups);
   /// Records `k` on `groups` workgroups with one argument per parameter, in order (addresses
   /// for buffers; errors name the kernel and the argument). Launches run in order; they are
   /// submitted by synchronize(), by a transfer, or when their arguments fill the ring (4 MiB).
@@ -113,6 +117,9 @@ class Context {
   /// Records a copy of `bytes` from `src` at `src_offset` to `dst` at `dst_offset` (the
   /// transfer engine's copy, in order with the launches; vkCmdCopyBuffer).
   void copy(const Buffer& src, size_t src_offset, Buffer& dst, size_t dst_offset, size_t bytes);
+  /// Records filling `bytes` of `dst` from `offset` (a multiple of 4) with the 4-byte `word`,
+  /// rounded up to whole words (the pool's buffers are allocated in whole words).
+  void fill(Buffer& dst, size_t offset, size_t bytes, uint32_t word);
   /// Submits the recorded launches and waits for them.
   void synchronize();
   /// Records a timestamp after the work recorded so far; its index in this batch (at most 256

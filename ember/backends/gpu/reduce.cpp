@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "ember/backends/cuda/kernels.h"
-#include "ember/backends/cuda/ops.h"
-#include "ember/backends/cuda/tune.h"
+#include "ember/backends/gpu/kernels.h"
+#include "ember/backends/gpu/ops.h"
+#include "ember/backends/gpu/tune.h"
 #include "ember/core/view.h"
 #include "ember/kernel/kernels/reduce.h"
 
-namespace ember::cuda::detail {
+namespace ember::gpu {
 
 namespace {
 
@@ -33,14 +33,14 @@ DType accumulator_dtype(OpCode op, DType t) {
 // Few outputs with long rows (a whole-tensor sum): a workgroup per output would leave most of
 // the GPU idle, so each row is cut into chunks reduced in parallel (16-byte loads on dense
 // rows) and a second pass combines the chunks. False when the other paths suit better.
-bool split_reduce(const Op& op, const CudaTensor& x, const CudaTensor& o, int64_t outer, int64_t r,
+bool split_reduce(const Op& op, const GpuTensor& x, const GpuTensor& o, int64_t outer, int64_t r,
                   int64_t inner, bool wide) {
   DType t = x.meta.dtype;
   bool ext = op.code == OpCode::Max || op.code == OpCode::Min;
   bool arg = op.code == OpCode::ArgMax || op.code == OpCode::ArgMin;
   if (!ext && !arg && op.code != OpCode::Sum && op.code != OpCode::Prod) return false;
   if (t == DType::Bool && !ext) return false;
-  DeviceState& d = device(x.device);
+  Runtime& d = runtime(x);
   int64_t outputs = outer * inner;
   constexpr int kGroup = 256;
   int64_t fill = int64_t(d.multiprocessors) * 8;  // workgroups resident at once, about
@@ -57,9 +57,9 @@ bool split_reduce(const Op& op, const CudaTensor& x, const CudaTensor& o, int64_
   int64_t splits = (r + chunk - 1) / chunk;
   if (splits < 2) return false;
   TensorMeta pm{Shape{outputs * splits}, accumulator_dtype(op.code, t)};
-  CudaTensor part = empty(pm, x.device);
-  CudaTensor part_index;
-  if (arg) part_index = empty(TensorMeta{Shape{outputs * splits}, DType::I64}, x.device);
+  GpuTensor part = empty(pm, runtime(x));
+  GpuTensor part_index;
+  if (arg) part_index = empty(TensorMeta{Shape{outputs * splits}, DType::I64}, runtime(x));
   auto spec = [&](kernel::ReduceSpec::Stage stage, bool v) {
     kernel::ReduceSpec rs;
     rs.op = op.code;
@@ -93,7 +93,7 @@ bool split_reduce(const Op& op, const CudaTensor& x, const CudaTensor& o, int64_
 // first pass with one chunk a row, 16-byte loads with two in flight a thread, writing the
 // output itself (its accumulator type is the dtype's; argmax/argmin write the indices and
 // keep the values aside). False when the rows or types do not allow it.
-bool dense_rows_ok(const Op& op, const CudaTensor& x, int64_t r, int64_t inner) {
+bool dense_rows_ok(const Op& op, const GpuTensor& x, int64_t r, int64_t inner) {
   DType t = x.meta.dtype;
   bool arg = op.code == OpCode::ArgMax || op.code == OpCode::ArgMin;
   bool ext = op.code == OpCode::Max || op.code == OpCode::Min;
@@ -105,28 +105,28 @@ bool dense_rows_ok(const Op& op, const CudaTensor& x, int64_t r, int64_t inner) 
 
 }  // namespace
 
-CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
-  const CudaTensor& x0 = in[0];
+GpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
+  const GpuTensor& x0 = in[0];
   const Shape& s = x0.meta.shape;
   size_t rank = s.rank();
   const ReduceLayout g = reduce_layout(s, op.attrs.dims);
   const int64_t outer = g.outer, r = g.size, inner = g.inner;
-  CudaTensor x;
+  GpuTensor x;
   if (g.order.empty()) {
     x = contiguous(x0);
   } else {  // kept dims first, then the reduced ones
-    CudaTensor p = x0;
+    GpuTensor p = x0;
     for (size_t i = 0; i < rank; ++i) {
       p.strides[i] = x0.strides[static_cast<size_t>(g.order[i])];
       p.meta.shape[i] = s[static_cast<size_t>(g.order[i])];
     }
     x = contiguous(p);
   }
-  CudaTensor o = empty(out, x0.device);
+  GpuTensor o = empty(out, runtime(x0));
   int64_t outputs = outer * inner;
   if (outputs == 0) return o;
   DType t = x.meta.dtype;
-  DeviceState& d = device(x0.device);
+  Runtime& d = runtime(x0);
   bool wide = x.meta.shape.numel() > 0x7fffffff;
   if (split_reduce(op, x, o, outer, r, inner, wide)) return o;
   bool arg = op.code == OpCode::ArgMax || op.code == OpCode::ArgMin;
@@ -135,14 +135,14 @@ CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   int64_t heuristic = rows        ? reduce_code(kRows, 256)
                       : workgroup ? reduce_code(kWhole, 256)
                                   : reduce_code(kSeq, 0);
-  CudaTensor values;  // the dense-rows path's argmax/argmin values
+  GpuTensor values;  // the dense-rows path's argmax/argmin values
   auto launch = [&](int64_t code) {
     ReducePath path = ReducePath(code & 3);
     int wg = 1 << (code >> 2);
     int wk = wg == 256 ? 0 : log2_bucket(wg);  // the heuristic's kernels keep their keys
     if (path == kRows) {
       if (arg && !values.storage)
-        values = empty(TensorMeta{Shape{outer}, accumulator_dtype(op.code, t)}, x.device);
+        values = empty(TensorMeta{Shape{outer}, accumulator_dtype(op.code, t)}, runtime(x));
       const Loaded& l =
           kernel_for(d, key(Kind::Reduce, int(op.code), t, t, 1, true, wide, wk), [&] {
             kernel::ReduceSpec rs;
@@ -203,4 +203,4 @@ CudaTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
   return o;
 }
 
-}  // namespace ember::cuda::detail
+}  // namespace ember::gpu

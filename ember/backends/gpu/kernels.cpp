@@ -1,4 +1,4 @@
-#include "ember/backends/cuda/kernels.h"
+#include "ember/backends/gpu/kernels.h"
 
 #include <cmath>
 #include <limits>
@@ -8,7 +8,7 @@
 #include "ember/core/error.h"
 #include "ember/kernel/builder.h"
 
-namespace ember::cuda::kernels {
+namespace ember::gpu::kernels {
 
 using namespace ember::kernel;
 using kernel::ScalarType;
@@ -146,4 +146,4 @@ Kernel naive_matmul_kernel(DType dtype) {
   return kb.finish();
 }
 
-}  // namespace ember::cuda::kernels
+}  // namespace ember::gpu::kernels

@@ -1,12 +1,12 @@
 // Movement ops as views: only strides and offset change, the device buffer is shared.
-#include "ember/backends/cuda/ops.h"
+#include "ember/backends/gpu/ops.h"
 #include "ember/core/error.h"
 #include "ember/core/view.h"
 
-namespace ember::cuda::detail {
+namespace ember::gpu {
 
-CudaTensor movement(const Op& op, Inputs in, const TensorMeta& out) {
-  CudaTensor t = in[0];
+GpuTensor movement(const Op& op, Inputs in, const TensorMeta& out) {
+  GpuTensor t = in[0];
   if (!apply_view(op, t.meta.shape, out.shape, t.strides, t.offset)) {  // a reshape: copy
     t = copy_strided(t);
     t.strides = contiguous_strides(out.shape);
@@ -15,4 +15,4 @@ CudaTensor movement(const Op& op, Inputs in, const TensorMeta& out) {
   return t;
 }
 
-}  // namespace ember::cuda::detail
+}  // namespace ember::gpu

@@ -4,19 +4,19 @@
 // than a tile). Index values are data: the kernels report a bad one in a small error buffer,
 // which the op reads back (waiting for the kernel) to raise the CPU backend's IndexError.
 #include "ember/kernel/kernels/index.h"
-#include "ember/backends/cuda/ops.h"
+#include "ember/backends/gpu/ops.h"
 #include "ember/core/error.h"
 #include "ember/kernel/kernels/copy.h"
 #include "ember/kernel/kernels/sort.h"
 
-namespace ember::cuda::detail {
+namespace ember::gpu {
 
 namespace {
 
 constexpr int64_t kMaxI32 = 0x7fffffff;
 
 // Whether an index into `t`'s storage may not fit in i32.
-bool big(const CudaTensor& t) {
+bool big(const GpuTensor& t) {
   return t.storage && int64_t(t.storage->bytes / size_of(t.meta.dtype)) > kMaxI32;
 }
 
@@ -26,15 +26,14 @@ void push(Args& a, const Dims& v) {
 
 // The error buffer of one launch: {flag, bad index}, zeroed on the stream.
 struct ErrorFlag {
-  CudaTensor buf;
-  explicit ErrorFlag(int dev) : buf(empty({Shape{2}, DType::I64}, dev)) {
-    raw::memset(buf.ptr(), 0, 4, 4, device(dev).s());
+  GpuTensor buf;
+  explicit ErrorFlag(Runtime& dev) : buf(empty({Shape{2}, DType::I64}, dev)) {
+    dev.fill(*buf.storage, 0, 0, 4, 4);
   }
   // Waits for the kernel; raises IndexError as the CPU backend does.
   void check(const Op& op, int64_t dim_size) {
     int64_t e[2] = {0, 0};
-    DeviceState& d = device(buf.device);
-    d.staging.download(e, buf.ptr(), sizeof e, d.s());
+    runtime(buf).download(e, *buf.storage, 0, sizeof e);
     if (e[0])
       throw IndexError("[" + std::string(name(op.code)) + "] index " + std::to_string(e[1]) +
                        " out of range for dim " + std::to_string(op.attrs.dim) + " of size " +
@@ -48,7 +47,7 @@ int rank_of(const Collapsed& c, const Op& op, Inputs in) {
 }
 
 // x copied (converted to view's dtype) into `view`, a strided view of some output buffer.
-void copy_into_view(const CudaTensor& x, const CudaTensor& view, const Op& op, Inputs in) {
+void copy_into_view(const GpuTensor& x, const GpuTensor& view, const Op& op, Inputs in) {
   int64_t n = view.meta.shape.numel();
   if (n == 0) return;
   Dims xs = broadcast_strides(x, view.meta.shape);
@@ -56,7 +55,7 @@ void copy_into_view(const CudaTensor& x, const CudaTensor& view, const Op& op, I
   Collapsed c = collapse(view.meta.shape, std::span<const Dims* const>(sp, 2));
   int rank = rank_of(c, op, in);
   bool wide = c.wide || big(x) || big(view);
-  DeviceState& d = device(view.device);
+  Runtime& d = runtime(view);
   const Loaded& l =
       kernel_for(d, key(Kind::Copy, 1, x.meta.dtype, view.meta.dtype, rank, false, wide), [&] {
         kernel::CopySpec cs;
@@ -77,22 +76,22 @@ void copy_into_view(const CudaTensor& x, const CudaTensor& view, const Op& op, I
 }
 
 // A tensor the op may write: the input itself when no one else holds it, else a dense copy.
-CudaTensor writable(const CudaTensor& x, const TensorMeta& out) {
+GpuTensor writable(const GpuTensor& x, const TensorMeta& out) {
   return reusable(x, out) ? x : copy_strided(x);
 }
 
-CudaTensor with_dtype(const CudaTensor& x, DType t) {
+GpuTensor with_dtype(const GpuTensor& x, DType t) {
   if (x.meta.dtype == t) return x;
-  CudaTensor in = x;
+  GpuTensor in = x;
   return cast(Inputs(&in, 1), {x.meta.shape, t});
 }
 
-CudaTensor cat(const Op& op, Inputs in, const TensorMeta& out) {
-  CudaTensor o = empty(out, in[0].device);
+GpuTensor cat(const Op& op, Inputs in, const TensorMeta& out) {
+  GpuTensor o = empty(out, runtime(in[0]));
   int64_t dim = op.attrs.dim, at = 0;
-  for (const CudaTensor& t : in) {
+  for (const GpuTensor& t : in) {
     int64_t len = t.meta.shape[dim];
-    CudaTensor v = o;
+    GpuTensor v = o;
     v.meta.shape = t.meta.shape;
     v.meta.dtype = out.dtype;
     if (len > 0) v.offset += at * o.strides[dim];
@@ -102,9 +101,9 @@ CudaTensor cat(const Op& op, Inputs in, const TensorMeta& out) {
   return o;
 }
 
-CudaTensor slice_assign(const Op& op, Inputs in, const TensorMeta& out) {
-  CudaTensor o = writable(in[0], out);
-  CudaTensor v = o;
+GpuTensor slice_assign(const Op& op, Inputs in, const TensorMeta& out) {
+  GpuTensor o = writable(in[0], out);
+  GpuTensor v = o;
   const OpAttrs& a = op.attrs;
   v.meta.shape = in[1].meta.shape;
   for (size_t i = 0; i < out.shape.rank(); ++i) {
@@ -115,10 +114,10 @@ CudaTensor slice_assign(const Op& op, Inputs in, const TensorMeta& out) {
   return o;
 }
 
-CudaTensor gather(const Op& op, Inputs in, const TensorMeta& out) {
-  const CudaTensor &x = in[0], &idx = in[1];
+GpuTensor gather(const Op& op, Inputs in, const TensorMeta& out) {
+  const GpuTensor &x = in[0], &idx = in[1];
   int64_t dim = op.attrs.dim, n = out.shape.numel();
-  CudaTensor o = empty(out, x.device);
+  GpuTensor o = empty(out, runtime(x));
   if (n == 0) return o;
   const Shape& s = idx.meta.shape;
   // Coordinates walk the indices' shape; x's stride at dim comes from the index values.
@@ -128,7 +127,7 @@ CudaTensor gather(const Op& op, Inputs in, const TensorMeta& out) {
   Collapsed c = collapse(s, std::span<const Dims* const>(sp, 3));
   int rank = rank_of(c, op, in);
   bool wide = c.wide || big(x) || big(idx);
-  DeviceState& d = device(x.device);
+  Runtime& d = runtime(x);
   const Loaded& l = kernel_for(
       d, key(Kind::Index, int(op.code), x.meta.dtype, idx.meta.dtype, rank, false, wide), [&] {
         kernel::GatherSpec gs;
@@ -138,7 +137,7 @@ CudaTensor gather(const Op& op, Inputs in, const TensorMeta& out) {
         gs.wide_index = wide;
         return kernel::gather_kernel(gs);
       });
-  ErrorFlag err(x.device);
+  ErrorFlag err(runtime(x));
   Args a(l);
   a.ptr(x.ptr()).ptr(idx.ptr()).ptr(o.ptr()).ptr(err.buf.ptr());
   a.i(n).i(x.meta.shape[dim]).i(x.strides[dim]);
@@ -150,15 +149,15 @@ CudaTensor gather(const Op& op, Inputs in, const TensorMeta& out) {
   return o;
 }
 
-CudaTensor scatter(const Op& op, Inputs in, const TensorMeta& out) {
-  const CudaTensor &idx = in[1], &values = in[2];
+GpuTensor scatter(const Op& op, Inputs in, const TensorMeta& out) {
+  const GpuTensor &idx = in[1], &values = in[2];
   int64_t dim = op.attrs.dim, n = idx.meta.shape.numel();
   DType t = out.dtype;
   bool add = op.attrs.flag;
-  CudaTensor o = writable(in[0], out);
+  GpuTensor o = writable(in[0], out);
   if (n == 0) return o;
   DType acc_t = add ? kernel::index_accumulator(t) : t;
-  CudaTensor acc = with_dtype(o, acc_t);
+  GpuTensor acc = with_dtype(o, acc_t);
   Dims os = acc.strides;
   int64_t out_dim_stride = os[dim], dim_size = out.shape[dim];
   os[dim] = 0;
@@ -167,7 +166,7 @@ CudaTensor scatter(const Op& op, Inputs in, const TensorMeta& out) {
   Collapsed c = collapse(idx.meta.shape, std::span<const Dims* const>(sp, 3));
   int rank = rank_of(c, op, in);
   bool wide = c.wide || big(acc) || big(idx) || big(values);
-  DeviceState& d = device(o.device);
+  Runtime& d = runtime(o);
   auto spec = [&](kernel::ScatterSpec::Mode mode) {
     return [&, mode] {
       kernel::ScatterSpec ss;
@@ -187,7 +186,7 @@ CudaTensor scatter(const Op& op, Inputs in, const TensorMeta& out) {
     push(a, c.shape);
     for (int j : which) push(a, c.strides[j]);
   };
-  ErrorFlag err(o.device);
+  ErrorFlag err(runtime(o));
   int64_t groups = groups_for(d, n, 256);
   if (add) {
     const Loaded& l = kernel_for(d, kkey(kernel::ScatterSpec::Add), spec(kernel::ScatterSpec::Add));
@@ -201,8 +200,8 @@ CudaTensor scatter(const Op& op, Inputs in, const TensorMeta& out) {
   // Duplicates: every position claims its target with max(position), then the one that
   // holds the claim writes, which is the last position in row-major order, as on the CPU.
   TensorMeta cm{out.shape, wide ? DType::I64 : DType::I32};
-  CudaTensor claim = empty(cm, o.device);
-  raw::memset(claim.ptr(), 0xffffffffu, 4, claim.storage->bytes / 4, d.s());
+  GpuTensor claim = empty(cm, runtime(o));
+  d.fill(*claim.storage, 0, 0xffffffffu, 4, claim.storage->bytes / 4);
   const Loaded& lc =
       kernel_for(d, kkey(kernel::ScatterSpec::Claim), spec(kernel::ScatterSpec::Claim));
   Args ac(lc);
@@ -226,16 +225,16 @@ void split(const Shape& s, int64_t dim, int64_t& outer, int64_t& size, int64_t& 
   for (size_t i = dim + 1; i < s.rank(); ++i) inner *= s[i];
 }
 
-CudaTensor index_select(const Op& op, Inputs in, const TensorMeta& out) {
-  CudaTensor x = contiguous(in[0]);
-  const CudaTensor& idx = in[1];
+GpuTensor index_select(const Op& op, Inputs in, const TensorMeta& out) {
+  GpuTensor x = contiguous(in[0]);
+  const GpuTensor& idx = in[1];
   int64_t outer, size, inner, count = idx.meta.shape.numel();
   split(x.meta.shape, op.attrs.dim, outer, size, inner);
-  CudaTensor o = empty(out, x.device);
+  GpuTensor o = empty(out, runtime(x));
   int64_t n = out.shape.numel();
   if (n == 0) return o;
   bool wide = n > kMaxI32 || big(x) || big(idx);
-  DeviceState& d = device(x.device);
+  Runtime& d = runtime(x);
   const Loaded& l = kernel_for(
       d, key(Kind::Index, int(op.code), x.meta.dtype, idx.meta.dtype, 1, false, wide), [&] {
         kernel::IndexSelectSpec s;
@@ -244,7 +243,7 @@ CudaTensor index_select(const Op& op, Inputs in, const TensorMeta& out) {
         s.wide_index = wide;
         return kernel::index_select_kernel(s);
       });
-  ErrorFlag err(x.device);
+  ErrorFlag err(runtime(x));
   Args a(l);
   a.ptr(x.ptr()).ptr(idx.ptr()).ptr(o.ptr()).ptr(err.buf.ptr());
   a.i(outer).i(size).i(inner).i(count).i(size * inner).i(inner).i(1);
@@ -254,17 +253,17 @@ CudaTensor index_select(const Op& op, Inputs in, const TensorMeta& out) {
   return o;
 }
 
-CudaTensor index_add(const Op& op, Inputs in, const TensorMeta& out) {
-  const CudaTensor& idx = in[1];
-  CudaTensor values = contiguous(in[2]);
+GpuTensor index_add(const Op& op, Inputs in, const TensorMeta& out) {
+  const GpuTensor& idx = in[1];
+  GpuTensor values = contiguous(in[2]);
   DType t = out.dtype, acc_t = kernel::index_accumulator(t);
-  CudaTensor o = acc_t == t ? writable(in[0], out) : with_dtype(in[0], acc_t);
+  GpuTensor o = acc_t == t ? writable(in[0], out) : with_dtype(in[0], acc_t);
   int64_t outer, size, inner, count = idx.meta.shape.numel();
   split(out.shape, op.attrs.dim, outer, size, inner);
   int64_t n = outer * count * inner;
   if (n == 0) return with_dtype(o, t);
   bool wide = n > kMaxI32 || big(o) || big(idx) || big(values);
-  DeviceState& d = device(o.device);
+  Runtime& d = runtime(o);
   const Loaded& l =
       kernel_for(d, key(Kind::Index, int(op.code), t, idx.meta.dtype, 1, false, wide), [&] {
         kernel::IndexAddSpec s;
@@ -273,7 +272,7 @@ CudaTensor index_add(const Op& op, Inputs in, const TensorMeta& out) {
         s.wide_index = wide;
         return kernel::index_add_kernel(s);
       });
-  ErrorFlag err(o.device);
+  ErrorFlag err(runtime(o));
   Args a(l);
   a.ptr(idx.ptr()).ptr(values.ptr()).ptr(o.ptr()).ptr(err.buf.ptr());
   a.i(outer).i(size).i(inner).i(count).i(count * inner).i(inner).i(1);
@@ -285,7 +284,7 @@ CudaTensor index_add(const Op& op, Inputs in, const TensorMeta& out) {
 
 }  // namespace
 
-CudaTensor index(const Op& op, Inputs in, const TensorMeta& out) {
+GpuTensor index(const Op& op, Inputs in, const TensorMeta& out) {
   switch (op.code) {
     case OpCode::Cat:
       return cat(op, in, out);
@@ -304,20 +303,20 @@ CudaTensor index(const Op& op, Inputs in, const TensorMeta& out) {
   }
 }
 
-CudaTensor sort(const Op& op, Inputs in, const TensorMeta& out) {
-  CudaTensor x = contiguous(in[0]);
+GpuTensor sort(const Op& op, Inputs in, const TensorMeta& out) {
+  GpuTensor x = contiguous(in[0]);
   DType t = x.meta.dtype;
   if (t == DType::Bool) not_implemented(op, in, "bool");
   int64_t outer, size, inner;
   split(x.meta.shape, op.attrs.dim, outer, size, inner);
-  CudaTensor o = empty(out, x.device);
+  GpuTensor o = empty(out, runtime(x));
   int64_t total = out.shape.numel();
   if (total == 0) return o;
   bool desc = op.attrs.flag, wide = total > kMaxI32;
   // The smallest workgroup whose tile (2 x workgroup) holds a row, 32 to 512.
   int wg = 32, log_wg = 5;
   while (wg < 512 && 2 * wg < size) wg *= 2, ++log_wg;
-  DeviceState& d = device(x.device);
+  Runtime& d = runtime(x);
   auto spec = [&](kernel::ArgsortSpec::Stage stage, int workgroup) {
     return [=] {
       kernel::ArgsortSpec s;
@@ -338,7 +337,7 @@ CudaTensor sort(const Op& op, Inputs in, const TensorMeta& out) {
   if (size <= tile) return o;
   const Loaded& lm = kernel_for(d, key(Kind::Sort, 1, t, DType::I64, 8, desc, wide),
                                 spec(kernel::ArgsortSpec::Merge, 256));
-  CudaTensor src = o, dst = empty(out, x.device);
+  GpuTensor src = o, dst = empty(out, runtime(x));
   for (int64_t width = tile; width < size; width *= 2) {
     Args am(lm);
     am.ptr(x.ptr()).ptr(src.ptr()).ptr(dst.ptr()).i(outer).i(size).i(inner);
@@ -349,4 +348,4 @@ CudaTensor sort(const Op& op, Inputs in, const TensorMeta& out) {
   return src;
 }
 
-}  // namespace ember::cuda::detail
+}  // namespace ember::gpu

@@ -25,7 +25,7 @@
 
 #include "ember/core/export.h"
 
-namespace ember::cuda::detail {
+namespace ember::gpu {
 
 /// Problems of at least this many elements are tuned; smaller ones take the heuristic.
 constexpr int64_t kTuneMinElements = int64_t(1) << 20;
@@ -64,6 +64,8 @@ class EMBER_API Tuner {
   /// `<kernel cache dir>/tune/<device name>_sm<arch>.txt`, or empty when the kernel cache's
   /// disk part is off (`EMBER_KERNEL_CACHE=off`).
   static std::filesystem::path default_file(const std::string& device_name, int arch);
+  /// `<kernel cache dir>/tune/<id>.txt` (id sanitized for a file name), or empty likewise.
+  static std::filesystem::path default_file(const std::string& id);
 
  private:
   struct Entry {
@@ -124,21 +126,21 @@ int64_t reduce_code(ReducePath p, int64_t wg);
 std::vector<int64_t> reduce_candidates(int64_t heuristic, bool rows, int64_t w, int lr,
                                        bool strided_inner);
 
-class DeviceState;
+class Runtime;
 /// The tuner of device `d` (over Tuner::default_file for its name and architecture).
-Tuner& device_tuner(DeviceState& d);
+EMBER_API Tuner& device_tuner(Runtime& d);
 /// Replaces the tuner of device `d` by a fresh one over `file` (empty: memory only), as a new
 /// process would start: for tests. The previous one is never destroyed.
-Tuner& reset_device_tuner(DeviceState& d, const std::filesystem::path& file);
+EMBER_API Tuner& reset_device_tuner(Runtime& d, const std::filesystem::path& file);
 /// Launches `launch(code)` once with the code chosen for `key` (tuned_choice with the device's
 /// tuner, timing each candidate's launches with events on the device's stream); the last
 /// launch is always the chosen code's, so the output is its result. A chosen code whose launch
 /// fails is demoted and the heuristic's launched instead.
-void launch_tuned(DeviceState& d, const std::string& key, std::span<const int64_t> candidates,
-                  int64_t elements, const std::function<void(int64_t)>& launch);
+EMBER_API void launch_tuned(Runtime& d, const std::string& key, std::span<const int64_t> candidates,
+                            int64_t elements, const std::function<void(int64_t)>& launch);
 
 /// The bucket of `n`: ceil(log2(n)) (0 for n <= 1), so shapes within a factor of two share a
 /// tuning decision.
-int log2_bucket(int64_t n);
+EMBER_API int log2_bucket(int64_t n);
 
-}  // namespace ember::cuda::detail
+}  // namespace ember::gpu

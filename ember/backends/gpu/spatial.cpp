@@ -1,16 +1,15 @@
 // The spatial family on [N, C, *spatial] tensors: pooling and its backward ops, interpolate
 // (+ backward, atomic adds into an f32 accumulator for halves), unfold and fold from the kernel
 // layer (spatial.h, interpolate.h), and conv, conv_transpose and conv_weight_grad through cuDNN
-// (cudnn.cpp) where it is found and takes the case, else composed from Unfold/Fold and the
-// backend's GEMM (matmul.cpp, cuBLASLt), batched over groups and images; conv takes the direct
-// kernel where a group has few input channels.
+// (the runtime's library_conv) where it is found and takes the case, else composed from
+// Unfold/Fold and the runtime's GEMM (matmul.cpp), batched over groups and images; conv takes the
+// direct kernel where a group has few input channels.
 #include "ember/kernel/kernels/spatial.h"
-#include "ember/backends/cuda/cudnn.h"
-#include "ember/backends/cuda/ops.h"
+#include "ember/backends/gpu/ops.h"
 #include "ember/core/error.h"
 #include "ember/kernel/kernels/interpolate.h"
 
-namespace ember::cuda::detail {
+namespace ember::gpu {
 
 namespace {
 
@@ -21,15 +20,15 @@ Dims spatial_of(const Shape& s) {
 }
 
 // Whether some element count or offset of `t` needs 64-bit indices.
-bool needs_wide(const CudaTensor& t) {
+bool needs_wide(const GpuTensor& t) {
   int64_t reach = 0;
   for (size_t d = 0; d < t.meta.shape.rank(); ++d)
     reach += (std::max<int64_t>(t.meta.shape[d], 1) - 1) * std::abs(t.strides[d]);
   return t.meta.shape.numel() > kMaxI32 || reach > kMaxI32;
 }
-bool needs_wide(std::initializer_list<const CudaTensor*> ts, int64_t n = 0) {
+bool needs_wide(std::initializer_list<const GpuTensor*> ts, int64_t n = 0) {
   bool w = n > kMaxI32;
-  for (const CudaTensor* t : ts) w = w || needs_wide(*t);
+  for (const GpuTensor* t : ts) w = w || needs_wide(*t);
   return w;
 }
 
@@ -41,7 +40,7 @@ void geometry(Args& a, const Dims& in, const Dims& out, const Window* w) {
   for (const Dims* l : {&w->kernel, &w->stride, &w->padding, &w->dilation})
     for (int64_t v : *l) a.i(v);
 }
-void strides(Args& a, const CudaTensor& t) {
+void strides(Args& a, const GpuTensor& t) {
   for (int64_t s : t.strides) a.i(s);
 }
 
@@ -54,15 +53,15 @@ Dims blocks(const Window& w, const Dims& in) {
 }
 
 // A view of `t`'s storage with this shape and these strides (in elements, from t's offset).
-CudaTensor view_of(const CudaTensor& t, Shape s, Dims st) {
-  CudaTensor v = t;
+GpuTensor view_of(const GpuTensor& t, Shape s, Dims st) {
+  GpuTensor v = t;
   v.meta.shape = std::move(s);
   v.strides = std::move(st);
   return v;
 }
 
 // Unfold of x into `cols` (any layout of [N, C * K, L] given by out_strides).
-void unfold_into(const CudaTensor& x, const CudaTensor& cols, const Dims& out_strides,
+void unfold_into(const GpuTensor& x, const GpuTensor& cols, const Dims& out_strides,
                  const Window& w, const Dims& out) {
   const Shape& xs = x.meta.shape;
   int r = static_cast<int>(xs.rank()) - 2;
@@ -74,7 +73,7 @@ void unfold_into(const CudaTensor& x, const CudaTensor& cols, const Dims& out_st
   for (int i = 0; i < 3; ++i) reach += (std::max<int64_t>(cd[i], 1) - 1) * out_strides[i];
   bool wide = needs_wide({&x}, std::max(n, reach));
   DType t = x.meta.dtype;
-  DeviceState& d = device(x.device);
+  Runtime& d = runtime(x);
   const Loaded& ld =
       kernel_for(d, key(Kind::Spatial, int(OpCode::Unfold), t, t, r, false, wide), [&] {
         kernel::UnfoldSpec s{t, r};
@@ -90,14 +89,14 @@ void unfold_into(const CudaTensor& x, const CudaTensor& cols, const Dims& out_st
 }
 
 // Fold of the columns `cols` ([N, C * K, L], any strides) into a new dense [N, C, *in].
-CudaTensor fold(const CudaTensor& cols, const TensorMeta& out, const Window& w, const Dims& pos) {
-  CudaTensor o = empty(out, cols.device);
+GpuTensor fold(const GpuTensor& cols, const TensorMeta& out, const Window& w, const Dims& pos) {
+  GpuTensor o = empty(out, runtime(cols));
   int64_t n = out.shape.numel();
   if (n == 0) return o;
   int r = static_cast<int>(out.shape.rank()) - 2;
   bool wide = needs_wide({&cols, &o});
   DType t = out.dtype;
-  DeviceState& d = device(cols.device);
+  Runtime& d = runtime(cols);
   const Loaded& ld =
       kernel_for(d, key(Kind::Spatial, int(OpCode::Fold), t, t, r, false, wide), [&] {
         kernel::UnfoldSpec s{t, r};
@@ -113,8 +112,8 @@ CudaTensor fold(const CudaTensor& cols, const TensorMeta& out, const Window& w, 
   return o;
 }
 
-CudaTensor pool(const Op& op, Inputs in, const TensorMeta& out) {
-  CudaTensor o = empty(out, in[0].device);
+GpuTensor pool(const Op& op, Inputs in, const TensorMeta& out) {
+  GpuTensor o = empty(out, runtime(in[0]));
   int64_t n = out.shape.numel();
   if (n == 0) return o;
   OpCode c = op.code;
@@ -122,7 +121,7 @@ CudaTensor pool(const Op& op, Inputs in, const TensorMeta& out) {
   bool adaptive = c == OpCode::AdaptiveAvgPool || c == OpCode::AdaptiveAvgPoolBackward;
   bool backward = c == OpCode::MaxPoolBackward || c == OpCode::AvgPoolBackward ||
                   c == OpCode::AdaptiveAvgPoolBackward;
-  const CudaTensor& g = in[c == OpCode::MaxPoolBackward ? 1 : 0];
+  const GpuTensor& g = in[c == OpCode::MaxPoolBackward ? 1 : 0];
   // in: the image the window slides over; pos: the window positions (the forward op's output)
   Dims sin = backward ? spatial_of(out.shape) : spatial_of(in[0].meta.shape);
   Dims pos = backward ? spatial_of(g.meta.shape) : spatial_of(out.shape);
@@ -130,9 +129,9 @@ CudaTensor pool(const Op& op, Inputs in, const TensorMeta& out) {
   int r = static_cast<int>(sin.size());
   DType t = out.dtype;
   bool pad = (c == OpCode::AvgPool || c == OpCode::AvgPoolBackward) && w.count_include_pad;
-  std::initializer_list<const CudaTensor*> ts = {&in[0], &in[in.size() - 1], &o};
+  std::initializer_list<const GpuTensor*> ts = {&in[0], &in[in.size() - 1], &o};
   bool wide = needs_wide(ts);
-  DeviceState& d = device(o.device);
+  Runtime& d = runtime(o);
   const Loaded& l = kernel_for(d, key(Kind::Spatial, int(c), t, t, r, pad, wide), [&] {
     kernel::PoolSpec s{c, t, r};
     s.count_include_pad = pad;
@@ -140,23 +139,22 @@ CudaTensor pool(const Op& op, Inputs in, const TensorMeta& out) {
     return kernel::pool_kernel(s);
   });
   Args a(l);
-  for (CudaTensor& x : in) a.ptr(x.ptr());
+  for (GpuTensor& x : in) a.ptr(x.ptr());
   a.ptr(o.ptr()).i(n).i(out.shape[1]);
   geometry(a, sin, pos, adaptive ? nullptr : &w);
-  for (CudaTensor& x : in) strides(a, x);
+  for (GpuTensor& x : in) strides(a, x);
   a.launch(d, groups_for(d, n, 256));
   return o;
 }
 
-CudaTensor interpolate(const Op& op, Inputs in, const TensorMeta& out) {
+GpuTensor interpolate(const Op& op, Inputs in, const TensorMeta& out) {
   bool backward = op.code == OpCode::InterpolateBackward;
   DType t = out.dtype, acc = backward ? kernel::interpolate_accumulator(t) : t;
-  const CudaTensor& x = in[0];
-  CudaTensor o = empty({out.shape, acc}, x.device);
-  DeviceState& d = device(x.device);
+  const GpuTensor& x = in[0];
+  GpuTensor o = empty({out.shape, acc}, runtime(x));
+  Runtime& d = runtime(x);
   int64_t n = backward ? x.meta.shape.numel() : out.shape.numel();
-  if (backward && out.shape.numel() > 0)
-    raw::memset(o.ptr(), 0, 1, size_t(out.shape.numel()) * size_of(acc), d.s());
+  if (backward && out.shape.numel() > 0) zero(o, size_t(out.shape.numel()) * size_of(acc));
   if (n > 0) {
     Dims sin = spatial_of(backward ? out.shape : x.meta.shape);
     Dims pos = spatial_of(backward ? x.meta.shape : out.shape);
@@ -176,14 +174,14 @@ CudaTensor interpolate(const Op& op, Inputs in, const TensorMeta& out) {
     a.launch(d, groups_for(d, n, 256));
   }
   if (acc == t) return o;
-  return cast(std::span<CudaTensor>(&o, 1), out);
+  return cast(std::span<GpuTensor>(&o, 1), out);
 }
 
 // One GEMM (batched over the leading dims) through the backend's matmul: a [.., m, k] x
 // b [.., k, n] into a new dense [.., m, n] of `out_shape`.
-CudaTensor gemm(CudaTensor a, CudaTensor b, const Shape& out_shape) {
-  CudaTensor ab[2] = {std::move(a), std::move(b)};
-  return matmul(Op{OpCode::Matmul, {}}, std::span<CudaTensor>(ab, 2),
+GpuTensor gemm(GpuTensor a, GpuTensor b, const Shape& out_shape) {
+  GpuTensor ab[2] = {std::move(a), std::move(b)};
+  return matmul(Op{OpCode::Matmul, {}}, std::span<GpuTensor>(ab, 2),
                 TensorMeta{out_shape, ab[0].meta.dtype});
 }
 
@@ -191,15 +189,15 @@ CudaTensor gemm(CudaTensor a, CudaTensor b, const Shape& out_shape) {
 // a GEMM with an inner size that small idles the tensor cores.
 bool use_direct(int64_t cg, int64_t k) { return cg * k <= 32; }
 
-CudaTensor conv_direct(const Op& op, const CudaTensor& x, const CudaTensor& wt,
-                       const TensorMeta& out) {
-  CudaTensor o = empty(out, x.device);
+GpuTensor conv_direct(const Op& op, const GpuTensor& x, const GpuTensor& wt,
+                      const TensorMeta& out) {
+  GpuTensor o = empty(out, runtime(x));
   int64_t n = out.shape.numel();
   if (n == 0) return o;
   int r = static_cast<int>(out.shape.rank()) - 2;
   DType t = out.dtype;
   bool wide = needs_wide({&x, &wt, &o});
-  DeviceState& d = device(x.device);
+  Runtime& d = runtime(x);
   const Loaded& l = kernel_for(d, key(Kind::Spatial, int(OpCode::Conv), t, t, r, true, wide), [&] {
     kernel::ConvSpec s{t, r};
     s.wide_index = wide;
@@ -216,10 +214,10 @@ CudaTensor conv_direct(const Op& op, const CudaTensor& x, const CudaTensor& wt,
   return o;
 }
 
-CudaTensor conv(const Op& op, Inputs in, const TensorMeta& out) {
+GpuTensor conv(const Op& op, Inputs in, const TensorMeta& out) {
   const Window& w = op.attrs.window;
-  const CudaTensor& x0 = in[0];
-  int dev = x0.device;
+  const GpuTensor& x0 = in[0];
+  Runtime& dev = runtime(x0);
   const Shape& xs = x0.meta.shape;
   int64_t g = w.groups, nb = xs[0], c_in = xs[1], c_out = out.shape[1];
   int64_t cg = c_in / g, cog = c_out / g, k = Shape(w.kernel).numel();
@@ -227,76 +225,76 @@ CudaTensor conv(const Op& op, Inputs in, const TensorMeta& out) {
   int64_t l = Shape(pos).numel();
   if (out.shape.numel() == 0) return empty(out, dev);
   if (use_direct(cg, k)) return conv_direct(op, x0, in[1], out);
-  CudaTensor wt = contiguous(in[1]);
-  if (dnn::enabled()) {
-    CudaTensor y = empty(out, dev);
-    if (cudnn_conv(op, contiguous(x0), wt, y)) return y;
+  GpuTensor wt = contiguous(in[1]);
+  if (dev.has_library_conv()) {
+    GpuTensor y = empty(out, dev);
+    if (dev.library_conv(op, contiguous(x0), wt, y)) return y;
   }
   // w[grp] [cog, cg * K], the same for every image (batch stride 0)
-  CudaTensor a = view_of(wt, Shape{1, g, cog, cg * k}, Dims{0, cog * cg * k, cg * k, 1});
+  GpuTensor a = view_of(wt, Shape{1, g, cog, cg * k}, Dims{0, cog * cg * k, cg * k, 1});
   bool one = true;  // 1x1, stride 1, no padding: the columns are x itself
   for (size_t i = 0; i < w.kernel.size(); ++i)
     one = one && w.kernel[i] == 1 && w.stride[i] == 1 && w.padding[i] == 0;
-  CudaTensor cols;
+  GpuTensor cols;
   if (one) {
     cols = contiguous(x0);
   } else {
     cols = empty({Shape{nb, c_in * k, l}, out.dtype}, dev);
     unfold_into(x0, cols, contiguous_strides(cols.meta.shape), w, pos);
   }
-  CudaTensor b = view_of(cols, Shape{nb, g, cg * k, l}, Dims{c_in * k * l, cg * k * l, l, 1});
-  CudaTensor y = gemm(a, b, Shape{nb, g, cog, l});
+  GpuTensor b = view_of(cols, Shape{nb, g, cg * k, l}, Dims{c_in * k * l, cg * k * l, l, 1});
+  GpuTensor y = gemm(a, b, Shape{nb, g, cog, l});
   y.meta.shape = out.shape;
   y.strides = contiguous_strides(out.shape);
   return y;
 }
 
-CudaTensor conv_transpose(const Op& op, Inputs in, const TensorMeta& out) {
+GpuTensor conv_transpose(const Op& op, Inputs in, const TensorMeta& out) {
   const Window& w = op.attrs.window;
-  CudaTensor x = contiguous(in[0]);
-  CudaTensor wt = contiguous(in[1]);
-  int dev = x.device;
+  GpuTensor x = contiguous(in[0]);
+  GpuTensor wt = contiguous(in[1]);
+  Runtime& dev = runtime(x);
   const Shape& xs = x.meta.shape;
   int64_t g = w.groups, nb = xs[0], c_in = xs[1], c_out = out.shape[1];
   int64_t cg = c_in / g, cog = c_out / g, k = Shape(w.kernel).numel();
   Dims lx_dims = spatial_of(xs);
   int64_t lx = Shape(lx_dims).numel();
   if (out.shape.numel() == 0) return empty(out, dev);
-  if (dnn::enabled()) {  // backward data where output_padding maps onto it
-    CudaTensor y = empty(out, dev);
-    if (cudnn_conv(op, x, wt, y)) return y;
+  if (dev.has_library_conv()) {  // backward data where output_padding maps onto it
+    GpuTensor y = empty(out, dev);
+    if (dev.library_conv(op, x, wt, y)) return y;
   }
   // w[grp]^T [cog * K, cg] (column-major view of the row-major [cg, cog * K] block)
-  CudaTensor a = view_of(wt, Shape{1, g, cog * k, cg}, Dims{0, cg * cog * k, 1, cog * k});
-  CudaTensor b = view_of(x, Shape{nb, g, cg, lx}, Dims{c_in * lx, cg * lx, lx, 1});
-  CudaTensor cols = gemm(a, b, Shape{nb, g, cog * k, lx});
+  GpuTensor a = view_of(wt, Shape{1, g, cog * k, cg}, Dims{0, cg * cog * k, 1, cog * k});
+  GpuTensor b = view_of(x, Shape{nb, g, cg, lx}, Dims{c_in * lx, cg * lx, lx, 1});
+  GpuTensor cols = gemm(a, b, Shape{nb, g, cog * k, lx});
   cols = view_of(cols, Shape{nb, c_out * k, lx}, Dims{c_out * k * lx, lx, 1});
   return fold(cols, out, w, lx_dims);
 }
 
-CudaTensor conv_weight_grad(const Op& op, Inputs in, const TensorMeta& out) {
+GpuTensor conv_weight_grad(const Op& op, Inputs in, const TensorMeta& out) {
   const Window& w = op.attrs.window;
-  const CudaTensor& x = in[0];
-  CudaTensor gy = contiguous(in[1]);
-  int dev = x.device;
+  const GpuTensor& x = in[0];
+  GpuTensor gy = contiguous(in[1]);
+  Runtime& dev = runtime(x);
   const Shape& xs = x.meta.shape;
   int64_t g = w.groups, nb = xs[0], c_in = xs[1], c_out = out.shape[0];
   int64_t cg = c_in / g, cog = c_out / g, k = Shape(w.kernel).numel();
   Dims pos = spatial_of(gy.meta.shape);
   int64_t l = Shape(pos).numel(), nl = nb * l;
   if (out.shape.numel() == 0) return empty(out, dev);
-  if (dnn::enabled()) {
-    CudaTensor dw = empty(out, dev);
-    if (cudnn_conv(op, contiguous(x), gy, dw)) return dw;
+  if (dev.has_library_conv()) {
+    GpuTensor dw = empty(out, dev);
+    if (dev.library_conv(op, contiguous(x), gy, dw)) return dw;
   }
   // Columns laid out [C_in * K, N, L] and gy as [C_out, N, L]: one GEMM per group over N * L.
-  CudaTensor cols = empty({Shape{c_in * k, nb, l}, out.dtype}, dev);
+  GpuTensor cols = empty({Shape{c_in * k, nb, l}, out.dtype}, dev);
   unfold_into(x, cols, Dims{l, nl, 1}, w, pos);
-  CudaTensor gt = gy;
+  GpuTensor gt = gy;
   if (nb > 1) gt = copy_strided(view_of(gy, Shape{c_out, nb, l}, Dims{l, c_out * l, 1}));
-  CudaTensor a = view_of(gt, Shape{g, cog, nl}, Dims{cog * nl, nl, 1});
-  CudaTensor b = view_of(cols, Shape{g, nl, cg * k}, Dims{cg * k * nl, 1, nl});
-  CudaTensor dw = gemm(a, b, Shape{g, cog, cg * k});
+  GpuTensor a = view_of(gt, Shape{g, cog, nl}, Dims{cog * nl, nl, 1});
+  GpuTensor b = view_of(cols, Shape{g, nl, cg * k}, Dims{cg * k * nl, 1, nl});
+  GpuTensor dw = gemm(a, b, Shape{g, cog, cg * k});
   dw.meta.shape = out.shape;
   dw.strides = contiguous_strides(out.shape);
   return dw;
@@ -304,7 +302,7 @@ CudaTensor conv_weight_grad(const Op& op, Inputs in, const TensorMeta& out) {
 
 }  // namespace
 
-CudaTensor spatial(const Op& op, Inputs in, const TensorMeta& out) {
+GpuTensor spatial(const Op& op, Inputs in, const TensorMeta& out) {
   if (!is_float(out.dtype)) not_implemented(op, in, std::string(name(out.dtype)));
   switch (op.code) {
     case OpCode::Conv:
@@ -314,7 +312,7 @@ CudaTensor spatial(const Op& op, Inputs in, const TensorMeta& out) {
     case OpCode::ConvWeightGrad:
       return conv_weight_grad(op, in, out);
     case OpCode::Unfold: {
-      CudaTensor o = empty(out, in[0].device);
+      GpuTensor o = empty(out, runtime(in[0]));
       unfold_into(in[0], o, contiguous_strides(out.shape), op.attrs.window,
                   blocks(op.attrs.window, spatial_of(in[0].meta.shape)));
       return o;
@@ -336,4 +334,4 @@ CudaTensor spatial(const Op& op, Inputs in, const TensorMeta& out) {
   }
 }
 
-}  // namespace ember::cuda::detail
+}  // namespace ember::gpu

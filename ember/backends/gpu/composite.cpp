@@ -11,20 +11,20 @@
 #include <vector>
 
 #include "ember/backend/apply.h"
-#include "ember/backends/cuda/ops.h"
-#include "ember/backends/cuda/tune.h"
+#include "ember/backends/gpu/backend.h"
+#include "ember/backends/gpu/tune.h"
 #include "ember/kernel/kernels/norm.h"
 #include "ember/kernel/kernels/softmax.h"
 #include "ember/ops/decompose.h"
 
-namespace ember::cuda::detail {
+namespace ember::gpu {
 
 namespace {
 
 constexpr int64_t kMaxI32 = 0x7fffffff;
 
 // The single stride of dims [b, e) of t seen as one dim, if they merge (size-1 dims skipped).
-bool merged_stride(const CudaTensor& t, size_t b, size_t e, int64_t& stride) {
+bool merged_stride(const GpuTensor& t, size_t b, size_t e, int64_t& stride) {
   stride = 1;
   e = std::min(e, t.meta.shape.rank());
   int64_t expect = 0;
@@ -45,7 +45,7 @@ bool merged_stride(const CudaTensor& t, size_t b, size_t e, int64_t& stride) {
 }
 
 // t as [outer, size, inner] with dims [first, last] in the middle: strides, or false.
-bool view3(const CudaTensor& t, size_t first, size_t last, int64_t st[3]) {
+bool view3(const GpuTensor& t, size_t first, size_t last, int64_t st[3]) {
   return merged_stride(t, 0, first, st[0]) && merged_stride(t, first, last + 1, st[1]) &&
          merged_stride(t, last + 1, t.meta.shape.rank(), st[2]);
 }
@@ -89,28 +89,28 @@ std::string row_key(const char* family, OpCode op, DType t, int64_t rows, int64_
 // those dims are dense and the leading ones merge into one row stride (0 for broadcast rows),
 // else copied. Rows of a few elements take a thread each, longer ones a workgroup that holds
 // the row in registers (16-byte vectors where the layout allows).
-CudaTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
+GpuTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
   const bool layer = op.code == OpCode::LayerNorm;
-  CudaTensor x = in[0];
+  GpuTensor x = in[0];
   const Shape& s = x.meta.shape;
   const size_t rank = s.rank(), first = static_cast<size_t>(op.attrs.dim);
   int64_t rows = 1, size = 1;
   for (size_t d = 0; d < rank; ++d) (d < first ? rows : size) *= s[d];
-  int dev = x.device;
-  CudaTensor o = empty(out, dev);
+  Runtime& dev = runtime(x);
+  GpuTensor o = empty(out, dev);
   if (out.shape.numel() == 0) return o;
   // A few very long rows: the decomposition's split reductions use the whole GPU (reduce.cpp).
-  DeviceState& d = device(dev);
+  Runtime& d = dev;
   if (rows * 4 <= int64_t(d.multiprocessors) && size >= (int64_t(1) << 20))
-    return decompose<Cuda>(op, in, out);
+    return decompose<Ops>(op, in, out);
   int64_t row_stride = 0, elem_stride = 1;
   if (!merged_stride(x, first, rank, elem_stride) || elem_stride != 1 ||
       !merged_stride(x, 0, first, row_stride)) {
     x = copy_strided(x);
     row_stride = size;
   }
-  CudaTensor gamma = contiguous(in[1]);
-  CudaTensor beta = layer ? contiguous(in[2]) : CudaTensor{};
+  GpuTensor gamma = contiguous(in[1]);
+  GpuTensor beta = layer ? contiguous(in[2]) : GpuTensor{};
   DType t = x.meta.dtype;
   bool wide = rows * size > kMaxI32 || int64_t(x.storage->bytes / size_of(t)) > kMaxI32;
   bool group = size > 32 || rows < int64_t(d.multiprocessors) * 64;
@@ -149,13 +149,13 @@ CudaTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
 
 }  // namespace
 
-CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
+GpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   // One pass instead of the decomposition's five.
   if (op.code == OpCode::Gelu || op.code == OpCode::Silu) return elementwise(op, in, out);
   if (op.code == OpCode::LayerNorm || op.code == OpCode::RmsNorm) return norm(op, in, out);
   if (op.code != OpCode::Softmax && op.code != OpCode::LogSoftmax && op.code != OpCode::LogSumExp)
     not_implemented(op, in);
-  CudaTensor x = in[0];
+  GpuTensor x = in[0];
   const Shape& s = x.meta.shape;
   size_t rank = s.rank();
   // The dims reduced along: [first, last] after moving them together (logsumexp).
@@ -181,7 +181,7 @@ CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
       first = order.size();
       for (size_t d = 0; d < rank; ++d)
         if (red[d]) order.push_back(d);
-      CudaTensor p = x;
+      GpuTensor p = x;
       for (size_t i = 0; i < rank; ++i) {
         p.strides[i] = x.strides[order[i]];
         p.meta.shape[i] = s[order[i]];
@@ -195,18 +195,18 @@ CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   for (size_t d = 0; d < xs.rank(); ++d) (d < first ? outer : d <= last ? size : inner) *= xs[d];
   // A few very long rows: a workgroup a row would leave the GPU idle, while the
   // decomposition's reductions split the rows across it (reduce.cpp).
-  if (outer * inner * 4 <= int64_t(device(x.device).multiprocessors) && size >= (int64_t(1) << 20))
-    return decompose<Cuda>(op, in, out);
+  if (outer * inner * 4 <= int64_t(runtime(x).multiprocessors) && size >= (int64_t(1) << 20))
+    return decompose<Ops>(op, in, out);
   int64_t st[3];
   if (!view3(x, first, last, st)) {
     x = copy_strided(x);
     view3(x, first, last, st);
   }
-  int dev = x.device;
-  CudaTensor o = empty(out, dev);
+  Runtime& dev = runtime(x);
+  GpuTensor o = empty(out, dev);
   int64_t rows = outer * inner;
   if (out.shape.numel() == 0) return o;
-  DeviceState& d = device(dev);
+  Runtime& d = dev;
   DType t = x.meta.dtype;
   bool wide = xs.numel() > kMaxI32 || out.shape.numel() > kMaxI32 ||
               int64_t(x.storage->bytes / size_of(t)) > kMaxI32;
@@ -247,4 +247,4 @@ CudaTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   return o;
 }
 
-}  // namespace ember::cuda::detail
+}  // namespace ember::gpu

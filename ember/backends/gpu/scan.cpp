@@ -1,19 +1,19 @@
 // Scans (cumsum, cumprod, cummax, cummin) along one dim: the input viewed as
 // [outer, size, inner] (copied to dense first when its strides do not allow that view).
 #include "ember/kernel/kernels/scan.h"
-#include "ember/backends/cuda/ops.h"
+#include "ember/backends/gpu/ops.h"
 
-namespace ember::cuda::detail {
+namespace ember::gpu {
 
-CudaTensor scan(const Op& op, Inputs in, const TensorMeta& out) {
-  CudaTensor x = contiguous(in[0]);
+GpuTensor scan(const Op& op, Inputs in, const TensorMeta& out) {
+  GpuTensor x = contiguous(in[0]);
   const Shape& s = x.meta.shape;
   int64_t dim = op.attrs.dim, outer = 1, size = s.rank() ? s[dim] : 1, inner = 1;
   for (int64_t d = 0; d < dim; ++d) outer *= s[d];
   for (size_t d = dim + 1; d < s.rank(); ++d) inner *= s[d];
-  CudaTensor o = empty(out, x.device);
+  GpuTensor o = empty(out, runtime(x));
   if (out.shape.numel() == 0) return o;
-  DeviceState& dev = device(x.device);
+  Runtime& dev = runtime(x);
   // Few long rows: a workgroup per row; otherwise a thread per row.
   bool group = size > 256 && outer * inner < int64_t(dev.multiprocessors) * 64;
   bool wide = s.numel() > 0x7fffffff;
@@ -33,4 +33,4 @@ CudaTensor scan(const Op& op, Inputs in, const TensorMeta& out) {
   return o;
 }
 
-}  // namespace ember::cuda::detail
+}  // namespace ember::gpu

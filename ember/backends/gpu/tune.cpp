@@ -1,6 +1,6 @@
 // The tuner: decisions in memory and in one text file per device, and the timing of launches
-// with events on the backend's stream.
-#include "ember/backends/cuda/tune.h"
+// on the runtime (events on CUDA's stream, timestamps on Vulkan).
+#include "ember/backends/gpu/tune.h"
 
 #include <unistd.h>
 
@@ -16,12 +16,11 @@
 #include <string_view>
 #include <vector>
 
-#include "ember/backends/cuda/driver.h"
-#include "ember/backends/cuda/runtime.h"
+#include "ember/backends/gpu/runtime.h"
 #include "ember/core/error.h"
 #include "ember/kernel/cache.h"
 
-namespace ember::cuda::detail {
+namespace ember::gpu {
 
 namespace {
 
@@ -75,9 +74,13 @@ Tuner::Tuner(std::filesystem::path file, std::string device)
 }
 
 std::filesystem::path Tuner::default_file(const std::string& device_name, int arch) {
+  return default_file(device_name + "_sm" + std::to_string(arch));
+}
+
+std::filesystem::path Tuner::default_file(const std::string& id) {
   std::filesystem::path dir = kernel::KernelCache::default_dir();
   if (dir.empty()) return {};
-  return dir / "tune" / (sanitize(device_name) + "_sm" + std::to_string(arch) + ".txt");
+  return dir / "tune" / (sanitize(id) + ".txt");
 }
 
 Tuner::Stats Tuner::stats() const {
@@ -312,53 +315,28 @@ std::vector<int64_t> reduce_candidates(int64_t heuristic, bool rows, int64_t w, 
 
 namespace {
 std::mutex g_tuners_mu;
-std::map<int, Tuner*>& tuners() {
-  static auto* m = new std::map<int, Tuner*>();  // never destroyed, like the device states
+std::map<const Runtime*, Tuner*>& tuners() {
+  static auto* m = new std::map<const Runtime*, Tuner*>();  // never destroyed, like runtimes
   return *m;
-}
-std::string device_text(DeviceState& d, std::string* name = nullptr) {
-  DeviceInfo info = device_info(d.index);
-  if (name) *name = info.name;
-  return info.name + " sm_" + std::to_string(d.arch);
 }
 }  // namespace
 
-Tuner& device_tuner(DeviceState& d) {
+Tuner& device_tuner(Runtime& d) {
   std::lock_guard lk(g_tuners_mu);
-  Tuner*& t = tuners()[d.index];
-  if (!t) {
-    std::string name;
-    std::string text = device_text(d, &name);
-    t = new Tuner(Tuner::default_file(name, d.arch), text);
-  }
+  Tuner*& t = tuners()[&d];
+  if (!t) t = new Tuner(d.tuner_file(), d.tuner_device());
   return *t;
 }
 
-Tuner& reset_device_tuner(DeviceState& d, const std::filesystem::path& file) {
-  std::string text = device_text(d);
+Tuner& reset_device_tuner(Runtime& d, const std::filesystem::path& file) {
+  std::string text = d.tuner_device();
   std::lock_guard lk(g_tuners_mu);
-  Tuner*& t = tuners()[d.index];
+  Tuner*& t = tuners()[&d];
   t = new Tuner(file, text);
   return *t;
 }
 
-namespace {
-
-// Milliseconds of one launch: a warm-up (which also compiles and loads the kernel the first
-// time), then three launches between events on the stream.
-double time_launches(DeviceState& d, const std::function<void()>& launch) {
-  launch();
-  Event start, end;
-  start.record_raw(d.s());
-  for (int i = 0; i < 3; ++i) launch();
-  end.record_raw(d.s());
-  end.synchronize();
-  return double(end.since(start)) / 3;
-}
-
-}  // namespace
-
-void launch_tuned(DeviceState& d, const std::string& key, std::span<const int64_t> candidates,
+void launch_tuned(Runtime& d, const std::string& key, std::span<const int64_t> candidates,
                   int64_t elements, const std::function<void(int64_t)>& launch) {
   if (candidates.empty()) return;
   int64_t heuristic = candidates[0];
@@ -366,7 +344,7 @@ void launch_tuned(DeviceState& d, const std::string& key, std::span<const int64_
     return launch(heuristic);
   Tuner& t = device_tuner(d);
   int64_t code =
-      t.choose(key, candidates, [&](int64_t c) { return time_launches(d, [&] { launch(c); }); });
+      t.choose(key, candidates, [&](int64_t c) { return d.time_ms([&] { launch(c); }); });
   if (code == heuristic) return launch(heuristic);
   try {
     launch(code);
@@ -376,4 +354,4 @@ void launch_tuned(DeviceState& d, const std::string& key, std::span<const int64_
   }
 }
 
-}  // namespace ember::cuda::detail
+}  // namespace ember::gpu

@@ -2,20 +2,20 @@
 // contiguous(), and the creation ops.
 #include <algorithm>
 
-#include "ember/backends/cuda/ops.h"
+#include "ember/backends/gpu/ops.h"
 #include "ember/core/error.h"
 #include "ember/kernel/kernels/copy.h"
 #include "ember/kernel/kernels/create.h"
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/where.h"
 
-namespace ember::cuda::detail {
+namespace ember::gpu {
 
 namespace {
 
 // The output: an input buffer that may be reused, or a new one.
-CudaTensor output_for(Inputs in, const TensorMeta& out, int dev) {
-  for (CudaTensor& t : in)
+GpuTensor output_for(Inputs in, const TensorMeta& out, Runtime& dev) {
+  for (GpuTensor& t : in)
     if (reusable(t, out)) return t;  // a copy: the inputs are still read
   return empty(out, dev);
 }
@@ -26,7 +26,7 @@ void push_shape(Args& a, const Collapsed& c, int operands) {
     for (int64_t s : c.strides[j]) a.i(s);
 }
 
-bool aligned(const CudaTensor& t, int w) { return t.offset % w == 0; }
+bool aligned(const GpuTensor& t, int w) { return t.offset % w == 0; }
 
 struct Strided {
   Collapsed c;
@@ -37,7 +37,7 @@ struct Strided {
 
 // The operands' strides broadcast to `s`, merged; `w` the dense path's vector width. With
 // `allow_scalars`, one-element inputs (stride 0 after merging) keep the dense path.
-Strided layout(std::span<const CudaTensor> in, const CudaTensor& o, int w,
+Strided layout(std::span<const GpuTensor> in, const GpuTensor& o, int w,
                bool allow_scalars = false) {
   const Shape& s = o.meta.shape;
   Dims st[3];
@@ -66,16 +66,17 @@ Strided layout(std::span<const CudaTensor> in, const CudaTensor& o, int w,
 }
 
 // Copies (and converts) `x` into the dense `o` of the same shape.
-void copy_into(const CudaTensor& x, const CudaTensor& o) {
+void copy_into(const GpuTensor& x, const GpuTensor& o) {
   int64_t n = o.meta.shape.numel();
   if (n == 0) return;
-  DeviceState& d = device(o.device);
+  Runtime& d = runtime(o);
   if (x.meta.dtype == o.meta.dtype && x.meta.shape == o.meta.shape && x.is_contiguous()) {
     // Dense to dense: the driver's copy runs at the memory's speed (the scalar kernel does not).
-    raw::copy_dtod(o.ptr(), x.ptr(), size_t(n) * size_of(x.meta.dtype), d.s());
+    size_t es = size_of(x.meta.dtype);
+    d.copy(*x.storage, size_t(x.offset) * es, *o.storage, size_t(o.offset) * es, size_t(n) * es);
     return;
   }
-  Strided L = layout(std::span<const CudaTensor>(&x, 1), o, 0);
+  Strided L = layout(std::span<const GpuTensor>(&x, 1), o, 0);
   const Loaded& l =
       kernel_for(d, key(Kind::Copy, 0, x.meta.dtype, o.meta.dtype, L.rank, false, L.c.wide), [&] {
         kernel::CopySpec cs;
@@ -93,22 +94,22 @@ void copy_into(const CudaTensor& x, const CudaTensor& o) {
 
 }  // namespace
 
-CudaTensor elementwise(const Op& op, Inputs in, const TensorMeta& out) {
+GpuTensor elementwise(const Op& op, Inputs in, const TensorMeta& out) {
   DType t = in[0].meta.dtype;
   if (!kernel::elementwise_supported(op.code, t))
     not_implemented(op, in, "no elementwise kernel for " + std::string(name(t)));
-  int dev = in[0].device;
+  Runtime& dev = runtime(in[0]);
   const Shape& s = out.shape;
   int64_t n = s.numel();
-  CudaTensor o = output_for(in, out, dev);
+  GpuTensor o = output_for(in, out, dev);
   if (n == 0) return o;
   int arity = static_cast<int>(in.size());
   int w = kernel::vector_width(t);
-  Strided L = layout(std::span<const CudaTensor>(in.data(), in.size()), o, w, true);
+  Strided L = layout(std::span<const GpuTensor>(in.data(), in.size()), o, w, true);
   const Collapsed& c = L.c;
   bool dense = L.dense;
   int rank = L.rank;
-  DeviceState& d = device(dev);
+  Runtime& d = dev;
   const Loaded& l = kernel_for(
       d, key(Kind::Elementwise, int(op.code), t, t, rank, dense, c.wide, L.scalars), [&] {
         kernel::ElementwiseSpec es;
@@ -132,12 +133,12 @@ CudaTensor elementwise(const Op& op, Inputs in, const TensorMeta& out) {
   return o;
 }
 
-CudaTensor where(Inputs in, const TensorMeta& out) {
-  CudaTensor o = empty(out, in[1].device);
+GpuTensor where(Inputs in, const TensorMeta& out) {
+  GpuTensor o = empty(out, runtime(in[1]));
   int64_t n = out.shape.numel();
   if (n == 0) return o;
-  Strided L = layout(std::span<const CudaTensor>(in.data(), 3), o, 1);  // dense: scalar loads
-  DeviceState& d = device(o.device);
+  Strided L = layout(std::span<const GpuTensor>(in.data(), 3), o, 1);  // dense: scalar loads
+  Runtime& d = runtime(o);
   const Loaded& l =
       kernel_for(d, key(Kind::Where, 0, out.dtype, out.dtype, L.rank, L.dense, L.c.wide), [&] {
         kernel::WhereSpec ws;
@@ -155,15 +156,15 @@ CudaTensor where(Inputs in, const TensorMeta& out) {
   return o;
 }
 
-CudaTensor cast(Inputs in, const TensorMeta& out) {
+GpuTensor cast(Inputs in, const TensorMeta& out) {
   if (in[0].meta.dtype == out.dtype) return in[0];
-  CudaTensor o = empty(out, in[0].device);
+  GpuTensor o = empty(out, runtime(in[0]));
   copy_into(in[0], o);
   return o;
 }
 
-CudaTensor copy_strided(const CudaTensor& t) {
-  CudaTensor o = empty(t.meta, t.device);
+GpuTensor copy_strided(const GpuTensor& t) {
+  GpuTensor o = empty(t.meta, runtime(t));
   copy_into(t, o);
   return o;
 }
@@ -179,7 +180,7 @@ class Constants {
  public:
   static constexpr size_t kCapacity = 64;
   template <class Make>
-  CudaTensor get(int dev, const TensorMeta& out, uint64_t bits, Make&& make) {
+  GpuTensor get(Runtime* dev, const TensorMeta& out, uint64_t bits, Make&& make) {
     Key k{dev, out.dtype, out.shape.rank(), bits};
     std::lock_guard lk(mu_);
     for (size_t i = kept_.size(); i-- > 0;)
@@ -195,14 +196,14 @@ class Constants {
 
  private:
   struct Key {
-    int dev;
+    Runtime* dev;
     DType dtype;
     size_t rank;
     uint64_t bits;
     bool operator==(const Key&) const = default;
   };
   std::mutex mu_;
-  std::vector<std::pair<Key, CudaTensor>> kept_;
+  std::vector<std::pair<Key, GpuTensor>> kept_;
 };
 
 Constants& constants() {
@@ -211,13 +212,13 @@ Constants& constants() {
 }
 
 // A creation op run on the stream.
-CudaTensor fill(const Op& op, const TensorMeta& out, int dev) {
+GpuTensor fill(const Op& op, const TensorMeta& out, Runtime& dev) {
   const OpAttrs& at = op.attrs;
   bool fl = is_float(out.dtype);
-  CudaTensor o = empty(out, dev);
+  GpuTensor o = empty(out, dev);
   int64_t n = out.shape.numel();
   if (n == 0) return o;
-  DeviceState& d = device(dev);
+  Runtime& d = dev;
   if (op.code == OpCode::Full && size_of(out.dtype) < 8) {
     // The value's bits, converted on the host exactly as the CPU backend converts it.
     TensorData one =
@@ -226,7 +227,7 @@ CudaTensor fill(const Op& op, const TensorMeta& out, int dev) {
     TensorData v = one.convert(out.dtype);
     uint32_t bits = 0;
     std::memcpy(&bits, v.bytes().data(), v.bytes().size());
-    raw::memset(o.ptr(), bits, size_of(out.dtype), size_t(n), d.s());
+    d.fill(*o.storage, 0, bits, int(size_of(out.dtype)), size_t(n));
     return o;
   }
   bool wide = n > 0x7fffffff;
@@ -273,14 +274,14 @@ CudaTensor fill(const Op& op, const TensorMeta& out, int dev) {
 
 }  // namespace
 
-CudaTensor create(const Op& op, const TensorMeta& out, int dev) {
+GpuTensor create(const Op& op, const TensorMeta& out, Runtime& dev) {
   if (op.code != OpCode::Full || out.shape.numel() != 1) return fill(op, out, dev);
   uint64_t bits = 0;
   if (is_float(out.dtype))
     std::memcpy(&bits, &op.attrs.scalar.f, sizeof bits);
   else
     bits = static_cast<uint64_t>(op.attrs.scalar.as<int64_t>());
-  return constants().get(dev, out, bits, [&] { return fill(op, out, dev); });
+  return constants().get(&dev, out, bits, [&] { return fill(op, out, dev); });
 }
 
-}  // namespace ember::cuda::detail
+}  // namespace ember::gpu

@@ -1,23 +1,20 @@
-// Fusion<Cuda>: fused programs as one generated kernel each (kernel/kernels/fused.h), loaded
-// once per signature and layout, with outputs written into inputs that only the program holds.
-// A program ending in a sum, max or min computes its steps as the reduction reads them.
+// Fusion on a GPU runtime: fused programs as one generated kernel each (kernel/kernels/fused.h),
+// loaded once per signature and layout, with outputs written into inputs that only the program
+// holds. A program ending in a sum, max or min computes its steps as the reduction reads them.
 #include <algorithm>
 
-#include "ember/backends/cuda/ops.h"
+#include "ember/backends/gpu/ops.h"
 #include "ember/core/error.h"
 #include "ember/fusion/fusion.h"
-#include "ember/kernel/codegen/cuda.h"
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/fused.h"
 
-namespace ember {
+namespace ember::gpu {
 
 using fusion::detail::count;
 using fusion::detail::Counter;
 
 namespace {
-
-using namespace cuda::detail;
 
 // Whether a fused reduction of `s` over `dims` (empty: all) takes a workgroup per result: the
 // innermost dim that is not 1 is reduced, and rows are long enough to share.
@@ -30,7 +27,7 @@ bool per_workgroup(const Shape& s, const Dims& dims, int64_t size) {
 
 }  // namespace
 
-bool Cuda::can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out) {
+bool can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out) {
   // More dims than the kernels take stay eager, so the op itself raises its error at once.
   if (out.shape.rank() > 8) return false;
   if (op.code == OpCode::Full) return true;
@@ -53,7 +50,7 @@ bool Cuda::can_fuse(const Op& op, std::span<const TensorMeta* const> in, const T
 namespace {
 
 // The kernel of `p` for layout L: loaded, or generated, compiled and loaded.
-const Loaded& fused_loaded(DeviceState& d, const fusion::Program& p, const kernel::FusedLayout& L) {
+const Loaded& fused_loaded(Runtime& d, const fusion::Program& p, const kernel::FusedLayout& L) {
   std::string key = p.signature();
   key += '|';
   key += L.key();
@@ -62,7 +59,7 @@ const Loaded& fused_loaded(DeviceState& d, const fusion::Program& p, const kerne
     return *l;
   }
   kernel::Kernel k = kernel::fused_kernel(p, L);
-  if (fusion::dumping()) fusion::dump(kernel::render_cuda(k));
+  if (fusion::dumping()) fusion::dump(d.render(k));
   count(Counter::PlansCompiled);
   return d.load(key, k);
 }
@@ -78,15 +75,15 @@ void constant_args(Args& a, const fusion::Program& p) {
 
 // A program ending in a reduction (fused.h): the elements as [kept dims, reduced dims], each
 // part merged on its own; a workgroup per result when the innermost dim is reduced.
-void run_reduction(const fusion::Program& p, std::span<CudaTensor> in,
-                   std::span<const CudaTensor> outs, const CudaTensor& result, Device dev) {
+void run_reduction(const fusion::Program& p, std::span<GpuTensor> in,
+                   std::span<const GpuTensor> outs, const GpuTensor& result, Runtime& d) {
   const Shape& s = p.shape;
   const size_t rank = s.rank();
   std::vector<char> red(rank, p.reduction->op.attrs.dims.empty());
   for (int64_t d : p.reduction->op.attrs.dims) red[size_t(d)] = 1;
   // Operands: the inputs' broadcast strides, then (with outputs) the outputs' dense strides.
   std::vector<Dims> st;
-  for (const CudaTensor& t : in) st.push_back(broadcast_strides(t, s));
+  for (const GpuTensor& t : in) st.push_back(broadcast_strides(t, s));
   if (!outs.empty()) st.push_back(contiguous_strides(s));
   auto part = [&](bool reduced) {
     Dims shape;
@@ -120,11 +117,10 @@ void run_reduction(const fusion::Program& p, std::span<CudaTensor> in,
                 p.constants.size();
   if (args > 160) throw ValueError("[fusion] a program of " + std::to_string(args) + " arguments");
 
-  DeviceState& d = cuda::detail::device(dev.index);
   const Loaded& l = fused_loaded(d, p, L);
   Args a(l);
-  for (const CudaTensor& t : in) a.ptr(t.ptr());
-  for (const CudaTensor& t : outs) a.ptr(t.ptr());
+  for (const GpuTensor& t : in) a.ptr(t.ptr());
+  for (const GpuTensor& t : outs) a.ptr(t.ptr());
   a.ptr(result.ptr()).i(results).i(size);
   for (int64_t x : k.shape) a.i(x);
   for (int64_t x : r.shape) a.i(x);
@@ -140,11 +136,10 @@ void run_reduction(const fusion::Program& p, std::span<CudaTensor> in,
 
 }  // namespace
 
-std::vector<CudaTensor> Cuda::run_fused(const fusion::Program& p, std::span<CudaTensor> in,
-                                        Device dev) {
+std::vector<GpuTensor> run_fused(const fusion::Program& p, std::span<GpuTensor> in, Runtime& d) {
   const Shape& s = p.shape;
   int64_t n = s.numel();
-  std::vector<CudaTensor> outs;
+  std::vector<GpuTensor> outs;
   std::vector<char> claimed(in.size(), 0);
   int w = 8;
   for (size_t o = 0; o < p.outputs.size(); ++o) {
@@ -157,12 +152,12 @@ std::vector<CudaTensor> Cuda::run_fused(const fusion::Program& p, std::span<Cuda
       outs.push_back(in[j]);  // a copy: the kernel still reads it, element for element
       count(Counter::BuffersReused);
     } else {
-      outs.push_back(empty(m, dev.index));
+      outs.push_back(empty(m, d));
     }
   }
   if (p.reduction) {
-    CudaTensor result = empty(p.reduction->out, dev.index);
-    if (n > 0) run_reduction(p, in, outs, result, dev);
+    GpuTensor result = empty(p.reduction->out, d);
+    if (n > 0) run_reduction(p, in, outs, result, d);
     outs.push_back(result);
     return outs;
   }
@@ -198,10 +193,9 @@ std::vector<CudaTensor> Cuda::run_fused(const fusion::Program& p, std::span<Cuda
                 (L.dense ? 0 : size_t(L.rank) * (1 + in.size()));
   if (args > 160) throw ValueError("[fusion] a program of " + std::to_string(args) + " arguments");
 
-  DeviceState& d = cuda::detail::device(dev.index);
   Args a(fused_loaded(d, p, L));
-  for (const CudaTensor& t : in) a.ptr(t.ptr());
-  for (const CudaTensor& t : outs) a.ptr(t.ptr());
+  for (const GpuTensor& t : in) a.ptr(t.ptr());
+  for (const GpuTensor& t : outs) a.ptr(t.ptr());
   a.i(n);
   if (!L.dense) {
     for (int64_t x : c.shape) a.i(x);
@@ -214,4 +208,4 @@ std::vector<CudaTensor> Cuda::run_fused(const fusion::Program& p, std::span<Cuda
   return outs;
 }
 
-}  // namespace ember
+}  // namespace ember::gpu

@@ -1,0 +1,199 @@
+// The Vulkan backend: the GPU op layer (backends/gpu) on a vulkan::Context. Storage is a pool
+// buffer addressed by its device address; kernels are pipelines of the GLSL rendering; GEMMs
+// run the tiled matmul kernel of the kernel layer.
+#include <algorithm>
+
+#include "ember/backend/device_backend.h"
+#include "ember/backends/gpu/backend.h"
+#include "ember/backends/gpu/tune.h"
+#include "ember/backends/vulkan/vulkan.h"
+#include "ember/core/error.h"
+#include "ember/fusion/fusion.h"
+#include "ember/kernel/codegen/glsl.h"
+#include "ember/kernel/kernels/matmul.h"
+
+namespace ember {
+
+namespace vulkan {
+namespace {
+
+struct VulkanStorage final : gpu::Storage {
+  Buffer buffer;
+};
+
+struct VulkanLoaded final : gpu::Loaded {
+  const Context::Pipeline* pipeline = nullptr;
+};
+
+Buffer& buffer_of(const gpu::Storage& s) {
+  return const_cast<VulkanStorage&>(static_cast<const VulkanStorage&>(s)).buffer;
+}
+
+class Runtime final : public gpu::Runtime {
+ public:
+  explicit Runtime(int index) : gpu::Runtime(DeviceKind::Vulkan, index), ctx_(context(index)) {
+    // Vulkan does not say how many compute units a device has: launch sizes from its kind.
+    const std::string& t = ctx_.info().type;
+    multiprocessors = t == "discrete" ? 128 : t == "integrated" ? 16 : 4;
+  }
+  const char* backend() const override { return "vulkan"; }
+
+  std::shared_ptr<gpu::Storage> allocate(size_t bytes) override {
+    auto s = std::make_shared<VulkanStorage>();
+    s->runtime = this;
+    s->bytes = bytes;
+    if (bytes) {
+      s->buffer = ctx_.buffer(bytes);
+      s->ptr = s->buffer.address();
+    }
+    return s;
+  }
+
+  void launch(const gpu::Loaded& l, std::span<const gpu::Arg> args, int64_t groups) override {
+    if (groups <= 0) return;
+    Arg a[gpu::Args::kMaxArgs];
+    for (size_t j = 0; j < args.size(); ++j) {
+      const gpu::Arg& g = args[j];
+      a[j] = g.kind == gpu::Arg::Address ? Arg::ptr(static_cast<uint64_t>(g.i))
+             : g.kind == gpu::Arg::Real  ? Arg::real(g.f)
+                                         : Arg::of(g.i);
+    }
+    ctx_.launch(*static_cast<const VulkanLoaded&>(l).pipeline, std::span<const Arg>(a, args.size()),
+                static_cast<uint32_t>(std::min<int64_t>(groups, 0x7fffffff)));
+  }
+
+  void copy(const gpu::Storage& src, size_t src_offset, const gpu::Storage& dst, size_t dst_offset,
+            size_t bytes) override {
+    if (bytes) ctx_.copy(buffer_of(src), src_offset, buffer_of(dst), dst_offset, bytes);
+  }
+
+  void fill(const gpu::Storage& dst, size_t offset, uint32_t pattern, int size,
+            size_t count) override {
+    if (!count) return;
+    uint32_t word = size == 1   ? (pattern & 0xffu) * 0x01010101u
+                    : size == 2 ? (pattern & 0xffffu) * 0x00010001u
+                                : pattern;
+    ctx_.fill(buffer_of(dst), offset, count * size_t(size), word);
+  }
+
+  void upload(const gpu::Storage& dst, size_t offset, const void* src, size_t bytes) override {
+    if (bytes) buffer_of(dst).upload(src, bytes, offset);
+  }
+
+  void download(void* dst, const gpu::Storage& src, size_t offset, size_t bytes) override {
+    if (bytes) buffer_of(src).download(dst, bytes, offset);
+  }
+
+  void synchronize() override { ctx_.synchronize(); }
+
+  double time_ms(const std::function<void()>& launches) override {
+    launches();
+    uint32_t from = ctx_.timestamp();
+    for (int i = 0; i < 3; ++i) launches();
+    uint32_t to = ctx_.timestamp();
+    return ctx_.elapsed_ms(from, to) / 3;
+  }
+
+  std::string tuner_device() const override { return "vulkan " + ctx_.info().name; }
+  std::filesystem::path tuner_file() const override {
+    return gpu::Tuner::default_file("vulkan_" + ctx_.info().name);
+  }
+
+  // Floats on the tiled kernel of the kernel layer; integers (and halves) on the simple one.
+  void gemm(const gpu::GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c,
+            const std::string& shapes) override {
+    if (g.dtype != DType::F32 && g.dtype != DType::F64)
+      return gpu::Runtime::gemm(g, a, b, c, shapes);
+    int64_t ar = g.va.col ? 1 : g.va.ld, ac = g.va.col ? g.va.ld : 1;
+    int64_t br = g.vb.col ? 1 : g.vb.ld, bc = g.vb.col ? g.vb.ld : 1;
+    int64_t reach_a = (g.batch - 1) * std::abs(g.sa) + (g.m - 1) * ar + (g.k - 1) * ac;
+    int64_t reach_b = (g.batch - 1) * std::abs(g.sb) + (g.k - 1) * br + (g.n - 1) * bc;
+    bool wide = std::max({reach_a, reach_b, g.batch * g.m * g.n}) > 0x7fffffff;
+    const gpu::Loaded& l = gpu::kernel_for(
+        *this, gpu::key(gpu::Kind::Matmul, 1, g.dtype, g.dtype, 0, false, wide), [&] {
+          return kernel::matmul_kernel({g.dtype, wide});
+        });
+    gpu::Args args(l);
+    args.ptr(a).ptr(b).ptr(c).i(g.m).i(g.n).i(g.k).i(g.batch);
+    args.i(g.sa).i(ar).i(ac).i(g.sb).i(br).i(bc);
+    args.launch(*this, kernel::matmul_groups(g.m, g.n, g.batch));
+  }
+
+  std::string render(const kernel::Kernel& k) const override { return kernel::render_glsl(k); }
+
+ protected:
+  std::unique_ptr<gpu::Loaded> compile(const kernel::Kernel& k) override {
+    auto l = std::make_unique<VulkanLoaded>();
+    l->pipeline = &ctx_.prepare(k);
+    for (int j = 0; j < 3; ++j) l->block[j] = k.workgroup[j];
+    for (const kernel::Param& p : k.params)
+      l->params.push_back(p.kind == kernel::Param::Buffer ? kernel::ScalarType::Void
+                                                          : p.type.scalar);
+    l->name = k.name;
+    return l;
+  }
+
+ private:
+  Context& ctx_;
+};
+
+// The runtime of vulkan:index, made on first use and kept for the process (like its context).
+gpu::Runtime& runtime(int index) {
+  static std::mutex mu;
+  static std::vector<Runtime*> made;
+  std::lock_guard lk(mu);
+  if (index < 0 || index >= device_count())
+    throw DeviceError("[vulkan] no device vulkan:" + std::to_string(index) + " (" +
+                      std::to_string(device_count()) + " found)");
+  if (made.size() <= size_t(index)) made.resize(size_t(index) + 1, nullptr);
+  if (!made[size_t(index)]) made[size_t(index)] = new Runtime(index);
+  return *made[size_t(index)];
+}
+
+gpu::Runtime& state(Device dev) {
+  static const bool registered = (gpu::set_runtime_lookup(DeviceKind::Vulkan, &runtime), true);
+  (void)registered;
+  if (dev.kind != DeviceKind::Vulkan)
+    throw DeviceError("[vulkan] not a vulkan device: " + dev.to_string());
+  return runtime(dev.index);
+}
+
+}  // namespace
+
+void synchronize(int device) {
+  Fusion<Vulkan>::flush({DeviceKind::Vulkan, device});  // what is still recorded runs first
+  state({DeviceKind::Vulkan, device}).synchronize();
+}
+
+std::unique_ptr<DeviceBackend> make_device_backend() {
+  std::string why;
+  if (!available(&why)) return nullptr;
+  int n = device_count();
+  if (n <= 0) return nullptr;
+  return std::make_unique<DeviceBackendFor<Fusion<Vulkan>>>(n);
+}
+
+}  // namespace vulkan
+
+GpuTensor Vulkan::from_data(const TensorData& d, Device dev) {
+  return gpu::from_data(d, vulkan::state(dev));
+}
+
+TensorData Vulkan::to_data(const GpuTensor& h) { return gpu::to_data(h); }
+
+GpuTensor Vulkan::run(const Op& op, std::span<GpuTensor> in, const TensorMeta& out, Device dev) {
+  return gpu::run(op, in, out, vulkan::state(dev));
+}
+
+bool Vulkan::supports(OpCode c) { return gpu::supports(c); }
+
+bool Vulkan::can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out) {
+  return gpu::can_fuse(op, in, out);
+}
+
+std::vector<GpuTensor> Vulkan::run_fused(const fusion::Program& p, std::span<GpuTensor> in,
+                                         Device dev) {
+  return gpu::run_fused(p, in, vulkan::state(dev));
+}
+
+}  // namespace ember
