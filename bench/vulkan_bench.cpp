@@ -4,7 +4,9 @@
 // Each is warmed up, then `reps` launches are recorded and submitted at once; the figure is
 // the time per launch between two GPU timestamps around them (the wall time where the queue
 // writes none): the queue runs them back to back, as a CUDA stream does.
-// Run beside cuda_bench in one session (scripts/gpu_bundle.sh's bench_vulkan.sh) to compare.
+// Then softmax, the sum and the matmul once more as ops of the Vulkan backend (its kernels and
+// launch parameters; wall time of a batch of ops). Run beside cuda_bench in one session
+// (scripts/gpu_bundle.sh's bench_vulkan.sh) to compare.
 //
 //   vulkan_bench [--reps N] [--scale S]   # S < 1 shrinks the sizes (lavapipe)
 #include <algorithm>
@@ -16,7 +18,8 @@
 #include <vector>
 
 #include "bench/flags.h"
-#include "ember/backends/vulkan/runtime.h"
+#include "ember/backend/apply.h"
+#include "ember/backends/vulkan/vulkan.h"
 #include "ember/core/error.h"
 #include "ember/kernel/kernels/copy.h"
 #include "ember/kernel/kernels/elementwise.h"
@@ -195,6 +198,41 @@ int main(int argc, char** argv) {
                  uint32_t(kernel::matmul_groups(mn, mn, 1)));
     });
     put("matmul_4096_fp32_TFLOPs", ms, "TFLOP/s", 2.0 * double(mn) * mn * mn / (ms * 1e-3) / 1e12);
+
+    // The same figures through the Vulkan backend (the GPU op layer's kernels and launch
+    // parameters, as cuda_bench measures the CUDA backend): the wall time of `reps` ops recorded
+    // and then run at a synchronize.
+    const Device dev{DeviceKind::Vulkan, 0};
+    auto op_ms = [&](const std::function<void()>& run) {
+      for (int i = 0; i < 3; ++i) run();
+      vulkan::synchronize(0);
+      double t0 = now_s();
+      for (int i = 0; i < reps; ++i) run();
+      vulkan::synchronize(0);
+      return (now_s() - t0) * 1e3 / reps;
+    };
+    auto zeros = [&](Shape sh) { return Vulkan::from_data(TensorData(sh, DType::F32), dev); };
+    auto run = [&](OpCode code, OpAttrs at, std::vector<GpuTensor> in) {
+      return apply<Vulkan>(Op{code, std::move(at)}, std::span<GpuTensor>(in.data(), in.size()));
+    };
+    {
+      GpuTensor x = zeros(Shape{rows, cols});
+      OpAttrs at;
+      at.dim = 1;
+      ms = op_ms([&] { (void)run(OpCode::Softmax, at, {x}); });
+      put("backend_softmax_8192x4096_ms", ms, "GB/s", gbps(2.0 * double(rows * cols) * 4, ms));
+    }
+    {
+      GpuTensor x = zeros(Shape{big});
+      ms = op_ms([&] { (void)run(OpCode::Sum, {}, {x}); });
+      put("backend_sum_256M_ms", ms, "GB/s", gbps(double(big) * 4, ms));
+    }
+    {
+      GpuTensor x = zeros(Shape{mn, mn}), y = zeros(Shape{mn, mn});
+      ms = op_ms([&] { (void)run(OpCode::Matmul, {}, {x, y}); });
+      put("backend_matmul_4096_fp32_TFLOPs", ms, "TFLOP/s",
+          2.0 * double(mn) * mn * mn / (ms * 1e-3) / 1e12);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vulkan_bench: %s\n", e.what());
     return 1;

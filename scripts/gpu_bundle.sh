@@ -177,6 +177,9 @@ VULKAN
   sed -i "s/DEVICE_TESTS/${device_tests[*]}/" "$bundle/vulkan.sh"
   chmod +x "$bundle/vulkan.sh"
 fi
-# xz: a third smaller than gzip for these binaries
-tar cJf "$build/ember-gpu-bundle.tar.xz" -C "$build" bundle
-du -sh "$bundle" "$build/ember-gpu-bundle.tar.xz"
+# xz: a third smaller than gzip for these binaries (EMBER_GPU_TAR=0: the bundle folder only)
+if [ "${EMBER_GPU_TAR:-1}" != 0 ]; then
+  tar cJf "$build/ember-gpu-bundle.tar.xz" -C "$build" bundle
+  du -sh "$build/ember-gpu-bundle.tar.xz"
+fi
+du -sh "$bundle"

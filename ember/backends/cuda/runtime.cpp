@@ -149,6 +149,7 @@ void DeviceState::synchronize() {
 }
 
 double DeviceState::time_ms(const std::function<void()>& launches) {
+  bind();
   launches();
   Event start, end;
   start.record_raw(s());
@@ -168,6 +169,7 @@ std::filesystem::path DeviceState::tuner_file() const {
 
 void DeviceState::gemm(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c,
                        const std::string& shapes) {
+  bind();
   lt_gemm(*this, g, a, b, c, shapes);
 }
 
@@ -175,6 +177,7 @@ bool DeviceState::has_library_conv() const { return dnn::enabled(); }
 
 bool DeviceState::library_conv(const Op& op, const GpuTensor& a, const GpuTensor& b,
                                const GpuTensor& out) {
+  bind();
   return cudnn_conv(op, a, b, out);
 }
 

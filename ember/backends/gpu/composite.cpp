@@ -96,11 +96,10 @@ GpuTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
   const size_t rank = s.rank(), first = static_cast<size_t>(op.attrs.dim);
   int64_t rows = 1, size = 1;
   for (size_t d = 0; d < rank; ++d) (d < first ? rows : size) *= s[d];
-  Runtime& dev = runtime(x);
-  GpuTensor o = empty(out, dev);
+  Runtime& d = runtime(x);
+  GpuTensor o = empty(out, d);
   if (out.shape.numel() == 0) return o;
   // A few very long rows: the decomposition's split reductions use the whole GPU (reduce.cpp).
-  Runtime& d = dev;
   if (rows * 4 <= int64_t(d.multiprocessors) && size >= (int64_t(1) << 20))
     return decompose<Ops>(op, in, out);
   int64_t row_stride = 0, elem_stride = 1;
@@ -117,7 +116,8 @@ GpuTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
   int64_t vw = kernel::norm_vector_width(t);
   bool vec_ok = size % vw == 0 && (rows == 1 || row_stride % vw == 0) && x.offset % vw == 0 &&
                 gamma.offset % vw == 0 && (!layer || beta.offset % vw == 0);
-  int64_t heuristic = row_heuristic(group, vec_ok, size, vw, 32, 32);
+  int64_t min_wg = std::max<int64_t>(32, d.subgroup);  // a whole subgroup at least
+  int64_t heuristic = row_heuristic(group, vec_ok, size, vw, min_wg, min_wg);
   auto launch = [&](int64_t code) {
     RowConfig c = row_config(code, size, vw);
     uint64_t k = key(Kind::Norm, int(op.code), t, t, c.group ? log2_of(c.wg) : 0, c.group, wide,
@@ -141,7 +141,7 @@ GpuTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
                         : groups_for(d, rows, 256));
   };
   int ls = log2_bucket(size);
-  std::vector<int64_t> cands = row_candidates(heuristic, ls, vw, vec_ok, 32, ls <= 6);
+  std::vector<int64_t> cands = row_candidates(heuristic, ls, vw, vec_ok, min_wg, ls <= 6);
   launch_tuned(d, row_key("norm", op.code, t, rows, size, int(vec_ok), wide), cands, rows * size,
                launch);
   return o;
@@ -202,11 +202,10 @@ GpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
     x = copy_strided(x);
     view3(x, first, last, st);
   }
-  Runtime& dev = runtime(x);
-  GpuTensor o = empty(out, dev);
+  Runtime& d = runtime(x);
+  GpuTensor o = empty(out, d);
   int64_t rows = outer * inner;
   if (out.shape.numel() == 0) return o;
-  Runtime& d = dev;
   DType t = x.meta.dtype;
   bool wide = xs.numel() > kMaxI32 || out.shape.numel() > kMaxI32 ||
               int64_t(x.storage->bytes / size_of(t)) > kMaxI32;
@@ -215,7 +214,8 @@ GpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   int64_t vw = kernel::softmax_vector_width(t);
   bool vec_ok = inner == 1 && st[1] == 1 && size % vw == 0 && (outer == 1 || st[0] % vw == 0) &&
                 x.offset % vw == 0;
-  int64_t heuristic = row_heuristic(group, vec_ok, size, vw, 64, 128);
+  int64_t heuristic = row_heuristic(group, vec_ok, size, vw, std::max<int64_t>(64, d.subgroup),
+                                    std::max<int64_t>(128, d.subgroup));
   auto launch = [&](int64_t code) {
     RowConfig c = row_config(code, size, vw);
     uint64_t k = key(Kind::Softmax, int(op.code), t, t, c.group ? log2_of(c.wg) : 0, c.group, wide,

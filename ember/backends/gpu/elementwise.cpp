@@ -61,7 +61,9 @@ Strided layout(std::span<const GpuTensor> in, const GpuTensor& o, int w,
     r.scalars = 0;
   }
   r.rank = r.dense ? 0 : static_cast<int>(r.c.shape.size());
-  if (r.rank > 8) throw DeviceError("[cuda] more than 8 dims after merging: " + s.to_string());
+  if (r.rank > 8)
+    throw DeviceError("[" + std::string(runtime(o).backend()) +
+                      "] more than 8 dims after merging: " + s.to_string());
   return r;
 }
 
@@ -98,10 +100,10 @@ GpuTensor elementwise(const Op& op, Inputs in, const TensorMeta& out) {
   DType t = in[0].meta.dtype;
   if (!kernel::elementwise_supported(op.code, t))
     not_implemented(op, in, "no elementwise kernel for " + std::string(name(t)));
-  Runtime& dev = runtime(in[0]);
+  Runtime& d = runtime(in[0]);
   const Shape& s = out.shape;
   int64_t n = s.numel();
-  GpuTensor o = output_for(in, out, dev);
+  GpuTensor o = output_for(in, out, d);
   if (n == 0) return o;
   int arity = static_cast<int>(in.size());
   int w = kernel::vector_width(t);
@@ -109,7 +111,6 @@ GpuTensor elementwise(const Op& op, Inputs in, const TensorMeta& out) {
   const Collapsed& c = L.c;
   bool dense = L.dense;
   int rank = L.rank;
-  Runtime& d = dev;
   const Loaded& l = kernel_for(
       d, key(Kind::Elementwise, int(op.code), t, t, rank, dense, c.wide, L.scalars), [&] {
         kernel::ElementwiseSpec es;
@@ -212,13 +213,12 @@ Constants& constants() {
 }
 
 // A creation op run on the stream.
-GpuTensor fill(const Op& op, const TensorMeta& out, Runtime& dev) {
+GpuTensor fill(const Op& op, const TensorMeta& out, Runtime& d) {
   const OpAttrs& at = op.attrs;
   bool fl = is_float(out.dtype);
-  GpuTensor o = empty(out, dev);
+  GpuTensor o = empty(out, d);
   int64_t n = out.shape.numel();
   if (n == 0) return o;
-  Runtime& d = dev;
   if (op.code == OpCode::Full && size_of(out.dtype) < 8) {
     // The value's bits, converted on the host exactly as the CPU backend converts it.
     TensorData one =

@@ -81,6 +81,7 @@ class EMBER_API Runtime {
   DeviceKind kind;
   int index;
   int multiprocessors = 1;  // compute units: launch sizes scale with it
+  int subgroup = 32;        // lanes of a subgroup (8 to 128): workgroups hold whole ones
 
   /// "cuda", "vulkan": the backend's name in messages.
   virtual const char* backend() const = 0;

@@ -35,6 +35,11 @@ class Runtime final : public gpu::Runtime {
     // Vulkan does not say how many compute units a device has: launch sizes from its kind.
     const std::string& t = ctx_.info().type;
     multiprocessors = t == "discrete" ? 128 : t == "integrated" ? 16 : 4;
+    // The kernels' shared scratch holds a value per subgroup of a workgroup of 8 lanes or more.
+    subgroup = int(ctx_.info().subgroup_size);
+    if (subgroup < 8 || subgroup > 128)
+      throw DeviceError("[vulkan] " + ctx_.info().name + " has subgroups of " +
+                        std::to_string(subgroup) + " lanes; ember's kernels need 8 to 128");
   }
   const char* backend() const override { return "vulkan"; }
 
@@ -54,9 +59,13 @@ class Runtime final : public gpu::Runtime {
     Arg a[gpu::Args::kMaxArgs];
     for (size_t j = 0; j < args.size(); ++j) {
       const gpu::Arg& g = args[j];
+      kernel::ScalarType t = l.params[j];
+      bool real_param = t == kernel::ScalarType::F32 || t == kernel::ScalarType::F64;
+      // Reals into integer parameters saturate (NaN to 0), as gpu::pack does on CUDA.
       a[j] = g.kind == gpu::Arg::Address ? Arg::ptr(static_cast<uint64_t>(g.i))
-             : g.kind == gpu::Arg::Real  ? Arg::real(g.f)
-                                         : Arg::of(g.i);
+             : g.kind == gpu::Arg::Int   ? Arg::of(g.i)
+             : real_param                ? Arg::real(g.f)
+                                         : Arg::of(Scalar::saturate(g.f));
     }
     ctx_.launch(*static_cast<const VulkanLoaded&>(l).pipeline, std::span<const Arg>(a, args.size()),
                 static_cast<uint32_t>(std::min<int64_t>(groups, 0x7fffffff)));
