@@ -12,6 +12,15 @@ namespace {
 // Helpers for f32, i32 and u32 (always), then those for f64 and i64 (only where used, so a
 // kernel without them needs neither capability).
 const char* kPrelude = R"GLSL(
+// The address of element i of `size` bytes from `base` (i may be negative: views with negative
+// strides), in 32-bit arithmetic with carry.
+uvec2 ember_at(uvec2 base, int i, int size) {
+  int hi, lo;
+  imulExtended(i, size, hi, lo);
+  uint carry;
+  uint l = uaddCarry(base.x, uint(lo), carry);
+  return uvec2(l, base.y + uint(hi) + carry);
+}
 float ember_rf16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }
 float ember_rbf16(float x) {
   uint u = floatBitsToUint(x);

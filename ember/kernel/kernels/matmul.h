@@ -1,10 +1,8 @@
 // A batched matmul written against the kernel IR, for targets without a vendor GEMM (Vulkan;
 // CUDA uses cuBLASLt): C[b] = A[b] @ B[b] with A [M, K] and B [K, N] of any strides (a batch
 // stride of 0 broadcasts), C dense [batch, M, N]. Each workgroup of 16 x 16 threads computes a
-// 128 x 128 tile of C, 8 x 8 outputs a thread (rows ty + 16 i, columns tx + 16 j, so shared
-// memory reads do not conflict), stepping through K in steps of 8 staged in shared memory (loads
-// coalesced along whichever dim of an operand is contiguous; out-of-range elements read as 0)
-// while the next step's elements are fetched into registers; workgroups loop over the tiles.
+// 64 x 64 tile of C, a 4 x 4 block a thread, stepping through K in tiles of 16 staged in
+// shared memory (out-of-range elements read as 0); workgroups loop over the tiles.
 //
 //   kernel::MatmulSpec s{DType::F32};
 //   kernel::Kernel k = kernel::matmul_kernel(s);
