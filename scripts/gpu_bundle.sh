@@ -152,13 +152,15 @@ if grep -q "^vulkan_bench:" <<<"$targets"; then
 # The Vulkan backend on the machine's Vulkan driver: the kernel suites, the backend's test, the op
 # goldens on vulkan:0 and the device-aware suites on vulkan:0, then vulkan_bench three times and
 # cuda_bench's figures of the same names (docs/vulkan.md). Needs the Vulkan loader (libvulkan1);
-# VK_DRIVER_FILES points at NVIDIA's ICD where the loader does not find it by itself. The exit
-# status is the first failure's.
+# VK_DRIVER_FILES points at NVIDIA's ICD where the loader does not find it by itself (the ICD is
+# libGLX_nvidia.so.0, which needs the GL vendor libraries, libglvnd). The exit status is the
+# first failure's.
 cd "$(dirname "$0")"
 export EMBER_TEST_DATA="$PWD/data"
 export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if ! ./vulkan_kernels_test --gtest_filter='VulkanRun.DeviceIsDescribed' 2>&1 | grep -q "\[vulkan\]"; then
-  export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+  icd=$(find /usr/share/vulkan /etc/vulkan /usr/local/nvidia -name 'nvidia_icd*.json' 2>/dev/null | head -1)
+  export VK_DRIVER_FILES=${VK_DRIVER_FILES:-$icd}
 fi
 status=0
 note() { if [ "$1" -ne 0 ] && [ $status -eq 0 ]; then status=$1; fi; }
