@@ -85,6 +85,26 @@ class MnistCli : public testing::Test {
 };
 TempFolder* MnistCli::data_ = nullptr;
 
+// The main job's CNN trains on vulkan:0 (lavapipe in CI) as on the CPU: the same options and
+// seed give the same test accuracy within a sample of the 100 test images.
+TEST_F(MnistCli, CnnTrainsOnVulkanAsOnTheCpu) {
+  auto accuracy = [&](const std::string& backend) -> double {
+    const ChildResult r =
+        mnist({"train", "--model", "cnn", "--epochs", "1", "--plain", "--workers", "0", "--backend",
+               backend, "--out", (tmp() / ("cnn_" + backend.substr(0, 3))).string()});
+    if (backend != "cpu" && has(r.output, "is not available on this machine")) return -1;
+    EXPECT_EQ(r.status, 0) << r.output;
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(r.output, m, std::regex("test accuracy: ([0-9.]+)"))) << r.output;
+    return m.empty() ? 0 : std::stod(m[1].str());
+  };
+  const double vk = accuracy("vulkan:0");
+  if (vk < 0) GTEST_SKIP() << "no vulkan:0 here (no Vulkan device or a build without it)";
+  const double cpu = accuracy("cpu");
+  EXPECT_GT(cpu, 0.5);
+  EXPECT_NEAR(vk, cpu, 0.011);
+}
+
 TEST_F(MnistCli, InferRejectsFoldersAndMissingOrUnreadableFiles) {
   const std::string dir = "--model-dir";
   // A folder as the input: a clear error naming it, not std::bad_alloc.
