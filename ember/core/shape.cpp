@@ -70,6 +70,24 @@ std::string Shape::to_string() const {
   return s + "]";
 }
 
+bool is_dense(const Shape& s, const Dims& strides) {
+  int64_t expect = 1;
+  for (size_t i = s.rank(); i-- > 0;) {
+    if (s[i] == 0) return true;
+    if (s[i] == 1) continue;
+    if (strides[i] != expect) return false;
+    expect *= s[i];
+  }
+  return true;
+}
+
+Dims broadcast_strides(const Shape& s, const Dims& strides, const Shape& to) {
+  size_t off = to.rank() - s.rank();
+  Dims st(to.rank(), 0);
+  for (size_t i = 0; i < s.rank(); ++i) st[off + i] = s[i] == 1 ? 0 : strides[i];
+  return st;
+}
+
 Dims contiguous_strides(const Shape& s) {
   Dims st(s.rank());
   int64_t acc = 1;

@@ -54,6 +54,12 @@ EMBER_API int64_t byte_size(const Shape& s, size_t elem_size, std::string_view o
 
 /// Row-major strides (in elements) of a contiguous tensor of this shape.
 EMBER_API Dims contiguous_strides(const Shape& s);
+/// Whether `strides` lay a tensor of shape `s` out row-major and dense (a dim of size 1 may
+/// have any stride; an empty tensor is dense).
+EMBER_API bool is_dense(const Shape& s, const Dims& strides);
+/// The strides of a tensor of shape `s` read as shape `to` it broadcasts to (0 where `s` has a
+/// 1 or no dim).
+EMBER_API Dims broadcast_strides(const Shape& s, const Dims& strides, const Shape& to);
 /// Maps a possibly negative dim into [0, rank); throws IndexError naming `op` if out of range.
 EMBER_API int64_t wrap_dim(int64_t dim, int64_t rank, std::string_view op);
 /// Numpy broadcasting of two shapes; throws ShapeError naming `op` when they do not broadcast.

@@ -7,16 +7,7 @@
 
 namespace ember {
 
-bool CpuTensor::is_contiguous() const {
-  int64_t expect = 1;
-  for (size_t i = meta.shape.rank(); i-- > 0;) {
-    if (meta.shape[i] == 0) return true;
-    if (meta.shape[i] == 1) continue;
-    if (strides[i] != expect) return false;
-    expect *= meta.shape[i];
-  }
-  return true;
-}
+bool CpuTensor::is_contiguous() const { return is_dense(meta.shape, strides); }
 
 namespace cpu {
 
@@ -26,11 +17,7 @@ CpuTensor empty(const TensorMeta& meta) {
 }
 
 Dims broadcast_strides(const CpuTensor& t, const Shape& shape) {
-  const Shape& s = t.meta.shape;
-  size_t off = shape.rank() - s.rank();
-  Dims st(shape.rank(), 0);
-  for (size_t i = 0; i < s.rank(); ++i) st[off + i] = s[i] == 1 ? 0 : t.strides[i];
-  return st;
+  return ember::broadcast_strides(t.meta.shape, t.strides, shape);
 }
 
 bool reusable(const CpuTensor& t, const TensorMeta& out) {

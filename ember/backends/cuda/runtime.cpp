@@ -173,10 +173,10 @@ void DeviceState::gemm(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::A
   lt_gemm(*this, g, a, b, c, shapes);
 }
 
-bool DeviceState::has_library_conv() const { return dnn::enabled(); }
+bool DeviceState::has_vendor_conv() const { return dnn::enabled(); }
 
-bool DeviceState::library_conv(const Op& op, const GpuTensor& a, const GpuTensor& b,
-                               const GpuTensor& out) {
+bool DeviceState::vendor_conv(const Op& op, const GpuTensor& a, const GpuTensor& b,
+                              const GpuTensor& out) {
   bind();
   return cudnn_conv(op, a, b, out);
 }

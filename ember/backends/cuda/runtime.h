@@ -53,9 +53,9 @@ class DeviceState final : public gpu::Runtime {
   void gemm(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c,
             const std::string& shapes) override;
   std::string render(const kernel::Kernel& kern) const override;
-  bool has_library_conv() const override;
-  bool library_conv(const Op& op, const GpuTensor& a, const GpuTensor& b,
-                    const GpuTensor& out) override;
+  bool has_vendor_conv() const override;
+  bool vendor_conv(const Op& op, const GpuTensor& a, const GpuTensor& b,
+                   const GpuTensor& out) override;
 
  protected:
   std::unique_ptr<Loaded> compile(const kernel::Kernel& kern) override;

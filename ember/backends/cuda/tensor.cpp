@@ -24,10 +24,7 @@ CudaTensor Cuda::from_data(const TensorData& d, Device dev) {
   return gpu::from_data(d, state(dev));
 }
 
-TensorData Cuda::to_data(const CudaTensor& h) {
-  state(device(h));  // the context current on this thread
-  return gpu::to_data(h);
-}
+TensorData Cuda::to_data(const CudaTensor& h) { return gpu::to_data(h); }
 
 CudaTensor Cuda::run(const Op& op, std::span<CudaTensor> in, const TensorMeta& out, Device dev) {
   return gpu::run(op, in, out, state(dev));

@@ -118,11 +118,7 @@ void zero(const GpuTensor& t, size_t bytes) {
 }
 
 Dims broadcast_strides(const GpuTensor& t, const Shape& shape) {
-  const Shape& s = t.meta.shape;
-  size_t off = shape.rank() - s.rank();
-  Dims st(shape.rank(), 0);
-  for (size_t i = 0; i < s.rank(); ++i) st[off + i] = s[i] == 1 ? 0 : t.strides[i];
-  return st;
+  return ember::broadcast_strides(t.meta.shape, t.strides, shape);
 }
 
 bool reusable(const GpuTensor& t, const TensorMeta& out) {
@@ -184,16 +180,7 @@ void not_implemented(const Op& op, std::span<const GpuTensor> in, const std::str
 
 }  // namespace gpu
 
-bool GpuTensor::is_contiguous() const {
-  int64_t expect = 1;
-  for (size_t i = meta.shape.rank(); i-- > 0;) {
-    if (meta.shape[i] == 0) return true;
-    if (meta.shape[i] == 1) continue;
-    if (strides[i] != expect) return false;
-    expect *= meta.shape[i];
-  }
-  return true;
-}
+bool GpuTensor::is_contiguous() const { return is_dense(meta.shape, strides); }
 
 gpu::Address GpuTensor::ptr() const {
   if (!storage || !storage->ptr) return 0;

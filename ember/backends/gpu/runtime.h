@@ -32,9 +32,9 @@ struct Loaded {
 /// One launch argument: a buffer parameter's device address or a scalar, converted to the
 /// parameter's type by the runtime.
 struct Arg {
-  enum Kind : uint8_t { Int, Real, Address } kind = Int;
-  int64_t i = 0;
-  double f = 0;
+  enum Kind : uint8_t { Int, Real, Address } kind;
+  int64_t i;
+  double f;
 };
 
 /// What a kernel key is made of; every field fits its bits.
@@ -123,9 +123,10 @@ class EMBER_API Runtime {
   virtual void gemm(const GemmCall& g, Address a, Address b, Address c, const std::string& shapes);
   /// The source `kern` is compiled from here (CUDA C++, GLSL), for dumps.
   virtual std::string render(const kernel::Kernel& kern) const = 0;
-  /// Runs a conv-family op on a library (cuDNN) when it takes the case; false otherwise.
-  virtual bool has_library_conv() const { return false; }
-  virtual bool library_conv(const Op&, const GpuTensor&, const GpuTensor&, const GpuTensor&) {
+  /// Runs a conv-family op on the vendor's library (cuDNN on CUDA) when it takes the case;
+  /// false otherwise. has_vendor_conv: whether there is one to ask.
+  virtual bool has_vendor_conv() const { return false; }
+  virtual bool vendor_conv(const Op&, const GpuTensor&, const GpuTensor&, const GpuTensor&) {
     return false;
   }
 

@@ -1,7 +1,7 @@
 // The spatial family on [N, C, *spatial] tensors: pooling and its backward ops, interpolate
 // (+ backward, atomic adds into an f32 accumulator for halves), unfold and fold from the kernel
-// layer (spatial.h, interpolate.h), and conv, conv_transpose and conv_weight_grad through cuDNN
-// (the runtime's library_conv) where it is found and takes the case, else composed from
+// layer (spatial.h, interpolate.h), and conv, conv_transpose and conv_weight_grad through the
+// runtime's vendor library (vendor_conv: cuDNN on CUDA) where it takes the case, else composed from
 // Unfold/Fold and the runtime's GEMM (matmul.cpp), batched over groups and images; conv takes the
 // direct kernel where a group has few input channels.
 #include "ember/kernel/kernels/spatial.h"
@@ -226,9 +226,9 @@ GpuTensor conv(const Op& op, Inputs in, const TensorMeta& out) {
   if (out.shape.numel() == 0) return empty(out, dev);
   if (use_direct(cg, k)) return conv_direct(op, x0, in[1], out);
   GpuTensor wt = contiguous(in[1]);
-  if (dev.has_library_conv()) {
+  if (dev.has_vendor_conv()) {
     GpuTensor y = empty(out, dev);
-    if (dev.library_conv(op, contiguous(x0), wt, y)) return y;
+    if (dev.vendor_conv(op, contiguous(x0), wt, y)) return y;
   }
   // w[grp] [cog, cg * K], the same for every image (batch stride 0)
   GpuTensor a = view_of(wt, Shape{1, g, cog, cg * k}, Dims{0, cog * cg * k, cg * k, 1});
@@ -260,9 +260,9 @@ GpuTensor conv_transpose(const Op& op, Inputs in, const TensorMeta& out) {
   Dims lx_dims = spatial_of(xs);
   int64_t lx = Shape(lx_dims).numel();
   if (out.shape.numel() == 0) return empty(out, dev);
-  if (dev.has_library_conv()) {  // backward data where output_padding maps onto it
+  if (dev.has_vendor_conv()) {  // backward data where output_padding maps onto it
     GpuTensor y = empty(out, dev);
-    if (dev.library_conv(op, x, wt, y)) return y;
+    if (dev.vendor_conv(op, x, wt, y)) return y;
   }
   // w[grp]^T [cog * K, cg] (column-major view of the row-major [cg, cog * K] block)
   GpuTensor a = view_of(wt, Shape{1, g, cog * k, cg}, Dims{0, cg * cog * k, 1, cog * k});
@@ -283,9 +283,9 @@ GpuTensor conv_weight_grad(const Op& op, Inputs in, const TensorMeta& out) {
   Dims pos = spatial_of(gy.meta.shape);
   int64_t l = Shape(pos).numel(), nl = nb * l;
   if (out.shape.numel() == 0) return empty(out, dev);
-  if (dev.has_library_conv()) {
+  if (dev.has_vendor_conv()) {
     GpuTensor dw = empty(out, dev);
-    if (dev.library_conv(op, contiguous(x), gy, dw)) return dw;
+    if (dev.vendor_conv(op, contiguous(x), gy, dw)) return dw;
   }
   // Columns laid out [C_in * K, N, L] and gy as [C_out, N, L]: one GEMM per group over N * L.
   GpuTensor cols = empty({Shape{c_in * k, nb, l}, out.dtype}, dev);

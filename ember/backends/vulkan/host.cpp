@@ -2,6 +2,8 @@
 // buffer addressed by its device address; kernels are pipelines of the GLSL rendering; GEMMs
 // run the tiled matmul kernel of the kernel layer.
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 
 #include "ember/backend/device_backend.h"
 #include "ember/backends/gpu/backend.h"
@@ -31,9 +33,10 @@ Buffer& buffer_of(const gpu::Storage& s) {
   return const_cast<VulkanStorage&>(static_cast<const VulkanStorage&>(s)).buffer;
 }
 
-class Runtime final : public gpu::Runtime {
+class VulkanRuntime final : public gpu::Runtime {
  public:
-  explicit Runtime(int index) : gpu::Runtime(DeviceKind::Vulkan, index), ctx_(context(index)) {
+  explicit VulkanRuntime(int index)
+      : gpu::Runtime(DeviceKind::Vulkan, index), ctx_(context(index)) {
     // Vulkan does not say how many compute units a device has: launch sizes from its kind.
     const std::string& t = ctx_.info().type;
     multiprocessors = t == "discrete" ? 128 : t == "integrated" ? 16 : 4;
@@ -141,8 +144,8 @@ class Runtime final : public gpu::Runtime {
     bool wide = std::max({reach_a, reach_b, g.batch * g.m * g.n}) > 0x7fffffff;
     const gpu::Loaded& l = gpu::kernel_for(
         *this, gpu::key(gpu::Kind::Matmul, 1, g.dtype, g.dtype, 0, false, wide), [&] {
-          // After the kernel passes, as vulkan_bench and the kernel suite run it (18.8 TFLOP/s on
-          // an H200 there, 11.3 through the backend without them).
+          // After the kernel passes, as vulkan_bench and the kernel suite run it (on an H200
+          // vulkan_bench's ran at 18.8 TFLOP/s, the backend's, built without them, at 11.3).
           kernel::Kernel k = kernel::matmul_kernel({g.dtype, wide});
           kernel::default_pipeline().run(k);
           return k;
@@ -171,17 +174,20 @@ class Runtime final : public gpu::Runtime {
   Context& ctx_;
 };
 
-// The runtime of vulkan:index, made on first use and kept for the process (like its context).
+// The runtime of vulkan:index, made on first use and kept for the process (like its context);
+// an op finds it without a lock.
 gpu::Runtime& runtime(int index) {
+  constexpr int kMax = 16;
+  static std::atomic<VulkanRuntime*> made[kMax];
   static std::mutex mu;
-  static std::vector<Runtime*> made;
-  std::lock_guard lk(mu);
-  if (index < 0 || index >= device_count())
+  if (index < 0 || index >= std::min(device_count(), kMax))
     throw DeviceError("[vulkan] no device vulkan:" + std::to_string(index) + " (" +
                       std::to_string(device_count()) + " found)");
-  if (made.size() <= size_t(index)) made.resize(size_t(index) + 1, nullptr);
-  if (!made[size_t(index)]) made[size_t(index)] = new Runtime(index);
-  return *made[size_t(index)];
+  if (VulkanRuntime* r = made[index].load(std::memory_order_acquire)) return *r;
+  std::lock_guard lk(mu);
+  if (!made[index].load(std::memory_order_relaxed))
+    made[index].store(new VulkanRuntime(index), std::memory_order_release);
+  return *made[index].load(std::memory_order_relaxed);
 }
 
 gpu::Runtime& state(Device dev) {
