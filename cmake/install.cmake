@@ -18,7 +18,7 @@ endif()
 # ember's own .cpp files only). EMBER_PUBLIC_HEADERS (paths from the source root) is also
 # the list whose examples tests/docs compiles.
 set(EMBER_PRIVATE_HEADER_REGEX
-  "^ember/(backends/cpu/(allocator|elementwise|gemm|kernels|simd|spatial|strided|vmath|wide)|backends/cuda/(cublaslt|cudnn|kernels|ops|runtime)|backend/device_backend|record/(mapped_file|zip)|train/(dashboard_layout|dashboard_paint|dashboard_plot|dashboard_state|terminal))\\.h$")
+  "^ember/(backends/cpu/(allocator|elementwise|gemm|kernels|simd|spatial|strided|vmath|wide)|backends/cuda/(cublaslt|cudnn|kernels|ops|runtime)|backends/vulkan/(gemm|vk)|backend/device_backend|record/(mapped_file|zip)|train/(dashboard_layout|dashboard_paint|dashboard_plot|dashboard_state|terminal))\\.h$")
 file(GLOB_RECURSE EMBER_PUBLIC_HEADERS RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/ember/*.h ${PROJECT_SOURCE_DIR}/ember/*.inc
   ${PROJECT_SOURCE_DIR}/ember/*.def)
@@ -36,10 +36,12 @@ set(EMBER_PACKAGE_OF_nlohmann_json nlohmann_json)
 set(EMBER_PACKAGE_OF_SQLite SQLite3)
 set(EMBER_PACKAGE_OF_ZLIB ZLIB)
 set(EMBER_PACKAGE_OF_protobuf Protobuf)
+set(EMBER_PACKAGE_OF_Vulkan Vulkan)
 set(EMBER_PC_OF_Threads "-pthread")
 set(EMBER_PC_OF_nlohmann_json "nlohmann_json")
 set(EMBER_PC_OF_SQLite3 "sqlite3")
 set(EMBER_PC_OF_ZLIB "zlib")
+set(EMBER_PC_OF_Vulkan "vulkan")
 # ncursesw as -l flags: its .pc file would add feature macros (_XOPEN_SOURCE) to users' builds.
 set(EMBER_PC_OF_Curses)
 foreach(lib IN LISTS EMBER_CURSES_LIBRARIES)

@@ -206,15 +206,28 @@ TEST(MatmulKernel, CompileWithNvrtc) {
   std::random_device rd;
   auto dir = std::filesystem::temp_directory_path() / ("ember-matmul-" + std::to_string(rd()));
   KernelCache cache(dir);
-  for (DType t : {DType::F32, DType::BF16, DType::I64}) {
-    Kernel k = matmul_kernel({t});
+  MatmulSpec big{DType::F32};
+  big.tile_m = big.tile_n = 128, big.depth = 8, big.thread_m = big.thread_n = 8;
+  big.load_a = MatmulLoad::Vector, big.load_b = MatmulLoad::VectorTransposed;
+  big.vector_c = true;
+  for (MatmulSpec s :
+       {MatmulSpec{DType::F32}, MatmulSpec{DType::BF16}, MatmulSpec{DType::I64}, big}) {
+    Kernel k = matmul_kernel(s);
     default_pipeline().run(k);
     CudaBinary bin = compile_cuda(k, opts(&cache));
     EXPECT_EQ(bin.format, CudaBinary::Cubin) << k.name;
   }
   EXPECT_THROW(matmul_kernel({DType::Bool}), ValueError);
-  EXPECT_EQ(matmul_groups(100, 17, 3), 2 * 1 * 3);  // 64 x 64 tiles
-  EXPECT_EQ(matmul_groups(1 << 20, 1 << 20, 1, 1000), 1000);
+  MatmulSpec odd{DType::F32};
+  odd.thread_m = 6;  // a thread computes 4 or 8 rows
+  EXPECT_THROW(matmul_kernel(odd), ValueError);
+  odd.thread_m = 4, odd.depth = 6;  // the depth is a multiple of 4
+  EXPECT_THROW(matmul_kernel(odd), ValueError);
+  EXPECT_EQ(matmul_groups(MatmulSpec{}, 100, 17, 3), 2 * 1 * 3);  // 64 x 64 tiles
+  EXPECT_EQ(matmul_groups(big, 300, 17, 3), 3 * 1 * 3);           // 128 x 128
+  EXPECT_EQ(matmul_groups(MatmulSpec{}, 1 << 20, 1 << 20, 1, 1000), 1000);
+  EXPECT_EQ(big.shared_bytes(), 2 * (128 * 8 + 8 * 128) * 4);
+  EXPECT_EQ(big.tag(), "128x128x8/8x8/vtv");
   std::filesystem::remove_all(dir);
 }
 }  // namespace

@@ -117,6 +117,17 @@ class KernelGpu : public ::testing::Test {
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
   }
+  // Whether f32 subnormals survive the device's arithmetic and conversions: CUDA keeps them
+  // (ember compiles without flush-to-zero); a Vulkan driver may flush them unless it offers
+  // the DenormPreserve float control (NVIDIA's does not).
+  static bool keeps_subnormals() {
+#if EMBER_KERNEL_TEST_VULKAN
+    const vulkan::DeviceInfo& d = vulkan::context(0).info();
+    return d.denorm_preserve_f32 || d.type == "cpu";  // lavapipe keeps them, unannounced
+#else
+    return true;
+#endif
+  }
 
   // `d` on the device (one byte where it is empty).
   static Buffer upload(const TensorData& d) {

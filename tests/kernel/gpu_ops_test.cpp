@@ -138,6 +138,7 @@ TEST_F(GpuOps, CastEveryPairOverAStridedView) {
                          DType::I32, DType::I16, DType::I8,  DType::U8,   DType::Bool};
   std::vector<double> special = {NAN,   INFINITY, -INFINITY, 1e10, -1e10, 3.7,   -3.7,
                                  200.5, -200.5,   0.0,       -0.0, 65504, 70000, 1e-40};
+  if (!keeps_subnormals()) special.pop_back();  // 1e-40: an f32 (and bf16) subnormal
   for (DType src : types)
     for (DType dst : types) {
       std::string what = std::string(name(src)) + " -> " + std::string(name(dst));

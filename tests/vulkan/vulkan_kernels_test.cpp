@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
+#include "ember/backends/vulkan/gemm.h"
 #include "ember/backends/vulkan/runtime.h"
 #include "ember/backends/vulkan/spirv.h"
 #include "ember/ember.h"
@@ -115,6 +117,54 @@ TEST(VulkanCompile, Matmul) {
   for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64})
     compiles(kernel::matmul_kernel({t}));
   compiles(kernel::matmul_kernel({DType::F32, true}));
+  using L = kernel::MatmulLoad;
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (L la : {L::Vector, L::VectorTransposed})
+      for (L lb : {L::Vector, L::VectorTransposed}) {
+        kernel::MatmulSpec s{t};
+        s.tile_m = s.tile_n = 128, s.depth = 8, s.thread_m = s.thread_n = 8;
+        s.load_a = la, s.load_b = lb, s.vector_c = true;
+        compiles(kernel::matmul_kernel(s));
+      }
+}
+
+// The backend's GEMM reads 4-element vectors along each operand's contiguous dimension where
+// the strides and addresses allow it, and the large tiles where they fill the device.
+TEST(VulkanCompile, GemmLoadsFollowTheOperandsLayout) {
+  using L = kernel::MatmulLoad;
+  auto first = [](gpu::GemmCall g, gpu::Address a = 256, gpu::Address c = 256) {
+    return vulkan::gemm_candidates(g, a, 256, c, 48 << 10, 128).front().spec;
+  };
+  // A [m, k] row-major, B [k, n] row-major: both along their columns (A's K, B's N).
+  gpu::GemmCall g{DType::F32, 4096, 4096, 4096, {4096, false}, {4096, false}, 1, 0, 0, 0};
+  kernel::MatmulSpec s = first(g);
+  EXPECT_EQ(s.load_a, L::Vector);
+  EXPECT_EQ(s.load_b, L::Vector);
+  EXPECT_TRUE(s.vector_c);
+  EXPECT_EQ(s.tile_m, 128);
+  // Column-major operands (A^T @ B^T, as in a linear layer's backward pass): along their rows.
+  g.va = {4096, true}, g.vb = {4096, true};
+  s = first(g);
+  EXPECT_EQ(s.load_a, L::VectorTransposed);
+  EXPECT_EQ(s.load_b, L::VectorTransposed);
+  // An odd leading dimension, a misaligned address, a dimension not a multiple of 4: scalars.
+  g.va = {4097, false};
+  EXPECT_EQ(first(g).load_a, L::Scalar);
+  g.va = {4096, false};
+  EXPECT_EQ(first(g, 260).load_a, L::Scalar);
+  EXPECT_FALSE(first(g, 256, 260).vector_c);
+  gpu::GemmCall small{DType::F32, 3, 5, 4, {4, false}, {5, false}, 1, 0, 0, 0};
+  s = first(small);
+  EXPECT_EQ(s.load_a, L::Vector);  // K = 4
+  EXPECT_EQ(s.load_b, L::Scalar);  // N = 5
+  EXPECT_FALSE(s.vector_c);
+  EXPECT_EQ(s.tile_m, 64);  // a small problem: more, smaller tiles
+  // f64: scalar loads (4 doubles are 32 bytes), tiles that fit the shared memory.
+  g.dtype = DType::F64;
+  for (const vulkan::GemmChoice& ch : vulkan::gemm_candidates(g, 256, 256, 256, 32 << 10, 128)) {
+    EXPECT_EQ(ch.spec.load_a, L::Scalar);
+    EXPECT_LE(ch.spec.shared_bytes(), 32 << 10);
+  }
 }
 
 TEST(VulkanCompile, MissingFeaturesAreNamed) {
@@ -373,39 +423,66 @@ TEST_F(VulkanRun, FusedChainAndReductionMatchTheCpu) {
 TEST_F(VulkanRun, MatmulMatchesTheCpu) {
   struct Case {
     int64_t batch, m, n, k;
-    bool transposed_a, broadcast_b;
+    bool transposed_a, broadcast_b, transposed_b = false;
   };
+  using L = kernel::MatmulLoad;
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32})
-    for (Case cs : {Case{1, 1, 1, 1, false, false}, Case{1, 64, 64, 64, false, false},
-                    Case{3, 37, 53, 29, true, false}, Case{2, 100, 17, 130, false, true}}) {
+    for (Case cs :
+         {Case{1, 1, 1, 1, false, false}, Case{1, 64, 64, 64, false, false},
+          Case{3, 37, 53, 29, true, false}, Case{2, 100, 17, 130, false, true},
+          Case{1, 260, 132, 36, false, false}, Case{2, 132, 68, 40, true, true},
+          Case{2, 68, 136, 44, false, false, true}, Case{1, 4, 8, 4, true, false, true}}) {
       Shape as = cs.transposed_a ? Shape{cs.batch, cs.k, cs.m} : Shape{cs.batch, cs.m, cs.k};
-      Shape bs{cs.broadcast_b ? 1 : cs.batch, cs.k, cs.n};
+      int64_t bb_ = cs.broadcast_b ? 1 : cs.batch;
+      Shape bs = cs.transposed_b ? Shape{bb_, cs.n, cs.k} : Shape{bb_, cs.k, cs.n};
       TensorData ad = random(as, t, -2, 2, uint32_t(cs.m + cs.k)),
                  bd = random(bs, t, -2, 2, uint32_t(cs.n + 7));
       CpuTensor h[2] = {Cpu::from_data(ad, Device::cpu()), Cpu::from_data(bd, Device::cpu())};
-      if (cs.transposed_a) {
-        Op perm{OpCode::Permute, {}};
-        perm.attrs.dims = {0, 2, 1};
-        h[0] = apply<Cpu>(perm, std::span<CpuTensor>(h, 1));
-      }
+      Op perm{OpCode::Permute, {}};
+      perm.attrs.dims = {0, 2, 1};
+      if (cs.transposed_a) h[0] = apply<Cpu>(perm, std::span<CpuTensor>(h, 1));
+      if (cs.transposed_b) h[1] = apply<Cpu>(perm, std::span<CpuTensor>(h + 1, 1));
       TensorData want =
           Cpu::to_data(apply<Cpu>(Op{OpCode::Matmul, {}}, std::span<CpuTensor>(h, 2)));
-      Kernel k = kernel::matmul_kernel({t});
-      kernel::default_pipeline().run(k);
       vulkan::Buffer ba = upload(ad), bb = upload(bd);
-      vulkan::Buffer bc = ctx().buffer(size_t(cs.batch * cs.m * cs.n) * size_t(size_of(t)));
       int64_t sar = cs.transposed_a ? 1 : cs.k, sac = cs.transposed_a ? cs.m : 1;
-      std::vector<vulkan::Arg> args = {vulkan::Arg::ptr(ba.address()),
-                                       vulkan::Arg::ptr(bb.address()),
-                                       vulkan::Arg::ptr(bc.address())};
-      for (int64_t v : {cs.m, cs.n, cs.k, cs.batch, cs.m * cs.k, sar, sac,
-                        cs.broadcast_b ? int64_t(0) : cs.k * cs.n, cs.n, int64_t(1)})
-        args.push_back(vulkan::Arg::of(v));
-      ctx().launch(k, args, uint32_t(kernel::matmul_groups(cs.m, cs.n, cs.batch)));
-      double rt = is_float(t) ? (t == DType::F32 ? 1e-5 : t == DType::F64 ? 1e-12 : 2e-2) : 0;
-      expect_close(want, fetch(bc, {cs.batch, cs.m, cs.n}, t), rt, rt,
-                   "matmul " + std::string(name(t)) + " " + std::to_string(cs.m) + "x" +
-                       std::to_string(cs.n) + "x" + std::to_string(cs.k));
+      int64_t sbr = cs.transposed_b ? 1 : cs.n, sbc = cs.transposed_b ? cs.k : 1;
+      // The default tile with scalar loads, and the large tiles with the vector loads these
+      // strides allow (every dimension here a multiple of 4 where a load needs it).
+      std::vector<kernel::MatmulSpec> specs{kernel::MatmulSpec{t}};
+      bool vec_ok = size_of(t) <= 4 && t != DType::I32;
+      struct Tile {
+        int tm, tn, depth, thm, thn;
+      };
+      for (Tile sh : {Tile{128, 128, 8, 8, 8}, Tile{64, 128, 8, 4, 8}, Tile{64, 64, 16, 4, 4},
+                      Tile{128, 64, 8, 8, 4}}) {
+        kernel::MatmulSpec s{t};
+        s.tile_m = sh.tm, s.tile_n = sh.tn, s.depth = sh.depth;
+        s.thread_m = sh.thm, s.thread_n = sh.thn;
+        if (vec_ok && cs.k % 4 == 0 && (cs.transposed_a ? cs.m : cs.k) % 4 == 0)
+          s.load_a = cs.transposed_a ? L::VectorTransposed : L::Vector;
+        if (vec_ok && (cs.transposed_b ? cs.k : cs.n) % 4 == 0 && cs.k % 4 == 0 && cs.n % 4 == 0)
+          s.load_b = cs.transposed_b ? L::VectorTransposed : L::Vector;
+        s.vector_c = vec_ok && cs.n % 4 == 0;
+        specs.push_back(s);
+      }
+      for (const kernel::MatmulSpec& s : specs) {
+        Kernel k = kernel::matmul_kernel(s);
+        kernel::default_pipeline().run(k);
+        vulkan::Buffer bc = ctx().buffer(size_t(cs.batch * cs.m * cs.n) * size_t(size_of(t)));
+        std::vector<vulkan::Arg> args = {vulkan::Arg::ptr(ba.address()),
+                                         vulkan::Arg::ptr(bb.address()),
+                                         vulkan::Arg::ptr(bc.address())};
+        for (int64_t v : {cs.m, cs.n, cs.k, cs.batch, cs.m * cs.k, sar, sac,
+                          cs.broadcast_b ? int64_t(0) : cs.k * cs.n, sbr, sbc})
+          args.push_back(vulkan::Arg::of(v));
+        ctx().launch(k, args, uint32_t(kernel::matmul_groups(s, cs.m, cs.n, cs.batch)));
+        double rt = is_float(t) ? (t == DType::F32 ? 1e-5 : t == DType::F64 ? 1e-12 : 2e-2) : 0;
+        expect_close(want, fetch(bc, {cs.batch, cs.m, cs.n}, t), rt, rt,
+                     "matmul " + std::string(name(t)) + " " + s.tag() + " " +
+                         std::to_string(cs.batch) + "x" + std::to_string(cs.m) + "x" +
+                         std::to_string(cs.n) + "x" + std::to_string(cs.k));
+      }
     }
 }
 
@@ -434,6 +511,83 @@ TEST_F(VulkanRun, PipelineCacheOnDiskAndTimestamps) {
   if (kernel::KernelCache::default_dir().empty()) GTEST_SKIP() << "the kernel cache is memory only";
   vulkan::Context fresh(0);
   EXPECT_GT(fresh.info().pipeline_cache_bytes, 0u);
+}
+
+// Float division is correctly rounded on every device (Vulkan allows 2.5 ulp; the renderer
+// corrects the driver's quotient), checked bit for bit against the CPU's IEEE division; the
+// quotients of zeros, infinities and NaN keep IEEE's values.
+TEST_F(VulkanRun, DivisionIsCorrectlyRounded) {
+  for (kernel::ScalarType st : {kernel::ScalarType::F32, kernel::ScalarType::F64}) {
+    if (st == kernel::ScalarType::F64 && !ctx().info().f64) continue;
+    bool f32 = st == kernel::ScalarType::F32;
+    kernel::KernelBuilder kb("divide", {64, 1, 1});
+    kernel::Mem x = kb.buffer("x", st, kernel::Access::Read);
+    kernel::Mem y = kb.buffer("y", st, kernel::Access::Read);
+    kernel::Mem o = kb.buffer("o", st, kernel::Access::Write);
+    kernel::Val n = kb.scalar("n", kernel::ScalarType::U32);
+    kernel::Val i = kb.global_id(0);
+    kb.if_(i < n, [&] { kb.store(o, i, kb.load(x, i) / kb.load(y, i)); });
+    Kernel k = kb.finish();
+    const int64_t count = 1 << 16;
+    std::mt19937 g(11);
+    std::uniform_real_distribution<double> mant(-4, 4), expo(-30, 30);
+    std::vector<double> a(count), b(count);
+    for (int64_t j = 0; j < count; ++j) {
+      a[size_t(j)] = mant(g) * std::exp2(std::round(expo(g)));
+      b[size_t(j)] = j < 1000 ? double(j + 1) : mant(g) * std::exp2(std::round(expo(g)));
+    }
+    const double inf = std::numeric_limits<double>::infinity();
+    const double specials[][2] = {{0, 3},   {-0.0, 3}, {1, 0},     {-1, 0},          {inf, 2},
+                                  {2, inf}, {0, 0},    {inf, inf}, {std::nan(""), 1}};
+    for (size_t j = 0; j < std::size(specials); ++j) a[j] = specials[j][0], b[j] = specials[j][1];
+    DType t = f32 ? DType::F32 : DType::F64;
+    auto make = [&](const std::vector<double>& v) {
+      if (!f32) return TensorData::from<double>(v, {count});
+      return TensorData::from<float>(std::vector<float>(v.begin(), v.end()), {count});
+    };
+    TensorData ad = make(a), bd = make(b);
+    vulkan::Buffer xa = upload(ad), xb = upload(bd), out = ctx().buffer(ad.bytes().size());
+    ctx().launch(k,
+                 {vulkan::Arg::ptr(xa.address()), vulkan::Arg::ptr(xb.address()),
+                  vulkan::Arg::ptr(out.address()), vulkan::Arg::of(count)},
+                 uint32_t(count / 64));
+    TensorData got = fetch(out, {count}, t);
+    int64_t wrong = 0;
+    for (int64_t j = 0; j < count; ++j) {
+      double want, have;
+      if (f32) {
+        float p = ad.to_vec<float>()[size_t(j)], q = bd.to_vec<float>()[size_t(j)];
+        want = double(p / q), have = double(got.to_vec<float>()[size_t(j)]);
+      } else {
+        want = a[size_t(j)] / b[size_t(j)], have = got.to_vec<double>()[size_t(j)];
+      }
+      bool same = (std::isnan(want) && std::isnan(have)) ||
+                  (want == have && std::signbit(want) == std::signbit(have));
+      if (!same && wrong++ < 5)
+        ADD_FAILURE() << name(t) << " " << a[size_t(j)] << " / " << b[size_t(j)] << ": " << have
+                      << ", the CPU " << want;
+    }
+    EXPECT_EQ(wrong, 0) << name(t);
+  }
+}
+
+// Subnormals survive arithmetic and casts where the device can keep them (DenormPreserve).
+TEST_F(VulkanRun, SubnormalsAreKept) {
+  if (!ctx().info().denorm_preserve_f32) GTEST_SKIP() << "the device flushes f32 subnormals";
+  kernel::KernelBuilder kb("subnormal", {64, 1, 1});
+  kernel::Mem x = kb.buffer("x", kernel::ScalarType::F32, kernel::Access::Read);
+  kernel::Mem o = kb.buffer("o", kernel::ScalarType::F32, kernel::Access::Write);
+  kernel::Val i = kb.global_id(0);
+  kb.if_(i < kb.lit(kernel::ScalarType::U32, 64),
+         [&] { kb.store(o, i, kb.load(x, i) * kb.lit(kernel::ScalarType::F32, 3)); });
+  Kernel k = kb.finish();
+  std::vector<float> v(64);
+  for (size_t j = 0; j < v.size(); ++j) v[j] = std::ldexp(float(j + 1), -149);  // subnormal
+  TensorData d = TensorData::from<float>(v, {64});
+  vulkan::Buffer in = upload(d), out = ctx().buffer(d.bytes().size());
+  ctx().launch(k, {vulkan::Arg::ptr(in.address()), vulkan::Arg::ptr(out.address())}, 1);
+  std::vector<float> got = fetch(out, {64}, DType::F32).to_vec<float>();
+  for (size_t j = 0; j < v.size(); ++j) EXPECT_EQ(got[j], v[j] * 3) << j;
 }
 
 TEST_F(VulkanRun, FreedBuffersAreReused) {

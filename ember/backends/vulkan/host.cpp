@@ -8,6 +8,7 @@
 #include "ember/backend/device_backend.h"
 #include "ember/backends/gpu/backend.h"
 #include "ember/backends/gpu/tune.h"
+#include "ember/backends/vulkan/gemm.h"
 #include "ember/backends/vulkan/vulkan.h"
 #include "ember/core/error.h"
 #include "ember/fusion/fusion.h"
@@ -132,28 +133,13 @@ class VulkanRuntime final : public gpu::Runtime {
     return gpu::Tuner::default_file("vulkan_" + ctx_.info().name);
   }
 
-  // Floats on the tiled kernel of the kernel layer; integers (and halves) on the simple one.
+  // Floats on the tiled kernel of the kernel layer (gemm.h); integers (and halves) on the
+  // simple one.
   void gemm(const gpu::GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c,
             const std::string& shapes) override {
     if (g.dtype != DType::F32 && g.dtype != DType::F64)
       return gpu::Runtime::gemm(g, a, b, c, shapes);
-    int64_t ar = g.va.col ? 1 : g.va.ld, ac = g.va.col ? g.va.ld : 1;
-    int64_t br = g.vb.col ? 1 : g.vb.ld, bc = g.vb.col ? g.vb.ld : 1;
-    int64_t reach_a = (g.batch - 1) * std::abs(g.sa) + (g.m - 1) * ar + (g.k - 1) * ac;
-    int64_t reach_b = (g.batch - 1) * std::abs(g.sb) + (g.k - 1) * br + (g.n - 1) * bc;
-    bool wide = std::max({reach_a, reach_b, g.batch * g.m * g.n}) > 0x7fffffff;
-    const gpu::Loaded& l = gpu::kernel_for(
-        *this, gpu::key(gpu::Kind::Matmul, 1, g.dtype, g.dtype, 0, false, wide), [&] {
-          // After the kernel passes, as vulkan_bench and the kernel suite run it (on an H200
-          // vulkan_bench's ran at 18.8 TFLOP/s, the backend's, built without them, at 11.3).
-          kernel::Kernel k = kernel::matmul_kernel({g.dtype, wide});
-          kernel::default_pipeline().run(k);
-          return k;
-        });
-    gpu::Args args(l);
-    args.ptr(a).ptr(b).ptr(c).i(g.m).i(g.n).i(g.k).i(g.batch);
-    args.i(g.sa).i(ar).i(ac).i(g.sb).i(br).i(bc);
-    args.launch(*this, kernel::matmul_groups(g.m, g.n, g.batch));
+    run_gemm(*this, g, a, b, c, ctx_.info().shared_memory);
   }
 
   std::string render(const kernel::Kernel& k) const override { return kernel::render_glsl(k); }

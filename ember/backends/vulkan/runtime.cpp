@@ -246,7 +246,10 @@ struct Context::Impl {
   }
 
   Pipeline& pipeline(const kernel::Kernel& k) {
-    std::string source = kernel::render_glsl(k);
+    kernel::GlslOptions go;
+    go.denorm_preserve_f32 = info.denorm_preserve_f32;
+    go.denorm_preserve_f64 = info.denorm_preserve_f64;
+    std::string source = kernel::render_glsl(k, go);
     auto it = pipelines.find(source);
     if (it != pipelines.end()) return *it->second;
     std::string missing = missing_features(k, info);
@@ -382,10 +385,16 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
       m.info.type = "other";
   }
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceFloatControlsProperties fc{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   p2.pNext = &sub;
+  sub.pNext = &fc;
   vkGetPhysicalDeviceProperties2(m.physical, &p2);
   m.info.subgroup_size = sub.subgroupSize;
+  m.info.denorm_preserve_f32 = fc.shaderDenormPreserveFloat32;
+  m.info.denorm_preserve_f64 = fc.shaderDenormPreserveFloat64;
+  m.info.shared_memory = props.limits.maxComputeSharedMemorySize;
 
   // The features kernels use, enabled where the device has them.
   bool float_ext = has_extension(m.physical, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);

@@ -84,9 +84,21 @@ std::vector<char> u32_views(const Kernel& k) {
 
 class Renderer {
  public:
-  explicit Renderer(const Kernel& k) : k_(k), types_(k.num_values), alias_(u32_views(k)) {
+  Renderer(const Kernel& k, const GlslOptions& o)
+      : k_(k), o_(o), types_(k.num_values), alias_(u32_views(k)), vec_shared_(k.shared.size(), 1) {
     for (const Inst& i : k.body)
       if (i.result != kNoValue) types_[i.result] = i.type;
+    // Shared arrays of 32-bit elements only ever accessed 4 at a time are arrays of 4-vectors:
+    // one 16-byte access each (a compiler may not prove a scalar array's alignment).
+    for (size_t a = 0; a < k.shared.size(); ++a)
+      vec_shared_[a] = byte_size(k.shared[a].type.scalar) == 4 && k.shared[a].count % 4 == 0;
+    for (const Inst& i : k.body) {
+      if (i.space != Space::Shared) continue;
+      Form f = info(i.op).form;
+      int w = f == Form::Load ? i.type.width : f == Form::Store ? types_[i.args[1]].width : 0;
+      if (f == Form::Load || f == Form::Store || f == Form::Atomic || f == Form::AtomicCas)
+        if (w != 4) vec_shared_[i.ref] = 0;
+    }
   }
 
   std::string run() {
@@ -146,6 +158,18 @@ class Renderer {
     if (shuf) s += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
     if (shuf && i64) s += "#extension GL_EXT_shader_subgroup_extended_types_int64 : require\n";
     if (ballot) s += "#extension GL_KHR_shader_subgroup_ballot : require\n";
+    bool f32 = false;
+    for (const Inst& i : k_.body)
+      f32 = f32 || i.type.scalar == ScalarType::F32 || is_half(i.type.scalar);
+    if ((o_.denorm_preserve_f32 && f32) || (o_.denorm_preserve_f64 && f64)) {
+      // Subnormals kept, as the CPU and CUDA keep them (Vulkan lets a driver flush them).
+      s += "#extension GL_EXT_spirv_intrinsics : require\n";
+      for (int bits : {32, 64})
+        if (bits == 32 ? o_.denorm_preserve_f32 && f32 : o_.denorm_preserve_f64 && f64)
+          s += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], "
+               "capabilities = [4464], 4459, " +
+               std::to_string(bits) + ");\n";  // DenormPreserve
+    }
     if (fatomic) s += "#extension GL_EXT_shader_atomic_float : require\n";
     if (i64atomic) s += "#extension GL_EXT_shader_atomic_int64 : require\n";
     s += "layout(local_size_x = " + std::to_string(k_.workgroup[0]) +
@@ -207,9 +231,18 @@ class Renderer {
     }
     if (block.empty()) block = "  uint ember_unused;\n";
     s += "layout(std430, binding = 0) readonly buffer ember_args {\n" + block + "} ember_p;\n";
-    for (const SharedArray& sh : k_.shared)
-      s += "shared " + reg(sh.type.scalar) + " e_" + sh.name + "[" + std::to_string(sh.count) +
-           "];\n";
+    for (size_t a = 0; a < k_.shared.size(); ++a) {
+      const SharedArray& sh = k_.shared[a];
+      ScalarType r = sh.type.scalar;
+      if (vec_shared_[a])
+        s += std::string("shared ") +
+             (r == ScalarType::F32   ? "vec4"
+              : r == ScalarType::U32 ? "uvec4"
+                                     : "ivec4") +
+             " e_" + sh.name + "[" + std::to_string(sh.count / 4) + "];\n";
+      else
+        s += "shared " + reg(r) + " e_" + sh.name + "[" + std::to_string(sh.count) + "];\n";
+    }
     s += prelude(f64, i64);
     s += "\nvoid main() {\n" + locals;
     for (const LocalVar& v : k_.vars)
@@ -558,6 +591,8 @@ class Renderer {
             e = std::string(i.op == Op::Min ? "ember_min(" : "ember_max(") + x + ", " + y + ")";
           else if (i.op == Op::Rem)
             e = "ember_rem(" + x + ", " + y + ")";
+          else if (i.op == Op::Div && is_float(as))
+            e = "ember_div(" + x + ", " + y + ")";  // correctly rounded, as on the CPU
           else
             e = "(" + x + " " + binary_symbol(i.op, as) + " " + y + ")";
           if (in.form == Form::Compare) return e;
@@ -633,6 +668,15 @@ class Renderer {
           lanes(i, [&](int l) { return lane_from_words(es, wn, l, bytes); });
           break;
         }
+        if (shared && vec_shared_[i.ref]) {
+          std::string wn = "ember_s" + std::to_string(i.result);
+          line(std::string(reg(es) == "float"  ? "vec4 "
+                           : reg(es) == "uint" ? "uvec4 "
+                                               : "ivec4 ") +
+               wn + " = " + m + "[" + index(i.args[0]) + " >> 2];");
+          lanes(i, [&](int l) { return wn + "[" + std::to_string(l) + "]"; });
+          break;
+        }
         auto at = [&](int l) {
           if (shared) return m + "[" + index(i.args[0], l) + "]";
           std::string e = aliased ? m + "[" + index(i.args[0], l) + "]"
@@ -654,6 +698,14 @@ class Renderer {
         if (!shared && views_.count(view)) {
           line(view + ".v[" + index(i.args[0]) + " / " + std::to_string(w) +
                "] = " + words_from_lanes(es, i.args[1], w, bytes) + ";");
+          break;
+        }
+        if (shared && vec_shared_[i.ref]) {
+          std::string v = std::string(reg(es) == "float"  ? "vec4("
+                                      : reg(es) == "uint" ? "uvec4("
+                                                          : "ivec4(");
+          for (int l = 0; l < 4; ++l) v += (l ? ", " : "") + lane(i.args[1], l);
+          line(m + "[" + index(i.args[0]) + " >> 2] = " + v + ");");
           break;
         }
         for (int l = 0; l < w; ++l) {
@@ -723,9 +775,12 @@ class Renderer {
   }
 
   const Kernel& k_;
+  GlslOptions o_;
   std::vector<Type> types_;
-  std::vector<char> alias_;      // buffers accessed through a u32 view (compare-and-swap atomics)
-  std::set<std::string> views_;  // vector views declared ("e_x_w16")
+  std::vector<char> alias_;
+  std::vector<char> vec_shared_;  // shared arrays declared as arrays of 4-vectors      // buffers
+                                  // accessed through a u32 view (compare-and-swap atomics)
+  std::set<std::string> views_;   // vector views declared ("e_x_w16")
   std::string out_;
   int depth_ = 1;
 };
@@ -761,13 +816,13 @@ GlslLayout glsl_layout(const Kernel& k) {
   return L;
 }
 
-std::string render_glsl(const Kernel& k) {
+std::string render_glsl(const Kernel& k, const GlslOptions& options) {
   validate(k);
   for (const Param& p : k.params)
     if (p.type.width > 1) cannot(k, "vector-typed parameter " + p.name);
   for (const SharedArray& s : k.shared)
     if (s.type.width > 1) cannot(k, "vector-typed shared array " + s.name);
-  return Renderer(k).run();
+  return Renderer(k, options).run();
 }
 
 }  // namespace ember::kernel

@@ -77,6 +77,32 @@ float ember_erf(float x) {
 // asin and acos through atan (drivers' own are as coarse as the spec allows: 1e-4 on lavapipe).
 float ember_asin(float x) { return atan(x, sqrt((1.0 - x) * (1.0 + x))); }
 float ember_acos(float x) { return atan(sqrt((1.0 - x) * (1.0 + x)), x); }
+// a - q * b rounded once: q * b as p + e exactly (Dekker's product on Veltkamp's halves; not
+// fma, which Vulkan lets a driver round twice), a - p exact where q is near a / b.
+float ember_residual(float a, float b, float q) {
+  precise float p = q * b;
+  precise float cq = 4097.0 * q, qh = cq - (cq - q), ql = q - qh;
+  precise float cb = 4097.0 * b, bh = cb - (cb - b), bl = b - bh;
+  precise float e = ((qh * bh - p) + qh * bl + ql * bh) + ql * bl;
+  precise float r = (a - p) - e;
+  return r;
+}
+// a / b correctly rounded, as the CPU and CUDA divide (Vulkan lets a driver's division be 2.5
+// ulp off: NVIDIA's is): the driver's quotient corrected by its residual to within an ulp,
+// then the neighbour toward the true quotient taken where its residual is smaller (exact:
+// a quotient of floats is never within the residuals' rounding of a tie). Where an operand or
+// the quotient is outside [2^-80, 2^80] (zeros, infinities, NaN included) the driver's.
+bool ember_div_range(float x) { return abs(x) >= 8.27180613e-25 && abs(x) <= 1.20892582e24; }
+float ember_div(float a, float b) {
+  float q = a / b;
+  if (!(ember_div_range(a) && ember_div_range(b) && ember_div_range(q))) return q;
+  precise float q1 = q + ember_residual(a, b, q) / b;
+  float r = ember_residual(a, b, q1);
+  bool up = (r > 0.0) == (b > 0.0);  // the quotient is above q1
+  uint bits = floatBitsToUint(q1);
+  float q2 = uintBitsToFloat(up == (q1 > 0.0) ? bits + 1u : bits - 1u);
+  return abs(ember_residual(a, b, q2)) < abs(r) ? q2 : q1;
+}
 // fmod: the sign of a and |r| < |b|, also where a / b rounds across an integer (drivers'
 // division may be off by ulps: NVIDIA's is).
 float ember_rem(float a, float b) {
@@ -376,6 +402,32 @@ double ember_dcos(double x) { return ember_dsincos(x, 1); }
 double ember_dtan(double x) { return ember_dsincos(x, 0) / ember_dsincos(x, 1); }
 double ember_max(double a, double b) { return (isnan(a) || a > b) ? a : b; }
 double ember_min(double a, double b) { return (isnan(a) || a < b) ? a : b; }
+double ember_residual(double a, double b, double q) {  // as the f32 ones
+  precise double p = q * b;
+  precise double cq = 134217729.0lf * q, qh = cq - (cq - q), ql = q - qh;
+  precise double cb = 134217729.0lf * b, bh = cb - (cb - b), bl = b - bh;
+  precise double e = ((qh * bh - p) + qh * bl + ql * bh) + ql * bl;
+  precise double r = (a - p) - e;
+  return r;
+}
+bool ember_div_range(double x) { return abs(x) >= 3.0549363634996047e-151lf && abs(x) <= 3.273390607896142e150lf; }
+double ember_div(double a, double b) {
+  double q = a / b;
+  if (!(ember_div_range(a) && ember_div_range(b) && ember_div_range(q))) return q;
+  precise double q1 = q + ember_residual(a, b, q) / b;
+  double r = ember_residual(a, b, q1);
+  bool up = (r > 0.0lf) == (b > 0.0lf);
+  uvec2 w = unpackDouble2x32(q1);  // (low, high) words
+  if (up == (q1 > 0.0lf)) {
+    w.x += 1u;
+    if (w.x == 0u) w.y += 1u;
+  } else {
+    if (w.x == 0u) w.y -= 1u;
+    w.x -= 1u;
+  }
+  double q2 = packDouble2x32(w);
+  return abs(ember_residual(a, b, q2)) < abs(r) ? q2 : q1;
+}
 double ember_rem(double a, double b) {
   double r = fma(-b, trunc(a / b), a);
   if (abs(r) >= abs(b)) r -= sign(r) * abs(b);

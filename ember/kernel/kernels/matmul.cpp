@@ -10,94 +10,253 @@
 namespace ember::kernel {
 
 namespace {
-constexpr int kTile = 64;   // rows and columns of C a workgroup computes
-constexpr int kDepth = 16;  // the K step staged in shared memory
-constexpr int kSide = 16;   // threads a side: 16 x 16 = 256, 4 x 4 outputs each
-constexpr int kPer = kTile / kSide;
+
+ScalarType acc_type(DType d) {
+  ScalarType t = scalar_of(d);
+  return is_float(t) ? (t == ScalarType::F64 ? ScalarType::F64 : ScalarType::F32) : ScalarType::I64;
+}
+
+// Shared memory: A's tile row by row ([tile_m][row], K contiguous: a thread reads 4 steps of K
+// of one row as a vector), B's tile step by step ([depth][tile_n], N contiguous). A's rows are
+// padded by 4 where they are written element by element, which spreads a subgroup's writes
+// over the banks.
+int a_row(const MatmulSpec& s) { return s.depth + (s.load_a == MatmulLoad::Vector ? 0 : 4); }
+int64_t a_size(const MatmulSpec& s) { return int64_t(s.tile_m) * a_row(s); }
+int64_t b_size(const MatmulSpec& s) { return int64_t(s.depth) * s.tile_n; }
+
+void check(const MatmulSpec& s) {
+  auto bad = [&](const std::string& why) {
+    throw ValueError("[matmul] tile " + s.tag() + ": " + why);
+  };
+  if (s.dtype == DType::Bool) throw ValueError("[matmul] no kernel for bool");
+  if ((s.thread_m != 4 && s.thread_m != 8) || (s.thread_n != 4 && s.thread_n != 8))
+    bad("a thread computes 4 or 8 rows and columns");
+  if (s.tile_m <= 0 || s.tile_n <= 0 || s.tile_m % s.thread_m || s.tile_n % s.thread_n)
+    bad("the threads' blocks must divide the tile");
+  if (s.depth <= 0 || s.depth % 4) bad("the depth must be a multiple of 4");
+  int th = s.threads();
+  if (th > 1024) bad("more than 1024 threads");
+  for (int groups : {s.tile_m * s.depth / 4, s.tile_n * s.depth / 4})
+    if (groups % th && th % groups) bad("the threads and the tiles' 4-element groups must divide");
+}
+
+char load_tag(MatmulLoad l) {
+  return l == MatmulLoad::Scalar ? 's' : l == MatmulLoad::Vector ? 'v' : 't';
+}
+
 }  // namespace
 
-int64_t matmul_groups(int64_t m, int64_t n, int64_t batch, int64_t cap) {
-  int64_t tiles = ((m + kTile - 1) / kTile) * ((n + kTile - 1) / kTile) * batch;
+int64_t MatmulSpec::shared_bytes() const {
+  return 2 * (a_size(*this) + b_size(*this)) * byte_size(acc_type(dtype));
+}
+
+std::string MatmulSpec::tag() const {
+  return std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(depth) + "/" +
+         std::to_string(thread_m) + "x" + std::to_string(thread_n) + "/" + load_tag(load_a) +
+         load_tag(load_b) + (vector_c ? "v" : "s");
+}
+
+int64_t matmul_groups(const MatmulSpec& s, int64_t m, int64_t n, int64_t batch, int64_t cap) {
+  int64_t tiles = ((m + s.tile_m - 1) / s.tile_m) * ((n + s.tile_n - 1) / s.tile_n) * batch;
   return std::max<int64_t>(1, std::min(tiles, cap));
 }
 
 Kernel matmul_kernel(const MatmulSpec& s) {
-  if (s.dtype == DType::Bool) throw ValueError("[matmul] no kernel for bool");
+  check(s);
   ScalarType t = scalar_of(s.dtype);
-  ScalarType acc =
-      is_float(t) ? (t == ScalarType::F64 ? ScalarType::F64 : ScalarType::F32) : ScalarType::I64;
+  ScalarType acc = acc_type(s.dtype);
   ScalarType ix = detail::index_type(s.wide_index);
-  KernelBuilder kb(detail::kname("matmul", s.dtype, s.wide_index), {kSide * kSide, 1, 1});
-  Mem a = kb.buffer("a", t, Access::Read), b = kb.buffer("b", t, Access::Read);
-  Mem c = kb.buffer("c", t, Access::Write);
+  const int BM = s.tile_m, BN = s.tile_n, BK = s.depth, TM = s.thread_m, TN = s.thread_n;
+  const int threads = s.threads(), side_n = BN / TN;
+  std::string shape = "_" + std::to_string(BM) + "x" + std::to_string(BN) + "x" +
+                      std::to_string(BK) + "_" + std::to_string(TM) + "x" + std::to_string(TN) +
+                      "_" + load_tag(s.load_a) + load_tag(s.load_b) + (s.vector_c ? "v" : "s");
+  KernelBuilder kb(detail::kname("matmul", s.dtype, s.wide_index, shape), {threads, 1, 1});
+  auto vec_align = [](MatmulLoad l) { return l == MatmulLoad::Scalar ? 1 : 4; };
+  Mem a = kb.buffer("a", t, Access::Read, vec_align(s.load_a));
+  Mem b = kb.buffer("b", t, Access::Read, vec_align(s.load_b));
+  Mem c = kb.buffer("c", t, Access::Write, s.vector_c ? 4 : 1);
   Val m = kb.scalar("m", ix), n = kb.scalar("n", ix), k = kb.scalar("k", ix);
   Val batch = kb.scalar("batch", ix);
   Val sab = kb.scalar("a_batch_stride", ix), sar = kb.scalar("a_row_stride", ix);
   Val sac = kb.scalar("a_col_stride", ix);
   Val sbb = kb.scalar("b_batch_stride", ix), sbr = kb.scalar("b_row_stride", ix);
   Val sbc = kb.scalar("b_col_stride", ix);
-  // Tiles of A (k-major: [kDepth][kTile]) and of B ([kDepth][kTile]).
-  Mem as = kb.shared("a_tile", acc, kDepth * kTile), bs = kb.shared("b_tile", acc, kDepth * kTile);
+  const int AR = a_row(s);
+  const int64_t AS = a_size(s), BS = b_size(s);
+  Mem as = kb.shared("a_tile", acc, 2 * AS), bs = kb.shared("b_tile", acc, 2 * BS);
   std::vector<Var> sum;
-  sum.reserve(kPer * kPer);
-  for (int i = 0; i < kPer * kPer; ++i) sum.push_back(kb.var("sum" + std::to_string(i), acc));
+  sum.reserve(size_t(TM) * TN);
+  for (int i = 0; i < TM * TN; ++i) sum.push_back(kb.var("sum" + std::to_string(i), acc));
+  Var flip = kb.var("flip", ix);  // which buffer holds this step's tiles: 0 or 1
 
+  const Type acc4 = Type::vec(acc, 4);
   Val tid = kb.cast(kb.local_id(0), ix);
-  Val tx = tid % double(kSide), ty = tid / double(kSide);
-  Val tiles_m = (m + double(kTile - 1)) / double(kTile);
-  Val tiles_n = (n + double(kTile - 1)) / double(kTile);
+  Val tx = tid % double(side_n), ty = tid / double(side_n);
+  Val tiles_m = (m + double(BM - 1)) / double(BM);
+  Val tiles_n = (n + double(BN - 1)) / double(BN);
   Val per_matrix = tiles_m * tiles_n;
   Val zero_ix = kb.lit(ix, 0);
-  Val zero = kb.lit(acc, 0);
+  Val zero = kb.lit(acc, 0), zero4 = kb.lit(acc4, 0);
+
+  // One staged element or 4-element group: where it goes in shared memory and its value.
+  struct Staged {
+    Mem mem;
+    std::vector<Val> at;  // index of each written element (one: a vector store)
+    Val value;            // scalar or 4 lanes
+  };
+  auto fetch = [&](const Mem& src, const Val& in, const Val& index, bool vector) {
+    Val at = kb.select(in, index, zero_ix);
+    if (!vector) return kb.select(in, kb.cast(kb.load(src, at), acc), zero);
+    return kb.select(in, kb.cast(kb.load(src, at, 4), acc4), zero4);
+  };
+  // The q-th of `count` items this thread stages (fewer items than threads: some are read
+  // by two threads, which write the same value).
+  auto item = [&](int q, int count) {
+    return count < threads ? tid % double(count) : tid + double(q * threads);
+  };
+  // Reads the tiles of step k0 (A rows row0.., B columns col0..) into registers.
+  auto load_step = [&](const Val& k0, const Val& row0, const Val& col0, const Val& abase,
+                       const Val& bbase) {
+    std::vector<Staged> out;
+    // A: tile_m x depth.
+    if (s.load_a == MatmulLoad::Scalar) {
+      for (int q = 0; q < std::max(1, BM * BK / threads); ++q) {
+        Val e = item(q, BM * BK);
+        Val r = e % double(BM), kk = e / double(BM);
+        Val gr = row0 + r, gk = k0 + kk;
+        Val in = gr < m && gk < k;
+        out.push_back(
+            {as, {r * double(AR) + kk}, fetch(a, in, abase + gr * sar + gk * sac, false)});
+      }
+    } else if (s.load_a == MatmulLoad::Vector) {  // 4 steps of K of one row
+      for (int q = 0; q < std::max(1, BM * BK / 4 / threads); ++q) {
+        Val e = item(q, BM * BK / 4);
+        Val r = e / double(BK / 4), kq = (e % double(BK / 4)) * 4.0;
+        Val gr = row0 + r, gk = k0 + kq;
+        Val in = gr < m && gk < k;
+        out.push_back({as, {r * double(AR) + kq}, fetch(a, in, abase + gr * sar + gk, true)});
+      }
+    } else {  // 4 rows of one step of K
+      for (int q = 0; q < std::max(1, BM * BK / 4 / threads); ++q) {
+        Val e = item(q, BM * BK / 4);
+        Val r = (e % double(BM / 4)) * 4.0, kk = e / double(BM / 4);
+        Val gr = row0 + r, gk = k0 + kk;
+        Val in = gr < m && gk < k;
+        Staged st{as, {}, fetch(a, in, abase + gr + gk * sac, true)};
+        for (int l = 0; l < 4; ++l) st.at.push_back((r + double(l)) * double(AR) + kk);
+        out.push_back(std::move(st));
+      }
+    }
+    // B: depth x tile_n.
+    if (s.load_b == MatmulLoad::Scalar) {
+      for (int q = 0; q < std::max(1, BN * BK / threads); ++q) {
+        Val e = item(q, BN * BK);
+        Val cc = e % double(BN), kk = e / double(BN);
+        Val gc = col0 + cc, gk = k0 + kk;
+        Val in = gk < k && gc < n;
+        out.push_back(
+            {bs, {kk * double(BN) + cc}, fetch(b, in, bbase + gk * sbr + gc * sbc, false)});
+      }
+    } else if (s.load_b == MatmulLoad::Vector) {  // 4 columns of one step of K
+      for (int q = 0; q < std::max(1, BN * BK / 4 / threads); ++q) {
+        Val e = item(q, BN * BK / 4);
+        Val cc = (e % double(BN / 4)) * 4.0, kk = e / double(BN / 4);
+        Val gc = col0 + cc, gk = k0 + kk;
+        Val in = gk < k && gc < n;
+        out.push_back({bs, {kk * double(BN) + cc}, fetch(b, in, bbase + gk * sbr + gc, true)});
+      }
+    } else {  // 4 steps of K of one column
+      for (int q = 0; q < std::max(1, BN * BK / 4 / threads); ++q) {
+        Val e = item(q, BN * BK / 4);
+        Val cc = e % double(BN), kq = (e / double(BN)) * 4.0;
+        Val gc = col0 + cc, gk = k0 + kq;
+        Val in = gk < k && gc < n;
+        Staged st{bs, {}, fetch(b, in, bbase + gk + gc * sbc, true)};
+        for (int l = 0; l < 4; ++l) st.at.push_back((kq + double(l)) * double(BN) + cc);
+        out.push_back(std::move(st));
+      }
+    }
+    return out;
+  };
+  auto store_step = [&](const std::vector<Staged>& staged, const Val& buffer) {
+    Val a_off = buffer * double(AS), b_off = buffer * double(BS);
+    for (const Staged& st : staged) {
+      const Val& off = st.mem.index == as.index ? a_off : b_off;
+      if (st.at.size() == 1) {
+        kb.store(st.mem, off + st.at[0], st.value);
+      } else {
+        for (size_t l = 0; l < st.at.size(); ++l)
+          kb.store(st.mem, off + st.at[l], kb.extract(st.value, int(l)));
+      }
+    }
+  };
+  // This thread's rows of the tile (consecutive) and columns (4-column groups spread over the
+  // tile: group g at g * tile_n / (thread_n / 4), plus 4 * tx).
+  auto row_of = [&](int i) { return ty * double(TM) + double(i); };
+  auto col_of = [&](int j) { return tx * 4.0 + double((j / 4) * (BN / (TN / 4)) + j % 4); };
+  // Multiplies the tiles in buffer `buffer` into the sums.
+  auto multiply = [&](const Val& buffer) {
+    Val a_off = buffer * double(AS), b_off = buffer * double(BS);
+    Val a_row0 = a_off + ty * double(TM * AR), b_col0 = b_off + tx * 4.0;
+    for (int kq = 0; kq < BK; kq += 4) {
+      std::vector<Val> av;  // row i: steps kq..kq+3
+      for (int i = 0; i < TM; ++i) av.push_back(kb.load(as, a_row0 + double(i * AR + kq), 4));
+      for (int kk = 0; kk < 4; ++kk) {
+        std::vector<Val> bv;  // group g: 4 columns
+        for (int g = 0; g < TN / 4; ++g)
+          bv.push_back(kb.load(bs, b_col0 + double((kq + kk) * BN + g * (BN / (TN / 4))), 4));
+        for (int i = 0; i < TM; ++i) {
+          Val x = kb.extract(av[size_t(i)], kk);
+          for (int j = 0; j < TN; ++j) {
+            Val y = kb.extract(bv[size_t(j / 4)], j % 4);
+            const Var& v = sum[size_t(i) * TN + size_t(j)];
+            v.set(is_float(acc) ? kb.fma(x, y, v.get()) : v.get() + x * y);
+          }
+        }
+      }
+    }
+  };
+
   kb.for_(kb.cast(kb.group_id(0), ix), per_matrix * batch, kb.cast(kb.num_groups(0), ix),
           [&](Val tile) {
             Val bi = tile / per_matrix, rest = tile % per_matrix;
-            Val row0 = (rest / tiles_n) * double(kTile), col0 = (rest % tiles_n) * double(kTile);
+            Val row0 = (rest / tiles_n) * double(BM), col0 = (rest % tiles_n) * double(BN);
             Val abase = bi * sab, bbase = bi * sbb;
             for (const Var& v : sum) v.set(zero);
-            kb.for_(zero_ix, k, kb.lit(ix, kDepth), [&](Val k0) {
-              // Each thread stages 4 elements of each tile; out-of-range ones are 0.
-              for (int q = 0; q < kTile * kDepth / (kSide * kSide); ++q) {
-                Val e = tid + double(q * kSide * kSide);
-                Val r = e / double(kDepth), kk = e % double(kDepth);  // A: row r, depth kk
-                Val gr = row0 + r, gk = k0 + kk;
-                Val in = gr < m && gk < k;
-                Val at = kb.select(in, abase + gr * sar + gk * sac, zero_ix);
-                kb.store(as, kk * double(kTile) + r,
-                         kb.select(in, kb.cast(kb.load(a, at), acc), zero));
-                Val kb_ = e / double(kTile), cc = e % double(kTile);  // B: depth kb_, column cc
-                Val bk = k0 + kb_, gc = col0 + cc;
-                Val inb = bk < k && gc < n;
-                Val bt = kb.select(inb, bbase + bk * sbr + gc * sbc, zero_ix);
-                kb.store(bs, kb_ * double(kTile) + cc,
-                         kb.select(inb, kb.cast(kb.load(b, bt), acc), zero));
-              }
+            store_step(load_step(zero_ix, row0, col0, abase, bbase), zero_ix);
+            flip.set(zero_ix);
+            kb.barrier();
+            kb.for_(zero_ix, k, kb.lit(ix, BK), [&](Val k0) {
+              Val cur = flip.get();
+              // The next step's tiles (zeros past the end) are read before this step's
+              // multiply and written to the other buffer after it.
+              std::vector<Staged> next = load_step(k0 + double(BK), row0, col0, abase, bbase);
+              multiply(cur);
+              Val other = kb.lit(ix, 1) - cur;
+              store_step(next, other);
+              flip.set(other);
               kb.barrier();
-              for (int kk = 0; kk < kDepth; ++kk) {
-                std::vector<Val> av, bv;
-                for (int i = 0; i < kPer; ++i)
-                  av.push_back(kb.load(as, ty * double(kPer) + double(kk * kTile + i)));
-                for (int j = 0; j < kPer; ++j)
-                  bv.push_back(kb.load(bs, tx * double(kPer) + double(kk * kTile + j)));
-                for (int i = 0; i < kPer; ++i)
-                  for (int j = 0; j < kPer; ++j) {
-                    const Var& v = sum[size_t(i) * kPer + size_t(j)];
-                    v.set(is_float(acc) ? kb.fma(av[size_t(i)], bv[size_t(j)], v.get())
-                                        : v.get() + av[size_t(i)] * bv[size_t(j)]);
-                  }
-              }
-              kb.barrier();  // the tiles are overwritten next
             });
             Val cbase = bi * m * n;
-            for (int i = 0; i < kPer; ++i)
-              for (int j = 0; j < kPer; ++j) {
-                Val r = row0 + ty * double(kPer) + double(i),
-                    col = col0 + tx * double(kPer) + double(j);
-                kb.if_(r < m && col < n, [&] {
-                  kb.store(c, cbase + r * n + col,
-                           detail::convert(kb, sum[size_t(i) * kPer + size_t(j)].get(), t));
-                });
+            for (int i = 0; i < TM; ++i) {
+              Val r = row0 + row_of(i);
+              for (int g = 0; g < TN / 4; ++g) {
+                Val col = col0 + col_of(g * 4);
+                auto out = [&](int l) {
+                  return detail::convert(kb, sum[size_t(i) * TN + size_t(g * 4 + l)].get(), t);
+                };
+                if (s.vector_c) {  // n % 4 == 0: the group is in range or out of it whole
+                  kb.if_(r < m && col < n, [&] {
+                    kb.store(c, cbase + r * n + col, kb.vec({out(0), out(1), out(2), out(3)}));
+                  });
+                  continue;
+                }
+                for (int l = 0; l < 4; ++l)
+                  kb.if_(r < m && col + double(l) < n,
+                         [&] { kb.store(c, cbase + r * n + col + double(l), out(l)); });
               }
+            }
           });
   return kb.finish();
 }

@@ -1,0 +1,116 @@
+#include "ember/backends/vulkan/gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "ember/backends/gpu/tune.h"
+#include "ember/kernel/passes.h"
+
+namespace ember::vulkan {
+
+namespace {
+
+// The tile shapes: (tile_m, tile_n, depth, thread_m, thread_n), 256 threads each.
+struct Shape {
+  int tm, tn, depth, thm, thn;
+};
+constexpr Shape kShapes[] = {
+    {128, 128, 8, 8, 8},   // 0: large problems
+    {64, 64, 16, 4, 4},    // 1: small ones (more workgroups)
+    {128, 64, 8, 8, 4},    // 2
+    {64, 128, 8, 4, 8},    // 3
+    {128, 128, 16, 8, 8},  // 4
+    {64, 64, 8, 4, 4},     // 5: f64 (its shared tiles are twice as large)
+};
+
+bool aligned(gpu::Address p, int64_t bytes) { return p % uint64_t(bytes) == 0; }
+
+// The load an operand allows: 4-element vectors along the dimension of stride 1 when that
+// dimension's extent, the other stride, the batch stride and the address are multiples of 4
+// elements (and 4 elements are 8 or 16 bytes: the vector views of the GLSL rendering).
+kernel::MatmulLoad operand_load(const gpu::MatView& v, int64_t batch_stride, int64_t rows,
+                                int64_t cols, gpu::Address p, int64_t esize) {
+  // v.col: column-major (rows contiguous); else row-major (columns contiguous).
+  int64_t extent = v.col ? rows : cols;
+  bool ok = (esize == 2 || esize == 4) && extent % 4 == 0 && v.ld % 4 == 0 &&
+            batch_stride % 4 == 0 && aligned(p, 4 * esize);
+  if (!ok) return kernel::MatmulLoad::Scalar;
+  // Shared memory holds A's K and B's N contiguous: both operands' columns.
+  return v.col ? kernel::MatmulLoad::VectorTransposed : kernel::MatmulLoad::Vector;
+}
+
+int64_t encode(const kernel::MatmulSpec& s, int shape) {
+  return int64_t(shape) | int64_t(s.load_a) << 4 | int64_t(s.load_b) << 6 |
+         int64_t(s.vector_c) << 8;
+}
+
+kernel::MatmulSpec with_shape(kernel::MatmulSpec s, int shape) {
+  const Shape& sh = kShapes[shape];
+  s.tile_m = sh.tm, s.tile_n = sh.tn, s.depth = sh.depth, s.thread_m = sh.thm, s.thread_n = sh.thn;
+  return s;
+}
+
+}  // namespace
+
+std::vector<GemmChoice> gemm_candidates(const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
+                                        gpu::Address c, int64_t shared_bytes, int multiprocessors) {
+  kernel::MatmulSpec base{g.dtype};
+  int64_t ar = g.va.col ? 1 : g.va.ld, ac = g.va.col ? g.va.ld : 1;
+  int64_t br = g.vb.col ? 1 : g.vb.ld, bc = g.vb.col ? g.vb.ld : 1;
+  int64_t reach_a = (g.batch - 1) * std::abs(g.sa) + (g.m - 1) * ar + (g.k - 1) * ac;
+  int64_t reach_b = (g.batch - 1) * std::abs(g.sb) + (g.k - 1) * br + (g.n - 1) * bc;
+  base.wide_index = std::max({reach_a, reach_b, g.batch * g.m * g.n}) > 0x7fffffff;
+  int64_t esize = size_of(g.dtype);
+  base.load_a = operand_load(g.va, g.sa, g.m, g.k, a, esize);
+  base.load_b = operand_load(g.vb, g.sb, g.k, g.n, b, esize);
+  base.vector_c = (esize == 2 || esize == 4) && g.n % 4 == 0 && aligned(c, 4 * esize);
+  std::vector<int> order;
+  if (g.dtype == DType::F64) {
+    order = {5, 1};
+  } else {
+    // 128 x 128 tiles where they fill the device twice over, else 64 x 64 (more workgroups).
+    int64_t big_tiles = ((g.m + 127) / 128) * ((g.n + 127) / 128) * g.batch;
+    order = big_tiles >= 2 * int64_t(multiprocessors) ? std::vector<int>{0, 4, 2, 3, 1}
+                                                      : std::vector<int>{1, 2, 3, 0, 5};
+  }
+  std::vector<GemmChoice> out;
+  for (int shape : order) {
+    kernel::MatmulSpec s = with_shape(base, shape);
+    if (shared_bytes > 0 && s.shared_bytes() > shared_bytes) continue;
+    out.push_back({encode(s, shape), s});
+  }
+  return out;
+}
+
+void run_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
+              gpu::Address c, int64_t shared_bytes) {
+  std::vector<GemmChoice> choices = gemm_candidates(g, a, b, c, shared_bytes, rt.multiprocessors);
+  std::vector<int64_t> codes;
+  for (const GemmChoice& ch : choices) codes.push_back(ch.code);
+  int64_t ar = g.va.col ? 1 : g.va.ld, ac = g.va.col ? g.va.ld : 1;
+  int64_t br = g.vb.col ? 1 : g.vb.ld, bc = g.vb.col ? g.vb.ld : 1;
+  auto launch = [&](int64_t code) {
+    size_t at = size_t(std::find(codes.begin(), codes.end(), code) - codes.begin());
+    const kernel::MatmulSpec& s = choices[std::min(at, choices.size() - 1)].spec;
+    const gpu::Loaded& l = gpu::kernel_for(
+        rt, gpu::key(gpu::Kind::Matmul, 1, g.dtype, g.dtype, 0, false, s.wide_index, int(code)),
+        [&] {
+          kernel::Kernel k = kernel::matmul_kernel(s);
+          kernel::default_pipeline().run(k);
+          return k;
+        });
+    gpu::Args args(l);
+    args.ptr(a).ptr(b).ptr(c).i(g.m).i(g.n).i(g.k).i(g.batch);
+    args.i(g.sa).i(ar).i(ac).i(g.sb).i(br).i(bc);
+    args.launch(rt, kernel::matmul_groups(s, g.m, g.n, g.batch));
+  };
+  // Tuned per dtype, loads and size bucket (outputs and depth).
+  const std::string tag = choices[0].spec.tag();  // the loads: its last part
+  std::string key =
+      "matmul/" + std::string(name(g.dtype)) + "/" + tag.substr(tag.rfind('/') + 1) + "/m" +
+      std::to_string(gpu::log2_bucket(g.m)) + "n" + std::to_string(gpu::log2_bucket(g.n)) + "k" +
+      std::to_string(gpu::log2_bucket(g.k)) + "b" + std::to_string(gpu::log2_bucket(g.batch));
+  gpu::launch_tuned(rt, key, codes, g.m * g.n * g.batch, launch);
+}
+
+}  // namespace ember::vulkan
