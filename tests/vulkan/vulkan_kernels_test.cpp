@@ -571,6 +571,55 @@ TEST_F(VulkanRun, DivisionIsCorrectlyRounded) {
   }
 }
 
+// An op may write into its input's buffer (Fusion and the elementwise ops reuse a dead input's
+// buffer for an output): a kernel's buffers are declared without readonly/writeonly, which
+// NVIDIA's compiler took as a promise that they do not overlap (it moved loads past stores and
+// a fused gradient came out wrong), and such a kernel reads each element before it writes it.
+TEST_F(VulkanRun, KernelsWriteIntoTheirInputsBuffers) {
+  using kernel::ScalarType;
+  kernel::KernelBuilder kb("in_place", {64, 1, 1});
+  std::vector<kernel::Mem> in, out;
+  for (int j = 0; j < 4; ++j)
+    in.push_back(kb.buffer("in" + std::to_string(j), ScalarType::F32, kernel::Access::Read));
+  for (int j = 0; j < 2; ++j)
+    out.push_back(kb.buffer("out" + std::to_string(j), ScalarType::F32, kernel::Access::Write));
+  kernel::Val n = kb.scalar("n", ScalarType::I32);
+  kernel::Val i = kb.cast(kb.global_id(0), ScalarType::I32);
+  kb.if_(i < n, [&] {
+    kernel::Val a = kb.load(in[0], i), b = kb.load(in[1], i), c = kb.load(in[2], i),
+                d = kb.load(in[3], i);
+    kb.store(out[0], i, a + b);
+    kb.store(out[1], i, (c + d) * a);
+  });
+  Kernel k = kb.finish();
+  kernel::default_pipeline().run(k);
+  std::string glsl = kernel::render_glsl(k);
+  EXPECT_EQ(glsl.find("readonly buffer ember_r_"), std::string::npos);
+  EXPECT_EQ(glsl.find("writeonly"), std::string::npos);
+  const int64_t count = 4096;
+  std::vector<TensorData> host;
+  std::vector<vulkan::Buffer> dev;
+  for (int j = 0; j < 4; ++j) {
+    host.push_back(random({count}, DType::F32, -2, 2, uint32_t(40 + j)));
+    dev.push_back(upload(host.back()));
+  }
+  // out0 in in0's buffer, out1 in in2's.
+  ctx().launch(k,
+               {vulkan::Arg::ptr(dev[0].address()), vulkan::Arg::ptr(dev[1].address()),
+                vulkan::Arg::ptr(dev[2].address()), vulkan::Arg::ptr(dev[3].address()),
+                vulkan::Arg::ptr(dev[0].address()), vulkan::Arg::ptr(dev[2].address()),
+                vulkan::Arg::of(count)},
+               uint32_t(count / 64));
+  std::vector<float> o0 = fetch(dev[0], {count}, DType::F32).to_vec<float>();
+  std::vector<float> o1 = fetch(dev[2], {count}, DType::F32).to_vec<float>();
+  std::vector<float> a = host[0].to_vec<float>(), b = host[1].to_vec<float>(),
+                     c = host[2].to_vec<float>(), d = host[3].to_vec<float>();
+  int64_t wrong = 0;
+  for (size_t j = 0; j < size_t(count); ++j)
+    wrong += o0[j] != a[j] + b[j] || o1[j] != (c[j] + d[j]) * a[j];
+  EXPECT_EQ(wrong, 0);
+}
+
 // Subnormals survive arithmetic and casts where the device can keep them (DenormPreserve).
 TEST_F(VulkanRun, SubnormalsAreKept) {
   if (!ctx().info().denorm_preserve_f32) GTEST_SKIP() << "the device flushes f32 subnormals";

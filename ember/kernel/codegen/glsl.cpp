@@ -185,11 +185,10 @@ class Renderer {
         block += "  " + reg(ar.as) + " e_" + p.name + ";\n";
         continue;
       }
+      // No readonly/writeonly (nor restrict): an op may write into its input's buffer, and
+      // NVIDIA's compiler took the qualifiers as a promise that the buffers do not overlap,
+      // moving loads of a readonly input past stores to the writeonly output in its memory.
       bool aliased = alias_[ar.param];
-      std::string q = p.access == Access::Read    ? "readonly "
-                      : p.access == Access::Write ? "writeonly "
-                                                  : "";
-      if (aliased) q = "";  // read and written through its u32 view
       bool f64view = aliased && p.type.scalar == ScalarType::F64;
       std::string elem = f64view                              ? "uint64_t"
                          : aliased && !is_half(p.type.scalar) ? "uint"
@@ -197,7 +196,7 @@ class Renderer {
       int align = f64view ? 8 : aliased ? 4 : byte_size(p.type.scalar);
       std::string ref = "ember_r_" + p.name;
       s += "layout(buffer_reference, std430, buffer_reference_align = " + std::to_string(align) +
-           ") " + q + "buffer " + ref + " { " + elem + " v[]; };\n";
+           ") buffer " + ref + " { " + elem + " v[]; };\n";
       block += "  " + ref + " e_" + p.name + ";\n";
       locals += "  " + ref + " e_" + p.name + " = ember_p.e_" + p.name + ";\n";
       if (ar.word_offset != GlslLayout::kNone) {
@@ -220,11 +219,9 @@ class Renderer {
       views_.insert(view);
       std::string ref = "ember_r_" + k_.params[i.ref].name + "_w" + std::to_string(bytes);
       std::string words = bytes == 4 ? "uint" : bytes == 8 ? "uvec2" : "uvec4";
-      // A buffer only read may say so; none says restrict (a kernel may get one buffer as two
-      // parameters: an op written into its input's buffer).
-      bool read_only = k_.params[i.ref].access == Access::Read;
+      // Unqualified, as the element views above.
       s += "layout(buffer_reference, std430, buffer_reference_align = " + std::to_string(bytes) +
-           ") " + (read_only ? "readonly " : "") + "buffer " + ref + " { " + words + " v[]; };\n";
+           ") buffer " + ref + " { " + words + " v[]; };\n";
       locals += "  " + ref + " " + view + " = " + ref + "(uint64_t(ember_p.e_" +
                 k_.params[i.ref].name + "));\n";
       i64 = true;
