@@ -15,7 +15,7 @@ packages=(build-essential cmake ninja-build ccache pkg-config lld
           libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-dev spirv-tools)
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(python3-torch) ;;
+    --bench) packages+=(python3-torch libdnnl-dev) ;;
     --goldens) packages+=(python3-torch) ;;
     --docs) packages+=(doxygen) ;;
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;

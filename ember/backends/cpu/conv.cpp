@@ -149,8 +149,8 @@ class ColumnPacker {
                   hi};
     }
   }
-  void operator()(int64_t p0, int64_t j0, int64_t kc, int64_t cols, T* dst) const {
-    constexpr int NR = kGemmPanelWidth<T>;
+  void operator()(int64_t p0, int64_t j0, int64_t kc, int64_t cols, int64_t width, T* dst) const {
+    const int64_t NR = width;
     const Geom& g = g_;
     const int64_t o1 = g.out[1], o2 = g.out[2];
     const int64_t ow0 = j0 % o2, oh0 = j0 / o2 % o1, od0 = j0 / (o2 * o1);
@@ -166,13 +166,14 @@ class ColumnPacker {
           continue;
         }
       }
-      pack_row(r, od0, oh0, ow0, cols, dst);
+      pack_row(r, od0, oh0, ow0, cols, width, dst);
     }
   }
 
  private:
   // One row of a panel: `cols` outputs from (od, oh, ow) on, in runs along output rows.
-  void pack_row(const ColRow& r, int64_t od, int64_t oh, int64_t ow, int64_t cols, T* dst) const {
+  void pack_row(const ColRow& r, int64_t od, int64_t oh, int64_t ow, int64_t cols, int64_t width,
+                T* dst) const {
     const Geom& g = g_;
     const int64_t o1 = g.out[1], o2 = g.out[2], sw = g.s[2];
     int64_t q = 0;
@@ -197,7 +198,7 @@ class ColumnPacker {
         ++od;
       }
     }
-    std::fill(dst + cols, dst + kGemmPanelWidth<T>, T(0));
+    std::fill(dst + cols, dst + width, T(0));
   }
 
   const T* x_;

@@ -1,6 +1,7 @@
 // Blocked GEMM in the style of BLIS/GotoBLAS: B is packed into KC x NR panels shared by all
 // threads, each thread packs its own MC x KC block of A into MR x KC panels, and an MR x NR
-// micro-kernel keeps the C tile in registers across the whole KC loop.
+// micro-kernel keeps the C tile in registers across the whole KC loop. The micro-kernel and
+// its blocking come in variants per instruction set, chosen at run time (cpu/isa.h).
 #include "ember/backends/cpu/gemm.h"
 
 #include <algorithm>
@@ -8,44 +9,34 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
 
+#include "ember/backends/cpu/isa.h"
 #include "ember/core/thread_pool.h"
 
 namespace ember::cpu {
 
 namespace {
 
-// One vector register's worth of T (32 bytes: 8 floats or 4 doubles).
-typedef float vf __attribute__((vector_size(32)));
-typedef double vd __attribute__((vector_size(32)));
-template <class T>
-struct Vec;
-template <>
-struct Vec<float> {
-  using type = vf;
-};
-template <>
-struct Vec<double> {
-  using type = vd;
-};
-
-template <class T>
+// The blocking of one micro-kernel variant: an MR x NR tile of C in registers (NR: two vectors
+// of `Bytes`), A packed in MC x KC blocks, B in KC x NR panels. KC keeps an A and a B
+// micro-panel in L1 together, MC an A block in L2.
+template <class T, int Bytes, int Rows, int64_t KC, int64_t MC>
 struct Blocking {
-  using V = typename Vec<T>::type;
-  static constexpr int kW = sizeof(V) / sizeof(T);  // lanes
-  static constexpr int kMR = 6;
+  static constexpr int kW = Bytes / int(sizeof(T));  // lanes
+  static constexpr int kMR = Rows;
   static constexpr int kNR = 2 * kW;
-  static constexpr int64_t kKC = 320;
-  static constexpr int64_t kMC = 120;
+  static constexpr int64_t kKC = KC;
+  static constexpr int64_t kMC = MC;
   static constexpr int64_t kNC = 2048;
 };
 
 template <class V, class T>
-inline V load(const T* p) {
+[[gnu::always_inline]] inline V load(const T* p) {
   V v;
   std::memcpy(&v, p, sizeof(V));
   return v;
@@ -53,54 +44,53 @@ inline V load(const T* p) {
 // Broadcast straight from memory: a load-port op, where a register broadcast would take a
 // shuffle slot from the FMA pipes.
 template <class V, class T>
-inline V broadcast(const T* p) {
+[[gnu::always_inline]] inline V broadcast(const T* p) {
 #if defined(__AVX__)
-  if constexpr (std::is_same_v<T, float>)
-    return (V)_mm256_broadcast_ss(p);
-  else
-    return (V)_mm256_broadcast_sd(p);
-#else
-  return V{} + *p;
+  if constexpr (sizeof(V) == 32) {
+    if constexpr (std::is_same_v<T, float>)
+      return (V)_mm256_broadcast_ss(p);
+    else
+      return (V)_mm256_broadcast_sd(p);
+  }
 #endif
+  // Every lane from one scalar: a broadcast from memory (V{} + x would be an addition, which
+  // a -0.0 keeps the compiler from dropping).
+  const T x = *p;
+  return [x]<size_t... I>(std::index_sequence<I...>) { return V{((void)I, x)...}; }
+  (std::make_index_sequence<sizeof(V) / sizeof(T)>{});
 }
 template <class V, class T>
-inline void store(T* p, V v) {
+[[gnu::always_inline]] inline void store(T* p, V v) {
   std::memcpy(p, &v, sizeof(V));
 }
 
-// C tile (kMR x kNR) = (accumulate ? C : 0) + Ap * Bp over kc. The 12 accumulators are
-// named variables, not an array: GCC kept an array's rows in memory and stored them back on
-// every step of the loop.
-template <class T>
-void micro_kernel(int64_t kc, const T* __restrict ap, const T* __restrict bp, T* c, int64_t ldc,
-                  bool accumulate) {
-  using Bk = Blocking<T>;
-  using V = typename Bk::V;
-  constexpr int W = Bk::kW;
-  static_assert(Bk::kMR == 6, "the micro-kernel is written out for 6 rows");
-  V c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{}, c40{}, c41{}, c50{}, c51{};
+// C tile (MR x 2W) = (accumulate ? C : 0) + Ap * Bp over kc, for MR of 6 or 12. The
+// accumulators are named variables, not an array: GCC kept an array's rows in memory and
+// stored them back on every step of the loop. Inlined into each variant below, so that its
+// vectors are the variant's instructions.
+#define EMBER_GEMM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+template <class T, int Bytes, int MR>
+[[gnu::always_inline]] inline void micro_body(int64_t kc, const T* __restrict ap,
+                                              const T* __restrict bp, T* c, int64_t ldc,
+                                              bool accumulate) {
+  typedef T V __attribute__((vector_size(Bytes)));
+  constexpr int W = Bytes / int(sizeof(T));
+  static_assert(MR == 6 || MR == 12, "the micro-kernel is written out for 6 or 12 rows");
+#define EMBER_GEMM_DECL(i) V c##i##0 {}, c##i##1 {};
+  EMBER_GEMM_ROWS(EMBER_GEMM_DECL)
+#undef EMBER_GEMM_DECL
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     V b0 = load<V>(bp), b1 = load<V>(bp + W), a;
-    a = broadcast<V>(ap + 0);
-    c00 += a * b0;
-    c01 += a * b1;
-    a = broadcast<V>(ap + 1);
-    c10 += a * b0;
-    c11 += a * b1;
-    a = broadcast<V>(ap + 2);
-    c20 += a * b0;
-    c21 += a * b1;
-    a = broadcast<V>(ap + 3);
-    c30 += a * b0;
-    c31 += a * b1;
-    a = broadcast<V>(ap + 4);
-    c40 += a * b0;
-    c41 += a * b1;
-    a = broadcast<V>(ap + 5);
-    c50 += a * b0;
-    c51 += a * b1;
-    ap += 6;
+#define EMBER_GEMM_STEP(i)    \
+  if constexpr (i < MR) {     \
+    a = broadcast<V>(ap + i); \
+    c##i##0 += a * b0;        \
+    c##i##1 += a * b1;        \
+  }
+    EMBER_GEMM_ROWS(EMBER_GEMM_STEP)
+#undef EMBER_GEMM_STEP
+    ap += MR;
     bp += 2 * W;
   }
   auto out = [&](int i, V lo, V hi) {
@@ -112,18 +102,73 @@ void micro_kernel(int64_t kc, const T* __restrict ap, const T* __restrict bp, T*
     store(row, lo);
     store(row + W, hi);
   };
-  out(0, c00, c01);
-  out(1, c10, c11);
-  out(2, c20, c21);
-  out(3, c30, c31);
-  out(4, c40, c41);
-  out(5, c50, c51);
+#define EMBER_GEMM_OUT(i) \
+  if constexpr (i < MR) out(i, c##i##0, c##i##1);
+  EMBER_GEMM_ROWS(EMBER_GEMM_OUT)
+#undef EMBER_GEMM_OUT
 }
+#undef EMBER_GEMM_ROWS
+
+// The variants (cpu/isa.h): 32-byte vectors in the instructions the library is compiled for;
+// AVX2 + FMA; AVX-512 with 64-byte vectors and 12 rows (24 of its 32 registers hold C).
+using MicroF32 = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
+using MicroF64 = void (*)(int64_t, const double*, const double*, double*, int64_t, bool);
+void micro_portable_f32(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc,
+                        bool acc) {
+  micro_body<float, 32, 6>(kc, ap, bp, c, ldc, acc);
+}
+void micro_portable_f64(int64_t kc, const double* ap, const double* bp, double* c, int64_t ldc,
+                        bool acc) {
+  micro_body<double, 32, 6>(kc, ap, bp, c, ldc, acc);
+}
+#if defined(__x86_64__)
+#define EMBER_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define EMBER_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+EMBER_TARGET_AVX2 void micro_avx2_f32(int64_t kc, const float* ap, const float* bp, float* c,
+                                      int64_t ldc, bool acc) {
+  micro_body<float, 32, 6>(kc, ap, bp, c, ldc, acc);
+}
+EMBER_TARGET_AVX2 void micro_avx2_f64(int64_t kc, const double* ap, const double* bp, double* c,
+                                      int64_t ldc, bool acc) {
+  micro_body<double, 32, 6>(kc, ap, bp, c, ldc, acc);
+}
+EMBER_TARGET_AVX512 void micro_avx512_f32(int64_t kc, const float* ap, const float* bp, float* c,
+                                          int64_t ldc, bool acc) {
+  micro_body<float, 64, 12>(kc, ap, bp, c, ldc, acc);
+}
+EMBER_TARGET_AVX512 void micro_avx512_f64(int64_t kc, const double* ap, const double* bp, double* c,
+                                          int64_t ldc, bool acc) {
+  micro_body<double, 64, 12>(kc, ap, bp, c, ldc, acc);
+}
+#endif
+
+// A variant: its blocking and micro-kernel.
+template <class T, class Bk, void (*Micro)(int64_t, const T*, const T*, T*, int64_t, bool)>
+struct Variant : Bk {
+  static constexpr auto micro = Micro;
+};
+template <class T>
+struct Variants;
+template <>
+struct Variants<float> {
+  using Portable = Variant<float, Blocking<float, 32, 6, 320, 120>, micro_portable_f32>;
+#if defined(__x86_64__)
+  using Avx2 = Variant<float, Blocking<float, 32, 6, 320, 120>, micro_avx2_f32>;
+  using Avx512 = Variant<float, Blocking<float, 64, 12, 512, 120>, micro_avx512_f32>;
+#endif
+};
+template <>
+struct Variants<double> {
+  using Portable = Variant<double, Blocking<double, 32, 6, 320, 120>, micro_portable_f64>;
+#if defined(__x86_64__)
+  using Avx2 = Variant<double, Blocking<double, 32, 6, 320, 120>, micro_avx2_f64>;
+  using Avx512 = Variant<double, Blocking<double, 64, 12, 192, 240>, micro_avx512_f64>;
+#endif
+};
 
 // Packs A[ic.., pc..] (mc x kc) into MR-row panels, k-major within a panel, zero-padded.
-template <class T>
+template <class T, int MR>
 void pack_a(MatRef<T> a, int64_t ic, int64_t pc, int64_t mc, int64_t kc, T* dst) {
-  constexpr int MR = Blocking<T>::kMR;
   for (int64_t i0 = 0; i0 < mc; i0 += MR) {
     int64_t rows = std::min<int64_t>(MR, mc - i0);
     for (int64_t p = 0; p < kc; ++p) {
@@ -135,19 +180,19 @@ void pack_a(MatRef<T> a, int64_t ic, int64_t pc, int64_t mc, int64_t kc, T* dst)
   }
 }
 
-// Packs B[pc.., jc + j0..] (kc x cols<=NR) into one NR-column panel, zero-padded.
+// Packs B[pc.., j..] (kc x cols<=width) into one panel `width` wide, zero-padded.
 template <class T>
-void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, T* dst) {
-  constexpr int NR = Blocking<T>::kNR;
+void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, int64_t width,
+                  T* dst) {
   for (int64_t p = 0; p < kc; ++p) {
     const T* src = b.p + (pc + p) * b.rs + j * b.cs;
-    if (b.cs == 1 && cols == NR) {
-      std::memcpy(dst, src, NR * sizeof(T));
+    if (b.cs == 1 && cols == width) {
+      std::memcpy(dst, src, size_t(width) * sizeof(T));
     } else {
       for (int64_t q = 0; q < cols; ++q) dst[q] = src[q * b.cs];
-      for (int64_t q = cols; q < NR; ++q) dst[q] = T(0);
+      for (int64_t q = cols; q < width; ++q) dst[q] = T(0);
     }
-    dst += NR;
+    dst += width;
   }
 }
 
@@ -161,11 +206,10 @@ struct Aligned {
   T* p;
 };
 
-// pack_b(pc, j, kc, cols, dst) packs B[pc.., j..] (kc x cols) into one NR-column panel.
-template <class T, class PackB>
+// pack_b(pc, j, kc, cols, NR, dst) packs B[pc.., j..] (kc x cols) into one NR-column panel.
+template <class Bk, class T, class PackB>
 void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* c, int64_t ldc,
           bool add_to_c, bool parallel) {
-  using Bk = Blocking<T>;
   constexpr int MR = Bk::kMR, NR = Bk::kNR;
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -196,7 +240,7 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
       if (!lazy_b)
         for_range(npanels, 8, [&](int64_t b0, int64_t b1) {
           for (int64_t jp = b0; jp < b1; ++jp)
-            pack_b(pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR),
+            pack_b(pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR), int64_t(NR),
                    bpack.p + jp * NR * kc);
         });
       // Work items: (MC block of rows) x (group of B panels), so 2+ threads share even
@@ -207,13 +251,13 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
       for_range(mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
         Aligned<T> apack(static_cast<size_t>(Bk::kMC * kc));
         Aligned<T> bpanel(lazy_b ? static_cast<size_t>(NR * kc) : 0);
-        T tile[MR * NR] = {};
+        alignas(64) T tile[MR * NR] = {};
         int64_t packed_block = -1;
         for (int64_t w = w0; w < w1; ++w) {
           int64_t mb = w / pgroups, g = w % pgroups;
           int64_t ic = mb * Bk::kMC, mc = std::min<int64_t>(Bk::kMC, m - ic);
           if (packed_block != mb) {
-            pack_a(a, ic, pc, mc, kc, apack.p);
+            pack_a<T, MR>(a, ic, pc, mc, kc, apack.p);
             packed_block = mb;
           }
           int64_t p_end = std::min(npanels, (g + 1) * per_group);
@@ -221,7 +265,7 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
             int64_t j = jc + jp * NR, cols = std::min<int64_t>(NR, n - j);
             const T* bp = bpack.p + jp * NR * kc;
             if (lazy_b) {
-              pack_b(pc, j, kc, cols, bpanel.p);
+              pack_b(pc, j, kc, cols, int64_t(NR), bpanel.p);
               bp = bpanel.p;
             }
             for (int64_t i0 = 0; i0 < mc; i0 += MR) {
@@ -229,11 +273,11 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
               T* cp = c + (ic + i0) * ldc + j;
               const T* ap = apack.p + i0 * kc;
               if (rows == MR && cols == NR) {
-                micro_kernel<T>(kc, ap, bp, cp, ldc, accumulate);
+                Bk::micro(kc, ap, bp, cp, ldc, accumulate);
               } else {  // edge tile: compute into a buffer, copy the valid part
                 for (int64_t i = 0; i < rows && accumulate; ++i)
                   std::memcpy(tile + i * NR, cp + i * ldc, cols * sizeof(T));
-                micro_kernel<T>(kc, ap, bp, tile, NR, accumulate);
+                Bk::micro(kc, ap, bp, tile, NR, accumulate);
                 for (int64_t i = 0; i < rows; ++i)
                   std::memcpy(cp + i * ldc, tile + i * NR, cols * sizeof(T));
               }
@@ -245,19 +289,34 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
   }
 }
 
+// The variant for the CPU's instruction set (cpu_isa()).
+template <class T, class PackB>
+void dispatch(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* c, int64_t ldc,
+              bool accumulate, bool parallel) {
+  using V = Variants<T>;
+#if defined(__x86_64__)
+  switch (cpu_isa()) {
+    case CpuIsa::Avx512:
+      return gemm<typename V::Avx512>(m, n, k, a, pack_b, c, ldc, accumulate, parallel);
+    case CpuIsa::Avx2:
+      return gemm<typename V::Avx2>(m, n, k, a, pack_b, c, ldc, accumulate, parallel);
+    default:
+      break;
+  }
+#endif
+  gemm<typename V::Portable>(m, n, k, a, pack_b, c, ldc, accumulate, parallel);
+}
+
 template <class T>
 void gemm_matrix(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c, int64_t ldc,
                  bool accumulate, bool parallel) {
-  auto pack = [b](int64_t pc, int64_t j, int64_t kc, int64_t cols, T* dst) {
-    pack_b_panel(b, pc, j, kc, cols, dst);
+  auto pack = [b](int64_t pc, int64_t j, int64_t kc, int64_t cols, int64_t width, T* dst) {
+    pack_b_panel(b, pc, j, kc, cols, width, dst);
   };
-  gemm<T>(m, n, k, a, pack, c, ldc, accumulate, parallel);
+  dispatch<T>(m, n, k, a, pack, c, ldc, accumulate, parallel);
 }
 
 }  // namespace
-
-static_assert(kGemmPanelWidth<float> == Blocking<float>::kNR);
-static_assert(kGemmPanelWidth<double> == Blocking<double>::kNR);
 
 void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b, float* c,
               int64_t ldc, bool accumulate, bool parallel) {
@@ -269,11 +328,11 @@ void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> 
 }
 void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, const PackB<float>& b, float* c,
               int64_t ldc, bool accumulate, bool parallel) {
-  gemm<float>(m, n, k, a, b, c, ldc, accumulate, parallel);
+  dispatch<float>(m, n, k, a, b, c, ldc, accumulate, parallel);
 }
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, const PackB<double>& b, double* c,
               int64_t ldc, bool accumulate, bool parallel) {
-  gemm<double>(m, n, k, a, b, c, ldc, accumulate, parallel);
+  dispatch<double>(m, n, k, a, b, c, ldc, accumulate, parallel);
 }
 
 }  // namespace ember::cpu

@@ -1,6 +1,7 @@
 // Internal: ember's own f32/f64 GEMM (C = A * B, row-major C), blocked for caches with packed
 // panels and a register-tiled micro-kernel written with portable vector types, so the same
-// source becomes AVX2/AVX-512 on x86, NEON on ARM and SIMD128 on WebAssembly.
+// source becomes AVX2/AVX-512 on x86, NEON on ARM and SIMD128 on WebAssembly; on x86 the
+// AVX2 and AVX-512 micro-kernels are chosen at run time (cpu/isa.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -22,16 +23,14 @@ void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b,
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> b, double* c,
               int64_t ldc, bool accumulate = false, bool parallel = true);
 
-/// The width of the panels B is packed into: the micro-kernel's column count.
-template <class T>
-inline constexpr int kGemmPanelWidth = 64 / sizeof(T);
-
 /// B given by what packs it, for operands that are never stored as a matrix (conv's columns,
-/// read straight from the image): pack(p0, j0, kc, cols, dst) writes B[p0 + p, j0 + q] to
-/// dst[p * kGemmPanelWidth<T> + q] for p < kc, q < cols, and zeros for q in [cols, width).
-/// It is called from pool threads, for disjoint panels.
+/// read straight from the image): pack(p0, j0, kc, cols, width, dst) writes B[p0 + p, j0 + q]
+/// to dst[p * width + q] for p < kc, q < cols, and zeros for q in [cols, width); `width` is the
+/// micro-kernel's column count (it depends on the instruction set chosen at run time:
+/// cpu/isa.h). It is called from pool threads, for disjoint panels.
 template <class T>
-using PackB = std::function<void(int64_t p0, int64_t j0, int64_t kc, int64_t cols, T* dst)>;
+using PackB = std::function<void(int64_t p0, int64_t j0, int64_t kc, int64_t cols,
+                                 int64_t width, T* dst)>;
 void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, const PackB<float>& b, float* c,
               int64_t ldc, bool accumulate = false, bool parallel = true);
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, const PackB<double>& b, double* c,

@@ -1,0 +1,35 @@
+// The CPU's vector instruction sets, for kernels compiled for several of them and chosen at run
+// time (the GEMM's micro-kernels: docs/cpu.md). The highest level the CPU has is used, capped
+// by EMBER_CPU_ISA (portable, avx2, avx512; read once) or set_cpu_isa_cap, so a binary runs
+// everywhere and each variant can be tested on a machine that has the highest.
+//
+//   ember::cpu::CpuIsa isa = ember::cpu::cpu_isa();          // e.g. CpuIsa::Avx512
+//   ember::cpu::set_cpu_isa_cap(ember::cpu::CpuIsa::Avx2);   // the AVX2 kernels from now on
+//   ember::cpu::set_cpu_isa_cap(std::nullopt);                // back to EMBER_CPU_ISA / none
+#pragma once
+#include <optional>
+#include <string_view>
+
+#include "ember/core/export.h"
+
+namespace ember::cpu {
+
+/// Ordered: each level has what the ones before it have.
+enum class CpuIsa {
+  Portable,  // what the library was compiled for (no run-time-selected instructions)
+  Avx2,      // AVX2 and FMA (x86-64-v3)
+  Avx512,    // AVX-512 F, VL, BW, DQ (x86-64-v4)
+};
+
+/// The level the CPU has, below the cap (EMBER_CPU_ISA or set_cpu_isa_cap).
+EMBER_API CpuIsa cpu_isa();
+/// The level the CPU has, regardless of any cap.
+EMBER_API CpuIsa cpu_isa_available();
+/// Caps the level kernels are chosen at (nullopt: EMBER_CPU_ISA's cap, or none).
+EMBER_API void set_cpu_isa_cap(std::optional<CpuIsa> cap);
+/// "portable", "avx2", "avx512".
+EMBER_API std::string_view name(CpuIsa isa);
+/// The level named `s` (ValueError for other names).
+EMBER_API CpuIsa parse_cpu_isa(std::string_view s);
+
+}  // namespace ember::cpu

@@ -1,0 +1,105 @@
+// The CPU GEMM's micro-kernel variants (cpu/isa.h): every instruction set the machine has,
+// against a plain triple loop in double precision, over shapes that leave partial tiles and
+// span several cache blocks, strided and transposed operands, accumulation, and B given by a
+// packing function (as the convolutions give it).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ember/backends/cpu/gemm.h"
+#include "ember/backends/cpu/isa.h"
+#include "ember/core/error.h"
+
+using namespace ember;
+using namespace ember::cpu;
+
+namespace {
+
+struct Case {
+  int64_t m, n, k;
+  bool a_transposed, b_transposed, accumulate;
+};
+
+template <class T>
+void check(CpuIsa isa, const Case& c, bool packed) {
+  std::mt19937 g(uint32_t(c.m * 131 + c.n * 7 + c.k));
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<T> a(size_t(c.m * c.k)), b(size_t(c.k * c.n)), out(size_t(c.m * c.n));
+  for (T& v : a) v = T(u(g));
+  for (T& v : b) v = T(u(g));
+  for (T& v : out) v = T(u(g));
+  // A [m, k]: row-major, or stored as its transpose [k, m]; B likewise.
+  MatRef<T> ar = c.a_transposed ? MatRef<T>{a.data(), 1, c.m} : MatRef<T>{a.data(), c.k, 1};
+  MatRef<T> br = c.b_transposed ? MatRef<T>{b.data(), 1, c.k} : MatRef<T>{b.data(), c.n, 1};
+  std::vector<double> want(out.begin(), out.end());
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < c.k; ++p)
+        s += double(ar.p[i * ar.rs + p * ar.cs]) * double(br.p[p * br.rs + j * br.cs]);
+      want[size_t(i * c.n + j)] = (c.accumulate ? want[size_t(i * c.n + j)] : 0) + s;
+    }
+  set_cpu_isa_cap(isa);
+  if (packed) {
+    PackB<T> pack = [&](int64_t p0, int64_t j0, int64_t kc, int64_t cols, int64_t width, T* dst) {
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t q = 0; q < width; ++q)
+          dst[p * width + q] = q < cols ? br.p[(p0 + p) * br.rs + (j0 + q) * br.cs] : T(0);
+    };
+    gemm_t(c.m, c.n, c.k, ar, pack, out.data(), c.n, c.accumulate);
+  } else {
+    gemm_t(c.m, c.n, c.k, ar, br, out.data(), c.n, c.accumulate);
+  }
+  set_cpu_isa_cap(std::nullopt);
+  double tol = std::is_same_v<T, float> ? 1e-4 : 1e-12;
+  int64_t wrong = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!(std::abs(double(out[i]) - want[i]) <= tol * (1 + std::sqrt(double(c.k)))))
+      if (wrong++ < 3)
+        ADD_FAILURE() << name(isa) << " " << c.m << "x" << c.n << "x" << c.k << " element " << i
+                      << ": " << out[i] << " vs " << want[i];
+  EXPECT_EQ(wrong, 0) << name(isa) << (packed ? " packed" : "");
+}
+
+const Case kCases[] = {
+    {1, 1, 1, false, false, false},       {7, 5, 3, false, false, false},
+    {12, 32, 16, false, false, false},    {13, 33, 17, true, false, true},
+    {37, 70, 530, false, true, false},    {250, 97, 300, true, true, true},
+    {130, 2100, 40, false, false, false}, {64, 784, 256, false, true, false},
+    {5, 0, 3, false, false, false},       {4, 6, 0, false, false, true},
+};
+
+std::vector<CpuIsa> levels() {
+  std::vector<CpuIsa> v;
+  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512})
+    if (i <= cpu_isa_available()) v.push_back(i);
+  return v;
+}
+
+}  // namespace
+
+TEST(CpuGemm, EveryInstructionSetMatchesAPlainLoopF32) {
+  for (CpuIsa isa : levels())
+    for (const Case& c : kCases)
+      for (bool packed : {false, true}) check<float>(isa, c, packed);
+}
+
+TEST(CpuGemm, EveryInstructionSetMatchesAPlainLoopF64) {
+  for (CpuIsa isa : levels())
+    for (const Case& c : kCases)
+      for (bool packed : {false, true}) check<double>(isa, c, packed);
+}
+
+TEST(CpuIsaLevels, CapAndNames) {
+  CpuIsa have = cpu_isa_available();
+  set_cpu_isa_cap(CpuIsa::Portable);
+  EXPECT_EQ(cpu_isa(), CpuIsa::Portable);
+  set_cpu_isa_cap(CpuIsa::Avx512);
+  EXPECT_EQ(cpu_isa(), have);  // a cap above what the CPU has changes nothing
+  set_cpu_isa_cap(std::nullopt);
+  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512})
+    EXPECT_EQ(parse_cpu_isa(name(i)), i);
+  EXPECT_THROW(parse_cpu_isa("sse9"), ValueError);
+}
