@@ -23,7 +23,7 @@ int main() try {
     return 1;
   }
   using T = Tensor<Dispatch, 2>;
-  auto a = T::from_data(TensorData::from<float>({1, 2, 3, 4, 5, 6}, {2, 3}));
+  auto a = T::from_data(TensorData::from<float>({0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}, {2, 3}));
   auto want = a.matmul(a.transpose()).exp().sum_dim(1).to_vec<float>();
   auto on = a.to_device(Device::parse("vulkan:0"));
   auto got = on.matmul(on.transpose()).exp().sum_dim(1).to_device(Device::cpu()).to_vec<float>();

@@ -138,7 +138,6 @@ TEST_F(GpuOps, CastEveryPairOverAStridedView) {
                          DType::I32, DType::I16, DType::I8,  DType::U8,   DType::Bool};
   std::vector<double> special = {NAN,   INFINITY, -INFINITY, 1e10, -1e10, 3.7,   -3.7,
                                  200.5, -200.5,   0.0,       -0.0, 65504, 70000, 1e-40};
-  if (!keeps_subnormals()) special.pop_back();  // 1e-40: an f32 (and bf16) subnormal
   for (DType src : types)
     for (DType dst : types) {
       std::string what = std::string(name(src)) + " -> " + std::string(name(dst));
@@ -155,13 +154,17 @@ TEST_F(GpuOps, CastEveryPairOverAStridedView) {
       expect_close(fetch(*out, Shape{33, 17}, dst), want, what, is_float(dst) ? 1e-6 : 0);
       if (!is_float(src)) continue;
       // NaN, infinities, out-of-range values: the CPU's saturating rules.
-      View s =
-          dense_of(TensorData::from<double>(special, Shape{int64_t(special.size())}).convert(src));
+      // 1e-40 is an f32 and bf16 subnormal: left out of those casts where the device flushes them.
+      std::vector<double> sv = special;
+      bool f32ish =
+          src == DType::F32 || src == DType::BF16 || dst == DType::F32 || dst == DType::BF16;
+      if (!keeps_subnormals() && f32ish) sv.pop_back();
+      View s = dense_of(TensorData::from<double>(sv, Shape{int64_t(sv.size())}).convert(src));
       TensorData want_s = cpu(o, {s.cpu});
       Buffer out_s = zeros(s.cpu.meta.shape, dst);
       launch(kernel::copy_kernel({src, dst, 1}), 1, [&](LaunchArgs& a) {
-        a.buffer(s.ptr()).buffer(out_s->ptr()).scalar_int(int64_t(special.size()));
-        a.scalar_int(int64_t(special.size())).scalar_int(1);
+        a.buffer(s.ptr()).buffer(out_s->ptr()).scalar_int(int64_t(sv.size()));
+        a.scalar_int(int64_t(sv.size())).scalar_int(1);
       });
       TensorData got = fetch(*out_s, s.cpu.meta.shape, dst);
       EXPECT_TRUE(got.all_close(want_s, 1e-6, 0)) << what << " special values";

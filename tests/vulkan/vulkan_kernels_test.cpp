@@ -161,9 +161,32 @@ TEST(VulkanCompile, GemmLoadsFollowTheOperandsLayout) {
   EXPECT_EQ(s.tile_m, 64);  // a small problem: more, smaller tiles
   // f64: scalar loads (4 doubles are 32 bytes), tiles that fit the shared memory.
   g.dtype = DType::F64;
-  for (const vulkan::GemmChoice& ch : vulkan::gemm_candidates(g, 256, 256, 256, 32 << 10, 128)) {
+  std::vector<vulkan::GemmChoice> f64 = vulkan::gemm_candidates(g, 256, 256, 256, 32 << 10, 128);
+  ASSERT_FALSE(f64.empty());
+  for (const vulkan::GemmChoice& ch : f64) {
     EXPECT_EQ(ch.spec.load_a, L::Scalar);
     EXPECT_LE(ch.spec.shared_bytes(), 32 << 10);
+  }
+}
+
+// Where the device keeps f32 subnormals, every kernel with floats asks for it: the SPIR-V has
+// OpExecutionMode DenormPreserve 32 (and only that float control).
+TEST(VulkanCompile, DenormPreserveReachesTheSpirv) {
+  kernel::ElementwiseSpec es{OpCode::Mul, DType::F32};
+  Kernel k = kernel::elementwise_kernel(es);
+  for (bool keep : {false, true}) {
+    kernel::GlslOptions o;
+    o.denorm_preserve_f32 = keep;
+    std::vector<uint32_t> words = vulkan::compile_glsl(kernel::render_glsl(k, o), k.name, {});
+    int modes = 0;
+    for (size_t i = 5; i < words.size(); i += std::max<uint32_t>(1, words[i] >> 16)) {
+      bool execution_mode = (words[i] & 0xffffu) == 16 && i + 3 < words.size();
+      if (execution_mode && words[i + 2] == 4459) {  // DenormPreserve
+        EXPECT_EQ(words[i + 3], 32u);
+        ++modes;
+      }
+    }
+    EXPECT_EQ(modes, keep ? 1 : 0);
   }
 }
 
@@ -552,14 +575,20 @@ TEST_F(VulkanRun, DivisionIsCorrectlyRounded) {
                   vulkan::Arg::ptr(out.address()), vulkan::Arg::of(count)},
                  uint32_t(count / 64));
     TensorData got = fetch(out, {count}, t);
+    std::vector<float> af, bf, gf;
+    std::vector<double> gd;
+    if (f32) {
+      af = ad.to_vec<float>(), bf = bd.to_vec<float>(), gf = got.to_vec<float>();
+    } else {
+      gd = got.to_vec<double>();
+    }
     int64_t wrong = 0;
     for (int64_t j = 0; j < count; ++j) {
       double want, have;
       if (f32) {
-        float p = ad.to_vec<float>()[size_t(j)], q = bd.to_vec<float>()[size_t(j)];
-        want = double(p / q), have = double(got.to_vec<float>()[size_t(j)]);
+        want = double(af[size_t(j)] / bf[size_t(j)]), have = double(gf[size_t(j)]);
       } else {
-        want = a[size_t(j)] / b[size_t(j)], have = got.to_vec<double>()[size_t(j)];
+        want = a[size_t(j)] / b[size_t(j)], have = gd[size_t(j)];
       }
       bool same = (std::isnan(want) && std::isnan(have)) ||
                   (want == have && std::signbit(want) == std::signbit(have));

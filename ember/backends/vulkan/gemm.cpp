@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 #include "ember/backends/gpu/tune.h"
 #include "ember/kernel/passes.h"
@@ -39,6 +40,11 @@ kernel::MatmulLoad operand_load(const gpu::MatView& v, int64_t batch_stride, int
   return v.col ? kernel::MatmulLoad::VectorTransposed : kernel::MatmulLoad::Vector;
 }
 
+// Element strides of a GEMM operand: (row, column).
+std::pair<int64_t, int64_t> strides_of(const gpu::MatView& v) {
+  return v.col ? std::pair<int64_t, int64_t>{1, v.ld} : std::pair<int64_t, int64_t>{v.ld, 1};
+}
+
 int64_t encode(const kernel::MatmulSpec& s, int shape) {
   return int64_t(shape) | int64_t(s.load_a) << 4 | int64_t(s.load_b) << 6 |
          int64_t(s.vector_c) << 8;
@@ -55,8 +61,8 @@ kernel::MatmulSpec with_shape(kernel::MatmulSpec s, int shape) {
 std::vector<GemmChoice> gemm_candidates(const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
                                         gpu::Address c, int64_t shared_bytes, int multiprocessors) {
   kernel::MatmulSpec base{g.dtype};
-  int64_t ar = g.va.col ? 1 : g.va.ld, ac = g.va.col ? g.va.ld : 1;
-  int64_t br = g.vb.col ? 1 : g.vb.ld, bc = g.vb.col ? g.vb.ld : 1;
+  auto [ar, ac] = strides_of(g.va);
+  auto [br, bc] = strides_of(g.vb);
   int64_t reach_a = (g.batch - 1) * std::abs(g.sa) + (g.m - 1) * ar + (g.k - 1) * ac;
   int64_t reach_b = (g.batch - 1) * std::abs(g.sb) + (g.k - 1) * br + (g.n - 1) * bc;
   base.wide_index = std::max({reach_a, reach_b, g.batch * g.m * g.n}) > 0x7fffffff;
@@ -82,13 +88,14 @@ std::vector<GemmChoice> gemm_candidates(const gpu::GemmCall& g, gpu::Address a, 
   return out;
 }
 
-void run_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
+bool run_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
               gpu::Address c, int64_t shared_bytes) {
   std::vector<GemmChoice> choices = gemm_candidates(g, a, b, c, shared_bytes, rt.multiprocessors);
+  if (choices.empty()) return false;
   std::vector<int64_t> codes;
   for (const GemmChoice& ch : choices) codes.push_back(ch.code);
-  int64_t ar = g.va.col ? 1 : g.va.ld, ac = g.va.col ? g.va.ld : 1;
-  int64_t br = g.vb.col ? 1 : g.vb.ld, bc = g.vb.col ? g.vb.ld : 1;
+  auto [ar, ac] = strides_of(g.va);
+  auto [br, bc] = strides_of(g.vb);
   auto launch = [&](int64_t code) {
     size_t at = size_t(std::find(codes.begin(), codes.end(), code) - codes.begin());
     const kernel::MatmulSpec& s = choices[std::min(at, choices.size() - 1)].spec;
@@ -111,6 +118,7 @@ void run_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Add
       std::to_string(gpu::log2_bucket(g.m)) + "n" + std::to_string(gpu::log2_bucket(g.n)) + "k" +
       std::to_string(gpu::log2_bucket(g.k)) + "b" + std::to_string(gpu::log2_bucket(g.batch));
   gpu::launch_tuned(rt, key, codes, g.m * g.n * g.batch, launch);
+  return true;
 }
 
 }  // namespace ember::vulkan

@@ -22,8 +22,9 @@ struct GemmChoice {
 std::vector<GemmChoice> gemm_candidates(const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
                                         gpu::Address c, int64_t shared_bytes, int multiprocessors);
 
-/// Runs `g` on `rt` (floats: f32 and f64).
-void run_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
+/// Runs `g` on `rt` (floats: f32 and f64); false, running nothing, where no tile shape fits the
+/// device's shared memory.
+bool run_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
               gpu::Address c, int64_t shared_bytes);
 
 }  // namespace ember::vulkan

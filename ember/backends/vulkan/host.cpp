@@ -14,8 +14,6 @@
 #include "ember/fusion/fusion.h"
 #include "ember/kernel/codegen/glsl.h"
 #include "ember/kernel/kernels/copy.h"
-#include "ember/kernel/kernels/matmul.h"
-#include "ember/kernel/passes.h"
 
 namespace ember {
 
@@ -137,12 +135,16 @@ class VulkanRuntime final : public gpu::Runtime {
   // simple one.
   void gemm(const gpu::GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c,
             const std::string& shapes) override {
-    if (g.dtype != DType::F32 && g.dtype != DType::F64)
-      return gpu::Runtime::gemm(g, a, b, c, shapes);
-    run_gemm(*this, g, a, b, c, ctx_.info().shared_memory);
+    if ((g.dtype != DType::F32 && g.dtype != DType::F64) ||
+        !run_gemm(*this, g, a, b, c, ctx_.info().shared_memory))
+      gpu::Runtime::gemm(g, a, b, c, shapes);
   }
 
-  std::string render(const kernel::Kernel& k) const override { return kernel::render_glsl(k); }
+  std::string render(const kernel::Kernel& k) const override {
+    kernel::GlslOptions o;  // as Context::prepare renders it
+    o.denorm_preserve_f32 = ctx_.info().denorm_preserve_f32;
+    return kernel::render_glsl(k, o);
+  }
 
  protected:
   std::unique_ptr<gpu::Loaded> compile(const kernel::Kernel& k) override {

@@ -5,6 +5,6 @@
 #include "ember/backend/dispatch.h"
 #include "ember/backends/vulkan/vulkan.h"
 
-extern "C" const bool ember_vulkan_registration =
+extern "C" EMBER_API const bool ember_vulkan_registration =
     (ember::register_device_factory(ember::DeviceKind::Vulkan, &ember::vulkan::make_device_backend),
      true);

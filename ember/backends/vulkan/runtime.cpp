@@ -248,7 +248,6 @@ struct Context::Impl {
   Pipeline& pipeline(const kernel::Kernel& k) {
     kernel::GlslOptions go;
     go.denorm_preserve_f32 = info.denorm_preserve_f32;
-    go.denorm_preserve_f64 = info.denorm_preserve_f64;
     std::string source = kernel::render_glsl(k, go);
     auto it = pipelines.find(source);
     if (it != pipelines.end()) return *it->second;

@@ -82,6 +82,12 @@ std::vector<char> u32_views(const Kernel& k) {
   return alias;
 }
 
+// The 4-vector of a 32-bit register type, for shared arrays accessed 4 elements at a time
+// (their indices are multiples of 4, as the IR promises for vector accesses).
+std::string vec4_of(ScalarType s) {
+  return s == ScalarType::F32 ? "vec4" : s == ScalarType::U32 ? "uvec4" : "ivec4";
+}
+
 class Renderer {
  public:
   Renderer(const Kernel& k, const GlslOptions& o)
@@ -158,20 +164,19 @@ class Renderer {
     if (shuf) s += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
     if (shuf && i64) s += "#extension GL_EXT_shader_subgroup_extended_types_int64 : require\n";
     if (ballot) s += "#extension GL_KHR_shader_subgroup_ballot : require\n";
+    if (fatomic) s += "#extension GL_EXT_shader_atomic_float : require\n";
+    if (i64atomic) s += "#extension GL_EXT_shader_atomic_int64 : require\n";
     bool f32 = false;
     for (const Inst& i : k_.body)
       f32 = f32 || i.type.scalar == ScalarType::F32 || is_half(i.type.scalar);
-    if ((o_.denorm_preserve_f32 && f32) || (o_.denorm_preserve_f64 && f64)) {
-      // Subnormals kept, as the CPU and CUDA keep them (Vulkan lets a driver flush them).
+    if (o_.denorm_preserve_f32 && f32) {
+      // f32 subnormals kept, as the CPU and CUDA keep them (Vulkan lets a driver flush them).
+      // The 32-bit mode only: it is valid whatever the device's denormBehaviorIndependence,
+      // where a 64-bit one alone would not be (16 and 64 bits must then agree).
       s += "#extension GL_EXT_spirv_intrinsics : require\n";
-      for (int bits : {32, 64})
-        if (bits == 32 ? o_.denorm_preserve_f32 && f32 : o_.denorm_preserve_f64 && f64)
-          s += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], "
-               "capabilities = [4464], 4459, " +
-               std::to_string(bits) + ");\n";  // DenormPreserve
+      s += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], "
+           "capabilities = [4464], 4459, 32);\n";  // DenormPreserve, 32 bits
     }
-    if (fatomic) s += "#extension GL_EXT_shader_atomic_float : require\n";
-    if (i64atomic) s += "#extension GL_EXT_shader_atomic_int64 : require\n";
     s += "layout(local_size_x = " + std::to_string(k_.workgroup[0]) +
          ", local_size_y = " + std::to_string(k_.workgroup[1]) +
          ", local_size_z = " + std::to_string(k_.workgroup[2]) + ") in;\n";
@@ -232,11 +237,7 @@ class Renderer {
       const SharedArray& sh = k_.shared[a];
       ScalarType r = sh.type.scalar;
       if (vec_shared_[a])
-        s += std::string("shared ") +
-             (r == ScalarType::F32   ? "vec4"
-              : r == ScalarType::U32 ? "uvec4"
-                                     : "ivec4") +
-             " e_" + sh.name + "[" + std::to_string(sh.count / 4) + "];\n";
+        s += "shared " + vec4_of(r) + " e_" + sh.name + "[" + std::to_string(sh.count / 4) + "];\n";
       else
         s += "shared " + reg(r) + " e_" + sh.name + "[" + std::to_string(sh.count) + "];\n";
     }
@@ -667,10 +668,7 @@ class Renderer {
         }
         if (shared && vec_shared_[i.ref]) {
           std::string wn = "ember_s" + std::to_string(i.result);
-          line(std::string(reg(es) == "float"  ? "vec4 "
-                           : reg(es) == "uint" ? "uvec4 "
-                                               : "ivec4 ") +
-               wn + " = " + m + "[" + index(i.args[0]) + " >> 2];");
+          line(vec4_of(es) + " " + wn + " = " + m + "[" + index(i.args[0]) + " >> 2];");
           lanes(i, [&](int l) { return wn + "[" + std::to_string(l) + "]"; });
           break;
         }
@@ -698,9 +696,7 @@ class Renderer {
           break;
         }
         if (shared && vec_shared_[i.ref]) {
-          std::string v = std::string(reg(es) == "float"  ? "vec4("
-                                      : reg(es) == "uint" ? "uvec4("
-                                                          : "ivec4(");
+          std::string v = vec4_of(es) + "(";
           for (int l = 0; l < 4; ++l) v += (l ? ", " : "") + lane(i.args[1], l);
           line(m + "[" + index(i.args[0]) + " >> 2] = " + v + ");");
           break;
@@ -774,9 +770,8 @@ class Renderer {
   const Kernel& k_;
   GlslOptions o_;
   std::vector<Type> types_;
-  std::vector<char> alias_;
-  std::vector<char> vec_shared_;  // shared arrays declared as arrays of 4-vectors      // buffers
-                                  // accessed through a u32 view (compare-and-swap atomics)
+  std::vector<char> alias_;       // buffers accessed through a u32 view (compare-and-swap atomics)
+  std::vector<char> vec_shared_;  // shared arrays declared as arrays of 4-vectors
   std::set<std::string> views_;   // vector views declared ("e_x_w16")
   std::string out_;
   int depth_ = 1;

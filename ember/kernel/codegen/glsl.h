@@ -30,9 +30,9 @@ namespace ember::kernel {
 
 /// What the device lets a shader ask for (Vulkan's float controls).
 struct GlslOptions {
-  /// Keep f32 (and f16/bf16, which compute in f32) / f64 subnormals: the `DenormPreserve`
-  /// execution mode, for devices whose shaderDenormPreserveFloat32/64 says they can.
-  bool denorm_preserve_f32 = false, denorm_preserve_f64 = false;
+  /// Keep f32 subnormals (f16/bf16 compute in f32 too): the `DenormPreserve` execution mode,
+  /// for devices whose shaderDenormPreserveFloat32 says they can.
+  bool denorm_preserve_f32 = false;
 };
 
 /// GLSL source of `k` (validated first: ValueError when malformed or not expressible).

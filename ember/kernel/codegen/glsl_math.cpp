@@ -91,8 +91,9 @@ float ember_residual(float a, float b, float q) {
 // ulp off: NVIDIA's is): the driver's quotient corrected by its residual to within an ulp,
 // then the neighbour toward the true quotient taken where its residual is smaller (exact:
 // a quotient of floats is never within the residuals' rounding of a tie). Where an operand or
-// the quotient is outside [2^-80, 2^80] (zeros, infinities, NaN included) the driver's.
-bool ember_div_range(float x) { return abs(x) >= 8.27180613e-25 && abs(x) <= 1.20892582e24; }
+// the quotient is outside [2^-60, 2^80] (zeros, infinities, NaN included) the driver's (the
+// lower bound keeps Dekker's smallest term normal on drivers that flush subnormals).
+bool ember_div_range(float x) { return abs(x) >= 8.67361738e-19 && abs(x) <= 1.20892582e24; }
 float ember_div(float a, float b) {
   float q = a / b;
   if (!(ember_div_range(a) && ember_div_range(b) && ember_div_range(q))) return q;

@@ -36,8 +36,11 @@ void check(const MatmulSpec& s) {
   if (s.depth <= 0 || s.depth % 4) bad("the depth must be a multiple of 4");
   int th = s.threads();
   if (th > 1024) bad("more than 1024 threads");
-  for (int groups : {s.tile_m * s.depth / 4, s.tile_n * s.depth / 4})
-    if (groups % th && th % groups) bad("the threads and the tiles' 4-element groups must divide");
+  // What each load path stages (elements, or 4-element groups) and the threads must divide
+  // one another, so that every item is staged.
+  for (int items :
+       {s.tile_m * s.depth, s.tile_m * s.depth / 4, s.tile_n * s.depth, s.tile_n * s.depth / 4})
+    if (items % th && th % items) bad("the threads and the tiles' staged items must divide");
 }
 
 char load_tag(MatmulLoad l) {
@@ -68,9 +71,8 @@ Kernel matmul_kernel(const MatmulSpec& s) {
   ScalarType ix = detail::index_type(s.wide_index);
   const int BM = s.tile_m, BN = s.tile_n, BK = s.depth, TM = s.thread_m, TN = s.thread_n;
   const int threads = s.threads(), side_n = BN / TN;
-  std::string shape = "_" + std::to_string(BM) + "x" + std::to_string(BN) + "x" +
-                      std::to_string(BK) + "_" + std::to_string(TM) + "x" + std::to_string(TN) +
-                      "_" + load_tag(s.load_a) + load_tag(s.load_b) + (s.vector_c ? "v" : "s");
+  std::string shape = "_" + s.tag();  // 128x128x8/8x8/vvv, as an identifier
+  std::replace(shape.begin(), shape.end(), '/', '_');
   KernelBuilder kb(detail::kname("matmul", s.dtype, s.wide_index, shape), {threads, 1, 1});
   auto vec_align = [](MatmulLoad l) { return l == MatmulLoad::Scalar ? 1 : 4; };
   Mem a = kb.buffer("a", t, Access::Read, vec_align(s.load_a));
