@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -20,6 +21,31 @@ int default_threads() {
     if (n > 0) return n;
   }
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Spins before sleeping: a worker that has just finished a job polls for the next one for
+// about this long, and the caller polls for the job's end, before either blocks on a condition
+// variable. Training steps run hundreds of short ops back to back; waking a sleeping thread
+// (a futex call each way) cost about as much as the ops themselves.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Polls `ready` for up to kSpin; true when it held.
+template <class F>
+bool spin_until(F&& ready) {
+  auto end = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= end) return false;
+  }
 }
 
 // One job at a time (ops run one after another). A job lives on the caller's stack; workers
@@ -44,13 +70,17 @@ class Pool {
     {
       std::lock_guard lk(mu_);
       job_ = &job;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
-    cv_.notify_all();
+    // Spinning workers see the generation change; sleeping ones need the wake-up (a worker
+    // counts itself as sleeping under mu_, before it waits, so none is missed).
+    if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
     work(job);
+    auto finished = [&] { return job.done.load() == job.chunks && job.users.load() == 0; };
+    spin_until(finished);
     std::unique_lock lk(mu_);
     job_ = nullptr;  // no worker joins from here on
-    done_cv_.wait(lk, [&] { return job.done.load() == job.chunks && job.users == 0; });
+    done_cv_.wait(lk, finished);
     if (job.error) std::rethrow_exception(job.error);
   }
 
@@ -60,7 +90,7 @@ class Pool {
     const std::function<void(int64_t)>* body;
     int64_t chunks;
     std::atomic<int64_t> next{0}, done{0};
-    int users = 0;  // workers inside work(); guarded by mu_
+    std::atomic<int> users{0};  // workers inside work(); joined under mu_
     std::exception_ptr error;
   };
 
@@ -72,29 +102,35 @@ class Pool {
         std::lock_guard lk(mu_);
         if (!job.error) job.error = std::current_exception();
       }
-      if (job.done.fetch_add(1) + 1 == job.chunks) {
-        std::lock_guard lk(mu_);
-        done_cv_.notify_all();
-      }
+      job.done.fetch_add(1);
     }
   }
   void loop() {
     uint64_t seen = 0;
     for (;;) {
+      bool spun = spin_until([&] {
+        return quit_.load(std::memory_order_relaxed) ||
+               generation_.load(std::memory_order_acquire) != seen;
+      });
       Job* job;
       {
         std::unique_lock lk(mu_);
-        cv_.wait(lk, [&] { return quit_ || (generation_ != seen && job_ != nullptr); });
+        auto ready = [&] { return quit_ || (generation_.load() != seen && job_ != nullptr); };
+        if (!spun || !ready()) {
+          ++sleepers_;
+          cv_.wait(lk, ready);
+          --sleepers_;
+        }
         if (quit_) return;
-        seen = generation_;
+        seen = generation_.load();
         job = job_;
-        ++job->users;
+        job->users.fetch_add(1);
       }
       work(*job);
-      {
-        std::lock_guard lk(mu_);
-        --job->users;
-      }
+      job->users.fetch_sub(1);
+      // The caller may be asleep on done_cv_ (after its spin): wake it under the lock, so the
+      // wake-up cannot fall between its check and its wait.
+      std::lock_guard lk(mu_);
       done_cv_.notify_all();
     }
   }
@@ -111,9 +147,10 @@ class Pool {
   std::vector<std::thread> workers_;
   std::mutex mu_, run_mu_;
   std::condition_variable cv_, done_cv_;
-  Job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  bool quit_ = false;
+  Job* job_ = nullptr;  // guarded by mu_
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> quit_{false};
 };
 
 Pool& pool() {

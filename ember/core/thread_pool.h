@@ -1,6 +1,7 @@
 // The CPU worker pool. `parallel_for` splits [0, n) into chunks of at least `grain` items
 // and runs them on the pool and the calling thread; small ranges run inline, so tiny ops
-// pay nothing for threading.
+// pay nothing for threading. Workers poll briefly for the next job before they sleep, so back
+// to back ops do not pay a thread wake-up each.
 //
 //   parallel_for(n, 1 << 15, [&](int64_t begin, int64_t end) { /* items [begin, end) */ });
 //   set_num_threads(2);   // EMBER_NUM_THREADS sets the default

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "ember/core/error.h"
@@ -63,4 +65,33 @@ TEST(ThreadPool, RangesNearInt64Max) {
       for (size_t i = 0; i + 1 < runs.size(); ++i) EXPECT_EQ(runs[i].second, runs[i + 1].first);
     }
   }
+}
+
+// Workers that went to sleep between jobs (the caller paused longer than their spin) wake for
+// the next one, and callers on several threads take turns: every item of every job once.
+TEST(ThreadPool, JobsAfterPausesAndFromSeveralCallers) {
+  set_num_threads(3);
+  auto job = [](int64_t n) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    parallel_for(n, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+    });
+    for (auto& h : hits)
+      if (h.load() != 1) return false;
+    return true;
+  };
+  for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // past the workers' spin
+    ASSERT_TRUE(job(64 + round)) << "round " << round;
+  }
+  std::atomic<int> bad{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 3; ++t)
+    callers.emplace_back([&, t] {
+      for (int k = 0; k < 2000; ++k)
+        if (!job(1 + (k + t) % 9)) ++bad;
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(bad.load(), 0);
+  set_num_threads(2);
 }
