@@ -113,6 +113,9 @@ bool unary_f32_fast(OpCode c, const CpuTensor& x, const CpuTensor& o) {
     case OpCode::Tanh:
       f = vmath::tanh_f32;
       break;
+    case OpCode::Log:
+      f = vmath::log_f32;
+      break;
     default:
       return false;
   }

@@ -1,0 +1,109 @@
+// The CPU's vectorized float math (cpu/vmath.h) against double-precision libm rounded to
+// float, over dense sweeps: the largest error in ulps stays within each function's stated
+// bound, and special values (zeros, infinities, NaN, subnormals) come out as IEEE says.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ember/backends/cpu/vmath.h"
+
+using namespace ember::cpu;
+
+namespace {
+
+// Distance in representable floats between a and b (finite, same sign or zero).
+double ulps(float got, double want) {
+  float w = static_cast<float>(want);
+  if (got == w) return 0;
+  if (std::isinf(w) || std::isinf(got)) return std::isinf(w) && got == w ? 0 : 1e9;
+  // The spacing of floats at the reference's magnitude.
+  int e;
+  std::frexp(w == 0 ? std::numeric_limits<float>::min() : w, &e);
+  double ulp = std::ldexp(1.0, std::max(e - 24, -149));
+  return std::abs(double(got) - want) / ulp;
+}
+
+struct Result {
+  double max_ulps = 0;
+  float worst = 0;
+};
+
+Result sweep(const std::vector<float>& xs, void (*f)(const float*, float*, int64_t),
+             double (*ref)(double)) {
+  std::vector<float> y(xs.size());
+  f(xs.data(), y.data(), int64_t(xs.size()));
+  Result r;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double u = ulps(y[i], ref(double(xs[i])));
+    if (u > r.max_ulps) r = {u, xs[i]};
+  }
+  return r;
+}
+
+// Floats in [lo, hi], every `every`-th representable one, in order of value (a negative
+// float's bit pattern counts down to -0).
+std::vector<float> dense(float lo, float hi, int64_t every) {
+  auto key = [](float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return (b & 0x80000000u) ? -int64_t(b & 0x7fffffffu) : int64_t(b);
+  };
+  std::vector<float> v;
+  for (int64_t k = key(lo); k <= key(hi); k += every) {
+    uint32_t b = k < 0 ? (0x80000000u | uint32_t(-k)) : uint32_t(k);
+    float f;
+    std::memcpy(&f, &b, 4);
+    v.push_back(f);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST(VectorMath, LogWithinTwoUlpsOfEveryPositiveFloat) {
+  std::vector<float> xs = dense(1e-45f, 3.4e38f, 97);  // subnormals to the largest floats
+  Result r = sweep(xs, vmath::log_f32, [](double x) { return std::log(x); });
+  EXPECT_LE(r.max_ulps, 2.0) << "at " << r.worst;
+  RecordProperty("log_max_ulps", std::to_string(r.max_ulps));
+  EXPECT_GT(xs.size(), 10000000u);
+  float special[] = {0.0f, -0.0f, -1.0f, INFINITY, -INFINITY, NAN, 1.0f};
+  float out[7];
+  vmath::log_f32(special, out, 7);
+  EXPECT_EQ(out[0], -INFINITY);
+  EXPECT_EQ(out[1], -INFINITY);
+  EXPECT_TRUE(std::isnan(out[2]));
+  EXPECT_EQ(out[3], INFINITY);
+  EXPECT_TRUE(std::isnan(out[4]));
+  EXPECT_TRUE(std::isnan(out[5]));
+  EXPECT_EQ(out[6], 0.0f);
+}
+
+TEST(VectorMath, ExpWithinTwoUlpsOverTheNormalRange) {
+  // exp(x) is a normal float for x in [-87.3, 88.7].
+  Result r = sweep(dense(-87.3f, 88.7f, 131), vmath::exp_f32, [](double x) { return std::exp(x); });
+  EXPECT_LE(r.max_ulps, 2.0) << "at " << r.worst;
+  RecordProperty("exp_max_ulps", std::to_string(r.max_ulps));
+  float special[] = {-INFINITY, INFINITY, NAN, 100.0f, 0.0f};
+  float out[5];
+  vmath::exp_f32(special, out, 5);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], INFINITY);
+  EXPECT_TRUE(std::isnan(out[2]));
+  EXPECT_EQ(out[3], INFINITY);
+  EXPECT_EQ(out[4], 1.0f);
+}
+
+TEST(VectorMath, TanhAndSigmoidWithinBoundsEverywhere) {
+  std::vector<float> xs = dense(-20.0f, 20.0f, 997);
+  Result t = sweep(xs, vmath::tanh_f32, [](double x) { return std::tanh(x); });
+  EXPECT_LE(t.max_ulps, 4.0) << "tanh at " << t.worst;
+  Result s = sweep(xs, vmath::sigmoid_f32, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+  EXPECT_LE(s.max_ulps, 4.0) << "sigmoid at " << s.worst;
+  RecordProperty("tanh_max_ulps", std::to_string(t.max_ulps));
+  RecordProperty("sigmoid_max_ulps", std::to_string(s.max_ulps));
+}
