@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#if defined(__AVX__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -35,110 +35,97 @@ struct Blocking {
   static constexpr int64_t kNC = 2048;
 };
 
-template <class V, class T>
-[[gnu::always_inline]] inline V load(const T* p) {
-  V v;
-  std::memcpy(&v, p, sizeof(V));
-  return v;
-}
-// Broadcast straight from memory: a load-port op, where a register broadcast would take a
-// shuffle slot from the FMA pipes.
-template <class V, class T>
-[[gnu::always_inline]] inline V broadcast(const T* p) {
-#if defined(__AVX__)
-  if constexpr (sizeof(V) == 32) {
-    if constexpr (std::is_same_v<T, float>)
-      return (V)_mm256_broadcast_ss(p);
-    else
-      return (V)_mm256_broadcast_sd(p);
-  }
-#endif
-  // Every lane from one scalar: a broadcast from memory (V{} + x would be an addition, which
-  // a -0.0 keeps the compiler from dropping).
-  const T x = *p;
-  return [x]<size_t... I>(std::index_sequence<I...>) { return V{((void)I, x)...}; }
-  (std::make_index_sequence<sizeof(V) / sizeof(T)>{});
-}
-template <class V, class T>
-[[gnu::always_inline]] inline void store(T* p, V v) {
-  std::memcpy(p, &v, sizeof(V));
-}
-
-// C tile (MR x 2W) = (accumulate ? C : 0) + Ap * Bp over kc, for MR of 6 or 12. The
-// accumulators are named variables, not an array: GCC kept an array's rows in memory and
-// stored them back on every step of the loop. Inlined into each variant below, so that its
-// vectors are the variant's instructions.
+// The micro-kernel: C tile (MR x 2W) = (accumulate ? C : 0) + Ap * Bp over kc, for MR of 6 or
+// 12, written once as a macro and expanded inside each variant's function below, so that every
+// operation in it is compiled for that variant's instruction set (a helper function would be
+// compiled for the file's level first: its vectors split into pieces, or refused inlining).
+// V: the vector type, W: its lanes, BCAST(p): every lane = *p, from memory (a load-port op,
+// where a register broadcast would take a shuffle slot from the FMA pipes). The accumulators
+// are named variables, not an array: GCC kept an array's rows in memory and stored them back
+// on every step of the loop.
 #define EMBER_GEMM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-template <class T, int Bytes, int MR>
-[[gnu::always_inline]] inline void micro_body(int64_t kc, const T* __restrict ap,
-                                              const T* __restrict bp, T* c, int64_t ldc,
-                                              bool accumulate) {
-  typedef T V __attribute__((vector_size(Bytes)));
-  constexpr int W = Bytes / int(sizeof(T));
-  static_assert(MR == 6 || MR == 12, "the micro-kernel is written out for 6 or 12 rows");
 #define EMBER_GEMM_DECL(i) V c##i##0 {}, c##i##1 {};
-  EMBER_GEMM_ROWS(EMBER_GEMM_DECL)
-#undef EMBER_GEMM_DECL
-#pragma GCC unroll 4
-  for (int64_t p = 0; p < kc; ++p) {
-    V b0 = load<V>(bp), b1 = load<V>(bp + W), a;
-#define EMBER_GEMM_STEP(i)    \
-  if constexpr (i < MR) {     \
-    a = broadcast<V>(ap + i); \
-    c##i##0 += a * b0;        \
-    c##i##1 += a * b1;        \
+#define EMBER_GEMM_ROWS_WITH(X, B) \
+  X(0, B) X(1, B) X(2, B) X(3, B) X(4, B) X(5, B) X(6, B) X(7, B) X(8, B) X(9, B) X(10, B) X(11, B)
+#define EMBER_GEMM_STEP(i, BCAST) \
+  if constexpr (i < MR) {         \
+    a = BCAST(ap + i);            \
+    c##i##0 += a * b0;            \
+    c##i##1 += a * b1;            \
   }
-    EMBER_GEMM_ROWS(EMBER_GEMM_STEP)
-#undef EMBER_GEMM_STEP
-    ap += MR;
-    bp += 2 * W;
+#define EMBER_GEMM_OUT(i)                      \
+  if constexpr (i < MR) {                      \
+    T* row = c + i * ldc;                      \
+    if (accumulate) {                          \
+      V lo, hi;                                \
+      std::memcpy(&lo, row, sizeof(V));        \
+      std::memcpy(&hi, row + W, sizeof(V));    \
+      c##i##0 += lo;                           \
+      c##i##1 += hi;                           \
+    }                                          \
+    std::memcpy(row, &c##i##0, sizeof(V));     \
+    std::memcpy(row + W, &c##i##1, sizeof(V)); \
   }
-  auto out = [&](int i, V lo, V hi) {
-    T* row = c + i * ldc;
-    if (accumulate) {
-      lo += load<V>(row);
-      hi += load<V>(row + W);
-    }
-    store(row, lo);
-    store(row + W, hi);
-  };
-#define EMBER_GEMM_OUT(i) \
-  if constexpr (i < MR) out(i, c##i##0, c##i##1);
-  EMBER_GEMM_ROWS(EMBER_GEMM_OUT)
-#undef EMBER_GEMM_OUT
-}
-#undef EMBER_GEMM_ROWS
+#define EMBER_GEMM_MICRO(T_, V_, MR_, BCAST_)                  \
+  {                                                            \
+    using T = T_;                                              \
+    using V = V_;                                              \
+    constexpr int W = int(sizeof(V) / sizeof(T));              \
+    constexpr int MR = MR_;                                    \
+    EMBER_GEMM_ROWS(EMBER_GEMM_DECL)                           \
+    _Pragma("GCC unroll 4") for (int64_t p = 0; p < kc; ++p) { \
+      V b0, b1, a;                                             \
+      std::memcpy(&b0, bp, sizeof(V));                         \
+      std::memcpy(&b1, bp + W, sizeof(V));                     \
+      EMBER_GEMM_ROWS_WITH(EMBER_GEMM_STEP, BCAST_)            \
+      ap += MR;                                                \
+      bp += 2 * W;                                             \
+    }                                                          \
+    EMBER_GEMM_ROWS(EMBER_GEMM_OUT)                            \
+  }
 
 // The variants (cpu/isa.h): 32-byte vectors in the instructions the library is compiled for;
 // AVX2 + FMA; AVX-512 with 64-byte vectors and 12 rows (24 of its 32 registers hold C).
-using MicroF32 = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
-using MicroF64 = void (*)(int64_t, const double*, const double*, double*, int64_t, bool);
-void micro_portable_f32(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc,
-                        bool acc) {
-  micro_body<float, 32, 6>(kc, ap, bp, c, ldc, acc);
+typedef float vf32_portable __attribute__((vector_size(32)));
+typedef double vf64_portable __attribute__((vector_size(32)));
+#define EMBER_BCAST_GENERIC(p) (*(p)-V{})  // x - 0 is x for every x (x + 0 is not: -0.0)
+void micro_portable_f32(int64_t kc, const float* __restrict ap, const float* __restrict bp,
+                        float* c, int64_t ldc, bool accumulate) {
+#if defined(__AVX__)
+#define EMBER_BCAST_256PS(p) _mm256_broadcast_ss(p)
+  EMBER_GEMM_MICRO(float, __m256, 6, EMBER_BCAST_256PS)
+#else
+  EMBER_GEMM_MICRO(float, vf32_portable, 6, EMBER_BCAST_GENERIC)
+#endif
 }
-void micro_portable_f64(int64_t kc, const double* ap, const double* bp, double* c, int64_t ldc,
-                        bool acc) {
-  micro_body<double, 32, 6>(kc, ap, bp, c, ldc, acc);
+void micro_portable_f64(int64_t kc, const double* __restrict ap, const double* __restrict bp,
+                        double* c, int64_t ldc, bool accumulate) {
+#if defined(__AVX__)
+#define EMBER_BCAST_256PD(p) _mm256_broadcast_sd(p)
+  EMBER_GEMM_MICRO(double, __m256d, 6, EMBER_BCAST_256PD)
+#else
+  EMBER_GEMM_MICRO(double, vf64_portable, 6, EMBER_BCAST_GENERIC)
+#endif
 }
 #if defined(__x86_64__)
 #define EMBER_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define EMBER_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
-EMBER_TARGET_AVX2 void micro_avx2_f32(int64_t kc, const float* ap, const float* bp, float* c,
-                                      int64_t ldc, bool acc) {
-  micro_body<float, 32, 6>(kc, ap, bp, c, ldc, acc);
-}
-EMBER_TARGET_AVX2 void micro_avx2_f64(int64_t kc, const double* ap, const double* bp, double* c,
-                                      int64_t ldc, bool acc) {
-  micro_body<double, 32, 6>(kc, ap, bp, c, ldc, acc);
-}
-EMBER_TARGET_AVX512 void micro_avx512_f32(int64_t kc, const float* ap, const float* bp, float* c,
-                                          int64_t ldc, bool acc) {
-  micro_body<float, 64, 12>(kc, ap, bp, c, ldc, acc);
-}
-EMBER_TARGET_AVX512 void micro_avx512_f64(int64_t kc, const double* ap, const double* bp, double* c,
-                                          int64_t ldc, bool acc) {
-  micro_body<double, 64, 12>(kc, ap, bp, c, ldc, acc);
+EMBER_TARGET_AVX2 void micro_avx2_f32(int64_t kc, const float* __restrict ap,
+                                      const float* __restrict bp, float* c, int64_t ldc,
+                                      bool accumulate){
+    EMBER_GEMM_MICRO(float, __m256, 6, _mm256_broadcast_ss)} EMBER_TARGET_AVX2
+    void micro_avx2_f64(int64_t kc, const double* __restrict ap, const double* __restrict bp,
+                        double* c, int64_t ldc,
+                        bool accumulate){EMBER_GEMM_MICRO(double, __m256d, 6, _mm256_broadcast_sd)}
+#define EMBER_BCAST_512PS(p) _mm512_set1_ps(*(p))
+#define EMBER_BCAST_512PD(p) _mm512_set1_pd(*(p))
+EMBER_TARGET_AVX512
+    void micro_avx512_f32(int64_t kc, const float* __restrict ap, const float* __restrict bp,
+                          float* c, int64_t ldc, bool accumulate){
+        EMBER_GEMM_MICRO(float, __m512, 12, EMBER_BCAST_512PS)} EMBER_TARGET_AVX512
+    void micro_avx512_f64(int64_t kc, const double* __restrict ap, const double* __restrict bp,
+                          double* c, int64_t ldc, bool accumulate) {
+  EMBER_GEMM_MICRO(double, __m512d, 12, EMBER_BCAST_512PD)
 }
 #endif
 
