@@ -161,8 +161,7 @@ class ColumnPacker {
       if (one_run) {
         int64_t id = od0 * g.s[0] + r.doff, ih = oh0 * g.s[1] + r.hoff;
         if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && r.lo <= ow0 && ow0 + NR <= r.hi) {
-          std::memcpy(dst, x_ + r.plane + (id * g.in[1] + ih) * g.in[2] + r.woff + ow0,
-                      NR * sizeof(T));
+          copy_panel_row(dst, x_ + r.plane + (id * g.in[1] + ih) * g.in[2] + r.woff + ow0, NR);
           continue;
         }
       }
@@ -188,7 +187,10 @@ class ColumnPacker {
         const T* src = x_ + r.plane + (id * g.in[1] + ih) * g.in[2];
         int64_t a = std::clamp(r.lo, ow, end), b = std::clamp(r.hi, a, end);
         std::fill(d, d + (a - ow), T(0));
-        for (int64_t o = a; o < b; ++o) d[o - ow] = src[o * sw + r.woff];
+        if (sw == 1)  // a contiguous run of the input row (the common case)
+          std::memcpy(d + (a - ow), src + a + r.woff, size_t(b - a) * sizeof(T));
+        else
+          for (int64_t o = a; o < b; ++o) d[o - ow] = src[o * sw + r.woff];
         std::fill(d + (b - ow), d + run, T(0));
       }
       q += run;

@@ -174,7 +174,7 @@ void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, 
   for (int64_t p = 0; p < kc; ++p) {
     const T* src = b.p + (pc + p) * b.rs + j * b.cs;
     if (b.cs == 1 && cols == width) {
-      std::memcpy(dst, src, size_t(width) * sizeof(T));
+      copy_panel_row(dst, src, width);
     } else {
       for (int64_t q = 0; q < cols; ++q) dst[q] = src[q * b.cs];
       for (int64_t q = cols; q < width; ++q) dst[q] = T(0);

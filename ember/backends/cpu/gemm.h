@@ -4,6 +4,7 @@
 // AVX2 and AVX-512 micro-kernels are chosen at run time (cpu/isa.h).
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <functional>
 
 namespace ember::cpu {
@@ -29,12 +30,24 @@ void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> 
 /// micro-kernel's column count (it depends on the instruction set chosen at run time:
 /// cpu/isa.h). It is called from pool threads, for disjoint panels.
 template <class T>
-using PackB = std::function<void(int64_t p0, int64_t j0, int64_t kc, int64_t cols,
-                                 int64_t width, T* dst)>;
+using PackB =
+    std::function<void(int64_t p0, int64_t j0, int64_t kc, int64_t cols, int64_t width, T* dst)>;
 void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, const PackB<float>& b, float* c,
               int64_t ldc, bool accumulate = false, bool parallel = true);
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, const PackB<double>& b, double* c,
               int64_t ldc, bool accumulate = false, bool parallel = true);
+
+/// Copies one row of a B panel, `width` (the micro-kernel's NR: 64 or 128 bytes) elements:
+/// with the width a constant in each branch, the copy is a few vector moves, not a call.
+template <class T>
+inline void copy_panel_row(T* dst, const T* src, int64_t width) {
+  if (width * int64_t(sizeof(T)) == 64)
+    std::memcpy(dst, src, 64);
+  else if (width * int64_t(sizeof(T)) == 128)
+    std::memcpy(dst, src, 128);
+  else
+    std::memcpy(dst, src, size_t(width) * sizeof(T));
+}
 
 /// gemm_f32 or gemm_f64 by element type.
 inline void gemm_t(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b, float* c,
