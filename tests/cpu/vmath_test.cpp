@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/backends/cpu/isa.h"
 #include "ember/backends/cpu/vmath.h"
 
 using namespace ember::cpu;
@@ -33,15 +34,23 @@ struct Result {
   float worst = 0;
 };
 
+// The worst of every instruction-set level the machine has (8 lanes, and 16 with AVX-512).
 Result sweep(const std::vector<float>& xs, void (*f)(const float*, float*, int64_t),
              double (*ref)(double)) {
-  std::vector<float> y(xs.size());
-  f(xs.data(), y.data(), int64_t(xs.size()));
+  std::vector<double> want(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) want[i] = ref(double(xs[i]));
   Result r;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    double u = ulps(y[i], ref(double(xs[i])));
-    if (u > r.max_ulps) r = {u, xs[i]};
+  for (CpuIsa isa : {CpuIsa::Portable, CpuIsa::Avx512}) {
+    if (isa > cpu_isa_available()) continue;
+    set_cpu_isa_cap(isa);
+    std::vector<float> y(xs.size());
+    f(xs.data(), y.data(), int64_t(xs.size()));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      double u = ulps(y[i], want[i]);
+      if (u > r.max_ulps) r = {u, xs[i]};
+    }
   }
+  set_cpu_isa_cap(std::nullopt);
   return r;
 }
 

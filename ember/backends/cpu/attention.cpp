@@ -30,11 +30,7 @@ struct Geometry {
 };
 
 // row[c] = exp(row[c] - m) in place.
-inline void exp_shifted(float* row, int64_t n, float m) {
-  vmath::map_f32(
-      row, row, n, [m](vmath::vf8 v) { return vmath::exp8(v - m); },
-      [m](float v) { return std::exp(v - m); });
-}
+inline void exp_shifted(float* row, int64_t n, float m) { vmath::exp_shifted_f32(row, row, n, m); }
 inline void exp_shifted(double* row, int64_t n, double m) {
   for (int64_t c = 0; c < n; ++c) row[c] = std::exp(row[c] - m);
 }

@@ -18,9 +18,7 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
 #pragma omp simd reduction(max : m)
   for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;  // a NaN comes back from exp below
   if (std::isinf(m) && m < 0) m = 0;  // an all -inf row: exp gives 0s, like the decomposition
-  vmath::map_f32(
-      x, y, n, [m](vmath::vf8 v) { return vmath::exp8(v - m); },
-      [m](float v) { return std::exp(v - m); });
+  vmath::exp_shifted_f32(x, y, n, m);
   float lanes[32] = {};
   int64_t i = 0;
   for (; i + 32 <= n; i += 32)

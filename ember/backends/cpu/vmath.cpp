@@ -1,0 +1,90 @@
+// The vector math on arrays, per instruction set (cpu/isa.h): 8 lanes of the library's own
+// instructions, or 16 lanes of AVX-512 in functions compiled for it (the bodies are vmath.h's
+// templates, inlined there with the intrinsics' vector types: see docs/cpu.md, "Adding a
+// variant").
+#include "ember/backends/cpu/vmath.h"
+
+#include <cmath>
+
+#include "ember/backends/cpu/isa.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace ember::cpu::vmath {
+
+namespace {
+
+// y[i] = f(x[i]) in 8-lane vectors, scalar g on the tail.
+template <class F8, class F1>
+void map8(const float* x, float* y, int64_t n, F8 f8, F1 f1) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) store8(y + i, f8(load8(x + i)));
+  for (; i < n; ++i) y[i] = f1(x[i]);
+}
+
+#if defined(__x86_64__)
+#define EMBER_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+// 16 lanes over whole vectors; the rest (under 16) by the 8-lane path.
+#define EMBER_MAP16(EXPR)             \
+  int64_t i = 0;                      \
+  for (; i + 16 <= n; i += 16) {      \
+    __v16sf v;                        \
+    std::memcpy(&v, x + i, sizeof v); \
+    __v16sf r = (EXPR);               \
+    std::memcpy(y + i, &r, sizeof r); \
+  }                                   \
+  return i;
+EMBER_TARGET_AVX512 int64_t exp16(const float* x, float* y, int64_t n){
+    EMBER_MAP16((exp_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
+    exp_shifted16(const float* x, float* y, int64_t n, float m){
+        EMBER_MAP16((exp_v<__v16sf, __v16si>(v - m)))} EMBER_TARGET_AVX512 int64_t
+    log16(const float* x, float* y,
+          int64_t n){EMBER_MAP16((log_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
+    sigmoid16(const float* x, float* y,
+              int64_t n){EMBER_MAP16((sigmoid_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
+    tanh16(const float* x, float* y, int64_t n) {
+  EMBER_MAP16((tanh_v<__v16sf, __v16si>(v)))
+}
+#undef EMBER_MAP16
+bool wide() { return cpu_isa() >= CpuIsa::Avx512; }
+#else
+bool wide() { return false; }
+int64_t exp16(const float*, float*, int64_t) { return 0; }
+int64_t exp_shifted16(const float*, float*, int64_t, float) { return 0; }
+int64_t log16(const float*, float*, int64_t) { return 0; }
+int64_t sigmoid16(const float*, float*, int64_t) { return 0; }
+int64_t tanh16(const float*, float*, int64_t) { return 0; }
+#endif
+
+}  // namespace
+
+void exp_f32(const float* x, float* y, int64_t n) {
+  int64_t i = wide() ? exp16(x, y, n) : 0;
+  map8(x + i, y + i, n - i, exp8, [](float v) { return std::exp(v); });
+}
+void exp_shifted_f32(const float* x, float* y, int64_t n, float m) {
+  int64_t i = wide() ? exp_shifted16(x, y, n, m) : 0;
+  map8(
+      x + i, y + i, n - i, [m](vf8 v) { return exp8(v - m); },
+      [m](float v) { return std::exp(v - m); });
+}
+void log_f32(const float* x, float* y, int64_t n) {
+  int64_t i = wide() ? log16(x, y, n) : 0;
+  map8(x + i, y + i, n - i, log8, [](float v) { return std::log(v); });
+}
+void sigmoid_f32(const float* x, float* y, int64_t n) {
+  int64_t i = wide() ? sigmoid16(x, y, n) : 0;
+  map8(
+      x + i, y + i, n - i, [](vf8 v) { return sigmoid_v<vf8, vi8>(v); },
+      [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+}
+void tanh_f32(const float* x, float* y, int64_t n) {
+  int64_t i = wide() ? tanh16(x, y, n) : 0;
+  map8(
+      x + i, y + i, n - i, [](vf8 v) { return tanh_v<vf8, vi8>(v); },
+      [](float v) { return std::tanh(v); });
+}
+
+}  // namespace ember::cpu::vmath
