@@ -163,14 +163,30 @@ Pool& pool() {
 int num_threads() { return pool().size(); }
 void set_num_threads(int n) { pool().resize(std::max(1, n)); }
 
+namespace {
+// Set while this thread runs a chunk of a pool job: a parallel_for inside it runs inline (the
+// pool runs one job at a time, and the job's caller waits for this chunk: waiting for the pool
+// from here would never end).
+thread_local bool t_in_job = false;
+}  // namespace
+
 void parallel_for_impl(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f) {
+  if (t_in_job) {
+    f(0, n);
+    return;
+  }
   // Division-first rounding: n may be close to INT64_MAX, where n + grain would overflow.
   grain = std::max<int64_t>(grain, 1);
   int64_t chunks = std::min<int64_t>(n / grain + (n % grain != 0), num_threads() * 4);
   int64_t per = n / chunks + (n % chunks != 0);
   pool().run(chunks, [&](int64_t c) {
     int64_t b = c * per;  // at most n + chunks: no overflow
-    if (b < n) f(b, b + std::min(per, n - b));
+    if (b >= n) return;
+    t_in_job = true;
+    struct Reset {
+      ~Reset() { t_in_job = false; }
+    } reset;
+    f(b, b + std::min(per, n - b));
   });
 }
 

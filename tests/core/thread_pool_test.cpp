@@ -95,3 +95,17 @@ TEST(ThreadPool, JobsAfterPausesAndFromSeveralCallers) {
   EXPECT_EQ(bad.load(), 0);
   set_num_threads(2);
 }
+
+// A parallel_for inside a chunk of another (a kernel called from a pool job) runs on the
+// chunk's thread instead of waiting for the busy pool: it finishes, every item once.
+TEST(ThreadPool, NestedParallelForRunsInline) {
+  set_num_threads(2);
+  std::vector<std::atomic<int>> hits(64 * 1000);
+  parallel_for(64, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      parallel_for(1000, 10, [&](int64_t c, int64_t d) {
+        for (int64_t j = c; j < d; ++j) hits[size_t(i * 1000 + j)]++;
+      });
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
