@@ -97,8 +97,9 @@ bool run_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Add
   auto [ar, ac] = strides_of(g.va);
   auto [br, bc] = strides_of(g.vb);
   auto launch = [&](int64_t code) {
+    // The tuner answers with one of `codes` (a stale entry of its file: the heuristic's).
     size_t at = size_t(std::find(codes.begin(), codes.end(), code) - codes.begin());
-    const kernel::MatmulSpec& s = choices[std::min(at, choices.size() - 1)].spec;
+    const kernel::MatmulSpec& s = choices.at(at).spec;
     const gpu::Loaded& l = gpu::kernel_for(
         rt, gpu::key(gpu::Kind::Matmul, 1, g.dtype, g.dtype, 0, false, s.wide_index, int(code)),
         [&] {

@@ -392,7 +392,6 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   vkGetPhysicalDeviceProperties2(m.physical, &p2);
   m.info.subgroup_size = sub.subgroupSize;
   m.info.denorm_preserve_f32 = fc.shaderDenormPreserveFloat32;
-  m.info.denorm_preserve_f64 = fc.shaderDenormPreserveFloat64;
   m.info.shared_memory = props.limits.maxComputeSharedMemorySize;
 
   // The features kernels use, enabled where the device has them.

@@ -44,9 +44,9 @@ struct DeviceInfo {
   bool int8 = false, int16 = false, subgroup_ops = false;  // shaderInt8/16, shuffle + ballot
   bool subgroup_i64 = false;                               // shaderSubgroupExtendedTypes
   bool float_atomic_add = false, int64_atomics = false, buffer_address = false;
-  bool denorm_preserve_f32 = false, denorm_preserve_f64 = false;  // float controls: kept
-  uint32_t shared_memory = 0;       // bytes of shared memory a workgroup may declare
-  size_t pipeline_cache_bytes = 0;  // the driver's pipeline cache read from disk at start
+  bool denorm_preserve_f32 = false;  // float controls: f32 subnormals kept
+  uint32_t shared_memory = 0;        // bytes of shared memory a workgroup may declare
+  size_t pipeline_cache_bytes = 0;   // the driver's pipeline cache read from disk at start
 };
 
 class Context;

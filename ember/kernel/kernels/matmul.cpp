@@ -117,68 +117,58 @@ Kernel matmul_kernel(const MatmulSpec& s) {
   auto item = [&](int q, int count) {
     return count < threads ? tid % double(count) : tid + double(q * threads);
   };
+  // One operand's tile as shared memory holds it: `outer` rows of `inner` contiguous elements
+  // (A: M x K, B: K x N), their global origin, bounds and strides. Elements are read one by
+  // one (Scalar), 4 along the inner dimension (Vector: its stride is 1) or 4 along the outer
+  // one (VectorTransposed: its stride is 1, written to shared memory one by one). Consecutive
+  // threads take consecutive items along the output's dimension (A's M, B's N: `mn_outer` says
+  // which that is), or along the inner one for Vector.
+  struct Tile {
+    Mem shared;
+    int outer, inner, pitch;
+    Val outer0, inner0, outer_bound, inner_bound, base, outer_stride, inner_stride;
+    MatmulLoad load;
+    bool mn_outer;
+    Mem src;
+  };
+  auto stage = [&](const Tile& t, std::vector<Staged>& out) {
+    const int O = t.outer, I = t.inner;
+    const bool vector = t.load != MatmulLoad::Scalar;
+    const int count = O * I / (vector ? 4 : 1);
+    for (int q = 0; q < std::max(1, count / threads); ++q) {
+      Val e = item(q, count), o, i;
+      if (t.load == MatmulLoad::Vector) {
+        o = e / double(I / 4), i = (e % double(I / 4)) * 4.0;
+      } else if (t.load == MatmulLoad::VectorTransposed) {
+        if (t.mn_outer)
+          o = (e % double(O / 4)) * 4.0, i = e / double(O / 4);
+        else
+          i = e % double(I), o = (e / double(I)) * 4.0;
+      } else if (t.mn_outer) {
+        o = e % double(O), i = e / double(O);
+      } else {
+        i = e % double(I), o = e / double(I);
+      }
+      Val go = t.outer0 + o, gi = t.inner0 + i;
+      Val in = go < t.outer_bound && gi < t.inner_bound;
+      Val at = t.load == MatmulLoad::Vector ? t.base + go * t.outer_stride + gi
+               : t.load == MatmulLoad::VectorTransposed
+                   ? t.base + go + gi * t.inner_stride
+                   : t.base + go * t.outer_stride + gi * t.inner_stride;
+      Staged st{t.shared, {}, fetch(t.src, in, at, vector)};
+      if (t.load == MatmulLoad::VectorTransposed)
+        for (int l = 0; l < 4; ++l) st.at.push_back((o + double(l)) * double(t.pitch) + i);
+      else
+        st.at.push_back(o * double(t.pitch) + i);
+      out.push_back(std::move(st));
+    }
+  };
   // Reads the tiles of step k0 (A rows row0.., B columns col0..) into registers.
   auto load_step = [&](const Val& k0, const Val& row0, const Val& col0, const Val& abase,
                        const Val& bbase) {
     std::vector<Staged> out;
-    // A: tile_m x depth.
-    if (s.load_a == MatmulLoad::Scalar) {
-      for (int q = 0; q < std::max(1, BM * BK / threads); ++q) {
-        Val e = item(q, BM * BK);
-        Val r = e % double(BM), kk = e / double(BM);
-        Val gr = row0 + r, gk = k0 + kk;
-        Val in = gr < m && gk < k;
-        out.push_back(
-            {as, {r * double(AR) + kk}, fetch(a, in, abase + gr * sar + gk * sac, false)});
-      }
-    } else if (s.load_a == MatmulLoad::Vector) {  // 4 steps of K of one row
-      for (int q = 0; q < std::max(1, BM * BK / 4 / threads); ++q) {
-        Val e = item(q, BM * BK / 4);
-        Val r = e / double(BK / 4), kq = (e % double(BK / 4)) * 4.0;
-        Val gr = row0 + r, gk = k0 + kq;
-        Val in = gr < m && gk < k;
-        out.push_back({as, {r * double(AR) + kq}, fetch(a, in, abase + gr * sar + gk, true)});
-      }
-    } else {  // 4 rows of one step of K
-      for (int q = 0; q < std::max(1, BM * BK / 4 / threads); ++q) {
-        Val e = item(q, BM * BK / 4);
-        Val r = (e % double(BM / 4)) * 4.0, kk = e / double(BM / 4);
-        Val gr = row0 + r, gk = k0 + kk;
-        Val in = gr < m && gk < k;
-        Staged st{as, {}, fetch(a, in, abase + gr + gk * sac, true)};
-        for (int l = 0; l < 4; ++l) st.at.push_back((r + double(l)) * double(AR) + kk);
-        out.push_back(std::move(st));
-      }
-    }
-    // B: depth x tile_n.
-    if (s.load_b == MatmulLoad::Scalar) {
-      for (int q = 0; q < std::max(1, BN * BK / threads); ++q) {
-        Val e = item(q, BN * BK);
-        Val cc = e % double(BN), kk = e / double(BN);
-        Val gc = col0 + cc, gk = k0 + kk;
-        Val in = gk < k && gc < n;
-        out.push_back(
-            {bs, {kk * double(BN) + cc}, fetch(b, in, bbase + gk * sbr + gc * sbc, false)});
-      }
-    } else if (s.load_b == MatmulLoad::Vector) {  // 4 columns of one step of K
-      for (int q = 0; q < std::max(1, BN * BK / 4 / threads); ++q) {
-        Val e = item(q, BN * BK / 4);
-        Val cc = (e % double(BN / 4)) * 4.0, kk = e / double(BN / 4);
-        Val gc = col0 + cc, gk = k0 + kk;
-        Val in = gk < k && gc < n;
-        out.push_back({bs, {kk * double(BN) + cc}, fetch(b, in, bbase + gk * sbr + gc, true)});
-      }
-    } else {  // 4 steps of K of one column
-      for (int q = 0; q < std::max(1, BN * BK / 4 / threads); ++q) {
-        Val e = item(q, BN * BK / 4);
-        Val cc = e % double(BN), kq = (e / double(BN)) * 4.0;
-        Val gc = col0 + cc, gk = k0 + kq;
-        Val in = gk < k && gc < n;
-        Staged st{bs, {}, fetch(b, in, bbase + gk + gc * sbc, true)};
-        for (int l = 0; l < 4; ++l) st.at.push_back((kq + double(l)) * double(BN) + cc);
-        out.push_back(std::move(st));
-      }
-    }
+    stage({as, BM, BK, AR, row0, k0, m, k, abase, sar, sac, s.load_a, true, a}, out);
+    stage({bs, BK, BN, BN, k0, col0, k, n, bbase, sbr, sbc, s.load_b, false, b}, out);
     return out;
   };
   auto store_step = [&](const std::vector<Staged>& staged, const Val& buffer) {
