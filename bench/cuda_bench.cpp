@@ -1,5 +1,5 @@
 // cuda_bench: ember's CUDA backend on the figures of the PyTorch GPU peer
-// (bench/peer_torch_cuda.py, same names and sizes): device copy, matmul f32 / tf32 / bf16,
+// (bench/peer_torch_cuda.py, same names and sizes): device copy, matmul f32 / tf32 / bf16 / f16,
 // softmax, sum, elementwise add and a 6-op chain, the eager overhead of a tiny op, and conv2d
 // (forward, and forward + backward) in f32 and TF32. Each is
 // warmed up, then timed `reps` times between two CUDA events on the backend's stream; the
@@ -124,11 +124,13 @@ int main(int argc, char** argv) {
     }
     // 2. Matmul: 2 n^3 flop.
     for (int64_t n : {4096, 8192})
-      for (const char* kind : {"fp32", "tf32", "bf16"}) {
+      for (const char* kind : {"fp32", "tf32", "bf16", "fp16"}) {
         std::string name = "matmul_" + std::to_string(n) + "_" + kind + "_TFLOPs";
         if (!want(name)) continue;
         cuda::set_allow_tf32(std::strcmp(kind, "tf32") == 0);
-        DType t = std::strcmp(kind, "bf16") == 0 ? DType::BF16 : DType::F32;
+        DType t = std::strcmp(kind, "bf16") == 0   ? DType::BF16
+                  : std::strcmp(kind, "fp16") == 0 ? DType::F16
+                                                   : DType::F32;
         H a = randn({n, n}, t), b = randn({n, n}, t);
         double ms =
             time_ms(o, std::max(3, o.reps / 3), [&] { H c = binary(OpCode::Matmul, a, b); });

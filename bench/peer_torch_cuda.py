@@ -65,7 +65,7 @@ def main():
             del x, y
         for n in (4096, 8192):
             for kind, dt in (("fp32", torch.float32), ("tf32", torch.float32),
-                             ("bf16", torch.bfloat16)):
+                             ("bf16", torch.bfloat16), ("fp16", torch.float16)):
                 name = f"matmul_{n}_{kind}_TFLOPs"
                 if not want(name):
                     continue

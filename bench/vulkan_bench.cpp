@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -210,6 +211,22 @@ int main(int argc, char** argv) {
     }
     ms = best;
     put("matmul_4096_fp32_TFLOPs", ms, "TFLOP/s", 2.0 * double(mn) * mn * mn / (ms * 1e-3) / 1e12);
+    // Matmul 4096^3 f16 on cooperative matrices (f32 accumulation), where the device has them.
+    gpu::GemmCall call16{DType::F16, mn, mn, mn, {mn, false}, {mn, false}, 1, 0, 0, mn * mn};
+    if (std::optional<kernel::CoopMatmulSpec> cs =
+            vulkan::coop_gemm_spec(call16, ma.address(), mb.address(), ctx.info(), 132)) {
+      kernel::Kernel mm = optimized(kernel::coop_matmul_kernel(*cs));
+      ms = time_ms([&] {
+        ctx.launch(mm,
+                   {Arg::ptr(ma.address()), Arg::ptr(mb.address()), Arg::ptr(mc.address()),
+                    Arg::of(mn), Arg::of(mn), Arg::of(mn), Arg::of(1), Arg::of(0), Arg::of(mn),
+                    Arg::of(1), Arg::of(0), Arg::of(mn), Arg::of(1)},
+                   uint32_t(kernel::coop_matmul_groups(*cs, mn, mn, 1)));
+      });
+      std::printf("# matmul coop %s\n", cs->tag().c_str());
+      put("matmul_4096_fp16_TFLOPs", ms, "TFLOP/s",
+          2.0 * double(mn) * mn * mn / (ms * 1e-3) / 1e12);
+    }
 
     // The same figures through the Vulkan backend (the GPU op layer's kernels and launch
     // parameters, as cuda_bench measures the CUDA backend): the wall time of `reps` ops recorded
@@ -243,6 +260,11 @@ int main(int argc, char** argv) {
       GpuTensor x = zeros(Shape{mn, mn}), y = zeros(Shape{mn, mn});
       ms = op_ms([&] { (void)run(OpCode::Matmul, {}, {x, y}); });
       put("backend_matmul_4096_fp32_TFLOPs", ms, "TFLOP/s",
+          2.0 * double(mn) * mn * mn / (ms * 1e-3) / 1e12);
+      GpuTensor x16 = Vulkan::from_data(TensorData(Shape{mn, mn}, DType::F16), dev);
+      GpuTensor y16 = Vulkan::from_data(TensorData(Shape{mn, mn}, DType::F16), dev);
+      ms = op_ms([&] { (void)run(OpCode::Matmul, {}, {x16, y16}); });
+      put("backend_matmul_4096_fp16_TFLOPs", ms, "TFLOP/s",
           2.0 * double(mn) * mn * mn / (ms * 1e-3) / 1e12);
     }
   } catch (const std::exception& e) {

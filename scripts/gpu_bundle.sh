@@ -184,7 +184,7 @@ for t in ops_test DEVICE_TESTS; do
 done
 [ "${1:-}" = "--tests-only" ] && exit $status
 for r in 1 2 3; do ./vulkan_bench --reps 30; done
-for f in add_64M copy_GBps softmax_8192 sum_256M matmul_4096_fp32; do
+for f in add_64M copy_GBps softmax_8192 sum_256M matmul_4096_fp32 matmul_4096_fp16; do
   ./cuda_bench --filter $f --reps 30
 done
 exit $status

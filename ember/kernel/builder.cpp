@@ -61,6 +61,49 @@ Var KernelBuilder::var(std::string name, const Val& init) {
   return v;
 }
 
+Frag KernelBuilder::fragment(std::string name, FragmentUse use, ScalarType scalar, int rows,
+                             int cols) {
+  k_.fragments.push_back({std::move(name), use, scalar, rows, cols});
+  return Frag{static_cast<uint32_t>(k_.fragments.size() - 1)};
+}
+
+void KernelBuilder::frag_fill(const Frag& f, const Val& value) {
+  Inst inst;
+  inst.op = Op::FragFill;
+  inst.imm = frag_imm(f.index);
+  inst.args = {value.id()};
+  make(std::move(inst));
+}
+
+void KernelBuilder::frag_load(const Frag& f, const Mem& m, const Val& index, const Val& stride,
+                              bool col_major) {
+  Inst inst;
+  inst.op = Op::FragLoad;
+  inst.ref = m.index;
+  inst.space = m.space;
+  inst.imm = frag_imm(f.index, col_major);
+  inst.args = {index.id(), stride.id()};
+  make(std::move(inst));
+}
+
+void KernelBuilder::frag_store(const Frag& f, const Mem& m, const Val& index, const Val& stride,
+                               bool col_major) {
+  Inst inst;
+  inst.op = Op::FragStore;
+  inst.ref = m.index;
+  inst.space = m.space;
+  inst.imm = frag_imm(f.index, col_major);
+  inst.args = {index.id(), stride.id()};
+  make(std::move(inst));
+}
+
+void KernelBuilder::frag_mma(const Frag& acc, const Frag& a, const Frag& b) {
+  Inst inst;
+  inst.op = Op::FragMma;
+  inst.imm = mma_imm(acc.index, a.index, b.index);
+  make(std::move(inst));
+}
+
 Val KernelBuilder::lit(Type type, double v) {
   Inst inst;
   inst.op = Op::Const;

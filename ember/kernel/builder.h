@@ -56,6 +56,11 @@ struct Mem {
   Type type;  // element type
 };
 
+/// A cooperative matrix of the kernel being built (Kernel::fragments).
+struct Frag {
+  uint32_t index = 0;
+};
+
 /// A local variable: mutable state across blocks and loop iterations.
 class EMBER_API Var {
  public:
@@ -161,6 +166,16 @@ class EMBER_API KernelBuilder {
   void for_(const Val& start, const Val& end, const Val& step,
             const std::function<void(Val)>& body);
   void for_(int64_t start, const Val& end, int64_t step, const std::function<void(Val)>& body);
+
+  // ---- cooperative matrices (tensor cores; every lane of a subgroup takes part) ----
+  /// A rows x cols fragment of `scalar` elements for its role in acc += a * b.
+  Frag fragment(std::string name, FragmentUse use, ScalarType scalar, int rows, int cols);
+  void frag_fill(const Frag& f, const Val& value);
+  /// Reads `f` from `m` at element `index`, a row (col_major: a column) every `stride`.
+  void frag_load(const Frag& f, const Mem& m, const Val& index, const Val& stride, bool col_major);
+  void frag_store(const Frag& f, const Mem& m, const Val& index, const Val& stride, bool col_major);
+  /// acc += a * b.
+  void frag_mma(const Frag& acc, const Frag& a, const Frag& b);
 
   // ---- subgroup ----
   Val shuffle(const Val& v, const Val& lane);

@@ -28,9 +28,24 @@ std::string mem_name(const Kernel& k, const Inst& i) {
     return i.ref < k.shared.size() ? "shared " + k.shared[i.ref].name : "shared #?";
   return i.ref < k.params.size() ? k.params[i.ref].name : "#?";
 }
+
+std::string frag_name(const Kernel& k, uint32_t f) {
+  return f < k.fragments.size() ? k.fragments[f].name : "#?";
+}
 }  // namespace
 
 const OpInfo& info(Op op) { return kInfo[static_cast<int>(op)]; }
+
+std::string_view name(FragmentUse u) {
+  switch (u) {
+    case FragmentUse::A:
+      return "a";
+    case FragmentUse::B:
+      return "b";
+    default:
+      return "acc";
+  }
+}
 
 std::string_view name(Access a) {
   switch (a) {
@@ -120,6 +135,18 @@ std::string dump(const Kernel& k, const Inst& i) {
     case Form::VarWrite:
       s += " " + (i.ref < k.vars.size() ? k.vars[i.ref].name : std::string("#?")) + args_from(0);
       break;
+    case Form::FragFill:
+      s += " " + frag_name(k, frag_of(i)) + "," + args_from(0);
+      break;
+    case Form::FragMemory:
+      s += " " + frag_name(k, frag_of(i)) + ", " + mem_name(k, i) + "[" +
+           (i.args.empty() ? "%?" : value_name(i.args[0])) + "], stride" + args_from(1) +
+           (frag_col_major(i) ? ", col_major" : ", row_major");
+      break;
+    case Form::FragMma:
+      s += " " + frag_name(k, frag_of(i)) + " += " + frag_name(k, mma_a(i)) + " * " +
+           frag_name(k, mma_b(i));
+      break;
     default:
       s += args_from(0);
   }
@@ -143,6 +170,10 @@ std::string dump(const Kernel& k) {
   for (const auto& sh : k.shared)
     s += "  shared " + sh.name + ": " + name(sh.type) + "[" + std::to_string(sh.count) + "]\n";
   for (const auto& v : k.vars) s += "  var " + v.name + ": " + name(v.type) + "\n";
+  for (const auto& f : k.fragments)
+    s += "  fragment " + f.name + ": " + std::string(name(f.use)) + "<" +
+         std::string(name(f.scalar)) + ", " + std::to_string(f.rows) + "x" +
+         std::to_string(f.cols) + ">\n";
   s += "{\n";
   int depth = 1;
   for (const Inst& i : k.body) {

@@ -64,7 +64,10 @@ enum class Form : uint8_t {
   Barrier,
   Shuffle,
   SubgroupReduce,
-  Ballot
+  Ballot,
+  FragFill,
+  FragMemory,
+  FragMma
 };
 enum class Effect : uint8_t { Pure, Read, Effect, Control };
 
@@ -103,6 +106,17 @@ struct LocalVar {
   Type type;
 };
 
+/// A cooperative matrix's role in acc += a * b: a is rows x k, b k x cols, acc rows x cols.
+enum class FragmentUse : uint8_t { A, B, Accumulator };
+EMBER_API std::string_view name(FragmentUse u);
+/// A cooperative matrix: a rows x cols tile of `scalar` elements held by a subgroup.
+struct Fragment {
+  std::string name;
+  FragmentUse use = FragmentUse::A;
+  ScalarType scalar = ScalarType::F16;
+  int rows = 16, cols = 16;
+};
+
 struct Inst {
   Op op = Op::Const;
   Type type;                    // of the result; void when there is none
@@ -120,12 +134,27 @@ struct EMBER_API Kernel {
   std::vector<Param> params;
   std::vector<SharedArray> shared;
   std::vector<LocalVar> vars;
+  std::vector<Fragment> fragments;
   std::vector<Inst> body;
   uint32_t num_values = 0;  // values are 0 .. num_values - 1
 
   int64_t shared_bytes() const;
   int workgroup_threads() const { return workgroup[0] * workgroup[1] * workgroup[2]; }
 };
+
+/// What the cooperative-matrix instructions name, packed in Inst::imm: frag_fill and
+/// frag_load/store their fragment (and the layout: column-major or row-major); frag_mma its
+/// accumulator, a and b.
+inline int64_t frag_imm(uint32_t fragment, bool col_major = false) {
+  return int64_t(fragment) | (col_major ? int64_t(1) << 40 : 0);
+}
+inline int64_t mma_imm(uint32_t acc, uint32_t a, uint32_t b) {
+  return int64_t(acc) | int64_t(a) << 20 | int64_t(b) << 40;
+}
+inline uint32_t frag_of(const Inst& i) { return uint32_t(i.imm & 0xfffff); }
+inline bool frag_col_major(const Inst& i) { return (i.imm >> 40) & 1; }
+inline uint32_t mma_a(const Inst& i) { return uint32_t((i.imm >> 20) & 0xfffff); }
+inline uint32_t mma_b(const Inst& i) { return uint32_t((i.imm >> 40) & 0xfffff); }
 
 /// The type an instruction of `op` gives for operands of these types (`cast`, `bitcast`,
 /// `vec`, `load` and `param` take theirs from the instruction); void when it defines none.

@@ -98,6 +98,11 @@ class Checker {
       if (v.type.is_void() || !valid_width(v.type))
         fail_kernel("variable " + v.name + " has a bad type " + name(v.type));
     }
+    for (const Fragment& f : k_.fragments) {
+      unique(f.name, "fragment");
+      if (f.rows <= 0 || f.cols <= 0 || !(is_float(f.scalar) || is_int(f.scalar)))
+        fail_kernel("fragment " + f.name + " must be a matrix of numbers");
+    }
     if (k_.shared_bytes() > o_.max_shared_bytes)
       fail_kernel("shared memory of " + std::to_string(k_.shared_bytes()) +
                   " bytes is over the limit of " + std::to_string(o_.max_shared_bytes));
@@ -135,6 +140,15 @@ class Checker {
     if (writes) expect(p.access != Access::Read, "writes the read-only buffer " + p.name);
     if (reads) expect(p.access != Access::Write, "reads the write-only buffer " + p.name);
     return p.type;
+  }
+
+  const Fragment& fragment(uint32_t f) {
+    expect(f < k_.fragments.size(), "no fragment #" + std::to_string(f));
+    return k_.fragments[f];
+  }
+  void subgroup_uniform(const Inst& i) {
+    expect(!divergent(), std::string(name(i.op)) +
+                             " in divergent control flow (every lane of the subgroup takes part)");
   }
 
   void atomic_type(const Inst& i, Type t) {
@@ -337,6 +351,39 @@ class Checker {
         expect(t[0] == Type(ScalarType::Bool), "ballot needs a bool, not " + name(t[0]));
         result_is(i, ScalarType::U32);
         break;
+      case Form::FragFill: {
+        const Fragment& f = fragment(frag_of(i));
+        expect(t[0] == Type(f.scalar), "fills fragment " + f.name + " of " +
+                                           std::string(name(f.scalar)) + " with " + name(t[0]));
+        subgroup_uniform(i);
+        break;
+      }
+      case Form::FragMemory: {
+        const Fragment& f = fragment(frag_of(i));
+        Type e = mem_type(i, i.op == Op::FragStore, i.op == Op::FragLoad);
+        expect(e == Type(f.scalar), std::string(name(i.op)) + " of fragment " + f.name + " of " +
+                                        std::string(name(f.scalar)) + " on elements of " + name(e));
+        expect(
+            is_index(t[0]) && is_index(t[1]),
+            "the index and stride must be i32, u32 or i64, not " + name(t[0]) + ", " + name(t[1]));
+        subgroup_uniform(i);
+        break;
+      }
+      case Form::FragMma: {
+        const Fragment& c = fragment(frag_of(i));
+        const Fragment& a = fragment(mma_a(i));
+        const Fragment& b = fragment(mma_b(i));
+        expect(
+            c.use == FragmentUse::Accumulator && a.use == FragmentUse::A && b.use == FragmentUse::B,
+            "frag_mma needs an accumulator, an a and a b fragment");
+        expect(a.rows == c.rows && b.cols == c.cols && a.cols == b.rows,
+               "shapes do not multiply: " + std::to_string(a.rows) + "x" + std::to_string(a.cols) +
+                   " * " + std::to_string(b.rows) + "x" + std::to_string(b.cols) + " into " +
+                   std::to_string(c.rows) + "x" + std::to_string(c.cols));
+        expect(a.scalar == b.scalar, "a and b fragments of different types");
+        subgroup_uniform(i);
+        break;
+      }
     }
     define(i, uniform);
   }

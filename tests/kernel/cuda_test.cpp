@@ -130,6 +130,19 @@ TEST(KernelCuda, RenderingValidatesFirst) {
   EXPECT_THROW(render_cuda(kb.kernel()), ValueError);
 }
 
+TEST(KernelCuda, CooperativeMatricesAreNamedAsMissing) {
+  // CUDA's matmuls are cuBLASLt's: a kernel with fragments is refused by name, not mis-rendered.
+  KernelBuilder kb("mma");
+  Frag c = kb.fragment("acc", FragmentUse::Accumulator, ScalarType::F32, 16, 16);
+  kb.frag_fill(c, kb.lit(ScalarType::F32, 0));
+  try {
+    render_cuda(kb.finish());
+    ADD_FAILURE() << "rendered";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA for cooperative matrices"), std::string::npos);
+  }
+}
+
 TEST(KernelCuda, EveryInstructionFormCompilesToAnSm90Cubin) {
   REQUIRE_NVRTC();
   TempCache tc;

@@ -159,3 +159,41 @@ TEST(KernelValidate, FinishValidates) {
   kb.exp(kb.scalar("i", ScalarType::I32));
   EXPECT_THROW(kb.finish(), ValueError);
 }
+
+TEST(KernelValidate, RejectsMisusedCooperativeMatrices) {
+  // Shapes that do not multiply, roles swapped, element types that differ from the memory's,
+  // and fragments in divergent control flow (every lane of a subgroup takes part).
+  auto build = [](int a_cols, FragmentUse b_use, ScalarType mem, bool divergent) {
+    KernelBuilder kb("mma");
+    Mem s = kb.shared("s", mem, 256);
+    Frag a = kb.fragment("fa", FragmentUse::A, ScalarType::F16, 16, a_cols);
+    Frag b = kb.fragment("fb", b_use, ScalarType::F16, 16, 16);
+    Frag c = kb.fragment("fc", FragmentUse::Accumulator, ScalarType::F32, 16, 16);
+    Val zero = kb.lit(ScalarType::U32, 0), stride = kb.lit(ScalarType::U32, 16);
+    auto body = [&] {
+      kb.frag_load(a, s, zero, stride, false);
+      kb.frag_load(b, s, zero, stride, true);
+      kb.frag_fill(c, kb.lit(ScalarType::F32, 0));
+      kb.frag_mma(c, a, b);
+    };
+    if (divergent)
+      kb.if_(kb.local_id(0) < kb.lit(ScalarType::U32, 32), body);
+    else
+      body();
+    return kb.kernel();
+  };
+  EXPECT_NO_THROW(validate(build(16, FragmentUse::B, ScalarType::F16, false)));
+  expect_rejected(build(8, FragmentUse::B, ScalarType::F16, false),
+                  {"shapes do not multiply: 16x8 * 16x16 into 16x16"});
+  expect_rejected(build(16, FragmentUse::A, ScalarType::F16, false),
+                  {"frag_mma needs an accumulator, an a and a b fragment"});
+  expect_rejected(build(16, FragmentUse::B, ScalarType::F32, false),
+                  {"frag_load of fragment fa of f16 on elements of f32"});
+  expect_rejected(build(16, FragmentUse::B, ScalarType::F16, true),
+                  {"frag_load in divergent control flow"});
+  // The dump names the fragments, the memory and the layout.
+  std::string d = dump(build(16, FragmentUse::B, ScalarType::F16, false));
+  EXPECT_NE(d.find("fragment fa: a<f16, 16x16>"), std::string::npos) << d;
+  EXPECT_NE(d.find("frag_load fb, shared s[%0], stride %1, col_major"), std::string::npos) << d;
+  EXPECT_NE(d.find("frag_mma fc += fa * fb"), std::string::npos) << d;
+}

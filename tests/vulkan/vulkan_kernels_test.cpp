@@ -3,8 +3,10 @@
 // device (lavapipe in CI) with results checked against the CPU backend running the same op.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "ember/backends/vulkan/gemm.h"
@@ -15,6 +17,7 @@
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/fused.h"
 #include "ember/kernel/kernels/matmul.h"
+#include "ember/kernel/kernels/matmul_coop.h"
 #include "ember/kernel/kernels/norm.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/scan.h"
@@ -188,6 +191,50 @@ TEST(VulkanCompile, DenormPreserveReachesTheSpirv) {
     }
     EXPECT_EQ(modes, keep ? 1 : 0);
   }
+}
+
+TEST(VulkanCompile, CooperativeMatricesBecomeKhrSpirv) {
+  // glslang writes SPV_NV_cooperative_matrix; what reaches the driver is SPV_KHR's: three
+  // types (a, b, accumulator: the use operand a constant 0, 1, 2), loads with a layout
+  // constant before the stride, no NV instruction left.
+  kernel::CoopMatmulSpec s;
+  s.b_col_major = true;
+  Kernel k = kernel::coop_matmul_kernel(s);
+  kernel::default_pipeline().run(k);
+  std::vector<uint32_t> words = vulkan::compile_spirv(k);
+  std::map<uint32_t, uint32_t> constants;  // id -> value (32-bit)
+  std::vector<uint32_t> uses;
+  int loads = 0, stores = 0, mma = 0, nv = 0, khr_cap = 0, khr_ext = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> load_layouts;  // (layout id, stride id)
+  for (size_t i = 5; i < words.size(); i += std::max<uint32_t>(1, words[i] >> 16)) {
+    uint32_t op = words[i] & 0xffffu, wc = words[i] >> 16;
+    if (op == 43 && wc == 4) constants[words[i + 2]] = words[i + 3];
+    if (op == 4456) uses.push_back(words[i + 6]);
+    if (op == 4457) ++loads, load_layouts.push_back({words[i + 4], words[i + 5]});
+    if (op == 4458) ++stores;
+    if (op == 4459) ++mma;
+    if (op >= 5357 && op <= 5362) ++nv;
+    if (op == 17 && words[i + 1] == 6022) ++khr_cap;
+    if (op == 17 && words[i + 1] == 5357) ++nv;
+    if (op == 10 &&
+        std::string(reinterpret_cast<const char*>(&words[i + 1])) == "SPV_KHR_cooperative_matrix")
+      ++khr_ext;
+  }
+  EXPECT_EQ(nv, 0);
+  EXPECT_EQ(khr_cap, 1);
+  EXPECT_EQ(khr_ext, 1);
+  ASSERT_EQ(uses.size(), 3u);
+  std::vector<uint32_t> use_values;
+  for (uint32_t u : uses) use_values.push_back(constants.at(u));
+  std::sort(use_values.begin(), use_values.end());
+  EXPECT_EQ(use_values, (std::vector<uint32_t>{0, 1, 2}));
+  // Per K step of 16 (depth 32): 4 a and 2 b fragments, 8 multiplies; 8 stores out.
+  EXPECT_EQ(loads, 2 * (4 + 2));
+  EXPECT_EQ(mma, 2 * 8);
+  EXPECT_EQ(stores, 8);
+  int column_major = 0;
+  for (auto [layout, stride] : load_layouts) column_major += constants.at(layout) == 1;
+  EXPECT_EQ(column_major, 2 * 2);  // the b fragments
 }
 
 TEST(VulkanCompile, MissingFeaturesAreNamed) {
@@ -507,6 +554,64 @@ TEST_F(VulkanRun, MatmulMatchesTheCpu) {
                          std::to_string(cs.n) + "x" + std::to_string(cs.k));
       }
     }
+}
+
+TEST_F(VulkanRun, CoopMatmulMatchesTheCpu) {
+  const vulkan::DeviceInfo& info = ctx().info();
+  if (std::find(info.coop_f16.begin(), info.coop_f16.end(), vulkan::CoopShape{16, 16, 16}) ==
+      info.coop_f16.end())
+    GTEST_SKIP() << info.name << " offers no 16x16x16 f16 cooperative matrices";
+  struct Case {
+    int64_t batch, m, n, k;
+    bool transposed_a, broadcast_b, transposed_b = false;
+  };
+  const DType t = DType::F16;
+  for (Case cs : {Case{1, 16, 16, 16, false, false}, Case{1, 64, 64, 64, false, false},
+                  Case{3, 37, 53, 29, true, false}, Case{2, 100, 17, 130, false, true},
+                  Case{1, 260, 132, 36, false, false}, Case{2, 132, 68, 40, true, true},
+                  Case{2, 68, 136, 44, false, false, true}, Case{1, 4, 8, 4, true, false, true},
+                  Case{1, 300, 280, 520, false, false, true}}) {
+    Shape as = cs.transposed_a ? Shape{cs.batch, cs.k, cs.m} : Shape{cs.batch, cs.m, cs.k};
+    int64_t bb_ = cs.broadcast_b ? 1 : cs.batch;
+    Shape bs = cs.transposed_b ? Shape{bb_, cs.n, cs.k} : Shape{bb_, cs.k, cs.n};
+    TensorData ad = random(as, t, -2, 2, uint32_t(cs.m + cs.k)),
+               bd = random(bs, t, -2, 2, uint32_t(cs.n + 7));
+    CpuTensor h[2] = {Cpu::from_data(ad, Device::cpu()), Cpu::from_data(bd, Device::cpu())};
+    Op perm{OpCode::Permute, {}};
+    perm.attrs.dims = {0, 2, 1};
+    if (cs.transposed_a) h[0] = apply<Cpu>(perm, std::span<CpuTensor>(h, 1));
+    if (cs.transposed_b) h[1] = apply<Cpu>(perm, std::span<CpuTensor>(h + 1, 1));
+    TensorData want = Cpu::to_data(apply<Cpu>(Op{OpCode::Matmul, {}}, std::span<CpuTensor>(h, 2)));
+    vulkan::Buffer ba = upload(ad), bb = upload(bd);
+    int64_t sar = cs.transposed_a ? 1 : cs.k, sac = cs.transposed_a ? cs.m : 1;
+    int64_t sbr = cs.transposed_b ? 1 : cs.n, sbc = cs.transposed_b ? cs.k : 1;
+    for (int tile : {64, 128})
+      for (bool vec : {false, true}) {
+        kernel::CoopMatmulSpec s;
+        s.subgroup = int(info.subgroup_size);
+        if (tile == 64) s.tile_m = s.tile_n = 64, s.warps_m = s.warps_n = 2;
+        s.a_col_major = cs.transposed_a;
+        s.b_col_major = cs.transposed_b;
+        // 4-element loads where the contiguous extent and the strides are multiples of 4.
+        s.vector_a = vec && (cs.transposed_a ? cs.m : cs.k) % 4 == 0 && cs.m * cs.k % 4 == 0;
+        s.vector_b = vec && (cs.transposed_b ? cs.k : cs.n) % 4 == 0 && cs.k * cs.n % 4 == 0;
+        Kernel k = kernel::coop_matmul_kernel(s);
+        kernel::default_pipeline().run(k);
+        vulkan::Buffer bc = ctx().buffer(size_t(cs.batch * cs.m * cs.n) * 2);
+        std::vector<vulkan::Arg> args = {vulkan::Arg::ptr(ba.address()),
+                                         vulkan::Arg::ptr(bb.address()),
+                                         vulkan::Arg::ptr(bc.address())};
+        for (int64_t v : {cs.m, cs.n, cs.k, cs.batch, cs.m * cs.k, sar, sac,
+                          cs.broadcast_b ? int64_t(0) : cs.k * cs.n, sbr, sbc})
+          args.push_back(vulkan::Arg::of(v));
+        ctx().launch(k, args, uint32_t(kernel::coop_matmul_groups(s, cs.m, cs.n, cs.batch)));
+        // f32 sums of f16 products either way, rounded to f16 once: the order differs.
+        expect_close(want, fetch(bc, {cs.batch, cs.m, cs.n}, t), 1e-2, 2e-2,
+                     "coop matmul " + s.tag() + " " + std::to_string(cs.batch) + "x" +
+                         std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" +
+                         std::to_string(cs.k));
+      }
+  }
 }
 
 TEST_F(VulkanRun, PipelineCacheOnDiskAndTimestamps) {

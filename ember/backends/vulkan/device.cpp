@@ -167,6 +167,20 @@ std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d) {
   lack(sub64, d.subgroup_i64, "shaderSubgroupExtendedTypes (64-bit subgroup operations)");
   lack(i64atomic, d.int64_atomics, "shaderBufferInt64Atomics (i64 atomics)");
   lack(fatomic, d.float_atomic_add, "shaderBufferFloat32AtomicAdd (f32 atomic add)");
+  // Cooperative matrices: each multiply's shape among those the device offers.
+  for (const kernel::Inst& i : k.body) {
+    if (i.op != kernel::Op::FragMma) continue;
+    const kernel::Fragment& a = k.fragments[kernel::mma_a(i)];
+    const kernel::Fragment& b = k.fragments[kernel::mma_b(i)];
+    CoopShape want{a.rows, b.cols, a.cols};
+    if (std::find(d.coop_f16.begin(), d.coop_f16.end(), want) != d.coop_f16.end()) continue;
+    std::string shape = "the cooperative-matrix shape " + std::to_string(want.m) + "x" +
+                        std::to_string(want.n) + "x" + std::to_string(want.k) + " (f16, f32)";
+    lack(true, false,
+         d.coop_f16.empty() ? "VK_KHR_cooperative_matrix (f16 cooperative matrices)"
+                            : shape.c_str());
+    break;
+  }
   return m;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "ember/backends/gpu/tune.h"
@@ -50,6 +51,15 @@ int64_t encode(const kernel::MatmulSpec& s, int shape) {
          int64_t(s.vector_c) << 8;
 }
 
+// Whether an operand's or the result's farthest element is past i32 indices.
+bool wide_index(const gpu::GemmCall& g) {
+  auto [ar, ac] = strides_of(g.va);
+  auto [br, bc] = strides_of(g.vb);
+  int64_t reach_a = (g.batch - 1) * std::abs(g.sa) + (g.m - 1) * ar + (g.k - 1) * ac;
+  int64_t reach_b = (g.batch - 1) * std::abs(g.sb) + (g.k - 1) * br + (g.n - 1) * bc;
+  return std::max({reach_a, reach_b, g.batch * g.m * g.n}) > 0x7fffffff;
+}
+
 kernel::MatmulSpec with_shape(kernel::MatmulSpec s, int shape) {
   const Shape& sh = kShapes[shape];
   s.tile_m = sh.tm, s.tile_n = sh.tn, s.depth = sh.depth, s.thread_m = sh.thm, s.thread_n = sh.thn;
@@ -61,11 +71,7 @@ kernel::MatmulSpec with_shape(kernel::MatmulSpec s, int shape) {
 std::vector<GemmChoice> gemm_candidates(const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
                                         gpu::Address c, int64_t shared_bytes, int multiprocessors) {
   kernel::MatmulSpec base{g.dtype};
-  auto [ar, ac] = strides_of(g.va);
-  auto [br, bc] = strides_of(g.vb);
-  int64_t reach_a = (g.batch - 1) * std::abs(g.sa) + (g.m - 1) * ar + (g.k - 1) * ac;
-  int64_t reach_b = (g.batch - 1) * std::abs(g.sb) + (g.k - 1) * br + (g.n - 1) * bc;
-  base.wide_index = std::max({reach_a, reach_b, g.batch * g.m * g.n}) > 0x7fffffff;
+  base.wide_index = wide_index(g);
   int64_t esize = size_of(g.dtype);
   base.load_a = operand_load(g.va, g.sa, g.m, g.k, a, esize);
   base.load_b = operand_load(g.vb, g.sb, g.k, g.n, b, esize);
@@ -119,6 +125,52 @@ bool run_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Add
       std::to_string(gpu::log2_bucket(g.m)) + "n" + std::to_string(gpu::log2_bucket(g.n)) + "k" +
       std::to_string(gpu::log2_bucket(g.k)) + "b" + std::to_string(gpu::log2_bucket(g.batch));
   gpu::launch_tuned(rt, key, codes, g.m * g.n * g.batch, launch);
+  return true;
+}
+
+std::optional<kernel::CoopMatmulSpec> coop_gemm_spec(const gpu::GemmCall& g, gpu::Address a,
+                                                     gpu::Address b, const DeviceInfo& info,
+                                                     int multiprocessors) {
+  const kernel::CoopMatmulSpec base;
+  CoopShape frag{base.frag_m, base.frag_n, base.frag_k};
+  const char* off = std::getenv("EMBER_VULKAN_COOPMAT");
+  if (g.dtype != DType::F16 || (off && std::string(off) == "0") ||
+      std::find(info.coop_f16.begin(), info.coop_f16.end(), frag) == info.coop_f16.end())
+    return std::nullopt;
+  kernel::CoopMatmulSpec s = base;
+  s.wide_index = wide_index(g);
+  s.subgroup = int(info.subgroup_size);
+  // 64 x 64 tiles (2 x 2 subgroups) where 128 x 128 ones would not fill the device twice.
+  int64_t big_tiles = ((g.m + 127) / 128) * ((g.n + 127) / 128) * g.batch;
+  if (big_tiles < 2 * int64_t(multiprocessors)) s.tile_m = s.tile_n = 64, s.warps_m = s.warps_n = 2;
+  // Each operand staged in its own layout, 4 elements at a time where it allows.
+  s.a_col_major = g.va.col;
+  s.b_col_major = g.vb.col;
+  s.vector_a = operand_load(g.va, g.sa, g.m, g.k, a, 2) != kernel::MatmulLoad::Scalar;
+  s.vector_b = operand_load(g.vb, g.sb, g.k, g.n, b, 2) != kernel::MatmulLoad::Scalar;
+  if (s.threads() > 1024 || s.shared_bytes() > int64_t(info.shared_memory)) return std::nullopt;
+  return s;
+}
+
+bool run_coop_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
+                   gpu::Address c, const DeviceInfo& info) {
+  std::optional<kernel::CoopMatmulSpec> spec = coop_gemm_spec(g, a, b, info, rt.multiprocessors);
+  if (!spec) return false;
+  const kernel::CoopMatmulSpec& s = *spec;
+  int64_t code = int64_t(s.tile_m == 128) | int64_t(s.a_col_major) << 1 |
+                 int64_t(s.b_col_major) << 2 | int64_t(s.vector_a) << 3 | int64_t(s.vector_b) << 4;
+  const gpu::Loaded& l = gpu::kernel_for(  // op 2: apart from run_gemm's kernels
+      rt, gpu::key(gpu::Kind::Matmul, 2, g.dtype, g.dtype, 0, false, s.wide_index, int(code)), [&] {
+        kernel::Kernel k = kernel::coop_matmul_kernel(s);
+        kernel::default_pipeline().run(k);
+        return k;
+      });
+  auto [ar, ac] = strides_of(g.va);
+  auto [br, bc] = strides_of(g.vb);
+  gpu::Args args(l);
+  args.ptr(a).ptr(b).ptr(c).i(g.m).i(g.n).i(g.k).i(g.batch);
+  args.i(g.sa).i(ar).i(ac).i(g.sb).i(br).i(bc);
+  args.launch(rt, kernel::coop_matmul_groups(s, g.m, g.n, g.batch));
   return true;
 }
 

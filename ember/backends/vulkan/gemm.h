@@ -2,11 +2,14 @@
 // (kernel::matmul_kernel): the operand loads each call's strides and alignment allow, and the
 // tile shape chosen by the tuner among a few (the heuristic's first).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ember/backends/gpu/runtime.h"
+#include "ember/backends/vulkan/runtime.h"
 #include "ember/kernel/kernels/matmul.h"
+#include "ember/kernel/kernels/matmul_coop.h"
 
 namespace ember::vulkan {
 
@@ -26,5 +29,15 @@ std::vector<GemmChoice> gemm_candidates(const gpu::GemmCall& g, gpu::Address a, 
 /// device's shared memory.
 bool run_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
               gpu::Address c, int64_t shared_bytes);
+
+/// The cooperative-matrix kernel for f16 `g` on a device like `info`; nullopt where the device
+/// offers no 16x16x16 shape or EMBER_VULKAN_COOPMAT=0 turns them off.
+std::optional<kernel::CoopMatmulSpec> coop_gemm_spec(const gpu::GemmCall& g, gpu::Address a,
+                                                     gpu::Address b, const DeviceInfo& info,
+                                                     int multiprocessors);
+
+/// Runs f16 `g` on cooperative matrices; false, running nothing, where coop_gemm_spec has none.
+bool run_coop_gemm(gpu::Runtime& rt, const gpu::GemmCall& g, gpu::Address a, gpu::Address b,
+                   gpu::Address c, const DeviceInfo& info);
 
 }  // namespace ember::vulkan

@@ -131,10 +131,11 @@ class VulkanRuntime final : public gpu::Runtime {
     return gpu::Tuner::default_file("vulkan_" + ctx_.info().name);
   }
 
-  // Floats on the tiled kernel of the kernel layer (gemm.h); integers (and halves) on the
-  // simple one.
+  // f16 on cooperative matrices where the device has them, f32 and f64 on the tiled kernel of
+  // the kernel layer (gemm.h); integers and the rest on the simple one.
   void gemm(const gpu::GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c,
             const std::string& shapes) override {
+    if (g.dtype == DType::F16 && run_coop_gemm(*this, g, a, b, c, ctx_.info())) return;
     if ((g.dtype != DType::F32 && g.dtype != DType::F64) ||
         !run_gemm(*this, g, a, b, c, ctx_.info().shared_memory))
       gpu::Runtime::gemm(g, a, b, c, shapes);

@@ -10,7 +10,9 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
+#include "ember/backends/vulkan/coopmat.h"
 #include "ember/backends/vulkan/spirv.h"
 #include "ember/backends/vulkan/vk.h"
 #include "ember/core/error.h"
@@ -263,6 +265,7 @@ struct Context::Impl {
       SpirvOptions so;
       so.vulkan_minor = 2;
       std::vector<uint32_t> words = compile_glsl(source, k.name, so);
+      if (!k.fragments.empty()) words = spirv_to_khr_coopmat(words);
       VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
       mi.codeSize = words.size() * 4;
       mi.pCode = words.data();
@@ -404,6 +407,9 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   f2.pNext = &v11;
   v11.pNext = &v12;
   if (float_ext) v12.pNext = &af;
+  bool coop_ext = has_extension(m.physical, kCoopMatrixExtension);
+  CoopMatrixFeatures cf;
+  if (coop_ext) cf.pNext = std::exchange(f2.pNext, &cf);
   vkGetPhysicalDeviceFeatures2(m.physical, &f2);
   VkPhysicalDeviceFeatures2 want{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   want.features.shaderFloat64 = f2.features.shaderFloat64;
@@ -429,6 +435,16 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   want.pNext = &w11;
   w11.pNext = &w12;
   if (float_ext) w12.pNext = &waf;
+  // Cooperative matrices (f16 x f16 + f32) with the memory model glslang's code for them uses.
+  CoopMatrixFeatures wcf;
+  if (coop_ext && cf.cooperativeMatrix && v12.vulkanMemoryModel && v12.shaderFloat16 &&
+      v11.storageBuffer16BitAccess)
+    m.info.coop_f16 = coop_shapes(instance().instance, m.physical);
+  if (!m.info.coop_f16.empty()) {
+    wcf.cooperativeMatrix = VK_TRUE;
+    w12.vulkanMemoryModel = VK_TRUE;
+    wcf.pNext = std::exchange(want.pNext, &wcf);
+  }
   m.info.f64 = f2.features.shaderFloat64;
   m.info.int8 = v12.shaderInt8;
   m.info.int16 = f2.features.shaderInt16;
@@ -461,13 +477,15 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   qi.queueFamilyIndex = m.family;
   qi.queueCount = 1;
   qi.pQueuePriorities = &priority;
-  const char* ext = VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
+  std::vector<const char*> exts;
+  if (float_ext) exts.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  if (!m.info.coop_f16.empty()) exts.push_back(kCoopMatrixExtension);
   VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   di.pNext = &want;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
-  di.enabledExtensionCount = float_ext ? 1 : 0;
-  di.ppEnabledExtensionNames = float_ext ? &ext : nullptr;
+  di.enabledExtensionCount = uint32_t(exts.size());
+  di.ppEnabledExtensionNames = exts.empty() ? nullptr : exts.data();
   check(vkCreateDevice(m.physical, &di, nullptr, &m.device), "vkCreateDevice", m.info.name);
   vkGetDeviceQueue(m.device, m.family, 0, &m.queue);
 

@@ -35,6 +35,12 @@ bool available(std::string* why = nullptr);
 /// Compute devices, in the order `vulkan:N` numbers them (discrete GPUs first).
 int device_count();
 
+/// A cooperative-matrix shape (M x K times K x N) a device multiplies in one subgroup.
+struct CoopShape {
+  int m = 0, n = 0, k = 0;
+  friend bool operator==(const CoopShape&, const CoopShape&) = default;
+};
+
 struct DeviceInfo {
   std::string name;
   std::string type;  // "discrete", "integrated", "virtual", "cpu", "other"
@@ -45,8 +51,11 @@ struct DeviceInfo {
   bool subgroup_i64 = false;                               // shaderSubgroupExtendedTypes
   bool float_atomic_add = false, int64_atomics = false, buffer_address = false;
   bool denorm_preserve_f32 = false;  // float controls: f32 subnormals kept
-  uint32_t shared_memory = 0;        // bytes of shared memory a workgroup may declare
-  size_t pipeline_cache_bytes = 0;   // the driver's pipeline cache read from disk at start
+  /// Cooperative matrices with f16 operands and f32 accumulation (VK_KHR_cooperative_matrix,
+  /// enabled with the Vulkan memory model they need): the shapes; empty without them.
+  std::vector<CoopShape> coop_f16;
+  uint32_t shared_memory = 0;       // bytes of shared memory a workgroup may declare
+  size_t pipeline_cache_bytes = 0;  // the driver's pipeline cache read from disk at start
 };
 
 class Context;

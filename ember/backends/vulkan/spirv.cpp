@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "ember/backends/vulkan/coopmat.h"
 #include "ember/core/error.h"
 #include "ember/kernel/codegen/glsl.h"
 
@@ -45,7 +46,8 @@ std::vector<uint32_t> compile_glsl(const std::string& source, const std::string&
 }
 
 std::vector<uint32_t> compile_spirv(const kernel::Kernel& k, const SpirvOptions& o) {
-  return compile_glsl(kernel::render_glsl(k), k.name, o);
+  std::vector<uint32_t> words = compile_glsl(kernel::render_glsl(k), k.name, o);
+  return k.fragments.empty() ? words : spirv_to_khr_coopmat(words);
 }
 
 }  // namespace ember::vulkan

@@ -475,6 +475,10 @@ class Renderer {
         line("const unsigned " + val(i.result) + " = __ballot_sync(0xffffffffu, " + val(i.args[0]) +
              ");");
         break;
+      case Form::FragFill:  // refused by render_cuda
+      case Form::FragMemory:
+      case Form::FragMma:
+        break;
     }
   }
 
@@ -488,6 +492,9 @@ class Renderer {
 
 std::string render_cuda(const Kernel& k) {
   validate(k);
+  // CUDA's matmuls run on cuBLASLt; cooperative matrices are rendered for Vulkan only.
+  if (!k.fragments.empty())
+    throw ValueError("[kernel " + k.name + "] no CUDA for cooperative matrices (fragments)");
   return Renderer(k).run();
 }
 

@@ -65,7 +65,8 @@ class Renderer {
         o_(o),
         types_(value_types(k)),
         alias_(u32_views(k)),
-        vec_shared_(vec4_shared(k, types_)) {}
+        vec_shared_(vec4_shared(k, types_)),
+        frag_shared_(fragment_shared(k)) {}
 
   std::string run() {
     Needs needs;
@@ -129,6 +130,9 @@ class Renderer {
       ScalarType r = sh.type.scalar;
       if (vec_shared_[a])
         s += "shared " + vec4_of(r) + " e_" + sh.name + "[" + std::to_string(sh.count / 4) + "];\n";
+      else if (frag_shared_[a])
+        s +=
+            "shared " + frag_element(r) + " e_" + sh.name + "[" + std::to_string(sh.count) + "];\n";
       else
         s += "shared " + reg(r) + " e_" + sh.name + "[" + std::to_string(sh.count) + "];\n";
     }
@@ -136,6 +140,8 @@ class Renderer {
     s += "\nvoid main() {\n" + locals;
     for (const LocalVar& v : k_.vars)
       s += "  " + decl(v.type, "e_" + v.name) + " = " + zero_of(v.type) + ";\n";
+    for (uint32_t f = 0; f < k_.fragments.size(); ++f)
+      s += "  " + fragment_type(k_, f) + " e_" + k_.fragments[f].name + ";\n";
     out_ = std::move(s);
     for (const Inst& i : k_.body) inst(i);
     out_ += "}\n";
@@ -564,6 +570,8 @@ class Renderer {
           break;
         }
         auto at = [&](int l) {
+          if (shared && frag_shared_[i.ref] && is_half(es))
+            return "float(" + m + "[" + index(i.args[0], l) + "])";
           if (shared) return m + "[" + index(i.args[0], l) + "]";
           std::string e = aliased ? m + "[" + index(i.args[0], l) + "]"
                                   : element(k_.params[i.ref], i.args[0], l);
@@ -596,6 +604,7 @@ class Renderer {
           std::string v = lane(i.args[1], l);
           std::string e = shared || aliased ? m + "[" + index(i.args[0], l) + "]"
                                             : element(k_.params[i.ref], i.args[0], l);
+          if (shared && frag_shared_[i.ref] && is_half(es)) v = frag_element(es) + "(" + v + ")";
           line(e + " = " + (shared ? v : to_storage(es, v, aliased)) + ";");
         }
         break;
@@ -655,15 +664,46 @@ class Renderer {
       case Form::Ballot:
         line("uint " + val(i.result) + " = subgroupBallot(" + val(i.args[0]) + ").x;");
         break;
+      case Form::FragFill: {
+        uint32_t f = frag_of(i);
+        line("e_" + k_.fragments[f].name + " = " + fragment_type(k_, f) + "(" +
+             frag_element(k_.fragments[f].scalar) + "(" + val(i.args[0]) + "));");
+        break;
+      }
+      case Form::FragMemory: {
+        // Shared memory only: GL_NV_cooperative_matrix reads arrays, and buffers are
+        // references whose elements may be stored as other types (f16 as uint16_t).
+        if (i.space != Space::Shared)
+          cannot(k_, std::string(name(i.op)) + " on a buffer (stage it through shared memory)");
+        std::string fn = i.op == Op::FragLoad ? "coopMatLoadNV(" : "coopMatStoreNV(";
+        line(fn + "e_" + k_.fragments[frag_of(i)].name + ", e_" + k_.shared[i.ref].name + ", " +
+             "uint(" + val(i.args[0]) + "), uint(" + val(i.args[1]) + "), " +
+             (frag_col_major(i) ? "true" : "false") + ");");
+        break;
+      }
+      case Form::FragMma: {
+        std::string c = "e_" + k_.fragments[frag_of(i)].name;
+        line(c + " = coopMatMulAddNV(e_" + k_.fragments[mma_a(i)].name + ", e_" +
+             k_.fragments[mma_b(i)].name + ", " + c + ");");
+        break;
+      }
     }
+  }
+
+  // The element type of a fragment and of the shared arrays fragments use.
+  std::string frag_element(ScalarType s) const {
+    if (s == ScalarType::F16) return "float16_t";
+    if (s == ScalarType::F32) return "float";
+    cannot(k_, "cooperative matrices of " + std::string(name(s)));
   }
 
   const Kernel& k_;
   GlslOptions o_;
   std::vector<Type> types_;
-  std::vector<char> alias_;       // buffers accessed through a u32 view (compare-and-swap atomics)
-  std::vector<char> vec_shared_;  // shared arrays declared as arrays of 4-vectors
-  std::set<std::string> views_;   // vector views declared ("e_x_w16")
+  std::vector<char> alias_;        // buffers accessed through a u32 view (compare-and-swap atomics)
+  std::vector<char> vec_shared_;   // shared arrays declared as arrays of 4-vectors
+  std::vector<char> frag_shared_;  // shared arrays fragments use (their real element types)
+  std::set<std::string> views_;    // vector views declared ("e_x_w16")
   std::string out_;
   int depth_ = 1;
 };

@@ -28,6 +28,13 @@
 
 namespace ember::kernel {
 
+/// Cooperative matrices (the IR's fragments) are rendered with GL_NV_cooperative_matrix, which
+/// is what glslang offers; the SPIR-V is then rewritten to SPV_KHR_cooperative_matrix
+/// (vulkan/coopmat.h), whose types also carry their use (a, b, accumulator). For that, each
+/// distinct fragment type's rows and columns are specialization constants numbered
+/// kFragmentSpecIds + 8 * type + 2 * use (columns: + 1), left at their default values.
+inline constexpr uint32_t kFragmentSpecIds = 1000;
+
 /// What the device lets a shader ask for (Vulkan's float controls).
 struct GlslOptions {
   /// Keep f32 subnormals (f16/bf16 compute in f32 too): the `DenormPreserve` execution mode,

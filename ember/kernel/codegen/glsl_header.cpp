@@ -46,6 +46,45 @@ std::vector<Type> value_types(const Kernel& k) {
   return t;
 }
 
+std::vector<char> fragment_shared(const Kernel& k) {
+  std::vector<char> out(k.shared.size(), 0);
+  for (const Inst& i : k.body)
+    if (info(i.op).form == Form::FragMemory && i.space == Space::Shared) out[i.ref] = 1;
+  return out;
+}
+
+namespace {
+// The distinct fragment types (use, element, shape) in order of first declaration; `of`: each
+// fragment's.
+struct FragmentTypes {
+  std::vector<const Fragment*> types;
+  std::vector<uint32_t> of;
+};
+FragmentTypes fragment_types(const Kernel& k) {
+  FragmentTypes t;
+  for (const Fragment& f : k.fragments) {
+    uint32_t at = 0;
+    while (at < t.types.size() && !(t.types[at]->use == f.use && t.types[at]->scalar == f.scalar &&
+                                    t.types[at]->rows == f.rows && t.types[at]->cols == f.cols))
+      ++at;
+    if (at == t.types.size()) t.types.push_back(&f);
+    t.of.push_back(at);
+  }
+  return t;
+}
+std::string coopmat_of(const Kernel& k, ScalarType s) {
+  if (s == ScalarType::F16) return "fcoopmatNV<16, 3";  // 3: gl_ScopeSubgroup
+  if (s == ScalarType::F32) return "fcoopmatNV<32, 3";
+  cannot(k, "cooperative matrices of " + std::string(name(s)));
+}
+}  // namespace
+
+std::string fragment_type(const Kernel& k, uint32_t f) {
+  uint32_t t = fragment_types(k).of[f];
+  return coopmat_of(k, k.fragments[f].scalar) + ", ember_fr" + std::to_string(t) + ", ember_fc" +
+         std::to_string(t) + ">";
+}
+
 std::vector<char> vec4_shared(const Kernel& k, const std::vector<Type>& types) {
   std::vector<char> vec(k.shared.size(), 0);
   for (size_t a = 0; a < k.shared.size(); ++a)
@@ -53,6 +92,7 @@ std::vector<char> vec4_shared(const Kernel& k, const std::vector<Type>& types) {
   for (const Inst& i : k.body) {
     if (i.space != Space::Shared) continue;
     Form f = info(i.op).form;
+    if (f == Form::FragMemory) vec[i.ref] = 0;
     int w = f == Form::Load ? i.type.width : f == Form::Store ? types[i.args[1]].width : 0;
     if (f == Form::Load || f == Form::Store || f == Form::Atomic || f == Form::AtomicCas)
       if (w != 4) vec[i.ref] = 0;
@@ -130,9 +170,21 @@ std::string header(const Kernel& k, const std::vector<Type>& types, const std::v
     s += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], "
          "capabilities = [4464], 4459, 32);\n";  // DenormPreserve, 32 bits
   }
+  if (!k.fragments.empty()) {
+    s += "#extension GL_NV_cooperative_matrix : require\n";
+    s += "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
+  }
   s += "layout(local_size_x = " + std::to_string(k.workgroup[0]) +
        ", local_size_y = " + std::to_string(k.workgroup[1]) +
        ", local_size_z = " + std::to_string(k.workgroup[2]) + ") in;\n";
+  FragmentTypes ft = fragment_types(k);
+  for (size_t t = 0; t < ft.types.size(); ++t) {
+    uint32_t id = kFragmentSpecIds + 8 * uint32_t(t) + 2 * uint32_t(ft.types[t]->use);
+    s += "layout(constant_id = " + std::to_string(id) + ") const uint ember_fr" +
+         std::to_string(t) + " = " + std::to_string(ft.types[t]->rows) + ";\n";
+    s += "layout(constant_id = " + std::to_string(id + 1) + ") const uint ember_fc" +
+         std::to_string(t) + " = " + std::to_string(ft.types[t]->cols) + ";\n";
+  }
   needs = {f64, i64};
   return s;
 }

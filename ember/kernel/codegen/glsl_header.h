@@ -22,6 +22,12 @@ std::vector<char> u32_views(const Kernel& k);
 /// as an array of 4-vectors (one 16-byte access each; a compiler may not prove a scalar array's
 /// alignment).
 std::vector<char> vec4_shared(const Kernel& k, const std::vector<Type>& types);
+/// Per shared array: 1 where cooperative matrices are read or written there (declared with
+/// its elements' real type, f16 as float16_t, which the fragments' loads need).
+std::vector<char> fragment_shared(const Kernel& k);
+/// The GLSL type of fragment `f` (GL_NV_cooperative_matrix, its dimensions the
+/// specialization constants of its type: glsl.h's kFragmentSpecIds).
+std::string fragment_type(const Kernel& k, uint32_t f);
 /// The 4-vector GLSL type of a 32-bit register type.
 std::string vec4_of(ScalarType s);
 
