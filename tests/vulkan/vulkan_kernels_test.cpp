@@ -347,8 +347,11 @@ TEST_F(VulkanRun, DeviceIsDescribed) {
   EXPECT_FALSE(d.name.empty());
   EXPECT_GE(d.subgroup_size, 1u);
   EXPECT_TRUE(d.subgroup_ops);  // lavapipe and the GPUs ember runs on have them
-  std::printf("[vulkan] %s (%s), subgroup %u, f64 %d, i64 %d, 16-bit storage %d\n", d.name.c_str(),
-              d.type.c_str(), d.subgroup_size, d.f64, d.i64, d.storage16);
+  std::printf(
+      "[vulkan] %s (%s), subgroup %u, f64 %d, i64 %d, 16-bit storage %d, fma rounds once %d, "
+      "cooperative-matrix shapes %zu\n",
+      d.name.c_str(), d.type.c_str(), d.subgroup_size, d.f64, d.i64, d.storage16, d.exact_fma,
+      d.coop_f16.size());
 }
 
 TEST_F(VulkanRun, ElementwiseOpsMatchTheCpu) {
@@ -675,33 +678,40 @@ TEST_F(VulkanRun, DivisionIsCorrectlyRounded) {
     };
     TensorData ad = make(a), bd = make(b);
     vulkan::Buffer xa = upload(ad), xb = upload(bd), out = ctx().buffer(ad.bytes().size());
-    ctx().launch(k,
-                 {vulkan::Arg::ptr(xa.address()), vulkan::Arg::ptr(xb.address()),
-                  vulkan::Arg::ptr(out.address()), vulkan::Arg::of(count)},
-                 uint32_t(count / 64));
-    TensorData got = fetch(out, {count}, t);
-    std::vector<float> af, bf, gf;
-    std::vector<double> gd;
-    if (f32) {
-      af = ad.to_vec<float>(), bf = bd.to_vec<float>(), gf = got.to_vec<float>();
-    } else {
-      gd = got.to_vec<double>();
-    }
-    int64_t wrong = 0;
-    for (int64_t j = 0; j < count; ++j) {
-      double want, have;
+    // Both residuals of the correction where the device's fma rounds once (f32): the fma's and
+    // Dekker's product.
+    kernel::GlslOptions go = ctx().glsl_options();
+    for (bool fma : {false, true}) {
+      if (fma && !(f32 && ctx().info().exact_fma)) continue;
+      go.exact_fma = fma;
+      std::vector<vulkan::Arg> args = {vulkan::Arg::ptr(xa.address()),
+                                       vulkan::Arg::ptr(xb.address()),
+                                       vulkan::Arg::ptr(out.address()), vulkan::Arg::of(count)};
+      ctx().launch(ctx().prepare(k, go), args, uint32_t(count / 64));
+      TensorData got = fetch(out, {count}, t);
+      std::vector<float> af, bf, gf;
+      std::vector<double> gd;
       if (f32) {
-        want = double(af[size_t(j)] / bf[size_t(j)]), have = double(gf[size_t(j)]);
+        af = ad.to_vec<float>(), bf = bd.to_vec<float>(), gf = got.to_vec<float>();
       } else {
-        want = a[size_t(j)] / b[size_t(j)], have = gd[size_t(j)];
+        gd = got.to_vec<double>();
       }
-      bool same = (std::isnan(want) && std::isnan(have)) ||
-                  (want == have && std::signbit(want) == std::signbit(have));
-      if (!same && wrong++ < 5)
-        ADD_FAILURE() << name(t) << " " << a[size_t(j)] << " / " << b[size_t(j)] << ": " << have
-                      << ", the CPU " << want;
+      int64_t wrong = 0;
+      for (int64_t j = 0; j < count; ++j) {
+        double want, have;
+        if (f32) {
+          want = double(af[size_t(j)] / bf[size_t(j)]), have = double(gf[size_t(j)]);
+        } else {
+          want = a[size_t(j)] / b[size_t(j)], have = gd[size_t(j)];
+        }
+        bool same = (std::isnan(want) && std::isnan(have)) ||
+                    (want == have && std::signbit(want) == std::signbit(have));
+        if (!same && wrong++ < 5)
+          ADD_FAILURE() << name(t) << " " << a[size_t(j)] << " / " << b[size_t(j)] << ": " << have
+                        << ", the CPU " << want << (fma ? " (fma residual)" : "");
+      }
+      EXPECT_EQ(wrong, 0) << name(t) << (fma ? " (fma residual)" : "");
     }
-    EXPECT_EQ(wrong, 0) << name(t);
   }
 }
 

@@ -142,9 +142,7 @@ class VulkanRuntime final : public gpu::Runtime {
   }
 
   std::string render(const kernel::Kernel& k) const override {
-    kernel::GlslOptions o;  // as Context::prepare renders it
-    o.denorm_preserve_f32 = ctx_.info().denorm_preserve_f32;
-    return kernel::render_glsl(k, o);
+    return kernel::render_glsl(k, ctx_.glsl_options());  // as Context::prepare renders it
   }
 
  protected:

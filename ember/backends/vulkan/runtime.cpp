@@ -3,6 +3,7 @@
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "ember/backends/vulkan/spirv.h"
 #include "ember/backends/vulkan/vk.h"
 #include "ember/core/error.h"
+#include "ember/kernel/builder.h"
 #include "ember/kernel/codegen/glsl.h"
 
 namespace ember::vulkan {
@@ -247,9 +249,14 @@ struct Context::Impl {
     p = Pipeline{};
   }
 
-  Pipeline& pipeline(const kernel::Kernel& k) {
+  kernel::GlslOptions glsl_options() const {
     kernel::GlslOptions go;
     go.denorm_preserve_f32 = info.denorm_preserve_f32;
+    go.exact_fma = info.exact_fma;
+    return go;
+  }
+  Pipeline& pipeline(const kernel::Kernel& k) { return pipeline(k, glsl_options()); }
+  Pipeline& pipeline(const kernel::Kernel& k, const kernel::GlslOptions& go) {
     std::string source = kernel::render_glsl(k, go);
     auto it = pipelines.find(source);
     if (it != pipelines.end()) return *it->second;
@@ -356,6 +363,43 @@ void Buffer::download(void* dst, size_t bytes, size_t offset) const {
   if (offset + bytes > size_) throw ValueError("[vulkan] download past the end of a buffer");
   if (bytes) impl_->ctx->transfer(*impl_, dst, bytes, offset, false);
 }
+
+namespace {
+
+// Whether the device's f32 fma rounds once: products whose low part a single rounding keeps
+// and two lose (fma(a, b, -round(a * b)) is the product's rounding error, or 0 when rounded
+// twice), against the host's fma. Vulkan allows either; division's correction needs to know.
+bool fma_rounds_once(Context& ctx) {
+  constexpr int n = 256;
+  std::vector<float> a(n), b(n), c(n), want(n), got(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = 1.0f + float(i + 1) * 0x1p-12f;
+    b[i] = 1.0f - float(3 * i + 1) * 0x1p-13f;
+    c[i] = -(a[i] * b[i]);
+    want[i] = std::fma(a[i], b[i], c[i]);
+  }
+  kernel::KernelBuilder kb("ember_probe_fma", {64, 1, 1});
+  kernel::Mem pa = kb.buffer("a", kernel::ScalarType::F32, kernel::Access::Read);
+  kernel::Mem pb = kb.buffer("b", kernel::ScalarType::F32, kernel::Access::Read);
+  kernel::Mem pc = kb.buffer("c", kernel::ScalarType::F32, kernel::Access::Read);
+  kernel::Mem out = kb.buffer("out", kernel::ScalarType::F32, kernel::Access::Write);
+  kernel::Val i = kb.global_id(0);
+  kb.store(out, i, kb.fma(kb.load(pa, i), kb.load(pb, i), kb.load(pc, i)));
+  kernel::Kernel k = kb.finish();
+  Buffer ba = ctx.buffer(n * 4), bb = ctx.buffer(n * 4), bc = ctx.buffer(n * 4),
+         bo = ctx.buffer(n * 4);
+  ba.upload(a.data(), n * 4);
+  bb.upload(b.data(), n * 4);
+  bc.upload(c.data(), n * 4);
+  ctx.launch(k,
+             {Arg::ptr(ba.address()), Arg::ptr(bb.address()), Arg::ptr(bc.address()),
+              Arg::ptr(bo.address())},
+             n / 64);
+  bo.download(got.data(), n * 4);
+  return std::memcmp(want.data(), got.data(), n * 4) == 0;
+}
+
+}  // namespace
 
 Context::Context(int index) : impl_(std::make_unique<Impl>()) {
   std::string why;
@@ -558,6 +602,7 @@ Context::Context(int index) : impl_(std::make_unique<Impl>()) {
     check(vkCreateQueryPool(m.device, &qi2, nullptr, &m.queries), "vkCreateQueryPool");
     m.timestamp_ns = props.limits.timestampPeriod;
   }
+  m.info.exact_fma = fma_rounds_once(*this);
 }
 
 Context::~Context() {
@@ -665,6 +710,14 @@ const Context::Pipeline& Context::prepare(const kernel::Kernel& k) {
   std::lock_guard lk(impl_->mu);
   return impl_->pipeline(k);
 }
+
+const Context::Pipeline& Context::prepare(const kernel::Kernel& k,
+                                          const kernel::GlslOptions& options) {
+  std::lock_guard lk(impl_->mu);
+  return impl_->pipeline(k, options);
+}
+
+kernel::GlslOptions Context::glsl_options() const { return impl_->glsl_options(); }
 
 void Context::launch(const kernel::Kernel& k, const std::vector<Arg>& args, uint32_t groups) {
   launch(prepare(k), std::span<const Arg>(args.data(), args.size()), groups);

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/kernel/codegen/glsl.h"
 #include "ember/kernel/ir.h"
 
 namespace ember::vulkan {
@@ -51,6 +52,7 @@ struct DeviceInfo {
   bool subgroup_i64 = false;                               // shaderSubgroupExtendedTypes
   bool float_atomic_add = false, int64_atomics = false, buffer_address = false;
   bool denorm_preserve_f32 = false;  // float controls: f32 subnormals kept
+  bool exact_fma = false;            // f32 fma rounds once (probed: Vulkan lets it round twice)
   /// Cooperative matrices with f16 operands and f32 accumulation (VK_KHR_cooperative_matrix,
   /// enabled with the Vulkan memory model they need): the shapes; empty without them.
   std::vector<CoopShape> coop_f16;
@@ -119,6 +121,11 @@ class Context {
   /// The pipeline of `k`, compiled the first time (DeviceError naming the kernel and the
   /// features the device lacks where it cannot run here).
   const Pipeline& prepare(const kernel::Kernel& k);
+  /// The same, rendered with `options` instead of the device's (tests of the renderer's
+  /// choices on one device).
+  const Pipeline& prepare(const kernel::Kernel& k, const kernel::GlslOptions& options);
+  /// What the device lets kernels ask for (DeviceInfo's float controls and fma).
+  kernel::GlslOptions glsl_options() const;
   /// Records a prepared kernel, as launch(k, args, groups) does.
   void launch(const Pipeline& p, std::span<const Arg> args, uint32_t groups);
   /// Records `k` on `groups` workgroups with one argument per parameter, in order (addresses

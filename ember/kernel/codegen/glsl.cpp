@@ -136,7 +136,7 @@ class Renderer {
       else
         s += "shared " + reg(r) + " e_" + sh.name + "[" + std::to_string(sh.count) + "];\n";
     }
-    s += prelude(f64, i64);
+    s += prelude(f64, i64, o_.exact_fma);
     s += "\nvoid main() {\n" + locals;
     for (const LocalVar& v : k_.vars)
       s += "  " + decl(v.type, "e_" + v.name) + " = " + zero_of(v.type) + ";\n";

@@ -40,6 +40,10 @@ struct GlslOptions {
   /// Keep f32 subnormals (f16/bf16 compute in f32 too): the `DenormPreserve` execution mode,
   /// for devices whose shaderDenormPreserveFloat32 says they can.
   bool denorm_preserve_f32 = false;
+  /// The device's f32 fma rounds once (Vulkan lets it round twice; the Vulkan runtime probes
+  /// it): division's correction then takes its residual from one fma instead of Dekker's
+  /// product, a few instructions instead of some twenty.
+  bool exact_fma = false;
 };
 
 /// GLSL source of `k` (validated first: ValueError when malformed or not expressible).

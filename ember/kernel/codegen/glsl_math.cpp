@@ -11,6 +11,21 @@ namespace {
 
 // Helpers for f32, i32 and u32 (always), then those for f64 and i64 (only where used, so a
 // kernel without them needs neither capability).
+// Division's residual a - q * b, rounded once (prelude() says which).
+const char* kResidualDekker = R"GLSL(
+float ember_residual(float a, float b, float q) {
+  precise float p = q * b;
+  precise float cq = 4097.0 * q, qh = cq - (cq - q), ql = q - qh;
+  precise float cb = 4097.0 * b, bh = cb - (cb - b), bl = b - bh;
+  precise float e = ((qh * bh - p) + qh * bl + ql * bh) + ql * bl;
+  precise float r = (a - p) - e;
+  return r;
+}
+)GLSL";
+const char* kResidualFma = R"GLSL(
+float ember_residual(float a, float b, float q) { return fma(-q, b, a); }
+)GLSL";
+
 const char* kPrelude = R"GLSL(
 // The address of element i of `size` bytes from `base` (i may be negative: views with negative
 // strides), in 32-bit arithmetic with carry.
@@ -77,16 +92,6 @@ float ember_erf(float x) {
 // asin and acos through atan (drivers' own are as coarse as the spec allows: 1e-4 on lavapipe).
 float ember_asin(float x) { return atan(x, sqrt((1.0 - x) * (1.0 + x))); }
 float ember_acos(float x) { return atan(sqrt((1.0 - x) * (1.0 + x)), x); }
-// a - q * b rounded once: q * b as p + e exactly (Dekker's product on Veltkamp's halves; not
-// fma, which Vulkan lets a driver round twice), a - p exact where q is near a / b.
-float ember_residual(float a, float b, float q) {
-  precise float p = q * b;
-  precise float cq = 4097.0 * q, qh = cq - (cq - q), ql = q - qh;
-  precise float cb = 4097.0 * b, bh = cb - (cb - b), bl = b - bh;
-  precise float e = ((qh * bh - p) + qh * bl + ql * bh) + ql * bl;
-  precise float r = (a - p) - e;
-  return r;
-}
 // a / b correctly rounded, as the CPU and CUDA divide (Vulkan lets a driver's division be 2.5
 // ulp off: NVIDIA's is): the driver's quotient corrected by its residual to within an ulp,
 // then the neighbour toward the true quotient taken where its residual is smaller (exact:
@@ -578,8 +583,12 @@ std::string int_literal(int64_t v, ScalarType s) {
   }
 }
 
-std::string prelude(bool f64, bool i64) {
-  std::string s = kPrelude;
+std::string prelude(bool f64, bool i64, bool exact_fma) {
+  // a - q * b rounded once (division's residual): where the device's fma rounds once, that;
+  // else q * b as p + e exactly (Dekker's product on Veltkamp's halves), a - p exact where q is
+  // near a / b.
+  std::string s = exact_fma ? kResidualFma : kResidualDekker;
+  s += kPrelude;
   if (f64) s += kPreludeF64;
   if (i64) s += kPreludeI64;
   return s;

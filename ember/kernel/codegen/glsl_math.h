@@ -11,8 +11,9 @@
 namespace ember::kernel::glsl {
 
 /// The helpers' GLSL source: those for f32/i32/u32, then for f64 and i64 where asked (so a
-/// kernel without them needs neither capability).
-std::string prelude(bool f64, bool i64);
+/// kernel without them needs neither capability); `exact_fma`: the device's f32 fma rounds once
+/// (GlslOptions), which division's correction uses.
+std::string prelude(bool f64, bool i64, bool exact_fma);
 /// The type a value of `s` lives in (f16/bf16: float; 8/16-bit ints: int or uint).
 std::string reg(ScalarType s);
 /// The type an element of `s` is stored as in a buffer (bool: uint8_t, f16/bf16: bits).
