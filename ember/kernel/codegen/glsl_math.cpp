@@ -13,6 +13,9 @@ namespace {
 // kernel without them needs neither capability).
 // Division's residual a - q * b, rounded once (prelude() says which).
 const char* kResidualDekker = R"GLSL(
+// [2^-60, 2^80]: the lower bound keeps Dekker's smallest term normal on drivers that flush
+// subnormals.
+bool ember_div_range(float x) { return abs(x) >= 8.67361738e-19 && abs(x) <= 1.20892582e24; }
 float ember_residual(float a, float b, float q) {
   precise float p = q * b;
   precise float cq = 4097.0 * q, qh = cq - (cq - q), ql = q - qh;
@@ -23,6 +26,8 @@ float ember_residual(float a, float b, float q) {
 }
 )GLSL";
 const char* kResidualFma = R"GLSL(
+// [2^-100, 2^126]: the residual (about 2^-23 of a) and its quotient stay normal.
+bool ember_div_range(float x) { return abs(x) >= 7.88860905e-31 && abs(x) <= 8.50705917e37; }
 float ember_residual(float a, float b, float q) { return fma(-q, b, a); }
 )GLSL";
 
@@ -96,9 +101,7 @@ float ember_acos(float x) { return atan(sqrt((1.0 - x) * (1.0 + x)), x); }
 // ulp off: NVIDIA's is): the driver's quotient corrected by its residual to within an ulp,
 // then the neighbour toward the true quotient taken where its residual is smaller (exact:
 // a quotient of floats is never within the residuals' rounding of a tie). Where an operand or
-// the quotient is outside [2^-60, 2^80] (zeros, infinities, NaN included) the driver's (the
-// lower bound keeps Dekker's smallest term normal on drivers that flush subnormals).
-bool ember_div_range(float x) { return abs(x) >= 8.67361738e-19 && abs(x) <= 1.20892582e24; }
+// the quotient is outside ember_div_range (zeros, infinities, NaN included) the driver's.
 float ember_div(float a, float b) {
   float q = a / b;
   if (!(ember_div_range(a) && ember_div_range(b) && ember_div_range(q))) return q;
