@@ -13,9 +13,11 @@ namespace {
 // kernel without them needs neither capability).
 // Division's residual a - q * b, rounded once (prelude() says which).
 const char* kResidualDekker = R"GLSL(
-// [2^-60, 2^80]: the lower bound keeps Dekker's smallest term normal on drivers that flush
-// subnormals.
-bool ember_div_range(float x) { return abs(x) >= 8.67361738e-19 && abs(x) <= 1.20892582e24; }
+// [2^-100, 2^100]: the residual (about 2^-24 of a) and its quotient stay normal, and the
+// Veltkamp splits (4097 q, 4097 b) finite. Dekker's terms scale with a (q b is about a): one a
+// subnormal flush drops is under 2^-124, far below the 2^-123 of a by which the residuals of
+// neighbouring quotients differ, so flushing does not change the answer.
+bool ember_div_range(float x) { return abs(x) >= 7.88860905e-31 && abs(x) <= 1.26765060e30; }
 float ember_residual(float a, float b, float q) {
   precise float p = q * b;
   precise float cq = 4097.0 * q, qh = cq - (cq - q), ql = q - qh;
