@@ -1,7 +1,7 @@
 // vulkan_bench: the kernel layer's kernels on the first Vulkan device, on the figures of the
 // CUDA backend's bench (bench/cuda_bench.cpp, same names and sizes): elementwise add and a
-// strided copy (GB/s), the 6-op fused chain, softmax 8192 x 4096 and a sum of 256M floats.
-// Each is warmed up, then `reps` launches are recorded and submitted at once; the figure is
+// dense and strided copies (GB/s), the 6-op fused chain, softmax 8192 x 4096 and a sum of 256M
+// floats. Each is warmed up, then `reps` launches are recorded and submitted at once; the figure is
 // the time per launch between two GPU timestamps around them (the wall time where the queue
 // writes none): the queue runs them back to back, as a CUDA stream does.
 // Then softmax, the sum and the matmul once more as ops of the Vulkan backend (its kernels and
@@ -111,16 +111,25 @@ int main(int argc, char** argv) {
     });
     put("add_64M_GBps", ms, "GB/s", gbps(3.0 * double(n) * 4, ms));
 
+    // The backend's dense copy (16 bytes a thread), then the strided copy kernel on the same.
     kernel::CopySpec cs;
     cs.src = cs.dst = DType::F32;
     cs.rank = 1;
+    cs.vector = true;
     kernel::Kernel copy = optimized(kernel::copy_kernel(cs));
     ms = time_ms([&] {
-      ctx.launch(copy,
+      ctx.launch(copy, {Arg::ptr(a.address()), Arg::ptr(o.address()), Arg::of(n)},
+                 groups(n / 4, 256));
+    });
+    put("copy_GBps(read+write)", ms, "GB/s", gbps(2.0 * double(n) * 4, ms));
+    cs.vector = false;
+    kernel::Kernel strided = optimized(kernel::copy_kernel(cs));
+    ms = time_ms([&] {
+      ctx.launch(strided,
                  {Arg::ptr(a.address()), Arg::ptr(o.address()), Arg::of(n), Arg::of(n), Arg::of(1)},
                  groups(n, 256));
     });
-    put("copy_GBps(read+write)", ms, "GB/s", gbps(2.0 * double(n) * 4, ms));
+    put("copy_strided_GBps(read+write)", ms, "GB/s", gbps(2.0 * double(n) * 4, ms));
     ms = time_ms([&] { ctx.copy(a, 0, o, 0, size_t(n) * 4); });
     put("memcpy_dtod_GBps(read+write)", ms, "GB/s", gbps(2.0 * double(n) * 4, ms));
 

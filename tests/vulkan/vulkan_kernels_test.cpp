@@ -14,6 +14,7 @@
 #include "ember/backends/vulkan/spirv.h"
 #include "ember/ember.h"
 #include "ember/kernel/codegen/glsl.h"
+#include "ember/kernel/kernels/copy.h"
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/fused.h"
 #include "ember/kernel/kernels/matmul.h"
@@ -557,6 +558,25 @@ TEST_F(VulkanRun, MatmulMatchesTheCpu) {
                          std::to_string(cs.n) + "x" + std::to_string(cs.k));
       }
     }
+}
+
+TEST_F(VulkanRun, DenseCopyMovesEveryWord) {
+  // The backend's dense copy: 16 bytes a thread, then the tail one word at a time.
+  for (int64_t n : {1, 3, 4, 1003, 4096 * 65 + 2}) {
+    std::vector<int32_t> src(static_cast<size_t>(n)), got(static_cast<size_t>(n), -1);
+    for (int64_t j = 0; j < n; ++j) src[size_t(j)] = int32_t(j * 2654435761u);
+    kernel::CopySpec cs{DType::I32, DType::I32};
+    cs.vector = true;
+    Kernel k = kernel::copy_kernel(cs);
+    kernel::default_pipeline().run(k);
+    vulkan::Buffer x = ctx().buffer(size_t(n) * 4), y = ctx().buffer(size_t(n) * 4);
+    x.upload(src.data(), size_t(n) * 4);
+    ctx().launch(k,
+                 {vulkan::Arg::ptr(x.address()), vulkan::Arg::ptr(y.address()), vulkan::Arg::of(n)},
+                 uint32_t(std::min<int64_t>(1024, (n / 4 + 255) / 256 + 1)));
+    y.download(got.data(), size_t(n) * 4);
+    EXPECT_EQ(got, src) << n;
+  }
 }
 
 TEST_F(VulkanRun, CoopMatmulMatchesTheCpu) {

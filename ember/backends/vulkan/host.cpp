@@ -86,17 +86,22 @@ class VulkanRuntime final : public gpu::Runtime {
     }
     auto words = static_cast<int64_t>(bytes / 4);
     bool wide = words > 0x7fffffff;
+    // 16 bytes a thread where both ends are 16-byte aligned, else word by word.
+    bool vector = (src.ptr + src_offset) % 16 == 0 && (dst.ptr + dst_offset) % 16 == 0;
     const gpu::Loaded& l = gpu::kernel_for(
-        *this, gpu::key(gpu::Kind::Copy, 1, DType::I32, DType::I32, 1, true, wide), [&] {
+        *this, gpu::key(gpu::Kind::Copy, vector ? 2 : 1, DType::I32, DType::I32, 1, true, wide),
+        [&] {
           kernel::CopySpec cs;
           cs.src = cs.dst = DType::I32;
           cs.rank = 1;
           cs.wide_index = wide;
+          cs.vector = vector;
           return kernel::copy_kernel(cs);
         });
     gpu::Args a(l);
-    a.ptr(src.ptr + src_offset).ptr(dst.ptr + dst_offset).i(words).i(words).i(1);
-    a.launch(*this, gpu::groups_for(*this, words, 256));
+    a.ptr(src.ptr + src_offset).ptr(dst.ptr + dst_offset).i(words);
+    if (!vector) a.i(words).i(1);
+    a.launch(*this, gpu::groups_for(*this, vector ? (words + 3) / 4 : words, 256));
   }
 
   void fill(const gpu::Storage& dst, size_t offset, uint32_t pattern, int size,

@@ -27,6 +27,10 @@ struct CopySpec {
   bool strided_out = false;  // out_stride* and out_offset parameters
   bool wide_index = false;
   int workgroup = 256;
+  /// A dense copy of 4-byte elements (src == dst, rank 1, no strides): 16 bytes a thread at a
+  /// time, then the last n % 4 one by one. Parameters x, out, n only; both bases aligned to 16
+  /// bytes.
+  bool vector = false;
 };
 
 /// The kernel (ValueError for a rank out of range).
