@@ -4,8 +4,11 @@
 // (the Vulkan headers and glslang this builds with predate the KHR extension, so its few
 // structures and numbers are declared here).
 //
-//   std::vector<vulkan::CoopShape> s = vulkan::coop_shapes(instance, physical);  // {16,16,16}..
-//   std::vector<uint32_t> khr = vulkan::spirv_to_khr_coopmat(compile_spirv(k));
+//   std::vector<uint32_t> words = {0x07230203u, 0x00010500u, 0u, 1u, 0u};  // a bare header
+//   std::vector<uint32_t> same = vulkan::spirv_to_khr_coopmat(words);   // no matrices: as is
+//
+// (vulkan::compile_spirv applies the rewrite to every kernel with fragments; the context asks
+// coop_shapes for DeviceInfo::coop_f16.)
 #pragma once
 #include <vulkan/vulkan.h>
 
