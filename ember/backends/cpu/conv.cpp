@@ -11,6 +11,7 @@
 #include "ember/backends/cpu/simd.h"
 #include "ember/backends/cpu/spatial.h"
 #include "ember/backends/cpu/wide.h"
+#include "ember/backends/cpu/winograd.h"
 
 namespace ember::cpu {
 
@@ -311,6 +312,9 @@ void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
   bool direct = pointwise(g);
   const T *X = x.data<T>(), *W = w.data<T>();
   T* Y = y.data<T>();
+  if constexpr (std::is_same_v<T, float>) {
+    if (winograd_fits(g, G, c_in, c_out)) return winograd_conv_f32(X, W, Y, N, c_in, c_out, g);
+  }
   if (ImageColumns<T> cc(g); int64_t nb = batch_images(N, cc.width, ck)) {
     for_batches(N, nb, [&](int64_t n0, int64_t m) {
       const int64_t ld = m * cc.width;
@@ -354,6 +358,9 @@ void conv_transpose_forward(const CpuTensor& x, const CpuTensor& w, const CpuTen
   bool direct = pointwise(g);
   const T *X = x.data<T>(), *W = w.data<T>();
   T* Y = y.data<T>();
+  if constexpr (std::is_same_v<T, float>) {
+    if (winograd_fits(g, G, c_in, c_out)) return winograd_conv_f32(X, W, Y, N, c_in, c_out, g);
+  }
   if (ImageColumns<T> cc(g); int64_t nb = batch_images(N, cc.width, ok)) {
     for_batches(N, nb, [&](int64_t n0, int64_t m) {
       const int64_t ld = m * cc.width;

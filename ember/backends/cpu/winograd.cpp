@@ -1,0 +1,370 @@
+#include "ember/backends/cpu/winograd.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "ember/backends/cpu/gemm.h"
+#include "ember/core/thread_pool.h"
+
+namespace ember::cpu {
+
+namespace {
+
+// The transforms of F(MxM, 3x3): N = M + 2 inputs a tile side; y = A^T [(G w G^T) .* (B^T d B)] A.
+template <int M>
+struct Tr;
+template <>
+struct Tr<2> {
+  static constexpr int N = 4;
+  static constexpr float BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static constexpr float G[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+  static constexpr float AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+};
+template <>
+struct Tr<4> {  // interpolation points 0, 1, -1, 2, -2 and infinity
+  static constexpr int N = 6;
+  static constexpr float BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0},
+                                     {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0},
+                                     {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  static constexpr float G[6][3] = {{1.0f / 4, 0, 0},
+                                    {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                    {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                                    {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                    {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                                    {0, 0, 1}};
+  static constexpr float AT[4][6] = {
+      {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+};
+
+// The transforms run 8 tiles at a time on vectors (one AVX register; two SSE ones), the last
+// few one by one: the same templates on both.
+typedef float vf __attribute__((vector_size(32)));
+constexpr int kLanes = 8;
+template <class F>
+inline F load(const float* p) {
+  if constexpr (std::is_same_v<F, float>) {
+    return *p;
+  } else {
+    F v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+}
+template <class F>
+inline void store(float* p, F v) {
+  if constexpr (std::is_same_v<F, float>)
+    *p = v;
+  else
+    std::memcpy(p, &v, sizeof v);
+}
+
+// sum_k c[k] x[k] for a constant row c: zero coefficients skipped, +-1 without a multiply.
+template <class F, int K>
+[[gnu::always_inline]] inline F combine(const float (&c)[K], const F (&x)[K]) {
+  F acc{};
+  bool first = true;
+#pragma GCC unroll 8
+  for (int k = 0; k < K; ++k) {
+    if (c[k] == 0) continue;
+    F term = c[k] == 1 ? x[k] : c[k] == -1 ? -x[k] : x[k] * c[k];
+    acc = first ? term : acc + term;
+    first = false;
+  }
+  return acc;
+}
+
+// B^T d B for tiles whose inputs are read from M phase arrays (phase k: input columns
+// M i + k), rows `pitch` apart; into N * N planes of v, `plane` apart.
+template <class F, int M>
+[[gnu::always_inline]] inline void input_tile(const float* const* phase, int64_t pitch, float* v,
+                                              int64_t plane) {
+  constexpr int N = Tr<M>::N;
+  F d[N][N];  // d[column][row]
+#pragma GCC unroll 8
+  for (int r = 0; r < N; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < N; ++c) d[c][r] = load<F>(phase[c % M] + r * pitch + c / M);
+  F t[N][N];  // t[i][column] = (B^T d)[i][column]
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i)
+#pragma GCC unroll 8
+    for (int c = 0; c < N; ++c) t[c][i] = combine<F, N>(Tr<M>::BT[i], d[c]);
+      // (B^T d) B: row i of t times column j of B (row j of B^T).
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    F row[N];
+#pragma GCC unroll 8
+    for (int c = 0; c < N; ++c) row[c] = t[c][i];
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) store<F>(v + (i * N + j) * plane, combine<F, N>(Tr<M>::BT[j], row));
+  }
+}
+
+// A^T m A of tiles whose N * N values are `plane` apart from m: r[row][column].
+template <class F, int M>
+[[gnu::always_inline]] inline void output_tile(const float* m, int64_t plane, F (&r)[M][M]) {
+  constexpr int N = Tr<M>::N;
+  F col[N][N];  // col[c][row] = m[row][c]
+#pragma GCC unroll 8
+  for (int row = 0; row < N; ++row)
+#pragma GCC unroll 8
+    for (int c = 0; c < N; ++c) col[c][row] = load<F>(m + (row * N + c) * plane);
+  F q[M][N];  // (A^T m)[i][c]
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 8
+    for (int c = 0; c < N; ++c) q[i][c] = combine<F, N>(Tr<M>::AT[i], col[c]);
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < M; ++j) r[i][j] = combine<F, N>(Tr<M>::AT[j], q[i]);
+}
+
+// The even and odd elements of the 16 floats a, b.
+inline void deinterleave2(vf a, vf b, vf& even, vf& odd) {
+  even = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+  odd = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+}
+// phase[k][l] = x[M l + k] for 8 lanes: 8 M floats of x split by their position modulo M.
+template <int M>
+inline void split_phases(const float* x, float* const* phase, int64_t at) {
+  if constexpr (M == 2) {
+    vf e, o;
+    deinterleave2(load<vf>(x), load<vf>(x + kLanes), e, o);
+    store<vf>(phase[0] + at, e);
+    store<vf>(phase[1] + at, o);
+  } else {
+    vf e01, o01, e23, o23, p0, p1, p2, p3;
+    deinterleave2(load<vf>(x), load<vf>(x + kLanes), e01, o01);
+    deinterleave2(load<vf>(x + 2 * kLanes), load<vf>(x + 3 * kLanes), e23, o23);
+    deinterleave2(e01, e23, p0, p2);
+    deinterleave2(o01, o23, p1, p3);
+    store<vf>(phase[0] + at, p0);
+    store<vf>(phase[1] + at, p1);
+    store<vf>(phase[2] + at, p2);
+    store<vf>(phase[3] + at, p3);
+  }
+}
+
+// y[2 l] = a[l], y[2 l + 1] = b[l] for the 8 lanes (16 floats).
+inline void interleave2(vf a, vf b, vf& lo, vf& hi) {
+  lo = __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
+  hi = __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15);
+}
+// y[M l + j] = r[j][l] for the 8 lanes: one output row of 8 tiles.
+template <int M>
+inline void store_row(float* y, const vf (&r)[M]) {
+  vf a, b;
+  if constexpr (M == 2) {
+    interleave2(r[0], r[1], a, b);
+    store<vf>(y, a);
+    store<vf>(y + kLanes, b);
+  } else {
+    vf lo02, hi02, lo13, hi13, x0, x1, x2, x3;
+    interleave2(r[0], r[2], lo02, hi02);
+    interleave2(r[1], r[3], lo13, hi13);
+    interleave2(lo02, lo13, x0, x1);
+    interleave2(hi02, hi13, x2, x3);
+    store<vf>(y, x0);
+    store<vf>(y + kLanes, x1);
+    store<vf>(y + 2 * kLanes, x2);
+    store<vf>(y + 3 * kLanes, x3);
+  }
+}
+
+// U[xi][o][c] = (G w[o][c] G^T)[xi].
+template <int M>
+void weight_transform(const float* w, float* u, int64_t c_in, int64_t c_out) {
+  constexpr int N = Tr<M>::N;
+  const int64_t plane = c_out * c_in;
+  parallel_for(c_out, 4, [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t c = 0; c < c_in; ++c) {
+        const float* g = w + (o * c_in + c) * 9;
+        float s[N][3];  // G g
+        for (int i = 0; i < N; ++i)
+          for (int j = 0; j < 3; ++j)
+            s[i][j] = Tr<M>::G[i][0] * g[j] + Tr<M>::G[i][1] * g[3 + j] + Tr<M>::G[i][2] * g[6 + j];
+        for (int i = 0; i < N; ++i)
+          for (int j = 0; j < N; ++j)
+            u[(i * N + j) * plane + o * c_in + c] =
+                s[i][0] * Tr<M>::G[j][0] + s[i][1] * Tr<M>::G[j][1] + s[i][2] * Tr<M>::G[j][2];
+      }
+  });
+}
+
+// One chunk: tile rows [ty0, ty1) of image `img`.
+struct Chunk {
+  int64_t img, ty0, ty1;
+};
+
+template <int M>
+class Plan {
+  static constexpr int N = Tr<M>::N, NN = N * N;
+  static constexpr int64_t kChunkTiles = 128;  // tiles a chunk aims at (whole tile rows)
+
+ public:
+  Plan(const float* x, const float* u, float* y, int64_t c_in, int64_t c_out, const Geom& g)
+      : x_(x), u_(u), y_(y), c_in_(c_in), c_out_(c_out), g_(g) {
+    ho_ = g.out[1], wo_ = g.out[2], th_ = (ho_ + M - 1) / M, tw_ = (wo_ + M - 1) / M;
+    rows_ = std::clamp<int64_t>(kChunkTiles / tw_, 1, th_);
+  }
+  int64_t chunks_per_image() const { return (th_ + rows_ - 1) / rows_; }
+  Chunk chunk(int64_t i) const {
+    int64_t per = chunks_per_image(), r = i % per;
+    return {i / per, r * rows_, std::min(th_, (r + 1) * rows_)};
+  }
+  // Scratch floats one chunk needs.
+  int64_t scratch() const {
+    int64_t nt = rows_ * tw_;
+    return NN * c_in_ * nt + NN * c_out_ * nt + M * in_rows(rows_) * pitch() + M * pitch();
+  }
+
+  void run(const Chunk& ch, float* scratch) const {
+    const int64_t nt = (ch.ty1 - ch.ty0) * tw_;
+    float* v = scratch;
+    float* m = v + NN * c_in_ * nt;
+    float* phases = m + NN * c_out_ * nt;
+    for (int64_t c = 0; c < c_in_; ++c) input_transform(ch, c, nt, phases, v);
+    for (int xi = 0; xi < NN; ++xi)
+      gemm_f32(c_out_, nt, c_in_, {u_ + xi * c_out_ * c_in_, c_in_, 1},
+               {v + xi * c_in_ * nt, nt, 1}, m + xi * c_out_ * nt, nt, false, false);
+    for (int64_t o = 0; o < c_out_; ++o) output_transform(ch, o, nt, m);
+  }
+
+ private:
+  static int64_t in_rows(int64_t tile_rows) { return M * tile_rows + 2; }
+  // Entries a phase row holds: the tw + 1 each tile row reads, rounded up to whole vectors.
+  int64_t pitch() const { return (tw_ + 1 + kLanes - 1) / kLanes * kLanes; }
+
+  // V[xi][c][tile] for the chunk's tiles of channel c. The input rows they read go first to M
+  // phase arrays (phase k: the zero-padded row's columns M i + k), so that every tile reads
+  // them at consecutive positions.
+  void input_transform(const Chunk& ch, int64_t c, int64_t nt, float* phases, float* v) const {
+    const int64_t H = g_.in[1], W = g_.in[2], ph = g_.p[1], pw = g_.p[2];
+    const int64_t pr = in_rows(ch.ty1 - ch.ty0), half = pitch();
+    const float* plane = x_ + (ch.img * c_in_ + c) * H * W;
+    // Each input row, zero-padded to M * half columns (from -pw on), then split by phase.
+    float* row = phases + M * pr * half;
+    const int64_t lo = std::min(pw, M * half), hi = std::clamp<int64_t>(W + pw, lo, M * half);
+    for (int64_t r = 0; r < pr; ++r) {
+      int64_t iy = M * ch.ty0 - ph + r;
+      float* dst[M];
+      for (int k = 0; k < M; ++k) dst[k] = phases + (k * pr + r) * half;
+      if (iy < 0 || iy >= H) {
+        for (int k = 0; k < M; ++k) std::fill(dst[k], dst[k] + half, 0.0f);
+        continue;
+      }
+      std::fill(row, row + lo, 0.0f);
+      std::memcpy(row + lo, plane + iy * W + (lo - pw), size_t(hi - lo) * sizeof(float));
+      std::fill(row + hi, row + M * half, 0.0f);
+      for (int64_t i = 0; i < half; i += kLanes) split_phases<M>(row + M * i, dst, i);
+    }
+    const int64_t plane_v = c_in_ * nt;
+    for (int64_t ty = ch.ty0; ty < ch.ty1; ++ty) {
+      const int64_t r0 = M * (ty - ch.ty0);
+      float* out = v + c * nt + (ty - ch.ty0) * tw_;
+      const float* p[M];
+      for (int k = 0; k < M; ++k) p[k] = phases + (k * pr + r0) * half;
+      auto vector_at = [&](int64_t tx) {
+        const float* q[M];
+        for (int k = 0; k < M; ++k) q[k] = p[k] + tx;
+        input_tile<vf, M>(q, half, out + tx, plane_v);
+      };
+      int64_t tx = 0;
+      for (; tx + kLanes <= tw_; tx += kLanes) vector_at(tx);
+      // The last few tiles as the vector ending there (recomputing some: same values).
+      if (tx < tw_ && tw_ >= kLanes) vector_at(tw_ - kLanes), tx = tw_;
+      for (; tx < tw_; ++tx) {
+        const float* q[M];
+        for (int k = 0; k < M; ++k) q[k] = p[k] + tx;
+        input_tile<float, M>(q, half, out + tx, plane_v);
+      }
+    }
+  }
+
+  // The chunk's outputs of channel o.
+  void output_transform(const Chunk& ch, int64_t o, int64_t nt, const float* m) const {
+    const int64_t plane_m = c_out_ * nt;
+    float* out_plane = y_ + (ch.img * c_out_ + o) * ho_ * wo_;
+    const int64_t full = wo_ / M;  // tiles whose M columns are all outputs
+    for (int64_t ty = ch.ty0; ty < ch.ty1; ++ty) {
+      const float* src = m + o * nt + (ty - ch.ty0) * tw_;
+      const int64_t oy = M * ty, rows = std::min<int64_t>(M, ho_ - oy);
+      float* y = out_plane + oy * wo_;
+      auto vector_at = [&](int64_t tx) {
+        vf r[M][M];
+        output_tile<vf, M>(src + tx, plane_m, r);
+        for (int i = 0; i < rows; ++i) store_row<M>(y + i * wo_ + M * tx, r[i]);
+      };
+      int64_t tx = 0;
+      for (; tx + kLanes <= full; tx += kLanes) vector_at(tx);
+      if (tx < full && full >= kLanes) vector_at(full - kLanes), tx = full;
+      for (; tx < tw_; ++tx) {
+        float r[M][M];
+        output_tile<float, M>(src + tx, plane_m, r);
+        const int64_t cols = std::min<int64_t>(M, wo_ - M * tx);
+        for (int i = 0; i < rows; ++i)
+          for (int j = 0; j < cols; ++j) y[i * wo_ + M * tx + j] = r[i][j];
+      }
+    }
+  }
+
+  const float* x_;
+  const float* u_;
+  float* y_;
+  int64_t c_in_, c_out_;
+  Geom g_;
+  int64_t ho_, wo_, th_, tw_, rows_;
+};
+
+template <int M>
+void run(const float* x, const float* w, float* y, int64_t n, int64_t c_in, int64_t c_out,
+         const Geom& g) {
+  Scratch<float> u(Tr<M>::N * Tr<M>::N * c_out * c_in);
+  weight_transform<M>(w, u.get(), c_in, c_out);
+  Plan<M> plan(x, u.get(), y, c_in, c_out, g);
+  const int64_t chunks = n * plan.chunks_per_image();
+  parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+    Scratch<float> scratch(plan.scratch());
+    for (int64_t i = b; i < e; ++i) plan.run(plan.chunk(i), scratch.get());
+  });
+}
+
+int tile_env() {
+  const char* e = std::getenv("EMBER_CPU_WINOGRAD");
+  return e ? std::atoi(e) : -1;  // 0: off, 2 or 4: that tile, else chosen
+}
+
+}  // namespace
+
+bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
+  static const bool off = tile_env() == 0;
+  if (off || groups != 1 || c_in < 16 || c_out < 16) return false;
+  if (g.in[0] != 1 || g.k[0] != 1 || g.k[1] != 3 || g.k[2] != 3) return false;
+  for (int i = 1; i < 3; ++i) {
+    if (g.s[i] != 1 || g.d[i] != 1 || g.p[i] < 0 || g.p[i] > 2) return false;
+    if (g.out[i] != g.in[i] + 2 * g.p[i] - 2 || g.out[i] < 2) return false;
+  }
+  return true;
+}
+
+int winograd_tile(const Geom& g) {
+  static const int forced = tile_env();
+  if (forced == 2 || forced == 4) return forced;
+  return g.out[1] >= 8 && g.out[2] >= 8 ? 4 : 2;
+}
+
+void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
+                       int64_t c_out, const Geom& g, int tile) {
+  if (tile == 0) tile = winograd_tile(g);
+  if (tile == 4)
+    run<4>(x, w, y, n, c_in, c_out, g);
+  else
+    run<2>(x, w, y, n, c_in, c_out, g);
+}
+
+}  // namespace ember::cpu

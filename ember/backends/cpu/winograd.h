@@ -1,0 +1,36 @@
+// Internal: 3x3 convolutions with stride 1 by Winograd's minimal filtering F(MxM, 3x3): each
+// MxM block of outputs from an (M+2)x(M+2) block of inputs with (M+2)^2 multiplies per (input,
+// output) channel pair instead of 9 M^2: the GEMMs do 2.25x (M = 2) or 4x (M = 4) less work
+// than im2col's. M = 4 where the output is at least 8x8; its transforms (points 0, +-1, +-2)
+// round a little more than M = 2's (the tests bound both against a direct convolution).
+//
+// The weight goes to U = G w G^T ((M+2)^2 matrices of c_out x c_in) once a call. The outputs
+// are cut in MxM tiles and the tiles in chunks of whole tile rows; per chunk, on one thread:
+// the inputs of its tiles (from a zero-padded copy of the rows they read, split by column
+// phase) go to V = B^T d B ((M+2)^2 matrices of c_in x tiles), one GEMM each gives M = U V,
+// and A^T M A gives the outputs. A chunk's matrices stay in the core's caches between the
+// three steps; the transforms run 8 tiles at a time on vectors.
+//
+//   cpu::Geom g;  // 2D: in {1, H, W}, out {1, H', W'}, k {1, 3, 3}, padding p
+//   if (cpu::winograd_fits(g, 1, c_in, c_out)) cpu::winograd_conv_f32(x, w, y, n, c_in, c_out, g);
+#pragma once
+#include <cstdint>
+
+#include "ember/backends/cpu/spatial.h"
+
+namespace ember::cpu {
+
+/// Whether a conv of geometry `g` (2D, 3x3, stride 1, dilation 1), `groups` 1, and at least 16
+/// input and output channels takes this path (EMBER_CPU_WINOGRAD=0 turns it off).
+bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
+
+/// The tile side M for `g`: 4 where the output is at least 8x8, else 2 (EMBER_CPU_WINOGRAD=2 or
+/// 4 forces one).
+int winograd_tile(const Geom& g);
+
+/// y [n, c_out, H', W'] = conv2d(x [n, c_in, H, W], w [c_out, c_in, 3, 3]) with g's padding; all
+/// dense. `tile`: M (2 or 4), 0 for winograd_tile(g). Multithreaded over chunks of tiles.
+void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
+                       int64_t c_out, const Geom& g, int tile = 0);
+
+}  // namespace ember::cpu

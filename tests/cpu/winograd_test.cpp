@@ -1,0 +1,119 @@
+// The CPU's Winograd F(2x2, 3x3) convolution against a direct convolution in double precision:
+// odd and even sizes (partial tiles), paddings 0 to 2, channel counts that are not multiples of
+// anything, several images (chunks across images), and the conv op taking the path.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ember/backends/cpu/winograd.h"
+#include "ember/ember.h"
+
+using namespace ember;
+
+namespace {
+
+struct Case {
+  int64_t n, c_in, c_out, h, w, pad;
+};
+
+cpu::Geom geom(const Case& c) {
+  cpu::Geom g;
+  g.in[1] = c.h, g.in[2] = c.w;
+  g.out[1] = c.h + 2 * c.pad - 2, g.out[2] = c.w + 2 * c.pad - 2;
+  g.k[1] = g.k[2] = 3;
+  g.p[1] = g.p[2] = c.pad;
+  return g;
+}
+
+// y[n][o][i][j] = sum_c,a,b x[n][c][i + a - pad][j + b - pad] w[o][c][a][b], in doubles.
+std::vector<double> direct(const Case& c, const std::vector<float>& x,
+                           const std::vector<float>& w) {
+  int64_t ho = c.h + 2 * c.pad - 2, wo = c.w + 2 * c.pad - 2;
+  std::vector<double> y(size_t(c.n * c.c_out * ho * wo), 0.0);
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t o = 0; o < c.c_out; ++o)
+      for (int64_t i = 0; i < ho; ++i)
+        for (int64_t j = 0; j < wo; ++j) {
+          double s = 0;
+          for (int64_t ci = 0; ci < c.c_in; ++ci)
+            for (int64_t a = 0; a < 3; ++a)
+              for (int64_t b = 0; b < 3; ++b) {
+                int64_t yy = i + a - c.pad, xx = j + b - c.pad;
+                if (yy < 0 || yy >= c.h || xx < 0 || xx >= c.w) continue;
+                s += double(x[size_t(((n * c.c_in + ci) * c.h + yy) * c.w + xx)]) *
+                     double(w[size_t(((o * c.c_in + ci) * 3 + a) * 3 + b)]);
+              }
+          y[size_t(((n * c.c_out + o) * ho + i) * wo + j)] = s;
+        }
+  return y;
+}
+
+}  // namespace
+
+TEST(CpuWinograd, MatchesADirectConvolution) {
+  for (Case c : {Case{2, 16, 20, 9, 11, 1}, Case{1, 32, 16, 8, 8, 0}, Case{3, 17, 33, 5, 14, 2},
+                 Case{1, 16, 16, 2, 2, 1}, Case{2, 24, 16, 31, 7, 1}, Case{1, 16, 20, 20, 45, 1},
+                 Case{2, 16, 16, 13, 38, 0}, Case{1, 64, 64, 56, 56, 1}}) {
+    cpu::Geom g = geom(c);
+    ASSERT_TRUE(cpu::winograd_fits(g, 1, c.c_in, c.c_out));
+    std::mt19937 gen(uint32_t(c.h * 31 + c.c_in));
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::vector<float> x(size_t(c.n * c.c_in * c.h * c.w)), w(size_t(c.c_out * c.c_in * 9));
+    for (float& v : x) v = u(gen);
+    for (float& v : w) v = u(gen);
+    std::vector<double> want = direct(c, x, w);
+    for (int tile : {2, 4}) {
+      std::vector<float> got(want.size(), NAN);
+      cpu::winograd_conv_f32(x.data(), w.data(), got.data(), c.n, c.c_in, c.c_out, g, tile);
+      // Sums of 9 c_in products of numbers in [-1, 1]: about 2^-24 sqrt(9 c_in) each; the
+      // transforms add a few roundings (M = 4's, with its points +-2, some more).
+      double tol = (tile == 2 ? 1e-5 : 4e-5) * std::sqrt(double(9 * c.c_in));
+      double worst = 0;
+      int64_t bad = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        double err = std::abs(double(got[i]) - want[i]);
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+        if (!(err <= tol) && bad++ < 5)
+          ADD_FAILURE() << "F(" << tile << "x" << tile << ") case " << c.n << "x" << c.c_in << "->"
+                        << c.c_out << " " << c.h << "x" << c.w << " pad " << c.pad << " at " << i
+                        << ": " << got[i] << " vs " << want[i];
+      }
+      EXPECT_EQ(bad, 0) << "F(" << tile << "x" << tile << "): worst error " << worst;
+    }
+  }
+}
+
+TEST(CpuWinograd, TakenOnlyWhereItApplies) {
+  cpu::Geom g = geom({1, 16, 16, 8, 8, 1});
+  EXPECT_TRUE(cpu::winograd_fits(g, 1, 16, 16));
+  EXPECT_FALSE(cpu::winograd_fits(g, 2, 16, 16));  // groups
+  EXPECT_FALSE(cpu::winograd_fits(g, 1, 3, 32));   // few input channels: im2col
+  cpu::Geom s = g;
+  s.s[2] = 2;
+  EXPECT_FALSE(cpu::winograd_fits(s, 1, 16, 16));  // stride
+  cpu::Geom d = g;
+  d.d[1] = 2;
+  EXPECT_FALSE(cpu::winograd_fits(d, 1, 16, 16));  // dilation
+  cpu::Geom k = g;
+  k.k[1] = k.k[2] = 5;
+  EXPECT_FALSE(cpu::winograd_fits(k, 1, 16, 16));  // window
+}
+
+TEST(CpuWinograd, TheConvOpMatchesTheDirectOne) {
+  // Through the op: conv2d of a [2, 16, 12, 10] input with a [24, 16, 3, 3] weight, padding 1.
+  Case c{2, 16, 24, 12, 10, 1};
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(size_t(c.n * c.c_in * c.h * c.w)), w(size_t(c.c_out * c.c_in * 9));
+  for (float& v : x) v = u(gen);
+  for (float& v : w) v = u(gen);
+  auto tx = Tensor<Cpu, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
+  auto tw = Tensor<Cpu, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3}));
+  ConvOptions o{.padding = {1}};
+  std::vector<float> got = conv2d(tx, tw, o).to_data().to_vec<float>();
+  std::vector<double> want = direct(c, x, w);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
+}
