@@ -117,3 +117,38 @@ TEST(CpuWinograd, TheConvOpMatchesTheDirectOne) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
 }
+
+TEST(CpuWinograd, TheTransposedConvOpMatchesTheDirectOne) {
+  // conv_transpose2d with stride 1 (a convolution's input gradient) takes the path with the
+  // window flipped: [2, 16, 9, 11] -> [2, 20, 11, 13] with padding 0, and -> [.., 9, 11] with 1.
+  const int64_t n = 2, ci = 16, co = 20, h = 9, w = 11;
+  std::mt19937 gen(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(size_t(n * ci * h * w)), k(size_t(ci * co * 9));
+  for (float& v : x) v = u(gen);
+  for (float& v : k) v = u(gen);
+  auto tx = Tensor<Cpu, 4>::from_data(TensorData::from<float>(x, {n, ci, h, w}));
+  auto tk = Tensor<Cpu, 4>::from_data(TensorData::from<float>(k, {ci, co, 3, 3}));
+  for (int64_t pad : {0, 1, 2}) {
+    ConvTransposeOptions o{.padding = {pad}};
+    std::vector<float> got = conv_transpose2d(tx, tk, o).to_data().to_vec<float>();
+    const int64_t ho = h + 2 - 2 * pad, wo = w + 2 - 2 * pad;
+    std::vector<double> want(size_t(n * co * ho * wo), 0.0);
+    // y[i] += x[o] k[a] for i = o + a - pad.
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t c = 0; c < ci; ++c)
+        for (int64_t d = 0; d < co; ++d)
+          for (int64_t oy = 0; oy < h; ++oy)
+            for (int64_t ox = 0; ox < w; ++ox)
+              for (int64_t a = 0; a < 3; ++a)
+                for (int64_t e = 0; e < 3; ++e) {
+                  int64_t iy = oy + a - pad, ix = ox + e - pad;
+                  if (iy < 0 || iy >= ho || ix < 0 || ix >= wo) continue;
+                  want[size_t(((b * co + d) * ho + iy) * wo + ix)] +=
+                      double(x[size_t(((b * ci + c) * h + oy) * w + ox)]) *
+                      double(k[size_t(((c * co + d) * 3 + a) * 3 + e)]);
+                }
+    ASSERT_EQ(got.size(), want.size()) << pad;
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << pad << " " << i;
+  }
+}

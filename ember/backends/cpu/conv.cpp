@@ -345,6 +345,20 @@ void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
   });
 }
 
+// A stride-1 transposed convolution's geometry as the convolution of its input it equals: from
+// x's positions (g.out) to y's (g.in), padding 2 - p; the window stays 3x3 only for 3x3 windows
+// with stride and dilation 1 (anything else is left with a geometry winograd_fits refuses).
+namespace {
+Geom flipped_geom(const Geom& g) {
+  Geom f = g;
+  for (int i = 0; i < 3; ++i) {
+    f.in[i] = g.out[i], f.out[i] = g.in[i];
+    f.p[i] = g.k[i] - 1 - g.p[i];
+  }
+  return f;
+}
+}  // namespace
+
 // conv_transpose: columns[n, grp] = w[grp]^T * x[n, grp], added back into y by col2im. The
 // window runs over y (the conv's input) and lands on x's positions (the conv's output).
 template <class T>
@@ -359,7 +373,17 @@ void conv_transpose_forward(const CpuTensor& x, const CpuTensor& w, const CpuTen
   const T *X = x.data<T>(), *W = w.data<T>();
   T* Y = y.data<T>();
   if constexpr (std::is_same_v<T, float>) {
-    if (winograd_fits(g, G, c_in, c_out)) return winograd_conv_f32(X, W, Y, N, c_in, c_out, g);
+    // With stride 1 this is a convolution of x (padded by 2 - p) with the window flipped and
+    // its channel axes swapped: Winograd's where that fits.
+    Geom f = flipped_geom(g);
+    if (G == 1 && winograd_fits(f, 1, c_in, c_out)) {
+      Scratch<float> wf(c_out * c_in * 9);
+      for (int64_t ci = 0; ci < c_in; ++ci)
+        for (int64_t co = 0; co < c_out; ++co)
+          for (int t = 0; t < 9; ++t)
+            wf.get()[(co * c_in + ci) * 9 + t] = W[(ci * c_out + co) * 9 + 8 - t];
+      return winograd_conv_f32(X, wf.get(), Y, N, c_in, c_out, f);
+    }
   }
   if (ImageColumns<T> cc(g); int64_t nb = batch_images(N, cc.width, ok)) {
     for_batches(N, nb, [&](int64_t n0, int64_t m) {
