@@ -79,6 +79,66 @@ void onednn_matmul(State& st, int64_t n) {
   }
   set_flop(st, 2.0 * n * n * n);
 }
+
+// oneDNN's convolution forward (inference, its algorithm of choice), the weight already in the
+// layout oneDNN picks (a model's weight is reordered once): the primitive's execution only. The
+// input and output in NCHW, as ember takes them, or (`blocked`) in the layouts oneDNN picks
+// (channel-blocked: its best case, a network kept in them throughout, reorders not counted).
+void onednn_conv2d(State& st, Conv2dSize c, bool blocked) {
+  auto fail = [&](const char* what) { st.SkipWithError(what); };
+  dnnl_engine_t eng = nullptr;
+  dnnl_stream_t stream = nullptr;
+  if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success ||
+      dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) != dnnl_success)
+    return fail("oneDNN engine");
+  const int64_t pad = (c.k - 1) / 2;
+  dnnl_dims_t src_dims = {c.n, c.c_in, c.hw, c.hw}, dst_dims = {c.n, c.c_out, c.hw, c.hw};
+  dnnl_dims_t w_dims = {c.c_out, c.c_in, c.k, c.k}, strides = {1, 1}, padding = {pad, pad};
+  dnnl_memory_desc_t src_md, dst_md, w_any;
+  const dnnl_format_tag_t io = blocked ? dnnl_format_tag_any : dnnl_nchw;
+  dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, io);
+  dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, io);
+  dnnl_memory_desc_init_by_tag(&w_any, 4, w_dims, dnnl_f32, dnnl_format_tag_any);
+  dnnl_convolution_desc_t cd;
+  dnnl_primitive_desc_t pd = nullptr;
+  if (dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_auto,
+                                         &src_md, &w_any, nullptr, &dst_md, strides, padding,
+                                         padding) != dnnl_success ||
+      dnnl_primitive_desc_create(&pd, &cd, nullptr, eng, nullptr) != dnnl_success)
+    return fail("oneDNN convolution descriptor");
+  const dnnl_memory_desc_t* w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  dnnl_memory_t src = nullptr, w = nullptr, dst = nullptr;
+  dnnl_memory_create(&src, &src_md, eng, DNNL_MEMORY_ALLOCATE);
+  dnnl_memory_create(&w, w_md, eng, DNNL_MEMORY_ALLOCATE);
+  dnnl_memory_create(&dst, &dst_md, eng, DNNL_MEMORY_ALLOCATE);
+  std::mt19937 g(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto [m, md] :
+       {std::pair<dnnl_memory_t, const dnnl_memory_desc_t*>{src, &src_md}, {w, w_md}}) {
+    void* p = nullptr;
+    dnnl_memory_get_data_handle(m, &p);
+    float* f = static_cast<float*>(p);
+    for (size_t i = 0; i < dnnl_memory_desc_get_size(md) / sizeof(float); ++i) f[i] = u(g);
+  }
+  dnnl_primitive_t conv = nullptr;
+  dnnl_primitive_create(&conv, pd);
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
+  for (auto _ : st) {
+    if (dnnl_primitive_execute(conv, stream, 3, args) != dnnl_success) {
+      fail("dnnl_primitive_execute failed");
+      break;
+    }
+    dnnl_stream_wait(stream);
+  }
+  set_flop(st, 2.0 * c.n * c.c_out * c.hw * c.hw * c.c_in * c.k * c.k);
+  dnnl_primitive_destroy(conv);
+  for (dnnl_memory_t m : {src, w, dst}) dnnl_memory_destroy(m);
+  dnnl_primitive_desc_destroy(pd);
+  dnnl_stream_destroy(stream);
+  dnnl_engine_destroy(eng);
+}
 #endif
 
 template <class... Args>
@@ -109,6 +169,10 @@ void register_blas_benchmarks() {
 #ifdef EMBER_BENCH_ONEDNN
   for (int64_t n : kMatmulSizes)
     reg("onednn/matmul/" + std::to_string(n), kMillisecond, onednn_matmul, n);
+  for (const Conv2dSize& c : kConv2dSizes) {
+    reg(std::string("onednn/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, false);
+    reg(std::string("onednn/conv2d_blocked/") + c.name, kMillisecond, onednn_conv2d, c, true);
+  }
 #endif
 }
 
