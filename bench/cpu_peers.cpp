@@ -171,7 +171,7 @@ void register_blas_benchmarks() {
     reg("onednn/matmul/" + std::to_string(n), kMillisecond, onednn_matmul, n);
   for (const Conv2dSize& c : kConv2dSizes) {
     reg(std::string("onednn/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, false);
-    reg(std::string("onednn/conv2d_blocked/") + c.name, kMillisecond, onednn_conv2d, c, true);
+    reg(std::string("onednn_blocked/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, true);
   }
 #endif
 }

@@ -5,7 +5,7 @@
     merge_bench.py --ember E.json --peer T.json [--peer ...] --out bench/out/cpu.json
 
 Google Benchmark names are "<who>/<op>/<size>[/real_time]" where who is an ember backend
-("cpu", "dispatch") or a native peer ("openblas", "onednn", "copy"); peer reports name
+("cpu", "dispatch") or a native peer ("openblas", "onednn", "onednn_blocked", "copy"); peer reports name
 results "<op>/<size>". Each ember row is paired with every peer result of the same op.
 
 A record is {"name", "backend", "ember_ms", "peer", "peer_ms", "speedup"} with
@@ -19,7 +19,7 @@ import json
 import sys
 
 EMBER_BACKENDS = ("cpu", "dispatch", "autodiff_cpu", "autodiff_dispatch")
-NATIVE_PEERS = ("openblas", "onednn", "copy")
+NATIVE_PEERS = ("openblas", "onednn", "onednn_blocked", "copy")
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 WORK_COUNTERS = ("flop", "bytes", "ops")
 
