@@ -75,10 +75,10 @@ void KernelBuilder::frag_fill(const Frag& f, const Val& value) {
   make(std::move(inst));
 }
 
-void KernelBuilder::frag_load(const Frag& f, const Mem& m, const Val& index, const Val& stride,
-                              bool col_major) {
+void KernelBuilder::frag_memory(Op op, const Frag& f, const Mem& m, const Val& index,
+                                const Val& stride, bool col_major) {
   Inst inst;
-  inst.op = Op::FragLoad;
+  inst.op = op;
   inst.ref = m.index;
   inst.space = m.space;
   inst.imm = frag_imm(f.index, col_major);
@@ -86,15 +86,14 @@ void KernelBuilder::frag_load(const Frag& f, const Mem& m, const Val& index, con
   make(std::move(inst));
 }
 
+void KernelBuilder::frag_load(const Frag& f, const Mem& m, const Val& index, const Val& stride,
+                              bool col_major) {
+  frag_memory(Op::FragLoad, f, m, index, stride, col_major);
+}
+
 void KernelBuilder::frag_store(const Frag& f, const Mem& m, const Val& index, const Val& stride,
                                bool col_major) {
-  Inst inst;
-  inst.op = Op::FragStore;
-  inst.ref = m.index;
-  inst.space = m.space;
-  inst.imm = frag_imm(f.index, col_major);
-  inst.args = {index.id(), stride.id()};
-  make(std::move(inst));
+  frag_memory(Op::FragStore, f, m, index, stride, col_major);
 }
 
 void KernelBuilder::frag_mma(const Frag& acc, const Frag& a, const Frag& b) {

@@ -195,6 +195,8 @@ class EMBER_API KernelBuilder {
  private:
   friend class Var;
   Val make(Inst inst);
+  void frag_memory(Op op, const Frag& f, const Mem& m, const Val& index, const Val& stride,
+                   bool col_major);
   Kernel k_;
 };
 

@@ -54,6 +54,31 @@ U64 rng_mix64(KernelBuilder& kb, U64 x);
 U64 rng_bits(KernelBuilder& kb, const U64& seed, const U64& counter);
 Val rng_uniform01(KernelBuilder& kb, const U64& seed, const U64& counter);
 
+/// The K loop of a tiled matmul with two shared buffers: load(k0) reads step k0's tiles from
+/// global memory (into registers: a list of staged values), store(staged, buffer) writes them
+/// to shared buffer 0 or 1, multiply(buffer) multiplies a buffer's tiles into the sums. Step
+/// 0 is staged first; then each step reads the next one's tiles before multiplying its own and
+/// writes them to the other buffer after, one barrier a step. Declares the variable "flip".
+template <class Load, class Store, class Multiply>
+void double_buffered_steps(KernelBuilder& kb, const Val& k, int depth, Load&& load, Store&& store,
+                           Multiply&& multiply) {
+  ScalarType ix = k.type().scalar;
+  Val zero = kb.lit(ix, 0);
+  Var flip = kb.var("flip", ix);  // which buffer holds this step's tiles: 0 or 1
+  store(load(zero), zero);
+  flip.set(zero);
+  kb.barrier();
+  kb.for_(zero, k, kb.lit(ix, depth), [&](Val k0) {
+    Val cur = flip.get();
+    auto next = load(k0 + double(depth));  // zeros past the end
+    multiply(cur);
+    Val other = kb.lit(ix, 1) - cur;
+    store(next, other);
+    flip.set(other);
+    kb.barrier();
+  });
+}
+
 [[noreturn]] inline void unsupported(std::string_view op, const std::string& what) {
   throw ValueError("[" + std::string(op) + "] " + what);
 }

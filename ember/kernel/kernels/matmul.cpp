@@ -90,7 +90,6 @@ Kernel matmul_kernel(const MatmulSpec& s) {
   std::vector<Var> sum;
   sum.reserve(size_t(TM) * TN);
   for (int i = 0; i < TM * TN; ++i) sum.push_back(kb.var("sum" + std::to_string(i), acc));
-  Var flip = kb.var("flip", ix);  // which buffer holds this step's tiles: 0 or 1
 
   const Type acc4 = Type::vec(acc, 4);
   Val tid = kb.cast(kb.local_id(0), ix);
@@ -216,20 +215,9 @@ Kernel matmul_kernel(const MatmulSpec& s) {
             Val row0 = (rest / tiles_n) * double(BM), col0 = (rest % tiles_n) * double(BN);
             Val abase = bi * sab, bbase = bi * sbb;
             for (const Var& v : sum) v.set(zero);
-            store_step(load_step(zero_ix, row0, col0, abase, bbase), zero_ix);
-            flip.set(zero_ix);
-            kb.barrier();
-            kb.for_(zero_ix, k, kb.lit(ix, BK), [&](Val k0) {
-              Val cur = flip.get();
-              // The next step's tiles (zeros past the end) are read before this step's
-              // multiply and written to the other buffer after it.
-              std::vector<Staged> next = load_step(k0 + double(BK), row0, col0, abase, bbase);
-              multiply(cur);
-              Val other = kb.lit(ix, 1) - cur;
-              store_step(next, other);
-              flip.set(other);
-              kb.barrier();
-            });
+            detail::double_buffered_steps(
+                kb, k, BK, [&](const Val& k0) { return load_step(k0, row0, col0, abase, bbase); },
+                store_step, multiply);
             Val cbase = bi * m * n;
             for (int i = 0; i < TM; ++i) {
               Val r = row0 + row_of(i);

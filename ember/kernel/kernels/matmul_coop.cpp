@@ -98,7 +98,6 @@ Kernel coop_matmul_kernel(const CoopMatmulSpec& s) {
   for (int i = 0; i < FM * FN; ++i)
     fc.push_back(
         kb.fragment("fc" + std::to_string(i), FragmentUse::Accumulator, acc, s.frag_m, s.frag_n));
-  Var flip = kb.var("flip", ix);
 
   Val tid = kb.cast(kb.local_id(0), ix);
   Val warp = tid / double(s.subgroup), lane = tid % double(s.subgroup);
@@ -190,18 +189,9 @@ Kernel coop_matmul_kernel(const CoopMatmulSpec& s) {
             Val row0 = (rest / tiles_n) * double(BM), col0 = (rest % tiles_n) * double(BN);
             Val abase = bi * sab, bbase = bi * sbb;
             for (const Frag& f : fc) kb.frag_fill(f, zero);
-            store_step(load_step(zero_ix, row0, col0, abase, bbase), zero_ix);
-            flip.set(zero_ix);
-            kb.barrier();
-            kb.for_(zero_ix, k, kb.lit(ix, BK), [&](Val k0) {
-              Val cur = flip.get();
-              std::vector<Staged> next = load_step(k0 + double(BK), row0, col0, abase, bbase);
-              multiply(cur);
-              Val other = kb.lit(ix, 1) - cur;
-              store_step(next, other);
-              flip.set(other);
-              kb.barrier();
-            });
+            detail::double_buffered_steps(
+                kb, k, BK, [&](const Val& k0) { return load_step(k0, row0, col0, abase, bbase); },
+                store_step, multiply);
             // Each accumulator through this subgroup's scratch, then out with bounds checks.
             Val cbase = bi * m * n;
             Val mine = warp * double(s.frag_m * s.frag_n);
