@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 prefix="$PWD/$build/install"
+rm -rf "$prefix"  # a header no longer installed must not linger from an earlier run
 cmake --install "$build" --prefix "$prefix" >/dev/null
 cmake -S tests/consumer -B "$build/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" >/dev/null

@@ -11,10 +11,16 @@
 // and A^T M A gives the outputs. A chunk's matrices stay in the core's caches between the
 // three steps; the transforms run 8 tiles at a time on vectors.
 //
-//   cpu::Geom g;  // 2D: in {1, H, W}, out {1, H', W'}, k {1, 3, 3}, padding p
-//   if (cpu::winograd_fits(g, 1, c_in, c_out)) cpu::winograd_conv_f32(x, w, y, n, c_in, c_out, g);
+//   cpu::Geom g;  // 2D: in {1, 8, 8}, out {1, 8, 8}, a 3x3 window, padding 1
+//   g.in[1] = g.in[2] = g.out[1] = g.out[2] = 8;
+//   g.k[1] = g.k[2] = 3;
+//   g.p[1] = g.p[2] = 1;
+//   std::vector<float> x(16 * 64, 1.0f), w(16 * 16 * 9, 0.5f), y(16 * 64);
+//   if (cpu::winograd_fits(g, 1, 16, 16))   // one image, 16 -> 16 channels
+//     cpu::winograd_conv_f32(x.data(), w.data(), y.data(), 1, 16, 16, g);
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "ember/backends/cpu/spatial.h"
 
