@@ -1,15 +1,14 @@
 // The kernel layer on Vulkan: kernels render to GLSL and compile to SPIR-V (every elementwise
-// op and dtype, reductions, fused programs, softmax, norms, scans), and run on the first Vulkan
+// op and dtype, reductions, fused programs, softmax, norms, scans; the matmuls are in
+// vulkan_matmul_test.cpp), and run on the first Vulkan
 // device (lavapipe in CI) with results checked against the CPU backend running the same op.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <random>
 
-#include "ember/backends/vulkan/gemm.h"
 #include "ember/backends/vulkan/runtime.h"
 #include "ember/backends/vulkan/spirv.h"
 #include "ember/ember.h"
@@ -18,12 +17,12 @@
 #include "ember/kernel/kernels/elementwise.h"
 #include "ember/kernel/kernels/fused.h"
 #include "ember/kernel/kernels/matmul.h"
-#include "ember/kernel/kernels/matmul_coop.h"
 #include "ember/kernel/kernels/norm.h"
 #include "ember/kernel/kernels/reduce.h"
 #include "ember/kernel/kernels/scan.h"
 #include "ember/kernel/kernels/softmax.h"
 #include "ember/kernel/passes.h"
+#include "tests/vulkan/vulkan_fixture.h"
 
 namespace ember {
 namespace {
@@ -43,18 +42,6 @@ std::vector<OpCode> elementwise_ops() {
   ops.push_back(OpCode::Gelu);
   ops.push_back(OpCode::Silu);
   return ops;
-}
-
-// What the CUDA backend compiles, compiled for Vulkan: the pipeline optimizes first, as there.
-void compiles(Kernel k) {
-  kernel::default_pipeline().run(k);
-  try {
-    std::vector<uint32_t> words = vulkan::compile_spirv(k);
-    EXPECT_GT(words.size(), 5u) << k.name;
-    EXPECT_EQ(words[0], 0x07230203u) << k.name;  // the SPIR-V magic number
-  } catch (const ValueError& e) {
-    ADD_FAILURE() << e.what() << "\n" << kernel::render_glsl(k);
-  }
 }
 
 TEST(VulkanCompile, EveryElementwiseOpAndDtype) {
@@ -117,62 +104,6 @@ TEST(VulkanCompile, SoftmaxNormsScans) {
   }
 }
 
-TEST(VulkanCompile, Matmul) {
-  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64})
-    compiles(kernel::matmul_kernel({t}));
-  compiles(kernel::matmul_kernel({DType::F32, true}));
-  using L = kernel::MatmulLoad;
-  for (DType t : {DType::F32, DType::F16, DType::BF16})
-    for (L la : {L::Vector, L::VectorTransposed})
-      for (L lb : {L::Vector, L::VectorTransposed}) {
-        kernel::MatmulSpec s{t};
-        s.tile_m = s.tile_n = 128, s.depth = 8, s.thread_m = s.thread_n = 8;
-        s.load_a = la, s.load_b = lb, s.vector_c = true;
-        compiles(kernel::matmul_kernel(s));
-      }
-}
-
-// The backend's GEMM reads 4-element vectors along each operand's contiguous dimension where
-// the strides and addresses allow it, and the large tiles where they fill the device.
-TEST(VulkanCompile, GemmLoadsFollowTheOperandsLayout) {
-  using L = kernel::MatmulLoad;
-  auto first = [](gpu::GemmCall g, gpu::Address a = 256, gpu::Address c = 256) {
-    return vulkan::gemm_candidates(g, a, 256, c, 48 << 10, 128).front().spec;
-  };
-  // A [m, k] row-major, B [k, n] row-major: both along their columns (A's K, B's N).
-  gpu::GemmCall g{DType::F32, 4096, 4096, 4096, {4096, false}, {4096, false}, 1, 0, 0, 0};
-  kernel::MatmulSpec s = first(g);
-  EXPECT_EQ(s.load_a, L::Vector);
-  EXPECT_EQ(s.load_b, L::Vector);
-  EXPECT_TRUE(s.vector_c);
-  EXPECT_EQ(s.tile_m, 128);
-  // Column-major operands (A^T @ B^T, as in a linear layer's backward pass): along their rows.
-  g.va = {4096, true}, g.vb = {4096, true};
-  s = first(g);
-  EXPECT_EQ(s.load_a, L::VectorTransposed);
-  EXPECT_EQ(s.load_b, L::VectorTransposed);
-  // An odd leading dimension, a misaligned address, a dimension not a multiple of 4: scalars.
-  g.va = {4097, false};
-  EXPECT_EQ(first(g).load_a, L::Scalar);
-  g.va = {4096, false};
-  EXPECT_EQ(first(g, 260).load_a, L::Scalar);
-  EXPECT_FALSE(first(g, 256, 260).vector_c);
-  gpu::GemmCall small{DType::F32, 3, 5, 4, {4, false}, {5, false}, 1, 0, 0, 0};
-  s = first(small);
-  EXPECT_EQ(s.load_a, L::Vector);  // K = 4
-  EXPECT_EQ(s.load_b, L::Scalar);  // N = 5
-  EXPECT_FALSE(s.vector_c);
-  EXPECT_EQ(s.tile_m, 64);  // a small problem: more, smaller tiles
-  // f64: scalar loads (4 doubles are 32 bytes), tiles that fit the shared memory.
-  g.dtype = DType::F64;
-  std::vector<vulkan::GemmChoice> f64 = vulkan::gemm_candidates(g, 256, 256, 256, 32 << 10, 128);
-  ASSERT_FALSE(f64.empty());
-  for (const vulkan::GemmChoice& ch : f64) {
-    EXPECT_EQ(ch.spec.load_a, L::Scalar);
-    EXPECT_LE(ch.spec.shared_bytes(), 32 << 10);
-  }
-}
-
 // Where the device keeps f32 subnormals, every kernel with floats asks for it: the SPIR-V has
 // OpExecutionMode DenormPreserve 32 (and only that float control).
 TEST(VulkanCompile, DenormPreserveReachesTheSpirv) {
@@ -192,50 +123,6 @@ TEST(VulkanCompile, DenormPreserveReachesTheSpirv) {
     }
     EXPECT_EQ(modes, keep ? 1 : 0);
   }
-}
-
-TEST(VulkanCompile, CooperativeMatricesBecomeKhrSpirv) {
-  // glslang writes SPV_NV_cooperative_matrix; what reaches the driver is SPV_KHR's: three
-  // types (a, b, accumulator: the use operand a constant 0, 1, 2), loads with a layout
-  // constant before the stride, no NV instruction left.
-  kernel::CoopMatmulSpec s;
-  s.b_col_major = true;
-  Kernel k = kernel::coop_matmul_kernel(s);
-  kernel::default_pipeline().run(k);
-  std::vector<uint32_t> words = vulkan::compile_spirv(k);
-  std::map<uint32_t, uint32_t> constants;  // id -> value (32-bit)
-  std::vector<uint32_t> uses;
-  int loads = 0, stores = 0, mma = 0, nv = 0, khr_cap = 0, khr_ext = 0;
-  std::vector<std::pair<uint32_t, uint32_t>> load_layouts;  // (layout id, stride id)
-  for (size_t i = 5; i < words.size(); i += std::max<uint32_t>(1, words[i] >> 16)) {
-    uint32_t op = words[i] & 0xffffu, wc = words[i] >> 16;
-    if (op == 43 && wc == 4) constants[words[i + 2]] = words[i + 3];
-    if (op == 4456) uses.push_back(words[i + 6]);
-    if (op == 4457) ++loads, load_layouts.push_back({words[i + 4], words[i + 5]});
-    if (op == 4458) ++stores;
-    if (op == 4459) ++mma;
-    if (op >= 5357 && op <= 5362) ++nv;
-    if (op == 17 && words[i + 1] == 6022) ++khr_cap;
-    if (op == 17 && words[i + 1] == 5357) ++nv;
-    if (op == 10 &&
-        std::string(reinterpret_cast<const char*>(&words[i + 1])) == "SPV_KHR_cooperative_matrix")
-      ++khr_ext;
-  }
-  EXPECT_EQ(nv, 0);
-  EXPECT_EQ(khr_cap, 1);
-  EXPECT_EQ(khr_ext, 1);
-  ASSERT_EQ(uses.size(), 3u);
-  std::vector<uint32_t> use_values;
-  for (uint32_t u : uses) use_values.push_back(constants.at(u));
-  std::sort(use_values.begin(), use_values.end());
-  EXPECT_EQ(use_values, (std::vector<uint32_t>{0, 1, 2}));
-  // Per K step of 16 (depth 32): 4 a and 2 b fragments, 8 multiplies; 8 stores out.
-  EXPECT_EQ(loads, 2 * (4 + 2));
-  EXPECT_EQ(mma, 2 * 8);
-  EXPECT_EQ(stores, 8);
-  int column_major = 0;
-  for (auto [layout, stride] : load_layouts) column_major += constants.at(layout) == 1;
-  EXPECT_EQ(column_major, 2 * 2);  // the b fragments
 }
 
 TEST(VulkanCompile, MissingFeaturesAreNamed) {
@@ -285,49 +172,6 @@ TEST(VulkanCompile, FusedPrograms) {
 }
 
 // ---- on a device --------------------------------------------------------------------------
-
-class VulkanRun : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!vulkan::available(&why)) GTEST_SKIP() << "no Vulkan device: " << why;
-  }
-  static vulkan::Context& ctx() { return vulkan::context(0); }
-  static TensorData random(Shape s, DType t, double lo, double hi, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> u(lo, hi);
-    std::vector<double> v(size_t(s.numel()));
-    for (auto& x : v) x = u(rng);
-    if (is_int(t))
-      for (auto& x : v) x = std::floor(x);
-    return TensorData::from<double>(v, s).convert(t);
-  }
-  static vulkan::Buffer upload(const TensorData& d) {
-    vulkan::Buffer b = ctx().buffer(d.bytes().size());
-    b.upload(d.bytes().data(), d.bytes().size());
-    return b;
-  }
-  static TensorData fetch(const vulkan::Buffer& b, Shape s, DType t) {
-    TensorData d(s, t);
-    b.download(d.bytes().data(), d.bytes().size());
-    return d;
-  }
-  static void expect_close(const TensorData& want, const TensorData& got, double rtol, double atol,
-                           const std::string& what) {
-    auto w = want.convert(DType::F64).to_vec<double>();
-    auto g = got.convert(DType::F64).to_vec<double>();
-    ASSERT_EQ(w.size(), g.size()) << what;
-    int bad = 0;
-    for (size_t i = 0; i < w.size() && bad < 5; ++i) {
-      if (std::isnan(w[i]) && std::isnan(g[i])) continue;
-      if (std::isinf(w[i]) && w[i] == g[i]) continue;
-      if (!(std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]))) {
-        ADD_FAILURE() << what << " at " << i << ": got " << g[i] << ", want " << w[i];
-        ++bad;
-      }
-    }
-  }
-};
 
 double rtol_of(DType t) {
   switch (t) {
@@ -494,72 +338,6 @@ TEST_F(VulkanRun, FusedChainAndReductionMatchTheCpu) {
   }
 }
 
-TEST_F(VulkanRun, MatmulMatchesTheCpu) {
-  struct Case {
-    int64_t batch, m, n, k;
-    bool transposed_a, broadcast_b, transposed_b = false;
-  };
-  using L = kernel::MatmulLoad;
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32})
-    for (Case cs :
-         {Case{1, 1, 1, 1, false, false}, Case{1, 64, 64, 64, false, false},
-          Case{3, 37, 53, 29, true, false}, Case{2, 100, 17, 130, false, true},
-          Case{1, 260, 132, 36, false, false}, Case{2, 132, 68, 40, true, true},
-          Case{2, 68, 136, 44, false, false, true}, Case{1, 4, 8, 4, true, false, true}}) {
-      Shape as = cs.transposed_a ? Shape{cs.batch, cs.k, cs.m} : Shape{cs.batch, cs.m, cs.k};
-      int64_t bb_ = cs.broadcast_b ? 1 : cs.batch;
-      Shape bs = cs.transposed_b ? Shape{bb_, cs.n, cs.k} : Shape{bb_, cs.k, cs.n};
-      TensorData ad = random(as, t, -2, 2, uint32_t(cs.m + cs.k)),
-                 bd = random(bs, t, -2, 2, uint32_t(cs.n + 7));
-      CpuTensor h[2] = {Cpu::from_data(ad, Device::cpu()), Cpu::from_data(bd, Device::cpu())};
-      Op perm{OpCode::Permute, {}};
-      perm.attrs.dims = {0, 2, 1};
-      if (cs.transposed_a) h[0] = apply<Cpu>(perm, std::span<CpuTensor>(h, 1));
-      if (cs.transposed_b) h[1] = apply<Cpu>(perm, std::span<CpuTensor>(h + 1, 1));
-      TensorData want =
-          Cpu::to_data(apply<Cpu>(Op{OpCode::Matmul, {}}, std::span<CpuTensor>(h, 2)));
-      vulkan::Buffer ba = upload(ad), bb = upload(bd);
-      int64_t sar = cs.transposed_a ? 1 : cs.k, sac = cs.transposed_a ? cs.m : 1;
-      int64_t sbr = cs.transposed_b ? 1 : cs.n, sbc = cs.transposed_b ? cs.k : 1;
-      // The default tile with scalar loads, and the large tiles with the vector loads these
-      // strides allow (every dimension here a multiple of 4 where a load needs it).
-      std::vector<kernel::MatmulSpec> specs{kernel::MatmulSpec{t}};
-      bool vec_ok = size_of(t) <= 4 && t != DType::I32;
-      struct Tile {
-        int tm, tn, depth, thm, thn;
-      };
-      for (Tile sh : {Tile{128, 128, 8, 8, 8}, Tile{64, 128, 8, 4, 8}, Tile{64, 64, 16, 4, 4},
-                      Tile{128, 64, 8, 8, 4}}) {
-        kernel::MatmulSpec s{t};
-        s.tile_m = sh.tm, s.tile_n = sh.tn, s.depth = sh.depth;
-        s.thread_m = sh.thm, s.thread_n = sh.thn;
-        if (vec_ok && cs.k % 4 == 0 && (cs.transposed_a ? cs.m : cs.k) % 4 == 0)
-          s.load_a = cs.transposed_a ? L::VectorTransposed : L::Vector;
-        if (vec_ok && (cs.transposed_b ? cs.k : cs.n) % 4 == 0 && cs.k % 4 == 0 && cs.n % 4 == 0)
-          s.load_b = cs.transposed_b ? L::VectorTransposed : L::Vector;
-        s.vector_c = vec_ok && cs.n % 4 == 0;
-        specs.push_back(s);
-      }
-      for (const kernel::MatmulSpec& s : specs) {
-        Kernel k = kernel::matmul_kernel(s);
-        kernel::default_pipeline().run(k);
-        vulkan::Buffer bc = ctx().buffer(size_t(cs.batch * cs.m * cs.n) * size_t(size_of(t)));
-        std::vector<vulkan::Arg> args = {vulkan::Arg::ptr(ba.address()),
-                                         vulkan::Arg::ptr(bb.address()),
-                                         vulkan::Arg::ptr(bc.address())};
-        for (int64_t v : {cs.m, cs.n, cs.k, cs.batch, cs.m * cs.k, sar, sac,
-                          cs.broadcast_b ? int64_t(0) : cs.k * cs.n, sbr, sbc})
-          args.push_back(vulkan::Arg::of(v));
-        ctx().launch(k, args, uint32_t(kernel::matmul_groups(s, cs.m, cs.n, cs.batch)));
-        double rt = is_float(t) ? (t == DType::F32 ? 1e-5 : t == DType::F64 ? 1e-12 : 2e-2) : 0;
-        expect_close(want, fetch(bc, {cs.batch, cs.m, cs.n}, t), rt, rt,
-                     "matmul " + std::string(name(t)) + " " + s.tag() + " " +
-                         std::to_string(cs.batch) + "x" + std::to_string(cs.m) + "x" +
-                         std::to_string(cs.n) + "x" + std::to_string(cs.k));
-      }
-    }
-}
-
 TEST_F(VulkanRun, DenseCopyMovesEveryWord) {
   // The backend's dense copy: 16 bytes a thread, then the tail one word at a time.
   for (int64_t n : {1, 3, 4, 1003, 4096 * 65 + 2}) {
@@ -576,64 +354,6 @@ TEST_F(VulkanRun, DenseCopyMovesEveryWord) {
                  uint32_t(std::min<int64_t>(1024, (n / 4 + 255) / 256 + 1)));
     y.download(got.data(), size_t(n) * 4);
     EXPECT_EQ(got, src) << n;
-  }
-}
-
-TEST_F(VulkanRun, CoopMatmulMatchesTheCpu) {
-  const vulkan::DeviceInfo& info = ctx().info();
-  if (std::find(info.coop_f16.begin(), info.coop_f16.end(), vulkan::CoopShape{16, 16, 16}) ==
-      info.coop_f16.end())
-    GTEST_SKIP() << info.name << " offers no 16x16x16 f16 cooperative matrices";
-  struct Case {
-    int64_t batch, m, n, k;
-    bool transposed_a, broadcast_b, transposed_b = false;
-  };
-  const DType t = DType::F16;
-  for (Case cs : {Case{1, 16, 16, 16, false, false}, Case{1, 64, 64, 64, false, false},
-                  Case{3, 37, 53, 29, true, false}, Case{2, 100, 17, 130, false, true},
-                  Case{1, 260, 132, 36, false, false}, Case{2, 132, 68, 40, true, true},
-                  Case{2, 68, 136, 44, false, false, true}, Case{1, 4, 8, 4, true, false, true},
-                  Case{1, 300, 280, 520, false, false, true}}) {
-    Shape as = cs.transposed_a ? Shape{cs.batch, cs.k, cs.m} : Shape{cs.batch, cs.m, cs.k};
-    int64_t bb_ = cs.broadcast_b ? 1 : cs.batch;
-    Shape bs = cs.transposed_b ? Shape{bb_, cs.n, cs.k} : Shape{bb_, cs.k, cs.n};
-    TensorData ad = random(as, t, -2, 2, uint32_t(cs.m + cs.k)),
-               bd = random(bs, t, -2, 2, uint32_t(cs.n + 7));
-    CpuTensor h[2] = {Cpu::from_data(ad, Device::cpu()), Cpu::from_data(bd, Device::cpu())};
-    Op perm{OpCode::Permute, {}};
-    perm.attrs.dims = {0, 2, 1};
-    if (cs.transposed_a) h[0] = apply<Cpu>(perm, std::span<CpuTensor>(h, 1));
-    if (cs.transposed_b) h[1] = apply<Cpu>(perm, std::span<CpuTensor>(h + 1, 1));
-    TensorData want = Cpu::to_data(apply<Cpu>(Op{OpCode::Matmul, {}}, std::span<CpuTensor>(h, 2)));
-    vulkan::Buffer ba = upload(ad), bb = upload(bd);
-    int64_t sar = cs.transposed_a ? 1 : cs.k, sac = cs.transposed_a ? cs.m : 1;
-    int64_t sbr = cs.transposed_b ? 1 : cs.n, sbc = cs.transposed_b ? cs.k : 1;
-    for (int tile : {64, 128})
-      for (bool vec : {false, true}) {
-        kernel::CoopMatmulSpec s;
-        s.subgroup = int(info.subgroup_size);
-        if (tile == 64) s.tile_m = s.tile_n = 64, s.warps_m = s.warps_n = 2;
-        s.a_col_major = cs.transposed_a;
-        s.b_col_major = cs.transposed_b;
-        // 4-element loads where the contiguous extent and the strides are multiples of 4.
-        s.vector_a = vec && (cs.transposed_a ? cs.m : cs.k) % 4 == 0 && cs.m * cs.k % 4 == 0;
-        s.vector_b = vec && (cs.transposed_b ? cs.k : cs.n) % 4 == 0 && cs.k * cs.n % 4 == 0;
-        Kernel k = kernel::coop_matmul_kernel(s);
-        kernel::default_pipeline().run(k);
-        vulkan::Buffer bc = ctx().buffer(size_t(cs.batch * cs.m * cs.n) * 2);
-        std::vector<vulkan::Arg> args = {vulkan::Arg::ptr(ba.address()),
-                                         vulkan::Arg::ptr(bb.address()),
-                                         vulkan::Arg::ptr(bc.address())};
-        for (int64_t v : {cs.m, cs.n, cs.k, cs.batch, cs.m * cs.k, sar, sac,
-                          cs.broadcast_b ? int64_t(0) : cs.k * cs.n, sbr, sbc})
-          args.push_back(vulkan::Arg::of(v));
-        ctx().launch(k, args, uint32_t(kernel::coop_matmul_groups(s, cs.m, cs.n, cs.batch)));
-        // f32 sums of f16 products either way, rounded to f16 once: the order differs.
-        expect_close(want, fetch(bc, {cs.batch, cs.m, cs.n}, t), 1e-2, 2e-2,
-                     "coop matmul " + s.tag() + " " + std::to_string(cs.batch) + "x" +
-                         std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" +
-                         std::to_string(cs.k));
-      }
   }
 }
 

@@ -1,13 +1,15 @@
-// The Vulkan instance and its compute devices (ranked), VkResult errors, and the features a
-// kernel needs (runtime.h, vk.h).
+// The Vulkan instance and its compute devices (ranked), VkResult errors, the features a
+// kernel needs, and those measured by running one (runtime.h, vk.h).
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "ember/backends/vulkan/runtime.h"
 #include "ember/backends/vulkan/vk.h"
 #include "ember/core/error.h"
+#include "ember/kernel/builder.h"
 
 namespace ember::vulkan {
 
@@ -182,6 +184,39 @@ std::string missing_features(const kernel::Kernel& k, const DeviceInfo& d) {
     break;
   }
   return m;
+}
+
+// Whether the device's f32 fma rounds once: products whose low part a single rounding keeps
+// and two lose (fma(a, b, -round(a * b)) is the product's rounding error, or 0 when rounded
+// twice), against the host's fma. Vulkan allows either; division's correction needs to know.
+bool fma_rounds_once(Context& ctx) {
+  constexpr int n = 256;
+  std::vector<float> a(n), b(n), c(n), want(n), got(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = 1.0f + float(i + 1) * 0x1p-12f;
+    b[i] = 1.0f - float(3 * i + 1) * 0x1p-13f;
+    c[i] = -(a[i] * b[i]);
+    want[i] = std::fma(a[i], b[i], c[i]);
+  }
+  kernel::KernelBuilder kb("ember_probe_fma", {64, 1, 1});
+  kernel::Mem pa = kb.buffer("a", kernel::ScalarType::F32, kernel::Access::Read);
+  kernel::Mem pb = kb.buffer("b", kernel::ScalarType::F32, kernel::Access::Read);
+  kernel::Mem pc = kb.buffer("c", kernel::ScalarType::F32, kernel::Access::Read);
+  kernel::Mem out = kb.buffer("out", kernel::ScalarType::F32, kernel::Access::Write);
+  kernel::Val i = kb.global_id(0);
+  kb.store(out, i, kb.fma(kb.load(pa, i), kb.load(pb, i), kb.load(pc, i)));
+  kernel::Kernel k = kb.finish();
+  Buffer ba = ctx.buffer(n * 4), bb = ctx.buffer(n * 4), bc = ctx.buffer(n * 4),
+         bo = ctx.buffer(n * 4);
+  ba.upload(a.data(), n * 4);
+  bb.upload(b.data(), n * 4);
+  bc.upload(c.data(), n * 4);
+  ctx.launch(k,
+             {Arg::ptr(ba.address()), Arg::ptr(bb.address()), Arg::ptr(bc.address()),
+              Arg::ptr(bo.address())},
+             n / 64);
+  bo.download(got.data(), n * 4);
+  return std::memcmp(want.data(), got.data(), n * 4) == 0;
 }
 
 bool available(std::string* why) {

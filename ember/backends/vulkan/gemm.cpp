@@ -133,8 +133,11 @@ std::optional<kernel::CoopMatmulSpec> coop_gemm_spec(const gpu::GemmCall& g, gpu
                                                      int multiprocessors) {
   const kernel::CoopMatmulSpec base;
   CoopShape frag{base.frag_m, base.frag_n, base.frag_k};
-  const char* off = std::getenv("EMBER_VULKAN_COOPMAT");
-  if (g.dtype != DType::F16 || (off && std::string(off) == "0") ||
+  static const bool off = [] {  // read once: this runs for every f16 GEMM
+    const char* e = std::getenv("EMBER_VULKAN_COOPMAT");
+    return e && std::string(e) == "0";
+  }();
+  if (g.dtype != DType::F16 || off ||
       std::find(info.coop_f16.begin(), info.coop_f16.end(), frag) == info.coop_f16.end())
     return std::nullopt;
   kernel::CoopMatmulSpec s = base;

@@ -27,4 +27,9 @@ struct Instance {
 Instance& instance();
 bool has_extension(VkPhysicalDevice d, const char* name);
 
+class Context;
+/// Whether `ctx`'s device rounds f32 fma once (Vulkan lets it round twice), from a kernel run on
+/// products where one rounding and two differ (device.cpp).
+bool fma_rounds_once(Context& ctx);
+
 }  // namespace ember::vulkan

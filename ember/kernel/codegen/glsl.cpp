@@ -66,7 +66,8 @@ class Renderer {
         types_(value_types(k)),
         alias_(u32_views(k)),
         vec_shared_(vec4_shared(k, types_)),
-        frag_shared_(fragment_shared(k)) {}
+        frag_shared_(fragment_shared(k)),
+        frag_types_(fragment_types_glsl(k)) {}
 
   std::string run() {
     Needs needs;
@@ -141,7 +142,7 @@ class Renderer {
     for (const LocalVar& v : k_.vars)
       s += "  " + decl(v.type, "e_" + v.name) + " = " + zero_of(v.type) + ";\n";
     for (uint32_t f = 0; f < k_.fragments.size(); ++f)
-      s += "  " + fragment_type(k_, f) + " e_" + k_.fragments[f].name + ";\n";
+      s += "  " + frag_types_[f] + " e_" + k_.fragments[f].name + ";\n";
     out_ = std::move(s);
     for (const Inst& i : k_.body) inst(i);
     out_ += "}\n";
@@ -666,7 +667,7 @@ class Renderer {
         break;
       case Form::FragFill: {
         uint32_t f = frag_of(i);
-        line("e_" + k_.fragments[f].name + " = " + fragment_type(k_, f) + "(" +
+        line("e_" + k_.fragments[f].name + " = " + frag_types_[f] + "(" +
              frag_element(k_.fragments[f].scalar) + "(" + val(i.args[0]) + "));");
         break;
       }
@@ -703,7 +704,8 @@ class Renderer {
   std::vector<char> alias_;        // buffers accessed through a u32 view (compare-and-swap atomics)
   std::vector<char> vec_shared_;   // shared arrays declared as arrays of 4-vectors
   std::vector<char> frag_shared_;  // shared arrays fragments use (their real element types)
-  std::set<std::string> views_;    // vector views declared ("e_x_w16")
+  std::vector<std::string> frag_types_;  // each fragment's GLSL type
+  std::set<std::string> views_;          // vector views declared ("e_x_w16")
   std::string out_;
   int depth_ = 1;
 };

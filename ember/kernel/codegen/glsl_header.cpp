@@ -79,10 +79,14 @@ std::string coopmat_of(const Kernel& k, ScalarType s) {
 }
 }  // namespace
 
-std::string fragment_type(const Kernel& k, uint32_t f) {
-  uint32_t t = fragment_types(k).of[f];
-  return coopmat_of(k, k.fragments[f].scalar) + ", ember_fr" + std::to_string(t) + ", ember_fc" +
-         std::to_string(t) + ">";
+std::vector<std::string> fragment_types_glsl(const Kernel& k) {
+  FragmentTypes ft = fragment_types(k);
+  std::vector<std::string> out;
+  for (uint32_t f = 0; f < k.fragments.size(); ++f) {
+    std::string t = std::to_string(ft.of[f]);
+    out.push_back(coopmat_of(k, k.fragments[f].scalar) + ", ember_fr" + t + ", ember_fc" + t + ">");
+  }
+  return out;
 }
 
 std::vector<char> vec4_shared(const Kernel& k, const std::vector<Type>& types) {

@@ -25,9 +25,9 @@ std::vector<char> vec4_shared(const Kernel& k, const std::vector<Type>& types);
 /// Per shared array: 1 where cooperative matrices are read or written there (declared with
 /// its elements' real type, f16 as float16_t, which the fragments' loads need).
 std::vector<char> fragment_shared(const Kernel& k);
-/// The GLSL type of fragment `f` (GL_NV_cooperative_matrix, its dimensions the
+/// The GLSL type of each fragment (GL_NV_cooperative_matrix, its dimensions the
 /// specialization constants of its type: glsl.h's kFragmentSpecIds).
-std::string fragment_type(const Kernel& k, uint32_t f);
+std::vector<std::string> fragment_types_glsl(const Kernel& k);
 /// The 4-vector GLSL type of a 32-bit register type.
 std::string vec4_of(ScalarType s);
 

@@ -54,6 +54,28 @@ U64 rng_mix64(KernelBuilder& kb, U64 x);
 U64 rng_bits(KernelBuilder& kb, const U64& seed, const U64& counter);
 Val rng_uniform01(KernelBuilder& kb, const U64& seed, const U64& counter);
 
+/// The parameters of a batched matmul kernel, declared in the order matmul.h gives: a, b, c
+/// (element type t, each buffer's alignment in elements), m, n, k, batch, then a's strides
+/// (batch, row, column) and b's, of index type ix.
+struct MatmulParams {
+  Mem a, b, c;
+  Val m, n, k, batch, sab, sar, sac, sbb, sbr, sbc;
+};
+inline MatmulParams matmul_params(KernelBuilder& kb, ScalarType t, ScalarType ix, int align_a,
+                                  int align_b, int align_c) {
+  MatmulParams p;
+  p.a = kb.buffer("a", t, Access::Read, align_a);
+  p.b = kb.buffer("b", t, Access::Read, align_b);
+  p.c = kb.buffer("c", t, Access::Write, align_c);
+  p.m = kb.scalar("m", ix), p.n = kb.scalar("n", ix), p.k = kb.scalar("k", ix);
+  p.batch = kb.scalar("batch", ix);
+  p.sab = kb.scalar("a_batch_stride", ix), p.sar = kb.scalar("a_row_stride", ix);
+  p.sac = kb.scalar("a_col_stride", ix);
+  p.sbb = kb.scalar("b_batch_stride", ix), p.sbr = kb.scalar("b_row_stride", ix);
+  p.sbc = kb.scalar("b_col_stride", ix);
+  return p;
+}
+
 /// The K loop of a tiled matmul with two shared buffers: load(k0) reads step k0's tiles from
 /// global memory (into registers: a list of staged values), store(staged, buffer) writes them
 /// to shared buffer 0 or 1, multiply(buffer) multiplies a buffer's tiles into the sums. Step

@@ -75,15 +75,12 @@ Kernel matmul_kernel(const MatmulSpec& s) {
   std::replace(shape.begin(), shape.end(), '/', '_');
   KernelBuilder kb(detail::kname("matmul", s.dtype, s.wide_index, shape), {threads, 1, 1});
   auto vec_align = [](MatmulLoad l) { return l == MatmulLoad::Scalar ? 1 : 4; };
-  Mem a = kb.buffer("a", t, Access::Read, vec_align(s.load_a));
-  Mem b = kb.buffer("b", t, Access::Read, vec_align(s.load_b));
-  Mem c = kb.buffer("c", t, Access::Write, s.vector_c ? 4 : 1);
-  Val m = kb.scalar("m", ix), n = kb.scalar("n", ix), k = kb.scalar("k", ix);
-  Val batch = kb.scalar("batch", ix);
-  Val sab = kb.scalar("a_batch_stride", ix), sar = kb.scalar("a_row_stride", ix);
-  Val sac = kb.scalar("a_col_stride", ix);
-  Val sbb = kb.scalar("b_batch_stride", ix), sbr = kb.scalar("b_row_stride", ix);
-  Val sbc = kb.scalar("b_col_stride", ix);
+  const detail::MatmulParams P = detail::matmul_params(kb, t, ix, vec_align(s.load_a),
+                                                       vec_align(s.load_b), s.vector_c ? 4 : 1);
+  // (Named copies, not a structured binding: clang before 16 cannot capture those in lambdas.)
+  Mem a = P.a, b = P.b, c = P.c;
+  Val m = P.m, n = P.n, k = P.k, batch = P.batch;
+  Val sab = P.sab, sar = P.sar, sac = P.sac, sbb = P.sbb, sbr = P.sbr, sbc = P.sbc;
   const int AR = a_row(s);
   const int64_t AS = a_size(s), BS = b_size(s);
   Mem as = kb.shared("a_tile", acc, 2 * AS), bs = kb.shared("b_tile", acc, 2 * BS);

@@ -78,15 +78,12 @@ Kernel coop_matmul_kernel(const CoopMatmulSpec& s) {
   std::string shape = "_" + s.tag();
   std::replace(shape.begin(), shape.end(), '/', '_');
   KernelBuilder kb(detail::kname("matmul_coop", s.dtype, s.wide_index, shape), {threads, 1, 1});
-  Mem a = kb.buffer("a", t, Access::Read, s.vector_a ? 4 : 1);
-  Mem b = kb.buffer("b", t, Access::Read, s.vector_b ? 4 : 1);
-  Mem c = kb.buffer("c", t, Access::Write);
-  Val m = kb.scalar("m", ix), n = kb.scalar("n", ix), k = kb.scalar("k", ix);
-  Val batch = kb.scalar("batch", ix);
-  Val sab = kb.scalar("a_batch_stride", ix), sar = kb.scalar("a_row_stride", ix);
-  Val sac = kb.scalar("a_col_stride", ix);
-  Val sbb = kb.scalar("b_batch_stride", ix), sbr = kb.scalar("b_row_stride", ix);
-  Val sbc = kb.scalar("b_col_stride", ix);
+  const detail::MatmulParams P =
+      detail::matmul_params(kb, t, ix, s.vector_a ? 4 : 1, s.vector_b ? 4 : 1, 1);
+  // (Named copies, not a structured binding: clang before 16 cannot capture those in lambdas.)
+  Mem a = P.a, b = P.b, c = P.c;
+  Val m = P.m, n = P.n, k = P.k, batch = P.batch;
+  Val sab = P.sab, sar = P.sar, sac = P.sac, sbb = P.sbb, sbr = P.sbr, sbc = P.sbc;
   const Layout LA = a_layout(s), LB = b_layout(s);
   Mem as = kb.shared("a_tile", t, 2 * LA.size()), bs = kb.shared("b_tile", t, 2 * LB.size());
   Mem scratch = kb.shared("c_scratch", acc, scratch_size(s));
