@@ -207,22 +207,49 @@ int main(int argc, char** argv) {
       }
       fusion::set_enabled(true);
     }
-    // 2. Training steps, fused and not; the first step's extra time is the JIT warm-up.
+    // 2. Training steps fused with graph replay, fused without it, and unfused; the first
+    // step's extra time is the JIT warm-up; host_ms is the host's time to issue a step.
+    struct Mode {
+      bool fused, graphs;
+      const char* tag;
+    };
+    const Mode train_modes[] = {
+        {true, true, "fused"}, {true, false, "fused_nographs"}, {false, true, "unfused"}};
     auto train = [&](const std::string& label, auto make) {
       if (!want(label)) return;
-      for (bool fused : modes) {
-        fusion::set_enabled(fused);
+      for (const Mode& m : train_modes) {
+        fusion::set_enabled(m.fused);
+        cuda::set_graphs(m.graphs);
         auto t = make();
         cuda::synchronize(0);
         double t0 = now_s();
         t.step();
         cuda::synchronize(0);
         double first_ms = (now_s() - t0) * 1e3;
+        cuda::reset_graph_stats();
         double ms = time_ms(o, [&] { t.step(); });
-        put(label + "_step_" + tag(fused) + "_ms", ms, "ms");
-        put(label + "_warmup_" + tag(fused) + "_s", (first_ms - ms) / 1e3, "s");
+        cuda::GraphStats gs = cuda::graph_stats();
+        std::vector<double> host;
+        for (int i = 0; i < 10; ++i) {
+          cuda::synchronize(0);
+          double h0 = now_s();
+          t.step();
+          host.push_back((now_s() - h0) * 1e3);
+        }
+        cuda::synchronize(0);
+        put(label + "_step_" + m.tag + "_ms", ms, "ms");
+        put(label + "_host_" + m.tag + "_ms", median(host), "ms");
+        put(label + "_warmup_" + m.tag + "_s", (first_ms - ms) / 1e3, "s");
+        double calls = o.reps + o.warmup;
+        if (m.graphs)
+          std::printf(
+              "  %s: %.1f commands in %.1f batches a step, %.1f replayed, %.1f patched "
+              "nodes, %lld captured\n",
+              m.tag, gs.commands / calls, gs.batches / calls, gs.replayed / calls,
+              gs.patched_nodes / calls, (long long)gs.captured);
       }
       fusion::set_enabled(true);
+      cuda::set_graphs(true);
     };
     ember::seed(1);
     train("mlp784_256_10_b64", [] { return Trainer(mnist::Mlp<AD>::init(kGpu), 64); });

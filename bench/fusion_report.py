@@ -25,8 +25,8 @@ def fmt(v, d=3):
     return "-" if v is None else f"{v:.{d}f}"
 
 
-print(f"{'figure (ms)':38s} {'fused':>9s} {'unfused':>9s} {'eager':>9s} {'compiled':>9s} "
-      f"{'vs eager':>9s} {'vs comp.':>9s}")
+print(f"{'figure (ms)':38s} {'fused':>9s} {'no graph':>9s} {'unfused':>9s} {'host':>9s} "
+      f"{'eager':>9s} {'compiled':>9s} {'vs eager':>9s} {'vs comp.':>9s}")
 rows = [("chain6_64M", "chain6_64M_fused_ms", "chain6_64M_unfused_ms", "chain6_64M_eager_ms",
          "chain6_64M_compiled_ms")]
 trainers = ("mlp784_256_10_b64", "mlp784_256_10_b1024", "cnn_fmnist_b256",
@@ -36,15 +36,18 @@ for m in trainers:
                  f"{m}_step_compiled_ms"))
 for name, f, u, pe, pc in rows:
     fv, uv, ev, cv = e.get(f), e.get(u), t.get(pe), t.get(pc)
+    ng = e.get(f.replace("_fused_ms", "_fused_nographs_ms"))
+    host = e.get(f.replace("_step_fused_ms", "_host_fused_ms")) if "_step_" in f else None
     se = ev / fv if fv and ev else None
     sc = cv / fv if fv and cv else None
-    print(f"{name:38s} {fmt(fv):>9s} {fmt(uv):>9s} {fmt(ev):>9s} {fmt(cv):>9s} "
-          f"{fmt(se, 2):>9s} {fmt(sc, 2):>9s}")
+    print(f"{name:38s} {fmt(fv):>9s} {fmt(ng):>9s} {fmt(uv):>9s} {fmt(host):>9s} {fmt(ev):>9s} "
+          f"{fmt(cv):>9s} {fmt(se, 2):>9s} {fmt(sc, 2):>9s}")
     for peer, pv in (("torch eager", ev), ("torch.compile", cv)):
         if fv:
             records.append({"name": name, "backend": "cuda+fusion", "ember_ms": fv, "peer": peer,
                             "peer_ms": pv, "speedup": (pv / fv) if pv else None,
-                            "ember_unfused_ms": uv})
+                            "ember_unfused_ms": uv, "ember_no_graphs_ms": ng,
+                            "ember_host_ms": host})
 print()
 print(f"{'JIT warm-up (s)':38s} {'cold':>9s} {'warm':>9s} {'unfused':>9s} {'eager':>9s} {'compile':>9s}")
 for m in trainers:

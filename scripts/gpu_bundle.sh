@@ -20,10 +20,12 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=OFF \
 # cuda:N there), and the device-aware suites (tests/support/suite.h), which run.sh runs on
 # cuda:0, with where each binary is built.
 declare -A dirs=([kernel_gpu_test]=tests/kernel [cuda_kernels_test]=tests/cuda
-  [cuda_backend_test]=tests/cuda [cuda_memory_test]=tests/cuda [ops_test]=tests)
+  [cuda_backend_test]=tests/cuda [cuda_graph_test]=tests/cuda [cuda_memory_test]=tests/cuda
+  [ops_test]=tests)
 device_tests=(grad_test layer_test loss_test seq_test optim_test train_test)
 for t in "${device_tests[@]}"; do dirs[$t]=tests; done
-gpu_tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test cuda_memory_test ops_test)
+gpu_tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test cuda_graph_test cuda_memory_test
+  ops_test)
 tests=("${gpu_tests[@]}" "${device_tests[@]}")
 targets=$(cmake --build "$build" --target help)  # (grep -q on the pipe would cut it short)
 onnx_tool=$(grep -q "^ember-onnx:" <<<"$targets" && echo ember-onnx || true)

@@ -223,9 +223,12 @@ class Fusion {
 
   /// Runs what the device's stream holds (queued on B, not waited for).
   static void flush(Device dev) {
-    Stream& s = stream(dev);
-    std::lock_guard lk(s.mu);
-    flush_locked(s, dev);
+    {
+      Stream& s = stream(dev);
+      std::lock_guard lk(s.mu);
+      flush_locked(s, dev);
+    }
+    if constexpr (requires { B::flush(dev); }) B::flush(dev);  // B's own queue, if it has one
   }
 
   /// The value of `h` on B, running its program first if it is pending.

@@ -67,8 +67,8 @@ class Param<Tensor<B, D, K>> {
   void set(Value v);
   /// Same value and id on `dev` (a lazy parameter stays lazy, initialized there).
   void to_device(Device dev) {
-    if (value_)
-      set(value_->to_device(dev));
+    if (is_initialized())  // also a copy whose shared lazy cell another copy has filled
+      set(val().to_device(dev));
     else
       device_ = dev;
   }

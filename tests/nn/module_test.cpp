@@ -48,6 +48,19 @@ TEST(Module, LazyInitIsSharedByCopiesAndDeferred) {
   for (float v : a) EXPECT_LE(std::abs(v), 0.5f);
 }
 
+TEST(Module, ToDeviceMovesACopyWhoseSharedLazyInitRanElsewhere) {
+  std::vector<Device> others;
+  for (Device d : available_devices())
+    if (d.kind != DeviceKind::Cpu) others.push_back(d);
+  if (others.empty()) GTEST_SKIP() << "no device but the CPU";
+  auto m = make_mlp<Dispatch>();
+  auto copy = m;  // shares fc1.weight's lazy cell with m
+  auto want = m.fc1.weight.val().to_vec<float>();  // initialized on the CPU, through m
+  auto moved = to_device(copy, others[0]);
+  EXPECT_EQ(moved.fc1.weight.val().device(), others[0]);
+  EXPECT_EQ(moved.fc1.weight.val().to_vec<float>(), want);
+}
+
 TEST(Module, TrainsAndFreezes) {
   auto m = make_mlp<AD>();
   auto x = Tensor<AD, 2>::random({5, 4}, Distribution::normal(0, 1));

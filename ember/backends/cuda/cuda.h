@@ -49,6 +49,18 @@ EMBER_API int cudnn_version(std::string* why = nullptr);
 /// How many conv-family ops ran through cuDNN in this process (the others took the direct
 /// kernel or unfold + GEMM: cases cuDNN does not take fall back to them).
 EMBER_API int64_t cudnn_conv_calls();
+/// What the devices' command queues did (docs/fusion.md, "Graph replay"): batches submitted and
+/// the commands in them, batches captured as CUDA graphs and replayed, kernel nodes whose
+/// scalar arguments were patched for a replay, and captures given up (not one node a launch).
+struct GraphStats {
+  int64_t batches = 0, commands = 0, captured = 0, replayed = 0, patched_nodes = 0,
+          uncapturable = 0;
+};
+EMBER_API GraphStats graph_stats();
+EMBER_API void reset_graph_stats();
+/// Turns graph replay on or off at run time (EMBER_CUDA_GRAPHS=0 turns it off at start).
+/// Off, every queued command is launched on its own.
+EMBER_API void set_graphs(bool on);
 /// Dispatch's backend for cuda:0..N-1, or nullptr where no GPU is usable (the factory that
 /// backends/cuda/register.cpp registers; registering it by hand is not needed).
 EMBER_API std::unique_ptr<DeviceBackend> make_device_backend();
@@ -70,6 +82,8 @@ class EMBER_API Cuda {
   /// Softmax, LogSoftmax, LogSumExp, Gelu, Silu, LayerNorm and RmsNorm run as one kernel
   /// each; other composites decompose.
   static bool supports(OpCode c);
+  /// Submits the device's queued commands to its stream (not waited for).
+  static void flush(Device dev);
   /// Fusion<Cuda>: whether a validated elementwise op may join a fused program, and a program
   /// run as one generated kernel (fused.cpp; docs/fusion.md).
   static bool can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out);

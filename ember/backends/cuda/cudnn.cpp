@@ -212,7 +212,7 @@ DnnDevice& dnn_device(DeviceState& d) {
   if (!p) {
     p = new DnnDevice();
     const dnn::Api& A = dnn::api();
-    p->ok = A.Create(&p->handle) == 0 && A.SetStream(p->handle, d.s()) == 0;
+    p->ok = A.Create(&p->handle) == 0 && A.SetStream(p->handle, d.raw_stream()) == 0;
   }
   return *p;
 }

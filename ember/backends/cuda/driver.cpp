@@ -61,6 +61,20 @@ struct Api {
   CUresult (*MemsetD16Async)(DevicePtr, unsigned short, size_t, CuStream*) = nullptr;
   CUresult (*MemsetD32Async)(DevicePtr, unsigned, size_t, CuStream*) = nullptr;
   CUresult (*MemGetInfo)(size_t*, size_t*) = nullptr;
+  // Graphs (optional: without them every command is launched on its own).
+  CUresult (*StreamBeginCapture)(CuStream*, int) = nullptr;
+  CUresult (*StreamEndCapture)(CuStream*, CuGraph**) = nullptr;
+  CUresult (*StreamGetCaptureInfo)(CuStream*, int*, uint64_t*, CuGraph**, CuGraphNode* const**,
+                                   const void**, size_t*) = nullptr;
+  CUresult (*GraphInstantiate)(CuGraphExec**, CuGraph*, unsigned long long) = nullptr;
+  CUresult (*GraphLaunch)(CuGraphExec*, CuStream*) = nullptr;
+  CUresult (*GraphExecKernelNodeSetParams)(CuGraphExec*, CuGraphNode*, const void*) = nullptr;
+  CUresult (*GraphExecMemsetNodeSetParams)(CuGraphExec*, CuGraphNode*, const void*,
+                                           CuContext*) = nullptr;
+  CUresult (*CtxGetCurrent)(CuContext**) = nullptr;
+  CUresult (*GraphExecDestroy)(CuGraphExec*) = nullptr;
+  CUresult (*GraphDestroy)(CuGraph*) = nullptr;
+  bool graphs = false;
 
   Api() {
     if (!lib.open({"libcuda.so.1"}, error)) {
@@ -111,6 +125,18 @@ struct Api {
     get(MemsetD32Async, {"cuMemsetD32Async"});
     get(MemGetInfo, {"cuMemGetInfo_v2"});
     if (!ok) return;
+    std::string no_graphs;
+    graphs =
+        lib.bind(StreamBeginCapture, {"cuStreamBeginCapture_v2"}, no_graphs) &&
+        lib.bind(StreamEndCapture, {"cuStreamEndCapture"}, no_graphs) &&
+        lib.bind(StreamGetCaptureInfo, {"cuStreamGetCaptureInfo_v3"}, no_graphs) &&
+        lib.bind(GraphInstantiate, {"cuGraphInstantiateWithFlags"}, no_graphs) &&
+        lib.bind(GraphLaunch, {"cuGraphLaunch"}, no_graphs) &&
+        lib.bind(GraphExecKernelNodeSetParams, {"cuGraphExecKernelNodeSetParams_v2"}, no_graphs) &&
+        lib.bind(GraphExecMemsetNodeSetParams, {"cuGraphExecMemsetNodeSetParams"}, no_graphs) &&
+        lib.bind(CtxGetCurrent, {"cuCtxGetCurrent"}, no_graphs) &&
+        lib.bind(GraphExecDestroy, {"cuGraphExecDestroy"}, no_graphs) &&
+        lib.bind(GraphDestroy, {"cuGraphDestroy"}, no_graphs);
     CUresult r = Init(0);
     if (r == kStubLibrary)
       error = "no CUDA driver: libcuda.so.1 is the toolkit's stub library";
@@ -442,6 +468,66 @@ void launch(CuFunction* f, unsigned groups, const int* block, unsigned shared_by
         "cuLaunchKernel");
 }
 void stream_synchronize(CuStream* s) { check(api().StreamSynchronize(s), "cuStreamSynchronize"); }
+
+bool graphs_available() { return api().graphs; }
+void begin_capture(CuStream* s) {
+  constexpr int kRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED: other threads may allocate
+  check(api().StreamBeginCapture(s, kRelaxed), "cuStreamBeginCapture");
+}
+CuGraph* end_capture(CuStream* s) {
+  CuGraph* g = nullptr;
+  check(api().StreamEndCapture(s, &g), "cuStreamEndCapture");
+  return g;
+}
+CuGraphNode* last_captured(CuStream* s) {
+  int status = 0;
+  uint64_t id = 0;
+  CuGraph* g = nullptr;
+  CuGraphNode* const* deps = nullptr;
+  const void* edges = nullptr;
+  size_t n = 0;
+  check(api().StreamGetCaptureInfo(s, &status, &id, &g, &deps, &edges, &n),
+        "cuStreamGetCaptureInfo");
+  return n == 1 ? deps[0] : nullptr;
+}
+CuGraphExec* instantiate(CuGraph* g) {
+  CuGraphExec* e = nullptr;
+  check(api().GraphInstantiate(&e, g, 0), "cuGraphInstantiate");
+  return e;
+}
+void graph_launch(CuGraphExec* e, CuStream* s) { check(api().GraphLaunch(e, s), "cuGraphLaunch"); }
+void set_kernel_node(CuGraphExec* e, CuGraphNode* node, CuFunction* f, unsigned groups,
+                     const int* block, void** args) {
+  struct {  // CUDA_KERNEL_NODE_PARAMS_v2
+    CuFunction* func;
+    unsigned grid[3], block[3], shared;
+    void** params;
+    void** extra;
+    void* kern;
+    void* ctx;
+  } p{f,       {groups, 1, 1}, {unsigned(block[0]), unsigned(block[1]), unsigned(block[2])},
+      0,       args,           nullptr,
+      nullptr, nullptr};
+  check(api().GraphExecKernelNodeSetParams(e, node, &p), "cuGraphExecKernelNodeSetParams");
+}
+void set_memset_node(CuGraphExec* e, CuGraphNode* node, DevicePtr dst, uint32_t value,
+                     int elem_bytes, size_t count) {
+  struct {  // CUDA_MEMSET_NODE_PARAMS
+    DevicePtr dst;
+    size_t pitch;
+    unsigned value, element;
+    size_t width, height;
+  } p{dst, 0, value, unsigned(elem_bytes), count, 1};
+  CuContext* ctx = nullptr;
+  check(api().CtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  check(api().GraphExecMemsetNodeSetParams(e, node, &p, ctx), "cuGraphExecMemsetNodeSetParams");
+}
+void destroy(CuGraphExec* e) noexcept {
+  if (e) api().GraphExecDestroy(e);
+}
+void destroy(CuGraph* g) noexcept {
+  if (g) api().GraphDestroy(g);
+}
 void mem_info(size_t* free_bytes, size_t* total_bytes) {
   check(api().MemGetInfo(free_bytes, total_bytes), "cuMemGetInfo");
 }

@@ -28,6 +28,9 @@ struct CuEvent;
 struct CuModule;
 struct CuFunction;
 struct CuContext;
+struct CuGraph;
+struct CuGraphExec;
+struct CuGraphNode;
 
 /// Whether the driver loads and cuInit succeeds with at least one device; `why` says why not.
 EMBER_API bool available(std::string* why = nullptr);
@@ -167,6 +170,23 @@ EMBER_API void memset(DevicePtr dst, uint32_t value, int elem_bytes, size_t coun
 EMBER_API void launch(CuFunction* f, unsigned groups, const int* block, unsigned shared_bytes,
                       CuStream* s, void** args);
 EMBER_API void stream_synchronize(CuStream* s);
+/// Graphs: whether the driver offers capture and replay (CUDA 12.3 or newer).
+EMBER_API bool graphs_available();
+/// Starts capturing `s`'s work into a graph (relaxed mode); nothing runs until it is launched.
+EMBER_API void begin_capture(CuStream* s);
+EMBER_API CuGraph* end_capture(CuStream* s);
+/// The node the last call captured on `s` (nullptr when it is not one node).
+EMBER_API CuGraphNode* last_captured(CuStream* s);
+EMBER_API CuGraphExec* instantiate(CuGraph* g);
+EMBER_API void graph_launch(CuGraphExec* e, CuStream* s);
+/// New arguments (and grid) for a kernel node of an instantiated graph.
+EMBER_API void set_kernel_node(CuGraphExec* e, CuGraphNode* node, CuFunction* f, unsigned groups,
+                               const int* block, void** args);
+/// A new value for a memset node of an instantiated graph.
+EMBER_API void set_memset_node(CuGraphExec* e, CuGraphNode* node, DevicePtr dst, uint32_t value,
+                               int elem_bytes, size_t count);
+EMBER_API void destroy(CuGraphExec* e) noexcept;
+EMBER_API void destroy(CuGraph* g) noexcept;
 /// Free and total device memory of the current context's device (cuMemGetInfo).
 EMBER_API void mem_info(size_t* free_bytes, size_t* total_bytes);
 }  // namespace raw

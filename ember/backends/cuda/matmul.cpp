@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "ember/backends/cuda/cublaslt.h"
@@ -142,7 +143,7 @@ lt::Status run_plan(LtDevice& ld, DeviceState& d, const Plan& p, const lt::Algo&
   return A.Matmul(ld.handle, p.desc, alpha, reinterpret_cast<const void*>(b), p.a,
                   reinterpret_cast<const void*>(a), p.b, beta, reinterpret_cast<void*>(c), p.c,
                   reinterpret_cast<void*>(c), p.c, &algo,
-                  reinterpret_cast<void*>(ld.workspace->ptr), kWorkspace, d.s());
+                  reinterpret_cast<void*>(ld.workspace->ptr), kWorkspace, d.raw_stream());
 }
 
 // Whether large GEMMs time the heuristic's candidates (EMBER_CUBLASLT_TUNE=1). Off by default:
@@ -168,10 +169,10 @@ void tune(LtDevice& ld, DeviceState& d, Plan& p, const GemmCall& g, DevicePtr a,
   for (int round = 0; round < 2; ++round)
     for (size_t i = 0; i < p.candidates.size(); ++i) {
       if (run_plan(ld, d, p, p.candidates[i], g, a, b, c) != 0) continue;  // warm-up
-      start.record_raw(d.s());
+      start.record_raw(d.raw_stream());
       bool ok = true;
       for (int r = 0; r < 3 && ok; ++r) ok = run_plan(ld, d, p, p.candidates[i], g, a, b, c) == 0;
-      end.record_raw(d.s());
+      end.record_raw(d.raw_stream());
       end.synchronize();
       float ms = end.since(start);
       if (ok && ms < best) best = ms, pick = i;
@@ -207,6 +208,20 @@ void lt_gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, Device
   }
   if (!plan->found) return d.Runtime::gemm(g, a, b, c, shapes);
   lt_check(run_plan(ld, d, *plan, plan->algo, g, a, b, c), "cublasLtMatmul", shapes);
+}
+
+void preload_cublaslt(DeviceState& d) {
+  const char* e = std::getenv("EMBER_CUDA_PRELOAD");
+  if (e && std::string_view(e) == "0") return;
+  // The library's loading and the handle's set-up take about 0.1 s: done while the program
+  // builds its model and data, not in its first matmul. A failure shows at that matmul.
+  std::thread([&d] {
+    try {
+      d.bind();
+      (void)lt_device(d);
+    } catch (...) {
+    }
+  }).detach();
 }
 
 }  // namespace ember::cuda::detail

@@ -14,10 +14,11 @@ size_t DevicePool::round(size_t bytes) {
   return (bytes + kLarge - 1) / kLarge * kLarge;
 }
 
-DevicePtr DevicePool::allocate(size_t bytes, CuStream* stream) {
+DevicePtr DevicePool::allocate(size_t bytes, CuStream* stream,
+                               const std::function<void()>& before_free) {
   if (bytes == 0) return 0;
   size_t size = round(bytes);
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   ++stats_.allocations;
   auto take = [&](DevicePtr p) {
     stats_.allocated_bytes += int64_t(size);
@@ -26,12 +27,11 @@ DevicePtr DevicePool::allocate(size_t bytes, CuStream* stream) {
   };
   auto it = free_.find(size);
   if (it != free_.end()) {
-    auto& list = it->second;
+    auto& list = it->second;  // by address, highest first
     for (size_t i = list.size(); i-- > 0;) {
       if (list[i].stream != stream) continue;
       DevicePtr p = list[i].ptr;
-      list[i] = list.back();
-      list.pop_back();
+      list.erase(list.begin() + ptrdiff_t(i));
       ++stats_.cache_hits;
       stats_.cached_bytes -= int64_t(size);
       return take(p);
@@ -40,6 +40,11 @@ DevicePtr DevicePool::allocate(size_t bytes, CuStream* stream) {
   DevicePtr p = 0;
   if (!raw::try_alloc(&p, size)) {
     ++stats_.oom_retries;
+    if (before_free) {
+      lk.unlock();
+      before_free();
+      lk.lock();
+    }
     free_all_locked();
     if (!raw::try_alloc(&p, size)) {
       size_t free_b = 0, total = 0;
@@ -65,7 +70,14 @@ void DevicePool::release(DevicePtr p, size_t bytes, CuStream* stream) noexcept {
   size_t size = round(bytes);
   std::lock_guard lk(mu_);
   try {
-    free_[size].push_back({p, stream});
+    // Kept by address so that the lowest free block is handed out first: which block a request
+    // gets depends on which blocks are free, not on the order they were released in, so a
+    // training step that repeats gets the same addresses every time (and its batches of
+    // commands replay as CUDA graphs, backends/cuda/queue.h).
+    auto& list = free_[size];
+    auto at = std::upper_bound(list.begin(), list.end(), p,
+                               [](DevicePtr v, const Block& b) { return v > b.ptr; });
+    list.insert(at, {p, stream});
   } catch (...) {  // no memory for the list: the block is leaked, not corrupted
     return;
   }

@@ -1,16 +1,18 @@
 // The caching device-memory pool of the CUDA backend. Blocks are rounded to size classes
 // (512 B below 1 MiB, 2 MiB above) and kept on a free list per class when released, so a
 // training loop that allocates the same sizes every step stops calling cuMemAlloc after its
-// first step. A block remembers the stream it was used on and is handed out again only on
-// that stream (work on one stream runs in order, so a block freed by the host can be reused
-// by the next op at once). Out of memory: the cache is freed and the allocation retried
-// once, then a MemoryError names the bytes.
+// first step. A request gets the free block of its class with the lowest address, so a step
+// that repeats gets the same addresses each time, whatever order its tensors were freed in. A block
+// remembers the stream it was used on and is handed out again only on that stream (work on one
+// stream runs in order, so a block freed by the host can be reused by the next op at once). Out of
+// memory: the cache is freed and the allocation retried once, then a MemoryError names the bytes.
 //
 //   auto s = ember::cuda::memory_stats(0);   // allocated, reserved, peak, counts
 //   ember::cuda::empty_cache(0);             // cached blocks back to the driver
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -43,8 +45,10 @@ class EMBER_API DevicePool {
   /// The size class of a request: 512-byte steps below 1 MiB, 2 MiB steps above.
   static size_t round(size_t bytes);
 
-  /// A block of at least `bytes` (0 gives 0) for work on `stream`. Throws MemoryError.
-  DevicePtr allocate(size_t bytes, CuStream* stream);
+  /// A block of at least `bytes` (0 gives 0) for work on `stream`. Throws MemoryError. Out of
+  /// memory, `before_free` runs before the cache is freed (it submits queued work that may
+  /// still use cached blocks).
+  DevicePtr allocate(size_t bytes, CuStream* stream, const std::function<void()>& before_free = {});
   /// Gives a block back to the cache (never calls the driver: safe in destructors).
   void release(DevicePtr p, size_t bytes, CuStream* stream) noexcept;
   /// Frees every cached block (the caller synchronizes the streams first).

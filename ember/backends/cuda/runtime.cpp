@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
+#include "ember/backends/cuda/compile_jobs.h"
 #include "ember/backends/cuda/cudnn.h"
 #include "ember/backends/gpu/tune.h"
 #include "ember/core/error.h"
@@ -37,6 +39,23 @@ DeviceState::DeviceState(int i) : gpu::Runtime(DeviceKind::Cuda, i) {
   arch = info.arch();
   multiprocessors = std::max(1, info.multiprocessors);
   stream = std::make_unique<Stream>();
+  queue = std::make_unique<CommandQueue>(stream->get());
+  preload_cublaslt(*this);
+}
+
+CuStream* DeviceState::s() {
+  submit();
+  return stream->get();
+}
+
+void DeviceState::submit() {
+  bind();
+  queue->submit([this](const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
+                       const std::string& shapes) { lt_gemm(*this, g, a, b, c, shapes); });
+}
+
+bool CudaLoaded::ready() const {
+  return module.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
 DeviceState& device(int index) {
@@ -73,7 +92,7 @@ struct CudaStorage final : gpu::Storage {
     // The device exists (it allocated this); no driver call, so nothing can throw here.
     if (ptr) {
       auto* d = static_cast<DeviceState*>(runtime);
-      d->pool.release(ptr, bytes, d->s());
+      d->pool.release(ptr, bytes, d->raw_stream());
     }
   }
 };
@@ -84,7 +103,7 @@ std::shared_ptr<gpu::Storage> DeviceState::allocate(size_t bytes) {
   auto st = std::make_shared<CudaStorage>();
   st->runtime = this;
   st->bytes = bytes;
-  if (bytes) st->ptr = pool.allocate(bytes, s());
+  if (bytes) st->ptr = pool.allocate(bytes, raw_stream(), [this] { submit(); });
   return st;
 }
 
@@ -92,10 +111,8 @@ std::unique_ptr<Loaded> DeviceState::compile(const kernel::Kernel& kern) {
   bind();
   kernel::CudaCompileOptions o;
   o.arch = arch;
-  kernel::CudaBinary bin = kernel::compile_cuda(kern, o);
   auto l = std::make_unique<CudaLoaded>();
-  l->module = std::make_unique<Module>(bin);
-  l->fn = l->module->function();
+  l->module = compile_async(kernel::render_cuda(kern), kern.name, o, ctx);
   for (int j = 0; j < 3; ++j) l->block[j] = kern.workgroup[j];
   for (const kernel::Param& p : kern.params)
     l->params.push_back(p.kind == kernel::Param::Buffer ? kernel::ScalarType::Void : p.type.scalar);
@@ -111,26 +128,34 @@ void DeviceState::launch(const Loaded& l, std::span<const gpu::Arg> args, int64_
   if (groups <= 0) return;
   bind();
   uint64_t slots[Args::kMaxArgs];
-  void* p[Args::kMaxArgs];
-  for (size_t j = 0; j < args.size(); ++j) {
+  for (size_t j = 0; j < args.size(); ++j)
     slots[j] = args[j].kind == gpu::Arg::Address ? static_cast<uint64_t>(args[j].i)
                                                  : gpu::pack(args[j], l.params[j]);
-    p[j] = &slots[j];
+  auto& k = static_cast<const CudaLoaded&>(l);
+  auto grid = static_cast<unsigned>(std::min<int64_t>(groups, 0x7fffffff));
+  if (CommandQueue::submitting()) {  // a GEMM's fallback kernel, run as part of the batch
+    void* p[Args::kMaxArgs];
+    for (size_t j = 0; j < args.size(); ++j) p[j] = &slots[j];
+    return raw::launch(k.function(), grid, l.block, 0, raw_stream(), p);
   }
-  raw::launch(static_cast<const CudaLoaded&>(l).fn,
-              static_cast<unsigned>(std::min<int64_t>(groups, 0x7fffffff)), l.block, 0, s(), p);
+  queue->launch(k, grid, slots, args.size());
+  if (queue->due()) submit();
 }
 
 void DeviceState::copy(const gpu::Storage& src, size_t src_offset, const gpu::Storage& dst,
                        size_t dst_offset, size_t bytes) {
   bind();
-  if (bytes) raw::copy_dtod(dst.ptr + dst_offset, src.ptr + src_offset, bytes, s());
+  if (!bytes) return;
+  queue->copy(dst.ptr + dst_offset, src.ptr + src_offset, bytes);
+  if (queue->due()) submit();
 }
 
 void DeviceState::fill(const gpu::Storage& dst, size_t offset, uint32_t pattern, int size,
                        size_t count) {
   bind();
-  if (count) raw::memset(dst.ptr + offset, pattern, size, count, s());
+  if (!count) return;
+  queue->fill(dst.ptr + offset, pattern, size, count);
+  if (queue->due()) submit();
 }
 
 void DeviceState::upload(const gpu::Storage& dst, size_t offset, const void* src, size_t bytes) {
@@ -154,7 +179,7 @@ double DeviceState::time_ms(const std::function<void()>& launches) {
   Event start, end;
   start.record_raw(s());
   for (int i = 0; i < 3; ++i) launches();
-  end.record_raw(s());
+  end.record_raw(s());  // after the three calls' commands are submitted
   end.synchronize();
   return double(end.since(start)) / 3;
 }
@@ -170,14 +195,16 @@ std::filesystem::path DeviceState::tuner_file() const {
 void DeviceState::gemm(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c,
                        const std::string& shapes) {
   bind();
-  lt_gemm(*this, g, a, b, c, shapes);
+  if (CommandQueue::submitting()) return lt_gemm(*this, g, a, b, c, shapes);
+  queue->gemm(g, a, b, c, shapes);
+  if (queue->due()) submit();
 }
 
 bool DeviceState::has_vendor_conv() const { return dnn::enabled(); }
 
 bool DeviceState::vendor_conv(const Op& op, const GpuTensor& a, const GpuTensor& b,
                               const GpuTensor& out) {
-  bind();
+  submit();  // cuDNN works on the stream directly, after what is queued
   return cudnn_conv(op, a, b, out);
 }
 
@@ -191,6 +218,9 @@ void synchronize(int dev) {
   Fusion<Cuda>::flush({DeviceKind::Cuda, dev});  // what is still recorded runs first
   raw::stream_synchronize(device(dev).s());
 }
+GraphStats graph_stats() { return detail::queue_stats(); }
+void reset_graph_stats() { detail::reset_queue_stats(); }
+void set_graphs(bool on) { detail::set_graphs_enabled(on); }
 void set_allow_tf32(bool on) { detail::g_tf32 = on; }
 bool allow_tf32() { return detail::g_tf32.load(std::memory_order_relaxed); }
 

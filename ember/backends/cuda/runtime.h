@@ -3,11 +3,13 @@
 // on the device's stream, copies and fills by the driver, GEMMs through cuBLASLt and convs
 // through cuDNN where they are found.
 #pragma once
+#include <future>
 #include <memory>
 #include <string>
 
 #include "ember/backends/cuda/cuda.h"
 #include "ember/backends/cuda/driver.h"
+#include "ember/backends/cuda/queue.h"
 #include "ember/backends/gpu/runtime.h"
 
 namespace ember::cuda::detail {
@@ -18,10 +20,14 @@ using gpu::key;
 using gpu::Kind;
 using gpu::Loaded;
 
-/// A kernel loaded as a module on one device.
+/// A kernel on one device, compiled and loaded as a module on a worker thread
+/// (compile_jobs.h) while the host goes on.
 struct CudaLoaded final : Loaded {
-  std::unique_ptr<Module> module;
-  CuFunction* fn = nullptr;
+  std::shared_future<std::shared_ptr<Module>> module;
+  /// The kernel's function: waits for its module. Throws the compile's or the load's error.
+  CuFunction* function() const { return module.get()->function(); }
+  /// Whether the compile has finished (or failed).
+  bool ready() const;
 };
 
 class DeviceState final : public gpu::Runtime {
@@ -32,8 +38,14 @@ class DeviceState final : public gpu::Runtime {
   std::unique_ptr<Stream> stream;
   DevicePool pool;
   Staging staging;
+  std::unique_ptr<CommandQueue> queue;
 
-  CuStream* s() const { return stream->get(); }
+  /// The stream, with the queued commands submitted to it first: for work outside the queue.
+  CuStream* s();
+  /// The stream without submitting: for its identity, or where the queue is being submitted.
+  CuStream* raw_stream() const { return stream->get(); }
+  /// Submits the queued commands to the stream.
+  void submit();
   /// Makes this device's context current on the calling thread.
   void bind() const;
 
@@ -65,6 +77,9 @@ class DeviceState final : public gpu::Runtime {
 DeviceState& device(int index);
 int device_count_cached();
 
+/// Loads cuBLASLt and sets up the device's handle on a background thread (EMBER_CUDA_PRELOAD=0:
+/// not).
+void preload_cublaslt(DeviceState& d);
 /// cuBLASLt's GEMM (matmul.cpp), the simple kernel where it has no algorithm.
 void lt_gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
              const std::string& shapes);

@@ -32,6 +32,8 @@ CudaTensor Cuda::run(const Op& op, std::span<CudaTensor> in, const TensorMeta& o
 
 bool Cuda::supports(OpCode c) { return gpu::supports(c); }
 
+void Cuda::flush(Device dev) { state(dev).submit(); }
+
 bool Cuda::can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out) {
   return gpu::can_fuse(op, in, out);
 }

@@ -174,9 +174,10 @@ namespace {
 
 // One-element Full results (the scalar operand of `x + 1.0`), kept per device and value so that
 // a repeated constant costs no fill on the stream. A kept tensor is shared, so no op ever
-// overwrites it (reusable() wants the only owner). The kCapacity most recently used values are
-// kept: a step whose scalars change every time (an optimizer's bias corrections) replaces the
-// oldest one by one, so the device memory they hold stays the same (kCapacity small blocks).
+// overwrites it (reusable() wants the only owner). A value is kept from its second use on, and
+// the kCapacity most recently used values are kept: a scalar that changes every step (an
+// optimizer's bias correction) gets a fresh tensor each time, freed with the step, so a step
+// that repeats keeps its addresses (and its CUDA graphs replay, backends/cuda/queue.h).
 class Constants {
  public:
   static constexpr size_t kCapacity = 64;
@@ -190,6 +191,13 @@ class Constants {
           std::rotate(kept_.begin() + i, kept_.begin() + i + 1, kept_.end());
         return kept_.back().second;
       }
+    auto seen = std::find(seen_.begin(), seen_.end(), k);
+    if (seen == seen_.end()) {  // first use: remembered, not kept
+      if (seen_.size() >= kCapacity) seen_.erase(seen_.begin());
+      seen_.push_back(k);
+      return make();
+    }
+    seen_.erase(seen);
     if (kept_.size() >= kCapacity) kept_.erase(kept_.begin());
     kept_.emplace_back(k, make());
     return kept_.back().second;
@@ -205,6 +213,7 @@ class Constants {
   };
   std::mutex mu_;
   std::vector<std::pair<Key, GpuTensor>> kept_;
+  std::vector<Key> seen_;  // used once, not kept yet
 };
 
 Constants& constants() {

@@ -53,8 +53,10 @@ class EMBER_API Tuner {
   /// The code to launch for `key` among `candidates` (candidates[0]: the heuristic's). On the
   /// first call for a key, `time(code)` gives each candidate's time in any unit (it may throw:
   /// that candidate is skipped); a candidate replaces the heuristic only when clearly faster.
+  /// `prepare(code)`, when given, is called for every candidate before the first is timed.
   int64_t choose(const std::string& key, std::span<const int64_t> candidates,
-                 const std::function<double(int64_t)>& time);
+                 const std::function<double(int64_t)>& time,
+                 const std::function<void(int64_t)>& prepare = {});
   /// Records that `code` failed to launch for `key`: the heuristic is kept for it from now on
   /// (in memory only).
   void demote(const std::string& key, int64_t heuristic);
