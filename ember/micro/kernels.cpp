@@ -1,0 +1,141 @@
+#include "ember/micro/kernels.h"
+
+#include <math.h>
+
+#include "ember/micro/tensor.h"
+
+namespace ember::micro {
+
+const char* detail::format_dims(char* buf, size_t size, const int64_t* dims, int rank) {
+  size_t at = 0;
+  auto put = [&](char c) {
+    if (at + 1 < size) buf[at++] = c;
+  };
+  put('[');
+  for (int i = 0; i < rank; ++i) {
+    if (i) put(','), put(' ');
+    char digits[24];
+    int nd = 0;
+    int64_t v = dims[i];
+    if (v < 0) put('-'), v = -v;
+    do digits[nd++] = static_cast<char>('0' + v % 10);
+    while ((v /= 10) != 0);
+    while (nd) put(digits[--nd]);
+  }
+  put(']');
+  buf[at] = '\0';
+  return buf;
+}
+
+namespace kernels {
+
+void linear(const float* x, const float* w, const float* b, float* y, int32_t m, int32_t k,
+            int32_t n) {
+  for (int32_t i = 0; i < m; ++i) {
+    float* row = y + i * n;
+    for (int32_t j = 0; j < n; ++j) row[j] = b ? b[j] : 0.0f;
+    const float* xi = x + i * k;
+    // k outer, n inner: the weight rows are read in order, once per input row.
+    for (int32_t p = 0; p < k; ++p) {
+      const float a = xi[p];
+      if (a == 0.0f) continue;  // after a ReLU many inputs are zero
+      const float* wp = w + p * n;
+      for (int32_t j = 0; j < n; ++j) row[j] += a * wp[j];
+    }
+  }
+}
+
+void conv2d(const float* x, const float* w, const float* b, float* y, const Window2d& g,
+            int32_t c_out, int32_t groups) {
+  const int32_t oh = g.out_h(), ow = g.out_w();
+  const int32_t cin_g = g.c / groups, cout_g = c_out / groups;
+  for (int32_t n = 0; n < g.n; ++n)
+    for (int32_t co = 0; co < c_out; ++co) {
+      const int32_t grp = co / cout_g;
+      const float* wc = w + co * cin_g * g.kh * g.kw;
+      float* yc = y + (n * c_out + co) * oh * ow;
+      for (int32_t oy = 0; oy < oh; ++oy)
+        for (int32_t ox = 0; ox < ow; ++ox) {
+          float acc = b ? b[co] : 0.0f;
+          for (int32_t ci = 0; ci < cin_g; ++ci) {
+            const float* xc = x + (n * g.c + grp * cin_g + ci) * g.h * g.w;
+            const float* wk = wc + ci * g.kh * g.kw;
+            for (int32_t ky = 0; ky < g.kh; ++ky) {
+              const int32_t iy = oy * g.sh - g.ph + ky * g.dh;
+              if (iy < 0 || iy >= g.h) continue;
+              for (int32_t kx = 0; kx < g.kw; ++kx) {
+                const int32_t ix = ox * g.sw - g.pw + kx * g.dw;
+                if (ix < 0 || ix >= g.w) continue;
+                acc += xc[iy * g.w + ix] * wk[ky * g.kw + kx];
+              }
+            }
+          }
+          yc[oy * ow + ox] = acc;
+        }
+    }
+}
+
+namespace {
+template <bool kMax>
+void pool2d(const float* x, float* y, const Window2d& g) {
+  const int32_t oh = g.out_h(), ow = g.out_w();
+  for (int32_t p = 0; p < g.n * g.c; ++p) {
+    const float* xc = x + p * g.h * g.w;
+    float* yc = y + p * oh * ow;
+    for (int32_t oy = 0; oy < oh; ++oy)
+      for (int32_t ox = 0; ox < ow; ++ox) {
+        float acc = kMax ? -INFINITY : 0.0f;
+        for (int32_t ky = 0; ky < g.kh; ++ky) {
+          const int32_t iy = oy * g.sh - g.ph + ky * g.dh;
+          if (iy < 0 || iy >= g.h) continue;
+          for (int32_t kx = 0; kx < g.kw; ++kx) {
+            const int32_t ix = ox * g.sw - g.pw + kx * g.dw;
+            if (ix < 0 || ix >= g.w) continue;
+            const float v = xc[iy * g.w + ix];
+            if (kMax)
+              acc = v > acc || v != v ? v : acc;  // NaN propagates, as on the host
+            else
+              acc += v;
+          }
+        }
+        yc[oy * ow + ox] = kMax ? acc : acc / static_cast<float>(g.kh * g.kw);
+      }
+  }
+}
+}  // namespace
+
+void max_pool2d(const float* x, float* y, const Window2d& g) { pool2d<true>(x, y, g); }
+void avg_pool2d(const float* x, float* y, const Window2d& g) { pool2d<false>(x, y, g); }
+
+void softmax_rows(const float* x, float* y, int32_t rows, int32_t n, bool log) {
+  for (int32_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    float mx = -INFINITY;
+    for (int32_t j = 0; j < n; ++j) mx = xr[j] > mx ? xr[j] : mx;
+    float sum = 0.0f;
+    for (int32_t j = 0; j < n; ++j) sum += expf(xr[j] - mx);
+    const float lse = logf(sum);
+    for (int32_t j = 0; j < n; ++j) yr[j] = log ? xr[j] - mx - lse : expf(xr[j] - mx) / sum;
+  }
+}
+
+void layer_norm_rows(const float* x, const float* gamma, const float* beta, float* y, int32_t rows,
+                     int32_t n, float epsilon) {
+  for (int32_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    float mean = 0.0f, var = 0.0f;
+    for (int32_t j = 0; j < n; ++j) mean += xr[j];
+    mean /= static_cast<float>(n);
+    for (int32_t j = 0; j < n; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+    const float inv = 1.0f / sqrtf(var / static_cast<float>(n) + epsilon);
+    for (int32_t j = 0; j < n; ++j) {
+      const float v = (xr[j] - mean) * inv;
+      yr[j] = (gamma ? gamma[j] : 1.0f) * v + (beta ? beta[j] : 0.0f);
+    }
+  }
+}
+
+}  // namespace kernels
+}  // namespace ember::micro

@@ -1,0 +1,222 @@
+// ember::micro on the host: each layer against the CPU backend's on random inputs and
+// parameters (the host record bound in place by name), the arena's reuse and errors, and
+// load_module's checks. The same code runs on the boards in embedded_qemu.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "ember/ember.h"
+#include "ember/micro/micro.h"
+#include "ember/nn/layers/conv.h"
+#include "ember/nn/layers/linear.h"
+#include "ember/nn/layers/norm.h"
+#include "ember/nn/layers/pool.h"
+#include "ember/nn/record.h"
+
+namespace {
+
+namespace mc = ember::micro;
+using ember::Cpu;
+using ember::Distribution;
+using ember::Tensor;
+using Micro = mc::Micro;
+
+/// The handler of these tests: the error as an exception, so a test can expect it.
+struct MicroError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+void throw_error(const char* message) { throw MicroError(message); }
+
+/// A host record turned into micro RecordEntries that point into its (kept) data.
+struct HostRecord {
+  ember::record::NamedTensors tensors;
+  std::vector<std::vector<float>> data;
+  std::vector<mc::RecordEntry> entries;
+  mc::Record record() const { return {entries.data(), static_cast<int>(entries.size())}; }
+};
+template <class M>
+HostRecord record_of(const M& host) {
+  HostRecord r;
+  r.tensors = ember::nn::to_record(host);
+  r.data.reserve(r.tensors.size());
+  for (const auto& [name, t] : r.tensors) {
+    r.data.push_back(t.template to_vec<float>());
+    mc::RecordEntry e{name.c_str(), static_cast<int>(t.shape().rank()), {}, r.data.back().data()};
+    for (size_t i = 0; i < t.shape().rank(); ++i) e.dims[i] = t.shape()[i];
+    r.entries.push_back(e);
+  }
+  return r;
+}
+
+template <int D>
+Tensor<Cpu, D> random(ember::Shape s) {
+  return Tensor<Cpu, D>::random(std::move(s), Distribution::normal(0, 1));
+}
+template <int D>
+mc::Tensor<Micro, D> to_micro(const Tensor<Cpu, D>& t, std::vector<float>& keep) {
+  keep = t.template to_vec<float>();
+  std::array<int64_t, D> dims{};
+  for (int i = 0; i < D; ++i) dims[i] = t.dim(i);
+  return mc::Tensor<Micro, D>::from_const(keep.data(), dims);
+}
+template <int D>
+void expect_close(const mc::Tensor<Micro, D>& got, const Tensor<Cpu, D>& want) {
+  ASSERT_EQ(got.numel(), want.numel());
+  for (int i = 0; i < D; ++i) ASSERT_EQ(got.dim(i), want.dim(i)) << "dim " << i;
+  const auto w = want.template to_vec<float>();
+  for (size_t i = 0; i < w.size(); ++i)
+    ASSERT_NEAR(got.data()[i], w[i], 1e-5 + 1e-5 * std::abs(w[i])) << "element " << i;
+}
+
+class MicroTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ember::seed(11);
+    previous_ = mc::set_error_handler(throw_error);
+  }
+  void TearDown() override { mc::set_error_handler(previous_); }
+  mc::ErrorHandler previous_ = nullptr;
+};
+
+TEST_F(MicroTest, LinearMatchesTheCpuBackend) {
+  auto host = ember::nn::LinearConfig{7, 5}.init<Cpu>();
+  auto rec = record_of(host);
+  auto micro = mc::nn::LinearConfig{7, 5}.init<Micro>();
+  mc::nn::load_module(micro, rec.record());
+  std::vector<float> keep;
+  auto x = random<3>({2, 3, 7});
+  expect_close(micro.forward(to_micro(x, keep)), host.forward(x));
+  EXPECT_EQ(micro.weight.val().data(), rec.data[0].data()) << "the weights are read in place";
+}
+
+TEST_F(MicroTest, Conv2dMatchesTheCpuBackend) {
+  for (int64_t groups : {1, 2}) {
+    auto cfg = ember::nn::Conv2dConfig{{4, 6}, {3, 2}}
+                   .with_stride({2, 1})
+                   .with_padding({1, 2})
+                   .with_dilation({1, 2})
+                   .with_groups(groups);
+    auto host = cfg.init<Cpu>();
+    auto rec = record_of(host);
+    auto micro = mc::nn::Conv2dConfig{{4, 6}, {3, 2}}
+                     .with_stride({2, 1})
+                     .with_padding({1, 2})
+                     .with_dilation({1, 2})
+                     .with_groups(groups)
+                     .init<Micro>();
+    mc::nn::load_module(micro, rec.record());
+    std::vector<float> keep;
+    auto x = random<4>({2, 4, 9, 8});
+    expect_close(micro.forward(to_micro(x, keep)), host.forward(x));
+  }
+}
+
+TEST_F(MicroTest, Conv1dMatchesTheCpuBackend) {
+  auto host = ember::nn::Conv1dConfig{{3, 5}, {4}}.with_padding({1}).init<Cpu>();
+  auto rec = record_of(host);
+  auto micro = mc::nn::Conv1dConfig{{3, 5}, {4}}.with_padding({1}).init<Micro>();
+  mc::nn::load_module(micro, rec.record());
+  std::vector<float> keep;
+  auto x = random<3>({2, 3, 11});
+  expect_close(micro.forward(to_micro(x, keep)), host.forward(x));
+}
+
+TEST_F(MicroTest, PoolingMatchesTheCpuBackend) {
+  std::vector<float> keep;
+  auto x = random<4>({2, 3, 7, 6});
+  auto mx = to_micro(x, keep);
+  expect_close(mc::nn::MaxPool2dConfig{{2, 2}}.init().forward(mx),
+               ember::nn::MaxPool2dConfig{{2, 2}}.init().forward(x));
+  expect_close(mc::nn::MaxPool2dConfig{{3, 3}, {2, 2}, {1, 1}}.init().forward(mx),
+               ember::nn::MaxPool2dConfig{{3, 3}, {2, 2}, {1, 1}}.init().forward(x));
+  expect_close(mc::nn::AvgPool2dConfig{{3, 2}, {1, 2}, {1, 0}}.init().forward(mx),
+               ember::nn::AvgPool2dConfig{{3, 2}, {1, 2}, {1, 0}}.init().forward(x));
+}
+
+TEST_F(MicroTest, LayerNormAndActivationsMatchTheCpuBackend) {
+  auto host = ember::nn::LayerNormConfig{6}.init<Cpu>();
+  // Non-trivial gamma and beta, so that the test sees them applied.
+  host.gamma->set(random<1>({6}));
+  host.beta->set(random<1>({6}));
+  auto rec = record_of(host);
+  auto micro = mc::nn::LayerNormConfig{6}.init<Micro>();
+  mc::nn::load_module(micro, rec.record());
+  std::vector<float> keep;
+  auto x = random<2>({4, 6});
+  auto mx = to_micro(x, keep);
+  expect_close(micro.forward(mx), host.forward(x));
+  namespace ha = ember::activation;
+  namespace ma = mc::activation;
+  expect_close(ma::relu(mx), ha::relu(x));
+  expect_close(ma::sigmoid(mx), ha::sigmoid(x));
+  expect_close(ma::tanh(mx), ha::tanh(x));
+  expect_close(ma::silu(mx), ha::silu(x));
+  expect_close(ma::gelu(mx), ha::gelu(x));
+  expect_close(ma::leaky_relu(mx, 0.2), ha::leaky_relu(x, 0.2));
+  expect_close(ma::softmax(mx, 1), ha::softmax(x, 1));
+  expect_close(ma::log_softmax(mx, -1), ha::log_softmax(x, -1));
+}
+
+TEST_F(MicroTest, ATemporaryIsReusedInPlaceAndTheArenaIsGivenBack) {
+  const size_t before = mc::arena_stats().in_use;
+  {
+    auto t = mc::Tensor<Micro, 2>::full({16, 16}, -1.0f);
+    const float* p = t.data();
+    mc::arena_reset_high_water();
+    auto r = mc::activation::relu(std::move(t));
+    EXPECT_EQ(r.data(), p);
+    EXPECT_EQ(r.data()[5], 0.0f);
+    EXPECT_EQ(mc::arena_stats().high_water, mc::arena_stats().in_use) << "no new block";
+    auto shared = r;  // two owners: the next op may not write in place
+    auto s = mc::activation::sigmoid(shared);
+    EXPECT_NE(s.data(), p);
+    EXPECT_EQ(r.data()[0], 0.0f);
+  }
+  EXPECT_EQ(mc::arena_stats().in_use, before);
+}
+
+TEST_F(MicroTest, RunningOutOfArenaGoesToTheHandler) {
+  const size_t capacity = mc::arena_stats().capacity;
+  try {
+    auto big = mc::Tensor<Micro, 1>::zeros({static_cast<int64_t>(capacity)});
+    FAIL() << "allocated " << big.numel() << " floats from " << capacity << " bytes";
+  } catch (const MicroError& e) {
+    EXPECT_NE(std::string(e.what()).find("[full] out of memory: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("of " + std::to_string(capacity) + " in the arena"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(MicroTest, LoadModuleChecksNamesAndShapes) {
+  auto rec = record_of(ember::nn::LinearConfig{4, 3}.init<Cpu>());
+  auto wrong = mc::nn::LinearConfig{3, 4}.init<Micro>();
+  EXPECT_THROW(mc::nn::load_module(wrong, rec.record()), MicroError);
+  auto no_bias = mc::nn::LinearConfig{4, 3, false}.init<Micro>();
+  try {
+    mc::nn::load_module(no_bias, rec.record());
+    FAIL() << "an unused record tensor was accepted";
+  } catch (const MicroError& e) {
+    EXPECT_NE(std::string(e.what()).find("the record has 2 tensors, the module 1"),
+              std::string::npos)
+        << e.what();
+  }
+  auto unbound = mc::nn::LinearConfig{4, 3}.init<Micro>();
+  std::vector<float> keep;
+  EXPECT_THROW(unbound.forward(to_micro(random<2>({1, 4}), keep)), MicroError);
+}
+
+TEST_F(MicroTest, ShapeErrorsNameTheOpAndTheShapes) {
+  auto a = mc::Tensor<Micro, 2>::zeros({2, 3});
+  try {
+    (void)a.matmul(mc::Tensor<Micro, 2>::zeros({2, 3}));
+    FAIL();
+  } catch (const MicroError& e) {
+    EXPECT_STREQ(e.what(), "[matmul] inner dims differ: lhs [2, 3], rhs [2, 3]");
+  }
+  EXPECT_THROW((void)a.reshape<2>({4, -1}), MicroError);
+  EXPECT_EQ(a.reshape<1>({-1}).dim(0), 6);
+}
+
+}  // namespace
