@@ -137,5 +137,41 @@ void layer_norm_rows(const float* x, const float* gamma, const float* beta, floa
   }
 }
 
+void batch_norm(const float* x, const float* mean, const float* var, const float* gamma,
+                const float* beta, float* y, int32_t n, int32_t c, int32_t inner, float epsilon) {
+  for (int32_t b = 0; b < n; ++b)
+    for (int32_t ch = 0; ch < c; ++ch) {
+      const float scale = (gamma ? gamma[ch] : 1.0f) / sqrtf(var[ch] + epsilon);
+      const float shift = (beta ? beta[ch] : 0.0f) - mean[ch] * scale;
+      const float* xc = x + (b * c + ch) * inner;
+      float* yc = y + (b * c + ch) * inner;
+      for (int32_t i = 0; i < inner; ++i) yc[i] = xc[i] * scale + shift;
+    }
+}
+
+namespace {
+float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+}  // namespace
+
+void gru_cell(const float* gi, const float* gh, float* h, int32_t hidden) {
+  for (int32_t j = 0; j < hidden; ++j) {
+    const float r = sigmoid(gi[j] + gh[j]);
+    const float z = sigmoid(gi[hidden + j] + gh[hidden + j]);
+    const float n = tanhf(gi[2 * hidden + j] + r * gh[2 * hidden + j]);
+    h[j] = (1.0f - z) * n + z * h[j];
+  }
+}
+
+void lstm_cell(const float* gi, const float* gh, float* h, float* c, int32_t hidden) {
+  for (int32_t j = 0; j < hidden; ++j) {
+    const float i = sigmoid(gi[j] + gh[j]);
+    const float f = sigmoid(gi[hidden + j] + gh[hidden + j]);
+    const float g = tanhf(gi[2 * hidden + j] + gh[2 * hidden + j]);
+    const float o = sigmoid(gi[3 * hidden + j] + gh[3 * hidden + j]);
+    c[j] = f * c[j] + i * g;
+    h[j] = o * tanhf(c[j]);
+  }
+}
+
 }  // namespace kernels
 }  // namespace ember::micro

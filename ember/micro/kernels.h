@@ -35,4 +35,14 @@ void softmax_rows(const float* x, float* y, int32_t rows, int32_t n, bool log);
 void layer_norm_rows(const float* x, const float* gamma, const float* beta, float* y, int32_t rows,
                      int32_t n, float epsilon);
 
+/// Inference batch norm of x [n, c, inner] with per-channel statistics (gamma, beta optional).
+void batch_norm(const float* x, const float* mean, const float* var, const float* gamma,
+                const float* beta, float* y, int32_t n, int32_t c, int32_t inner, float epsilon);
+
+/// One recurrent step of a hidden state h [hidden] from the input projection gi and the hidden
+/// one gh, both [G * hidden] in PyTorch's gate order. Gru: r, z, n; Lstm: i, f, g, o (c: the
+/// cell state, updated too).
+void gru_cell(const float* gi, const float* gh, float* h, int32_t hidden);
+void lstm_cell(const float* gi, const float* gh, float* h, float* c, int32_t hidden);
+
 }  // namespace ember::micro::kernels

@@ -265,4 +265,87 @@ struct LayerNormConfig {
   }
 };
 
+// ---- BatchNorm -----------------------------------------------------------------------------
+
+/// Batch norm at inference: the running statistics of the host record.
+template <Backend B>
+struct BatchNorm {
+  std::optional<Param<Tensor<B, 1>>> gamma, beta;
+  Buffer<Tensor<B, 1>> running_mean, running_var;
+  double momentum = 0.1;
+  double epsilon = 1e-5;
+  EMBER_MODULE(BatchNorm, gamma, beta, running_mean, running_var, momentum, epsilon)
+
+  /// [N, C, ...].
+  template <int D>
+  Tensor<B, D> forward(const Tensor<B, D>& x) const {
+    static_assert(D >= 2, "batch norm needs [N, C, ...]");
+    const int64_t c = running_mean.dim(0);
+    if (x.dim(1) != c) fail("[batch_norm] input has %d channels, not %d", int(x.dim(1)), int(c));
+    auto y = Tensor<B, D>::uninit(x.dims(), "batch_norm");
+    kernels::batch_norm(x.data(), running_mean.val().data(), running_var.val().data(),
+                        gamma ? gamma->val().data() : nullptr, beta ? beta->val().data() : nullptr,
+                        y.mut(), int32_t(x.dim(0)), int32_t(c), int32_t(x.numel() / x.dim(0) / c),
+                        static_cast<float>(epsilon));
+    return y;
+  }
+};
+struct BatchNormConfig {
+  int64_t num_features = 0;
+  double epsilon = 1e-5;
+  double momentum = 0.1;
+  bool affine = true;
+  template <Backend B>
+  BatchNorm<B> init(Device = B::default_device()) const {
+    if (num_features <= 0) fail("[batch_norm] num_features must be positive");
+    BatchNorm<B> m;
+    const std::array<int64_t, 1> c{num_features};
+    if (affine) m.gamma.emplace(c), m.beta.emplace(c);
+    m.running_mean = Buffer<Tensor<B, 1>>(c);
+    m.running_var = Buffer<Tensor<B, 1>>(c);
+    m.momentum = momentum;
+    m.epsilon = epsilon;
+    return m;
+  }
+};
+
+// ---- Embedding -----------------------------------------------------------------------------
+
+/// A lookup table of n_embedding vectors of size d_model. This build has no integer tensors:
+/// the indices come as int32_t values with their dims (the host takes a Tensor<B, D, Int>).
+template <Backend B>
+struct Embedding {
+  Param<Tensor<B, 2>> weight;  // [n_embedding, d_model]
+  EMBER_MODULE(Embedding, weight)
+
+  /// indices [d0, ..., dk] -> [d0, ..., dk, d_model].
+  template <int D>
+  Tensor<B, D + 1> forward(const int32_t* indices, std::array<int64_t, D> dims) const {
+    const int64_t rows = weight.dim(0), d = weight.dim(1);
+    std::array<int64_t, D + 1> out{};
+    int64_t n = 1;
+    for (int i = 0; i < D; ++i) n *= out[i] = dims[i];
+    out[D] = d;
+    auto y = Tensor<B, D + 1>::uninit(out, "embedding");
+    for (int64_t i = 0; i < n; ++i) {
+      if (indices[i] < 0 || indices[i] >= rows)
+        fail("[embedding] index %d out of range for %d rows", int(indices[i]), int(rows));
+      const float* src = weight.val().data() + indices[i] * d;
+      for (int64_t j = 0; j < d; ++j) y.mut()[i * d + j] = src[j];
+    }
+    return y;
+  }
+};
+struct EmbeddingConfig {
+  int64_t n_embedding = 0;
+  int64_t d_model = 0;
+  template <Backend B>
+  Embedding<B> init(Device = B::default_device()) const {
+    if (n_embedding <= 0 || d_model <= 0) fail("[embedding] sizes must be positive");
+    Embedding<B> m;
+    m.weight = Param<Tensor<B, 2>>({n_embedding, d_model});
+    return m;
+  }
+};
+
 }  // namespace ember::micro::nn

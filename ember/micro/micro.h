@@ -17,4 +17,5 @@
 #include "ember/micro/error.h"
 #include "ember/micro/layers.h"
 #include "ember/micro/record.h"
+#include "ember/micro/rnn.h"
 #include "ember/micro/tensor.h"

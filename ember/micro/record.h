@@ -62,7 +62,34 @@ class Param {
   bool bound_ = false;
 };
 
+/// Running state on the host (running_mean, ...); here constant data like a parameter.
+template <class T>
+using Buffer = Param<T>;
+
+/// A list of up to N submodules: the host's std::vector of layers, without a heap.
+template <class T, size_t N>
+class StaticVec {
+ public:
+  size_t size() const { return n_; }
+  T& operator[](size_t i) { return items_[i]; }
+  const T& operator[](size_t i) const { return items_[i]; }
+  void push_back(T v) {
+    if (n_ == N) fail("[static_vec] more than %d items", int(N));
+    items_[n_++] = static_cast<T&&>(v);
+  }
+  const T* begin() const { return items_.data(); }
+  const T* end() const { return items_.data() + n_; }
+
+ private:
+  std::array<T, N> items_{};
+  size_t n_ = 0;
+};
+
 namespace detail {
+template <class T>
+struct is_static_vec : std::false_type {};
+template <class T, size_t N>
+struct is_static_vec<StaticVec<T, N>> : std::true_type {};
 template <class T>
 struct is_param : std::false_type {};
 template <class T>
@@ -112,7 +139,7 @@ void walk(const Path& path, T& x, Fn& fn) {
     x.for_each_field([&](const char* name, auto& f) { walk(path.child(name), f, fn); });
   } else if constexpr (is_optional<T>::value) {
     if (x) walk(path, *x, fn);
-  } else if constexpr (is_array<T>::value) {
+  } else if constexpr (is_array<T>::value || is_static_vec<T>::value) {
     for (size_t i = 0; i < x.size(); ++i) walk(path.child(i), x[i], fn);
   }
 }

@@ -9,9 +9,11 @@
 #include "ember/ember.h"
 #include "ember/micro/micro.h"
 #include "ember/nn/layers/conv.h"
+#include "ember/nn/layers/embedding.h"
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/layers/norm.h"
 #include "ember/nn/layers/pool.h"
+#include "ember/nn/layers/rnn.h"
 #include "ember/nn/record.h"
 
 namespace {
@@ -156,6 +158,66 @@ TEST_F(MicroTest, LayerNormAndActivationsMatchTheCpuBackend) {
   expect_close(ma::leaky_relu(mx, 0.2), ha::leaky_relu(x, 0.2));
   expect_close(ma::softmax(mx, 1), ha::softmax(x, 1));
   expect_close(ma::log_softmax(mx, -1), ha::log_softmax(x, -1));
+}
+
+TEST_F(MicroTest, BatchNormAndEmbeddingMatchTheCpuBackend) {
+  auto host = ember::nn::BatchNormConfig{3}.init<Cpu>();
+  host.gamma->set(random<1>({3}));
+  host.beta->set(random<1>({3}));
+  host.running_mean.set(random<1>({3}));
+  host.running_var.set(Tensor<Cpu, 1>::random({3}, Distribution::uniform(0.5, 2)));
+  auto rec = record_of(host);
+  auto micro = mc::nn::BatchNormConfig{3}.init<Micro>();
+  mc::nn::load_module(micro, rec.record());
+  std::vector<float> keep;
+  auto x = random<4>({2, 3, 4, 5});
+  expect_close(micro.forward(to_micro(x, keep)), host.forward(x));
+
+  auto emb = ember::nn::EmbeddingConfig{10, 4}.init<Cpu>();
+  auto erec = record_of(emb);
+  auto memb = mc::nn::EmbeddingConfig{10, 4}.init<Micro>();
+  mc::nn::load_module(memb, erec.record());
+  const std::vector<int32_t> ids = {3, 0, 9, 3, 7, 1};
+  auto hid =
+      Tensor<Cpu, 2, ember::Int>::from_values(std::vector<int64_t>(ids.begin(), ids.end()), {2, 3});
+  expect_close(memb.forward<2>(ids.data(), {2, 3}), emb.forward(hid));
+  const int32_t bad = 10;
+  EXPECT_THROW(memb.forward<1>(&bad, {1}), MicroError);
+}
+
+TEST_F(MicroTest, GruAndLstmMatchTheCpuBackend) {
+  for (bool batch_first : {false, true}) {
+    SCOPED_TRACE(batch_first ? "batch first" : "time first");
+    std::vector<float> kx, kh, kc;
+    auto x = random<3>({5, 2, 3});  // [seq, batch, 3] or [batch, seq, 3]
+    auto h0 = random<3>({2, batch_first ? 5 : 2, 4});
+    auto c0 = random<3>({2, batch_first ? 5 : 2, 4});
+    auto gru =
+        ember::nn::GruConfig{3, 4}.with_num_layers(2).with_batch_first(batch_first).init<Cpu>();
+    auto grec = record_of(gru);
+    auto mgru =
+        mc::nn::GruConfig{3, 4}.with_num_layers(2).with_batch_first(batch_first).init<Micro>();
+    mc::nn::load_module(mgru, grec.record());
+    auto want = gru.forward(x, h0);
+    auto got = mgru.forward(to_micro(x, kx), to_micro(h0, kh));
+    expect_close(got.output, want.output);
+    expect_close(got.h_n, want.h_n);
+
+    auto lstm =
+        ember::nn::LstmConfig{3, 4}.with_num_layers(2).with_batch_first(batch_first).init<Cpu>();
+    auto lrec = record_of(lstm);
+    auto mlstm =
+        mc::nn::LstmConfig{3, 4}.with_num_layers(2).with_batch_first(batch_first).init<Micro>();
+    mc::nn::load_module(mlstm, lrec.record());
+    auto lw = lstm.forward(x, ember::nn::LstmState<Cpu>{h0, c0});
+    auto lg = mlstm.forward(to_micro(x, kx),
+                            mc::nn::LstmState<Micro>{to_micro(h0, kh), to_micro(c0, kc)});
+    expect_close(lg.output, lw.output);
+    expect_close(lg.h_n, lw.h_n);
+    expect_close(lg.c_n, lw.c_n);
+    auto zero_state = mlstm.forward(to_micro(x, kx));
+    expect_close(zero_state.output, lstm.forward(x).output);
+  }
 }
 
 TEST_F(MicroTest, ATemporaryIsReusedInPlaceAndTheArenaIsGivenBack) {
