@@ -38,7 +38,7 @@ set(CMAKE_CXX_FLAGS_INIT "--specs=picolibcpp.specs ${_cpu} -ffunction-sections -
 # The hosted crt0 calls exit() after main, which semihosting turns into QEMU's exit status.
 set(CMAKE_EXE_LINKER_FLAGS_INIT "--oslib=semihost --crt0=hosted -Wl,--gc-sections \
 -Wl,--defsym=__flash=${_flash} -Wl,--defsym=__flash_size=${_flash_size} \
--Wl,--defsym=__ram=${_ram} -Wl,--defsym=__ram_size=${_ram_size} -Wl,--defsym=__stack_size=0x2000")
+-Wl,--defsym=__ram=${_ram} -Wl,--defsym=__ram_size=${_ram_size}")
 
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)

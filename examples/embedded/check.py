@@ -30,7 +30,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import micro_weights  # noqa: E402
 
-BOARDS = {"mps2-an386": "Cortex-M4F", "lm3s6965evb": "Cortex-M3"}
+BOARDS = {"mps2-an386": "Cortex-M4F", "lm3s6965evb": "Cortex-M3", "mps2-an385": "Cortex-M3"}
 RAM_ORIGIN = 0x20000000
 N_IMAGES = 8
 N_SINE = 16

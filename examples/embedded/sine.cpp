@@ -28,15 +28,19 @@ int main() {
 
   const RecordEntry& xs = sine_inputs::entries[0];  // its one tensor: "x" [N, 1]
   const int n = static_cast<int>(xs.dims[0]);
-  board::start();
   auto x = Tensor<Micro, 2>::from_const(xs.data, {n, 1});
+  board::start();
   Tensor<Micro, 2> y = model.forward(x);  // the whole batch at once
-  const uint32_t insns = board::instructions();
+  const uint32_t batch_insns = board::instructions();
   board::print_floats("y", 0, y.data(), n);
-  printf("instructions 0 %lu\nbatch %d\n", static_cast<unsigned long>(insns), n);
+  printf("batch %d instructions %lu\n", n, static_cast<unsigned long>(batch_insns));
   for (int i = 0; i < n; ++i) {  // and one at a time, as a sensor loop would
     auto xi = Tensor<Micro, 2>::from_const(xs.data + i, {1, 1});
-    board::print_floats("y1", i, model.forward(xi).data(), 1);
+    board::start();
+    Tensor<Micro, 2> yi = model.forward(xi);
+    const uint32_t insns = board::instructions();
+    board::print_floats("y1", i, yi.data(), 1);
+    printf("instructions %d %lu\n", i, static_cast<unsigned long>(insns));
   }
   const ArenaStats a = arena_stats();
   printf("arena %lu high_water %lu\n", static_cast<unsigned long>(a.capacity),
