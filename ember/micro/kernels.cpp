@@ -49,29 +49,37 @@ void conv2d(const float* x, const float* w, const float* b, float* y, const Wind
             int32_t c_out, int32_t groups) {
   const int32_t oh = g.out_h(), ow = g.out_w();
   const int32_t cin_g = g.c / groups, cout_g = c_out / groups;
+  // One weight at a time over the whole output plane: the inner loop is a contiguous
+  // multiply-add with its bounds worked out once per kernel column, not per element.
   for (int32_t n = 0; n < g.n; ++n)
     for (int32_t co = 0; co < c_out; ++co) {
       const int32_t grp = co / cout_g;
-      const float* wc = w + co * cin_g * g.kh * g.kw;
       float* yc = y + (n * c_out + co) * oh * ow;
-      for (int32_t oy = 0; oy < oh; ++oy)
-        for (int32_t ox = 0; ox < ow; ++ox) {
-          float acc = b ? b[co] : 0.0f;
-          for (int32_t ci = 0; ci < cin_g; ++ci) {
-            const float* xc = x + (n * g.c + grp * cin_g + ci) * g.h * g.w;
-            const float* wk = wc + ci * g.kh * g.kw;
-            for (int32_t ky = 0; ky < g.kh; ++ky) {
+      for (int32_t i = 0; i < oh * ow; ++i) yc[i] = b ? b[co] : 0.0f;
+      for (int32_t ci = 0; ci < cin_g; ++ci) {
+        const float* xc = x + (n * g.c + grp * cin_g + ci) * g.h * g.w;
+        const float* wk = w + (co * cin_g + ci) * g.kh * g.kw;
+        for (int32_t kx = 0; kx < g.kw; ++kx) {
+          // The outputs whose input column ox * sw - pw + kx * dw lies inside the row.
+          const int32_t shift = kx * g.dw - g.pw;
+          const int32_t lo = shift >= 0 ? 0 : (-shift + g.sw - 1) / g.sw;
+          const int32_t last = g.w - 1 - shift;
+          const int32_t hi = last < 0 ? -1 : (last / g.sw < ow - 1 ? last / g.sw : ow - 1);
+          for (int32_t ky = 0; ky < g.kh; ++ky) {
+            const float wv = wk[ky * g.kw + kx];
+            for (int32_t oy = 0; oy < oh; ++oy) {
               const int32_t iy = oy * g.sh - g.ph + ky * g.dh;
               if (iy < 0 || iy >= g.h) continue;
-              for (int32_t kx = 0; kx < g.kw; ++kx) {
-                const int32_t ix = ox * g.sw - g.pw + kx * g.dw;
-                if (ix < 0 || ix >= g.w) continue;
-                acc += xc[iy * g.w + ix] * wk[ky * g.kw + kx];
-              }
+              const float* xr = xc + iy * g.w;
+              float* yr = yc + oy * ow;
+              if (g.sw == 1)
+                for (int32_t ox = lo; ox <= hi; ++ox) yr[ox] += wv * xr[ox + shift];
+              else
+                for (int32_t ox = lo; ox <= hi; ++ox) yr[ox] += wv * xr[ox * g.sw + shift];
             }
           }
-          yc[oy * ow + ox] = acc;
         }
+      }
     }
 }
 

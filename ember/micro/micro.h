@@ -4,13 +4,12 @@
 // memory from a static arena. No exceptions, no RTTI, no heap.
 //
 //   #include "ember/micro/micro.h"
-//   #include "sine_weights.h"               // tools/micro_weights.py from a host record
+//   #include "sine_weights.h"                  // tools/micro_weights.py, from a host record
 //   using namespace ember::micro;
 //   auto fc = nn::LinearConfig{1, 16}.init<Micro>();
-//   nn::Linear<Micro> layers[] = {fc};
+//   nn::load_module(fc, sine_weights::record);  // "weight", "bias" bound in place
 //   float x0 = 0.5f;
-//   auto x = Tensor<Micro, 2>::from_const(&x0, {1, 1});
-//   auto y = activation::tanh(fc.forward(x));
+//   auto y = activation::tanh(fc.forward(Tensor<Micro, 2>::from_const(&x0, {1, 1})));
 #pragma once
 #include "ember/micro/activation.h"
 #include "ember/micro/arena.h"
