@@ -45,6 +45,22 @@ void linear(const float* x, const float* w, const float* b, float* y, int32_t m,
   }
 }
 
+void linear_q8(const float* x, const int8_t* q, const float* scale, const float* b, float* y,
+               int32_t m, int32_t k, int32_t n) {
+  for (int32_t i = 0; i < m; ++i) {
+    float* row = y + i * n;
+    for (int32_t j = 0; j < n; ++j) row[j] = 0.0f;
+    const float* xi = x + i * k;
+    for (int32_t p = 0; p < k; ++p) {
+      const float a = xi[p];
+      if (a == 0.0f) continue;
+      const int8_t* qp = q + p * n;
+      for (int32_t j = 0; j < n; ++j) row[j] += a * static_cast<float>(qp[j]);
+    }
+    for (int32_t j = 0; j < n; ++j) row[j] = row[j] * scale[j] + (b ? b[j] : 0.0f);
+  }
+}
+
 void conv2d(const float* x, const float* w, const float* b, float* y, const Window2d& g,
             int32_t c_out, int32_t groups) {
   const int32_t oh = g.out_h(), ow = g.out_w();

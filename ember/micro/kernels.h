@@ -12,6 +12,10 @@ namespace ember::micro::kernels {
 void linear(const float* x, const float* w, const float* b, float* y, int32_t m, int32_t k,
             int32_t n);
 
+/// linear with int8 weights q [k, n] and one scale per column: y = (x · q) * scale + b.
+void linear_q8(const float* x, const int8_t* q, const float* scale, const float* b, float* y,
+               int32_t m, int32_t k, int32_t n);
+
 /// The geometry of a 2-d convolution or pooling window (1-d: h = 1).
 struct Window2d {
   int32_t n, c, h, w;      // input [n, c, h, w]

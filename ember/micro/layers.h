@@ -35,8 +35,13 @@ struct Linear {
     std::array<int64_t, D> out = x.dims();
     out[D - 1] = dout;
     auto y = Tensor<B, D>::uninit(out, "linear");
-    kernels::linear(x.data(), weight.val().data(), bias ? bias->val().data() : nullptr, y.mut(),
-                    int32_t(x.numel() / din), int32_t(din), int32_t(dout));
+    const float* b = bias ? bias->val().data() : nullptr;
+    const int32_t rows = int32_t(x.numel() / din);
+    if (weight.q8())  // int8 weights from the record (tools/micro_weights.py --int8)
+      kernels::linear_q8(x.data(), weight.q8(), weight.q8_scale(), b, y.mut(), rows, int32_t(din),
+                         int32_t(dout));
+    else
+      kernels::linear(x.data(), weight.val().data(), b, y.mut(), rows, int32_t(din), int32_t(dout));
     return y;
   }
 };

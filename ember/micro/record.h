@@ -26,7 +26,9 @@ struct RecordEntry {
   const char* name;
   int rank;
   int64_t dims[6];
-  const float* data;
+  const float* data;                // float32 values; null when the tensor is int8
+  const int8_t* q8 = nullptr;       // int8 values (tools/micro_weights.py --int8) ...
+  const float* q8_scale = nullptr;  // ... times one scale per output column (the last dim)
 };
 /// A module's parameters as constant data, by path.
 struct Record {
@@ -47,18 +49,29 @@ class Param {
   /// The value; fails when load_module has not bound it.
   const T& val() const {
     if (!bound_) fail("[param] used before load_module bound it");
+    if (q8_) fail("[param] holds int8 weights, which only Linear reads");
     return value_;
   }
+  /// int8 weights and their per-column scales when the record stores them so, else null.
+  const int8_t* q8() const { return q8_; }
+  const float* q8_scale() const { return q8_scale_; }
   const std::array<int64_t, kRank>& dims() const { return dims_; }
   int64_t dim(int i) const { return dims_[static_cast<size_t>(i)]; }
-  void bind(const float* data) {
-    value_ = T::from_const(data, dims_);
+  void bind(const RecordEntry& e) {
+    if (e.q8) {
+      q8_ = e.q8;
+      q8_scale_ = e.q8_scale;
+    } else {
+      value_ = T::from_const(e.data, dims_);
+    }
     bound_ = true;
   }
 
  private:
   std::array<int64_t, kRank> dims_{};
   T value_;
+  const int8_t* q8_ = nullptr;
+  const float* q8_scale_ = nullptr;
   bool bound_ = false;
 };
 
@@ -170,7 +183,7 @@ void load_module(M& m, const Record& r) {
            ember::micro::detail::format_dims(a, sizeof a, e->dims, e->rank),
            ember::micro::detail::format_dims(b, sizeof b, p.dims().data(), rank));
     }
-    p.bind(e->data);
+    p.bind(*e);
     ++used;
   });
   if (used != r.count)

@@ -7,7 +7,8 @@ against the host CPU backend's on the same inputs (the ctest entry `embedded_qem
 1. Host: trains the main job's MLP and CNN for one epoch (`mnist train`), writes the first
    test images and the host logits of each (`embedded_reference classifier`), trains the sine
    regressor and writes its probes and outputs (`embedded_reference sine`).
-2. Converts the records and inputs to flash arrays (tools/micro_weights.py).
+2. Converts the records and inputs to flash arrays (tools/micro_weights.py); the MLP also with
+   int8 Linear weights, whose dequantized values the host runs for its logits.
 3. Per board: configures and builds the freestanding tree (cmake/arm-none-eabi.cmake).
 4. Runs every ELF under `qemu-system-arm -icount shift=0` with semihosting and compares: the
    same class for every image, logits and sine outputs within tolerance, the error handler's
@@ -74,6 +75,17 @@ def prepare_host(host_build, work):
         convert(os.path.join(ref, "inputs.safetensors"),
                 os.path.join(gen, model, "classifier_inputs.h"), "classifier_inputs")
         expected[model] = tensors(os.path.join(ref, "expected.safetensors"))["logits"]
+    # The MLP again with int8 Linear weights (a quarter of the flash: it fits lm3s6965evb); the
+    # host computes with the same dequantized weights.
+    deq = os.path.join(work, "runs", "mlp_q8.safetensors")
+    run([sys.executable, os.path.join(ROOT, "tools", "micro_weights.py"),
+         os.path.join(work, "runs", "mlp", "model.safetensors"),
+         os.path.join(gen, "mlp_q8", "classifier_weights.h"), "--namespace", "classifier_weights",
+         "--int8", r"\.weight$", "--dequantized", deq])
+    shutil.copy(os.path.join(gen, "mlp", "classifier_inputs.h"), os.path.join(gen, "mlp_q8"))
+    ref = os.path.join(work, "ref", "mlp_q8")
+    run([reference, "classifier", deq, str(N_IMAGES), ref])
+    expected["mlp_q8"] = tensors(os.path.join(ref, "expected.safetensors"))["logits"]
     ref = os.path.join(work, "ref", "sine")
     print(run([reference, "sine", str(N_SINE), ref]).strip())
     convert(os.path.join(ref, "weights.safetensors"), os.path.join(gen, "sine", "sine_weights.h"),
@@ -91,7 +103,7 @@ def build_board(board, gen, work):
          f"-DEMBER_MICRO_BOARD={board}", f"-DEMBER_MICRO_GEN_DIR={gen}"])
     run(["cmake", "--build", tree, "-j2"])
     elfs = {}
-    for name in ("classifier_mlp", "classifier_cnn", "sine"):
+    for name in ("classifier_mlp", "classifier_mlp_q8", "classifier_cnn", "sine"):
         path = os.path.join(tree, "examples", "embedded", name + ".elf")
         if os.path.exists(path):
             elfs[name] = path

@@ -92,6 +92,25 @@ TEST_F(MicroTest, LinearMatchesTheCpuBackend) {
   EXPECT_EQ(micro.weight.val().data(), rec.data[0].data()) << "the weights are read in place";
 }
 
+TEST_F(MicroTest, LinearWithInt8WeightsMatchesTheCpuBackendOnTheDequantizedWeights) {
+  // q [5, 3] and one scale per column, as tools/micro_weights.py --int8 writes them.
+  const std::vector<int8_t> q = {12, -127, 0, 5, 64, -3, 127, 1, -90, -40, 7, 33, 0, -8, 127};
+  const std::vector<float> scale = {0.02f, 0.005f, 0.1f}, bias = {0.5f, -1.0f, 0.25f};
+  std::vector<float> deq;
+  for (size_t i = 0; i < q.size(); ++i) deq.push_back(static_cast<float>(q[i]) * scale[i % 3]);
+  const mc::RecordEntry entries[] = {{"weight", 2, {5, 3}, nullptr, q.data(), scale.data()},
+                                     {"bias", 1, {3}, bias.data()}};
+  auto micro = mc::nn::LinearConfig{5, 3}.init<Micro>();
+  mc::nn::load_module(micro, mc::Record{entries, 2});
+  auto host = ember::nn::LinearConfig{5, 3}.init<Cpu>();
+  host.weight.set(Tensor<Cpu, 2>::from_values(deq, {5, 3}));
+  host.bias->set(Tensor<Cpu, 1>::from_values(bias, {3}));
+  std::vector<float> keep;
+  auto x = random<2>({4, 5});
+  expect_close(micro.forward(to_micro(x, keep)), host.forward(x));
+  EXPECT_THROW((void)micro.weight.val(), MicroError) << "int8 weights are Linear's alone";
+}
+
 TEST_F(MicroTest, Conv2dMatchesTheCpuBackend) {
   for (int64_t groups : {1, 2}) {
     auto cfg = ember::nn::Conv2dConfig{{4, 6}, {3, 2}}
