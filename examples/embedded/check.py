@@ -93,6 +93,13 @@ def prepare_host(host_build, work):
     convert(os.path.join(ref, "inputs.safetensors"), os.path.join(gen, "sine", "sine_inputs.h"),
             "sine_inputs")
     expected["sine"] = tensors(os.path.join(ref, "expected.safetensors"))["y"]
+    ref = os.path.join(work, "ref", "layers")
+    print(run([reference, "layers", ref]).strip())
+    convert(os.path.join(ref, "weights.safetensors"),
+            os.path.join(gen, "layers", "layers_weights.h"), "layers_weights")
+    convert(os.path.join(ref, "inputs.safetensors"), os.path.join(gen, "layers", "layers_inputs.h"),
+            "layers_inputs")
+    expected["layers"] = tensors(os.path.join(ref, "expected.safetensors"))
     return gen, expected
 
 
@@ -103,7 +110,7 @@ def build_board(board, gen, work):
          f"-DEMBER_MICRO_BOARD={board}", f"-DEMBER_MICRO_GEN_DIR={gen}"])
     run(["cmake", "--build", tree, "-j2"])
     elfs = {}
-    for name in ("classifier_mlp", "classifier_mlp_q8", "classifier_cnn", "sine"):
+    for name in ("classifier_mlp", "classifier_mlp_q8", "classifier_cnn", "sine", "layers"):
         path = os.path.join(tree, "examples", "embedded", name + ".elf")
         if os.path.exists(path):
             elfs[name] = path
@@ -173,6 +180,20 @@ def check_sine(tag, out, expected):
         raise CheckError(f"{tag}: no out-of-memory report through the error handler:\n{out}")
     if "recovered:" not in out:
         raise CheckError(f"{tag}: the program did not continue after the handler")
+    return worst
+
+
+def check_layers(tag, out, expected):
+    worst = 0.0
+    for name in ("seq", "conv"):
+        shape, host = expected[name]
+        got = bits_to_floats(rows(out, name).get(0, []))
+        if len(got) != len(host):
+            raise CheckError(f"{tag}: {len(got)} {name} outputs, expected {len(host)}")
+        for i, (a, b) in enumerate(zip(got, host)):
+            worst = max(worst, abs(a - b))
+            if not close(a, b):
+                raise CheckError(f"{tag}: {name} output {i} is {a} here, {b} on the host")
     return worst
 
 
@@ -247,8 +268,8 @@ def main():
                 check_binary(tag, elf)
                 out = qemu(board, elf)
                 model = name.replace("classifier_", "")
-                worst = (check_sine(tag, out, expected["sine"]) if model == "sine"
-                         else check_classifier(tag, out, expected[model]))
+                check = {"sine": check_sine, "layers": check_layers}.get(model, check_classifier)
+                worst = check(tag, out, expected[model])
                 insns = [int(w[0]) for w in rows(out, "instructions").values()]
                 arena_hw = int(re.search(r"^arena \d+ high_water (\d+)", out, re.M).group(1))
                 stack_hw = int(re.search(r"^stack_high_water (\d+)", out, re.M).group(1))

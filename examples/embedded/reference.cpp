@@ -8,6 +8,9 @@
 //   embedded_reference sine N OUT_DIR
 //       trains sine.h's regressor (Adam, full batch), saves it to OUT_DIR/weights.safetensors,
 //       and writes N inputs in [-pi, pi] with the trained model's outputs
+//   embedded_reference layers OUT_DIR
+//       layers_net.h with random parameters (saved to OUT_DIR/weights.safetensors) and its
+//       outputs on random inputs
 #include <cmath>
 #include <iostream>
 #include <string>
@@ -20,6 +23,7 @@
 #include "ember/nn/record.h"
 #include "ember/optim.h"
 #include "ember/record/safetensors.h"
+#include "layers_net.h"
 #include "sine.h"
 
 using namespace ember;
@@ -93,15 +97,44 @@ int sine_model(int64_t n, const fs::path& out) {
   return 0;
 }
 
+int layers_model(const fs::path& out) {
+  ember::seed(5);
+  auto model = layers::LayersNet<Cpu>::init(Cpu::default_device());
+  auto uniform = [](int64_t n, double lo, double hi) {
+    return Tensor<Cpu, 1>::random({n}, Distribution::uniform(lo, hi));
+  };
+  // Batch norm's statistics and affine parameters away from their identity defaults, and
+  // layer norm's too, so that the device's use of each shows.
+  model.bn.running_mean.set(uniform(8, -0.5, 0.5));
+  model.bn.running_var.set(uniform(8, 0.5, 2.0));
+  model.bn.gamma->set(uniform(8, 0.5, 1.5));
+  model.bn.beta->set(uniform(8, -0.5, 0.5));
+  model.norm.gamma->set(uniform(12, 0.5, 1.5));
+  model.norm.beta->set(uniform(12, -0.5, 0.5));
+  fs::create_directories(out);
+  nn::save_module(model, out / "weights.safetensors");
+  auto xs = Tensor<Cpu, 3>::random({10, 1, 6}, Distribution::normal(0, 1));
+  auto xc = Tensor<Cpu, 3>::random({1, 4, 16}, Distribution::normal(0, 1));
+  record::save_safetensors(out / "inputs.safetensors",
+                           {{"seq", xs.to_data()}, {"conv", xc.to_data()}});
+  record::save_safetensors(
+      out / "expected.safetensors",
+      {{"seq", model.forward_seq(xs).to_data()}, {"conv", model.forward_conv(xc).to_data()}});
+  std::cout << "layers: random parameters and outputs in " << out.string() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   const std::string usage =
       "usage: embedded_reference classifier MODEL.safetensors N OUT_DIR\n"
-      "       embedded_reference sine N OUT_DIR\n";
+      "       embedded_reference sine N OUT_DIR\n"
+      "       embedded_reference layers OUT_DIR\n";
   const std::vector<std::string> a(argv + 1, argv + argc);
   if (a.size() == 4 && a[0] == "classifier")
     return classifier(a[1], parse_int(a[2], "N", 1, 10000), a[3]);
+  if (a.size() == 2 && a[0] == "layers") return layers_model(a[1]);
   if (a.size() == 3 && a[0] == "sine") return sine_model(parse_int(a[1], "N", 1, 4096), a[2]);
   std::cerr << usage;
   return 2;
