@@ -15,8 +15,10 @@
 // lists what the host has and this build does not.
 #pragma once
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "ember/micro/arena.h"
