@@ -32,11 +32,13 @@ list(GET _mem 3 _ram_size)
 set(EMBER_MICRO_FLASH_BYTES ${_flash_size})
 set(EMBER_MICRO_RAM_BYTES ${_ram_size})
 
-set(CMAKE_C_FLAGS_INIT "--specs=picolibc.specs ${_cpu} -ffunction-sections -fdata-sections")
-set(CMAKE_CXX_FLAGS_INIT "--specs=picolibcpp.specs ${_cpu} -ffunction-sections -fdata-sections \
+# printf without floats (the examples print floats as their bits): a smaller image.
+set(_printf "-DPICOLIBC_INTEGER_PRINTF_SCANF")
+set(CMAKE_C_FLAGS_INIT "--specs=picolibc.specs ${_cpu} ${_printf} -ffunction-sections -fdata-sections")
+set(CMAKE_CXX_FLAGS_INIT "--specs=picolibcpp.specs ${_cpu} ${_printf} -ffunction-sections -fdata-sections \
 -fno-exceptions -fno-rtti -fno-threadsafe-statics -fno-use-cxa-atexit")
 # The hosted crt0 calls exit() after main, which semihosting turns into QEMU's exit status.
-set(CMAKE_EXE_LINKER_FLAGS_INIT "--oslib=semihost --crt0=hosted -Wl,--gc-sections \
+set(CMAKE_EXE_LINKER_FLAGS_INIT "${_printf} --oslib=semihost --crt0=hosted -Wl,--gc-sections \
 -Wl,--defsym=__flash=${_flash} -Wl,--defsym=__flash_size=${_flash_size} \
 -Wl,--defsym=__ram=${_ram} -Wl,--defsym=__ram_size=${_ram_size}")
 

@@ -105,7 +105,8 @@ def prepare_host(host_build, work):
 
 def build_board(board, gen, work):
     tree = os.path.join(work, board)
-    run(["cmake", "-S", ROOT, "-B", tree, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+    # --fresh: the toolchain file's flags apply again after an edit (they seed the cache).
+    run(["cmake", "--fresh", "-S", ROOT, "-B", tree, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
          f"-DCMAKE_TOOLCHAIN_FILE={ROOT}/cmake/arm-none-eabi.cmake",
          f"-DEMBER_MICRO_BOARD={board}", f"-DEMBER_MICRO_GEN_DIR={gen}"])
     run(["cmake", "--build", tree, "-j2"])
