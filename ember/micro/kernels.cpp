@@ -29,19 +29,36 @@ const char* detail::format_dims(char* buf, size_t size, const int64_t* dims, int
 
 namespace kernels {
 
+namespace {
+/// row[0, n) += x[0, k) · w [k, n], for float or int8 weights. k outer, n inner: the weight
+/// rows are read in order; four at a time, so each output is loaded and stored once per four
+/// products, and a block of zero inputs (after a ReLU) is skipped.
+template <class W>
+void accumulate(const float* x, const W* w, float* row, int32_t k, int32_t n) {
+  int32_t p = 0;
+  for (; p + 4 <= k; p += 4) {
+    const float a0 = x[p], a1 = x[p + 1], a2 = x[p + 2], a3 = x[p + 3];
+    if (a0 == 0.0f && a1 == 0.0f && a2 == 0.0f && a3 == 0.0f) continue;
+    const W *w0 = w + p * n, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
+    for (int32_t j = 0; j < n; ++j)
+      row[j] += a0 * static_cast<float>(w0[j]) + a1 * static_cast<float>(w1[j]) +
+                a2 * static_cast<float>(w2[j]) + a3 * static_cast<float>(w3[j]);
+  }
+  for (; p < k; ++p) {
+    const float a = x[p];
+    if (a == 0.0f) continue;
+    const W* wp = w + p * n;
+    for (int32_t j = 0; j < n; ++j) row[j] += a * static_cast<float>(wp[j]);
+  }
+}
+}  // namespace
+
 void linear(const float* x, const float* w, const float* b, float* y, int32_t m, int32_t k,
             int32_t n) {
   for (int32_t i = 0; i < m; ++i) {
     float* row = y + i * n;
     for (int32_t j = 0; j < n; ++j) row[j] = b ? b[j] : 0.0f;
-    const float* xi = x + i * k;
-    // k outer, n inner: the weight rows are read in order, once per input row.
-    for (int32_t p = 0; p < k; ++p) {
-      const float a = xi[p];
-      if (a == 0.0f) continue;  // after a ReLU many inputs are zero
-      const float* wp = w + p * n;
-      for (int32_t j = 0; j < n; ++j) row[j] += a * wp[j];
-    }
+    accumulate(x + i * k, w, row, k, n);
   }
 }
 
@@ -50,13 +67,7 @@ void linear_q8(const float* x, const int8_t* q, const float* scale, const float*
   for (int32_t i = 0; i < m; ++i) {
     float* row = y + i * n;
     for (int32_t j = 0; j < n; ++j) row[j] = 0.0f;
-    const float* xi = x + i * k;
-    for (int32_t p = 0; p < k; ++p) {
-      const float a = xi[p];
-      if (a == 0.0f) continue;
-      const int8_t* qp = q + p * n;
-      for (int32_t j = 0; j < n; ++j) row[j] += a * static_cast<float>(qp[j]);
-    }
+    accumulate(x + i * k, q, row, k, n);
     for (int32_t j = 0; j < n; ++j) row[j] = row[j] * scale[j] + (b ? b[j] : 0.0f);
   }
 }
@@ -81,17 +92,29 @@ void conv2d(const float* x, const float* w, const float* b, float* y, const Wind
           const int32_t lo = shift >= 0 ? 0 : (-shift + g.sw - 1) / g.sw;
           const int32_t last = g.w - 1 - shift;
           const int32_t hi = last < 0 ? -1 : (last / g.sw < ow - 1 ? last / g.sw : ow - 1);
-          for (int32_t ky = 0; ky < g.kh; ++ky) {
-            const float wv = wk[ky * g.kw + kx];
-            for (int32_t oy = 0; oy < oh; ++oy) {
+          for (int32_t oy = 0; oy < oh; ++oy) {
+            float* yr = yc + oy * ow;
+            int32_t ky = 0;
+            // Three kernel rows at a time when all three lie inside the input: one load and
+            // store of each output per three products.
+            for (; ky + 3 <= g.kh; ky += 3) {
+              const int32_t iy = oy * g.sh - g.ph + ky * g.dh;
+              if (iy < 0 || iy + 2 * g.dh >= g.h) break;
+              const float w0 = wk[ky * g.kw + kx], w1 = wk[(ky + 1) * g.kw + kx],
+                          w2 = wk[(ky + 2) * g.kw + kx];
+              const float* x0 = xc + iy * g.w;
+              const float *x1 = x0 + g.dh * g.w, *x2 = x1 + g.dh * g.w;
+              for (int32_t ox = lo; ox <= hi; ++ox) {
+                const int32_t ix = ox * g.sw + shift;
+                yr[ox] += w0 * x0[ix] + w1 * x1[ix] + w2 * x2[ix];
+              }
+            }
+            for (; ky < g.kh; ++ky) {
               const int32_t iy = oy * g.sh - g.ph + ky * g.dh;
               if (iy < 0 || iy >= g.h) continue;
+              const float wv = wk[ky * g.kw + kx];
               const float* xr = xc + iy * g.w;
-              float* yr = yc + oy * ow;
-              if (g.sw == 1)
-                for (int32_t ox = lo; ox <= hi; ++ox) yr[ox] += wv * xr[ox + shift];
-              else
-                for (int32_t ox = lo; ox <= hi; ++ox) yr[ox] += wv * xr[ox * g.sw + shift];
+              for (int32_t ox = lo; ox <= hi; ++ox) yr[ox] += wv * xr[ox * g.sw + shift];
             }
           }
         }

@@ -133,6 +133,21 @@ TEST_F(MicroTest, Conv2dMatchesTheCpuBackend) {
   }
 }
 
+TEST_F(MicroTest, Conv2dWithRowDilationMatchesTheCpuBackend) {
+  // Three kernel rows two apart: the kernel's three-row step, and its fallback at the edges.
+  auto host = ember::nn::Conv2dConfig{{2, 3}, {3, 3}}
+                  .with_padding({2, 1})
+                  .with_dilation({2, 1})
+                  .init<Cpu>();
+  auto rec = record_of(host);
+  auto micro =
+      mc::nn::Conv2dConfig{{2, 3}, {3, 3}}.with_padding({2, 1}).with_dilation({2, 1}).init<Micro>();
+  mc::nn::load_module(micro, rec.record());
+  std::vector<float> keep;
+  auto x = random<4>({1, 2, 9, 7});
+  expect_close(micro.forward(to_micro(x, keep)), host.forward(x));
+}
+
 TEST_F(MicroTest, Conv1dMatchesTheCpuBackend) {
   auto host = ember::nn::Conv1dConfig{{3, 5}, {4}}.with_padding({1}).init<Cpu>();
   auto rec = record_of(host);
