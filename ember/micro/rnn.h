@@ -65,7 +65,7 @@ Tensor<B, 3> run_recurrent(const char* op, const RecurrentLayers<B>& layers, int
   const std::array<int64_t, 3> state{L, batch, H};
   for (const Tensor<B, 3>* s : {h_0, c_0})
     if (s && s->dims() != state)
-      fail("[%s] the initial state is not [%d, %d, %d]", op, L, batch, H);
+      fail("[%s] the initial state is not [%d, %d, %d]", op, int(L), int(batch), int(H));
   h_n = h_0 ? Tensor<B, 3>::from_values(h_0->data(), state) : Tensor<B, 3>::zeros(state);
   if (lstm) *c_n = c_0 ? Tensor<B, 3>::from_values(c_0->data(), state) : Tensor<B, 3>::zeros(state);
   auto gi = Tensor<B, 1>::uninit({G * H}, op), gh = Tensor<B, 1>::uninit({G * H}, op);
@@ -76,7 +76,7 @@ Tensor<B, 3> run_recurrent(const char* op, const RecurrentLayers<B>& layers, int
     const RecurrentDirection<B>& d = layers[size_t(k)].fwd;
     const int32_t din = int32_t(in.dim(-1));
     if (din != d.ih.weight.dim(0))
-      fail("[%s] layer %d takes %d inputs, not %d", op, k, int(d.ih.weight.dim(0)), din);
+      fail("[%s] layer %d takes %d inputs, not %d", op, int(k), int(d.ih.weight.dim(0)), int(din));
     auto out = Tensor<B, 3>::uninit({in.dim(0), in.dim(1), H}, op);
     float* h = h_n.mut() + k * batch * H;
     float* c = lstm ? c_n->mut() + k * batch * H : nullptr;
