@@ -4,7 +4,7 @@
 //
 //   auto fc = nn::LinearConfig{784, 256}.init<Micro>();
 //   auto conv = nn::Conv2dConfig{{1, 8}, {3, 3}}.init<Micro>();
-//   auto pool = nn::MaxPool2dConfig{{2, 2}}.init();
+//   auto pool = nn::MaxPool2dConfig{{2, 2}}.init();     // also 1-d, and AvgPool1d/2d
 //   nn::load_module(model, weights::record);         // before the first forward
 //   Tensor<Micro, 4> y = pool.forward(conv.forward(x));
 #pragma once
@@ -176,22 +176,29 @@ using Conv2dConfig = ConvConfig<2>;
 // ---- pooling -------------------------------------------------------------------------------
 
 namespace detail {
-template <bool kMax, Backend B>
-Tensor<B, 4> pool2d(const Tensor<B, 4>& x, const std::array<int64_t, 2>& k,
-                    const std::array<int64_t, 2>& s, const std::array<int64_t, 2>& p) {
+/// Pooling over the last N (1 or 2) dims of x [batch, C, *spatial]; a 1-d window is a 2-d
+/// one of height 1.
+template <bool kMax, int N, Backend B>
+Tensor<B, N + 2> pool(const Tensor<B, N + 2>& x, const std::array<int64_t, N>& k,
+                      const std::array<int64_t, N>& s, const std::array<int64_t, N>& p) {
   kernels::Window2d g{};
   g.n = int32_t(x.dim(0));
   g.c = int32_t(x.dim(1));
-  g.h = int32_t(x.dim(2));
-  g.w = int32_t(x.dim(3));
-  g.kh = int32_t(k[0]);
-  g.kw = int32_t(k[1]);
-  g.sh = int32_t(s[0] ? s[0] : k[0]);
-  g.sw = int32_t(s[1] ? s[1] : k[1]);
-  g.ph = int32_t(p[0]);
-  g.pw = int32_t(p[1]);
+  g.h = N == 2 ? int32_t(x.dim(2)) : 1;
+  g.w = int32_t(x.dim(-1));
+  g.kh = N == 2 ? int32_t(k[0]) : 1;
+  g.kw = int32_t(k[N - 1]);
+  g.sh = N == 2 ? int32_t(s[0] ? s[0] : k[0]) : 1;
+  g.sw = int32_t(s[N - 1] ? s[N - 1] : k[N - 1]);
+  g.ph = N == 2 ? int32_t(p[0]) : 0;
+  g.pw = int32_t(p[N - 1]);
   if (g.out_h() <= 0 || g.out_w() <= 0) fail("[pool] the input is smaller than the window");
-  auto y = Tensor<B, 4>::uninit({g.n, g.c, g.out_h(), g.out_w()}, kMax ? "max_pool" : "avg_pool");
+  std::array<int64_t, N + 2> out{};
+  out[0] = g.n;
+  out[1] = g.c;
+  if constexpr (N == 2) out[2] = g.out_h();
+  out[N + 1] = g.out_w();
+  auto y = Tensor<B, N + 2>::uninit(out, kMax ? "max_pool" : "avg_pool");
   if (kMax)
     kernels::max_pool2d(x.data(), y.mut(), g);
   else
@@ -200,26 +207,26 @@ Tensor<B, 4> pool2d(const Tensor<B, 4>& x, const std::array<int64_t, 2>& k,
 }
 }  // namespace detail
 
-/// Max pooling over 2 spatial dims (stride 0 = the kernel).
+/// Max pooling over 1 or 2 spatial dims (stride 0 = the kernel).
 template <int N>
 struct MaxPool {
-  static_assert(N == 2, "ember::micro has MaxPool2d");
+  static_assert(N == 1 || N == 2, "ember::micro has MaxPool1d and MaxPool2d");
   std::array<int64_t, N> kernel_size{}, stride{}, padding{};
   EMBER_MODULE(MaxPool, kernel_size, stride, padding)
   template <Backend B>
   Tensor<B, N + 2> forward(const Tensor<B, N + 2>& x) const {
-    return detail::pool2d<true>(x, kernel_size, stride, padding);
+    return detail::pool<true, N>(x, kernel_size, stride, padding);
   }
 };
-/// Average pooling over 2 spatial dims, padding counted as zeros.
+/// Average pooling over 1 or 2 spatial dims, padding counted as zeros.
 template <int N>
 struct AvgPool {
-  static_assert(N == 2, "ember::micro has AvgPool2d");
+  static_assert(N == 1 || N == 2, "ember::micro has AvgPool1d and AvgPool2d");
   std::array<int64_t, N> kernel_size{}, stride{}, padding{};
   EMBER_MODULE(AvgPool, kernel_size, stride, padding)
   template <Backend B>
   Tensor<B, N + 2> forward(const Tensor<B, N + 2>& x) const {
-    return detail::pool2d<false>(x, kernel_size, stride, padding);
+    return detail::pool<false, N>(x, kernel_size, stride, padding);
   }
 };
 template <int N, template <int> class M>
@@ -229,6 +236,10 @@ struct PoolConfig {
   std::array<int64_t, N> padding{};
   M<N> init() const { return {kernel_size, stride, padding}; }
 };
+using MaxPool1d = MaxPool<1>;
+using AvgPool1d = AvgPool<1>;
+using MaxPool1dConfig = PoolConfig<1, MaxPool>;
+using AvgPool1dConfig = PoolConfig<1, AvgPool>;
 using MaxPool2d = MaxPool<2>;
 using AvgPool2d = AvgPool<2>;
 using MaxPool2dConfig = PoolConfig<2, MaxPool>;

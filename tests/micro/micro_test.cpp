@@ -168,6 +168,13 @@ TEST_F(MicroTest, PoolingMatchesTheCpuBackend) {
                ember::nn::MaxPool2dConfig{{3, 3}, {2, 2}, {1, 1}}.init().forward(x));
   expect_close(mc::nn::AvgPool2dConfig{{3, 2}, {1, 2}, {1, 0}}.init().forward(mx),
                ember::nn::AvgPool2dConfig{{3, 2}, {1, 2}, {1, 0}}.init().forward(x));
+  auto x1 = random<3>({2, 3, 9});
+  std::vector<float> keep1;
+  auto mx1 = to_micro(x1, keep1);
+  expect_close(mc::nn::MaxPool1dConfig{{3}, {2}, {1}}.init().forward(mx1),
+               ember::nn::MaxPool1dConfig{{3}, {2}, {1}}.init().forward(x1));
+  expect_close(mc::nn::AvgPool1dConfig{{2}}.init().forward(mx1),
+               ember::nn::AvgPool1dConfig{{2}}.init().forward(x1));
 }
 
 TEST_F(MicroTest, LayerNormAndActivationsMatchTheCpuBackend) {
