@@ -68,7 +68,9 @@ void arena_use(void* buffer, size_t bytes) {
 
 void* arena_alloc(size_t bytes, const char* what) {
   ensure_ready();
-  const size_t need = sizeof(Header) + ((bytes + 7) & ~size_t{7});
+  // A request larger than the arena fails before its size is rounded (no overflow).
+  const size_t need =
+      bytes > g_capacity ? g_capacity + 1 : sizeof(Header) + ((bytes + 7) & ~size_t{7});
   size_t free_total = 0, largest = 0;
   for (size_t off = 0; off < g_capacity; off += at(off)->size) {
     Header* h = at(off);
@@ -86,7 +88,7 @@ void* arena_alloc(size_t bytes, const char* what) {
     return h + 1;
   }
   fail("[%s] out of memory: %u bytes wanted, %u free of %u in the arena (largest block %u)", what,
-       unsigned(need), unsigned(free_total), unsigned(g_capacity), unsigned(largest));
+       unsigned(bytes), unsigned(free_total), unsigned(g_capacity), unsigned(largest));
 }
 
 void arena_retain(void* p) { ++header_of(p)->refs; }

@@ -3,7 +3,7 @@
 // the size of `.bss`), or the application hands over its own buffer before the first tensor.
 // Tensors take their storage here and give it back when their last copy goes; weights stay
 // in flash and take none. Running out calls the error handler (error.h) with the request and
-// what is left, naming the op: "[conv] out of memory: 21640 bytes wanted, 9000 free of 32768 in
+// what is left, naming the op: "[conv] out of memory: 21632 bytes wanted, 9000 free of 32768 in
 // the arena (largest block 9000)".
 //
 //   alignas(8) static unsigned char memory[48 * 1024];

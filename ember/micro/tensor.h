@@ -36,8 +36,11 @@ class Storage {
  public:
   Storage() = default;
   static Storage borrow(const float* p) { return Storage(const_cast<float*>(p), false); }
-  static Storage allocate(size_t n, const char* what) {
-    return Storage(static_cast<float*>(arena_alloc(n * sizeof(float), what)), true);
+  static Storage allocate(int64_t n, const char* what) {
+    // Checked before multiplying: size_t is 32 bits on the microcontroller.
+    if (n < 0 || static_cast<uint64_t>(n) > SIZE_MAX / sizeof(float) / 2)
+      fail("[%s] %lld elements do not fit in memory", what, static_cast<long long>(n));
+    return Storage(static_cast<float*>(arena_alloc(size_t(n) * sizeof(float), what)), true);
   }
   Storage(const Storage& o) : p_(o.p_), owned_(o.owned_) {
     if (owned_) arena_retain(p_);
@@ -54,6 +57,8 @@ class Storage {
   const float* data() const { return p_; }
   /// Writable only when this is the only owner of an arena block.
   bool unique() const { return owned_ && p_ && arena_refs(p_) == 1; }
+  /// Whether the data is an arena block (else borrowed constant data).
+  bool owned() const { return owned_; }
   float* mutable_data() const { return p_; }
 
  private:
@@ -130,7 +135,7 @@ class Tensor {
   static Tensor uninit(std::array<int64_t, D> dims, const char* op) {
     int64_t n = 1;
     for (auto v : dims) n *= v;
-    return Tensor(Storage::allocate(static_cast<size_t>(n), op), dims);
+    return Tensor(Storage::allocate(n, op), dims);
   }
 
   int64_t dim(int64_t i) const {
@@ -155,7 +160,11 @@ class Tensor {
   const Storage& handle() const { return s_; }
   /// Whether an op may write this tensor's storage in place (sole owner of arena memory).
   bool writable() const { return s_.unique(); }
-  float* mut() const { return s_.mutable_data(); }
+  /// The storage to write: an op's fresh output, or a tensor that is writable().
+  float* mut() const {
+    if (!s_.owned()) fail("[mut] the tensor's data is constant (from_const)");
+    return s_.mutable_data();
+  }
 
   /// The same data under another shape; one dim may be -1 (inferred).
   template <int D2>

@@ -292,6 +292,16 @@ TEST_F(MicroTest, RunningOutOfArenaGoesToTheHandler) {
   }
 }
 
+TEST_F(MicroTest, SizesBeyondTheAddressSpaceAreErrorsNotOverflows) {
+  using T2 = mc::Tensor<Micro, 2>;
+  EXPECT_THROW((void)T2::zeros({int64_t{1} << 40, 4}), MicroError);
+  EXPECT_THROW((void)mc::arena_alloc(SIZE_MAX - 3, "test"), MicroError);
+  static const float w[] = {1, 2};
+  auto c = mc::Tensor<Micro, 1>::from_const(w, {2});
+  EXPECT_FALSE(c.writable());
+  EXPECT_THROW((void)c.mut(), MicroError) << "constant data is never written";
+}
+
 TEST_F(MicroTest, LoadModuleChecksNamesAndShapes) {
   auto rec = record_of(ember::nn::LinearConfig{4, 3}.init<Cpu>());
   auto wrong = mc::nn::LinearConfig{3, 4}.init<Micro>();
