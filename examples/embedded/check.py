@@ -11,9 +11,10 @@ against the host CPU backend's on the same inputs (the ctest entry `embedded_qem
    int8 Linear weights, whose dequantized values the host runs for its logits.
 3. Per board: configures and builds the freestanding tree (cmake/arm-none-eabi.cmake).
 4. Runs every ELF under `qemu-system-arm -icount shift=0` with semihosting and compares: the
-   same class for every image, logits and sine outputs within tolerance, the error handler's
-   out-of-memory report, no malloc linked, the weights in flash. Prints the sizes table
-   (flash, arena and stack high-water, instructions per inference) and writes it as JSON.
+   same class for every image, logits, sine and layers outputs within tolerance, the error
+   handler's out-of-memory report, no malloc, exception or RTTI support linked, the weights
+   in flash. Prints the sizes table (flash, arena and stack high-water, instructions per
+   inference) and writes it as JSON.
 
 Exits 77 (skipped) when the cross compiler, QEMU or the Fashion-MNIST data are missing.
 """
@@ -199,8 +200,12 @@ def check_layers(tag, out, expected):
 
 
 def check_binary(tag, elf):
-    if re.search(r"\b(malloc|_malloc_r|free)\b", run(["arm-none-eabi-nm", elf])):
+    symbols = run(["arm-none-eabi-nm", "-C", elf])
+    if re.search(r"\b(malloc|_malloc_r|free)\b", symbols):
         raise CheckError(f"{tag}: malloc or free is linked")
+    # No exception machinery and no RTTI: nothing that throws, unwinds or names a type.
+    if re.search(r"__cxa_throw|__gxx_personality|_Unwind_RaiseException|typeinfo for", symbols):
+        raise CheckError(f"{tag}: exception or RTTI support is linked")
     # objdump -t: address, flags, section, size, name; the weights must be in a flash section.
     weights = [l.split() for l in run(["arm-none-eabi-objdump", "-t", "-C", elf]).splitlines()
                if "_weights::" in l]
