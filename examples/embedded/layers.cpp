@@ -35,12 +35,10 @@ int main() {
   nn::load_module(model, layers_weights::record);
 
   board::start();
-  auto ys =
-      model.forward_seq(tensor_of<3>(input("seq")));
+  auto ys = model.forward_seq(tensor_of<3>(input("seq")));
   printf("instructions 0 %lu\n", static_cast<unsigned long>(board::instructions()));
   board::start();
-  auto yc =
-      model.forward_conv(tensor_of<3>(input("conv")));
+  auto yc = model.forward_conv(tensor_of<3>(input("conv")));
   printf("instructions 1 %lu\n", static_cast<unsigned long>(board::instructions()));
   board::print_floats("seq", 0, ys.data(), static_cast<int>(ys.numel()));
   board::print_floats("conv", 0, yc.data(), static_cast<int>(yc.numel()));
