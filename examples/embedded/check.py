@@ -187,7 +187,7 @@ def check_sine(tag, out, expected):
 
 def check_layers(tag, out, expected):
     worst = 0.0
-    for name in ("seq", "conv"):
+    for name in ("seq", "conv", "emb"):
         shape, host = expected[name]
         got = bits_to_floats(rows(out, name).get(0, []))
         if len(got) != len(host):

@@ -40,7 +40,10 @@ int main() {
   board::start();
   auto yc = model.forward_conv(tensor_of<3>(input("conv")));
   printf("instructions 1 %lu\n", static_cast<unsigned long>(board::instructions()));
+  const int32_t ids[] = {3, 0, 19, 7, 7, 12};  // as in reference.cpp
+  auto ye = model.emb.forward<2>(ids, {2, 3});
   board::print_floats("seq", 0, ys.data(), static_cast<int>(ys.numel()));
+  board::print_floats("emb", 0, ye.data(), static_cast<int>(ye.numel()));
   board::print_floats("conv", 0, yc.data(), static_cast<int>(yc.numel()));
   const ArenaStats a = arena_stats();
   printf("arena %lu high_water %lu\n", static_cast<unsigned long>(a.capacity),

@@ -1,11 +1,14 @@
 // A model that uses every other freestanding layer (Gru, LayerNorm, Lstm, rank-3 Linear,
-// Conv1d, BatchNorm, AvgPool2d) and activation, so that the boards check each against the CPU
-// backend: random parameters and inputs from the host (reference.cpp), one source for both.
+// Conv1d, BatchNorm, AvgPool2d, Embedding) and activation, so that the boards check each
+// against the CPU backend: random parameters and inputs from the host (reference.cpp), one
+// source for both. Only the embedding's lookup is called differently (host: an Int tensor;
+// here: int32_t indices), so the programs call `emb` themselves.
 #pragma once
 #ifdef EMBER_FREESTANDING
 #include "ember/micro/as_ember.h"
 #else
 #include "ember/nn/layers/conv.h"
+#include "ember/nn/layers/embedding.h"
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/layers/norm.h"
 #include "ember/nn/layers/pool.h"
@@ -27,7 +30,8 @@ struct LayersNet {
   nn::BatchNorm<B> bn;
   nn::AvgPool2d pool;
   nn::Linear<B> fc;
-  EMBER_MODULE(LayersNet, gru, norm, lstm, head, conv, bn, pool, fc)
+  nn::Embedding<B> emb;
+  EMBER_MODULE(LayersNet, gru, norm, lstm, head, conv, bn, pool, fc, emb)
 
   static LayersNet init(Device dev) {
     return {nn::GruConfig{6, 12}.with_num_layers(2).init<B>(dev),
@@ -37,7 +41,8 @@ struct LayersNet {
             nn::Conv1dConfig{{4, 8}, {3}}.with_padding({1}).init<B>(dev),
             nn::BatchNormConfig{8}.init<B>(dev),
             nn::AvgPool2dConfig{{1, 2}}.init(),
-            nn::LinearConfig{64, 5}.init<B>(dev)};
+            nn::LinearConfig{64, 5}.init<B>(dev),
+            nn::EmbeddingConfig{20, 4}.init<B>(dev)};
   }
   /// [seq, 1, 6] -> [seq, 1, 3].
   Tensor<B, 3> forward_seq(const Tensor<B, 3>& x) const {

@@ -115,11 +115,15 @@ int layers_model(const fs::path& out) {
   nn::save_module(model, out / "weights.safetensors");
   auto xs = Tensor<Cpu, 3>::random({10, 1, 6}, Distribution::normal(0, 1));
   auto xc = Tensor<Cpu, 3>::random({1, 4, 16}, Distribution::normal(0, 1));
+  // The embedding's indices: layers.cpp has them too (the device's records are float only).
+  const std::vector<int64_t> ids = {3, 0, 19, 7, 7, 12};
+  auto emb = model.emb.forward(Tensor<Cpu, 2, Int>::from_values(ids, {2, 3}));
   record::save_safetensors(out / "inputs.safetensors",
                            {{"seq", xs.to_data()}, {"conv", xc.to_data()}});
-  record::save_safetensors(
-      out / "expected.safetensors",
-      {{"seq", model.forward_seq(xs).to_data()}, {"conv", model.forward_conv(xc).to_data()}});
+  record::save_safetensors(out / "expected.safetensors",
+                           {{"seq", model.forward_seq(xs).to_data()},
+                            {"conv", model.forward_conv(xc).to_data()},
+                            {"emb", emb.to_data()}});
   std::cout << "layers: random parameters and outputs in " << out.string() << "\n";
   return 0;
 }
