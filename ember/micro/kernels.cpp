@@ -30,6 +30,17 @@ const char* detail::format_dims(char* buf, size_t size, const int64_t* dims, int
 namespace kernels {
 
 namespace {
+/// int8 to float by table: without an FPU the conversion is a library call per weight.
+struct Int8Floats {
+  float v[256];
+  constexpr Int8Floats() : v() {
+    for (int i = 0; i < 256; ++i) v[i] = static_cast<float>(i - 128);
+  }
+};
+constexpr Int8Floats kInt8Floats;
+inline float to_float(float w) { return w; }
+inline float to_float(int8_t w) { return kInt8Floats.v[w + 128]; }
+
 /// row[0, n) += x[0, k) · w [k, n], for float or int8 weights. k outer, n inner: the weight
 /// rows are read in order; four at a time, so each output is loaded and stored once per four
 /// products, and a block of zero inputs (after a ReLU) is skipped.
@@ -41,14 +52,14 @@ void accumulate(const float* x, const W* w, float* row, int32_t k, int32_t n) {
     if (a0 == 0.0f && a1 == 0.0f && a2 == 0.0f && a3 == 0.0f) continue;
     const W *w0 = w + p * n, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
     for (int32_t j = 0; j < n; ++j)
-      row[j] += a0 * static_cast<float>(w0[j]) + a1 * static_cast<float>(w1[j]) +
-                a2 * static_cast<float>(w2[j]) + a3 * static_cast<float>(w3[j]);
+      row[j] +=
+          a0 * to_float(w0[j]) + a1 * to_float(w1[j]) + a2 * to_float(w2[j]) + a3 * to_float(w3[j]);
   }
   for (; p < k; ++p) {
     const float a = x[p];
     if (a == 0.0f) continue;
     const W* wp = w + p * n;
-    for (int32_t j = 0; j < n; ++j) row[j] += a * static_cast<float>(wp[j]);
+    for (int32_t j = 0; j < n; ++j) row[j] += a * to_float(wp[j]);
   }
 }
 }  // namespace
