@@ -23,6 +23,9 @@ file(GLOB_RECURSE EMBER_PUBLIC_HEADERS RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_
   ${PROJECT_SOURCE_DIR}/ember/*.h ${PROJECT_SOURCE_DIR}/ember/*.inc
   ${PROJECT_SOURCE_DIR}/ember/*.def)
 list(FILTER EMBER_PUBLIC_HEADERS EXCLUDE REGEX "${EMBER_PRIVATE_HEADER_REGEX}")
+# ember::micro (the freestanding build, docs/embedded.md) is built from the source tree for a
+# microcontroller; its headers are not part of the installed host library.
+list(FILTER EMBER_PUBLIC_HEADERS EXCLUDE REGEX "^ember/micro/")
 list(SORT EMBER_PUBLIC_HEADERS)
 foreach(header IN LISTS EMBER_PUBLIC_HEADERS)
   get_filename_component(dir ${header} DIRECTORY)

@@ -24,27 +24,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "ember/nn/for_each.h"
+#include "ember/nn/module_macro.h"
 #include "ember/nn/param.h"
-
-#define EMBER_DETAIL_MODULE_FIELD(f) fn(#f, f);
-#define EMBER_DETAIL_MODULE_FIELD_WITH(f) fn(#f, f, other.f);
-
-/// Declares a module's fields (parameters, buffers, submodules, constants) once.
-#define EMBER_MODULE(Name, ...)                                     \
-  static constexpr std::string_view module_name() { return #Name; } \
-  template <class Fn>                                               \
-  void for_each_field(Fn&& fn) {                                    \
-    EMBER_FOR_EACH(EMBER_DETAIL_MODULE_FIELD, __VA_ARGS__)          \
-  }                                                                 \
-  template <class Fn>                                               \
-  void for_each_field(Fn&& fn) const {                              \
-    EMBER_FOR_EACH(EMBER_DETAIL_MODULE_FIELD, __VA_ARGS__)          \
-  }                                                                 \
-  template <class Other, class Fn>                                  \
-  void for_each_field_with(Other& other, Fn&& fn) const {           \
-    EMBER_FOR_EACH(EMBER_DETAIL_MODULE_FIELD_WITH, __VA_ARGS__)     \
-  }
 
 namespace ember::nn {
 

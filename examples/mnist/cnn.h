@@ -1,10 +1,14 @@
 // The small CNN of the example (conv 1->8, pool, conv 8->16, pool, linear 400->10), the same as
 // the PyTorch peer's.
 #pragma once
+#ifdef EMBER_FREESTANDING  // a microcontroller build (examples/embedded, docs/embedded.md)
+#include "freestanding.h"
+#else
 #include "ember/nn/layers/conv.h"
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/layers/pool.h"
 #include "model.h"
+#endif
 
 namespace mnist {
 
@@ -25,9 +29,11 @@ struct Cnn {
     x = pool.forward(activation::relu(conv2.forward(x)));            // [N, 16, 5, 5]
     return fc.forward(x.template reshape<2>({x.dim(0), 400}));
   }
+#ifndef EMBER_FREESTANDING  // training runs on the host only
   train::ClassificationOutput<B> step(const data::MnistBatch<B>& b) const {
     return classify(forward(b.images), b.targets);
   }
+#endif
 };
 
 }  // namespace mnist
