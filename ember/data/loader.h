@@ -53,6 +53,13 @@ struct LoaderOptions {
   /// Run the batcher in the workers (default) or in the caller's thread (for batchers that
   /// must run on one thread, e.g. a device that is not thread-safe).
   bool batch_in_workers = true;
+  /// Data-parallel sharding (docs/distributed.md): the epoch's order is dealt out to
+  /// `num_shards` ranks in turn and this loader keeps shard `shard`'s items, n / num_shards of
+  /// them (the remainder is left out, so every rank runs as many batches). Batch b of the
+  /// shards together holds the items of batch b of one loader with num_shards times the batch
+  /// size.
+  size_t num_shards = 1;
+  size_t shard = 0;
 };
 
 /// Where a loader stands: the epoch, and how many of its batches the caller has taken. After
@@ -112,6 +119,9 @@ class DataLoader {
         batcher_(std::make_shared<const Batcher>(std::move(batcher))),
         opt_(opt) {
     if (opt_.batch_size == 0) throw ValueError("[data_loader] batch_size must be positive");
+    if (opt_.num_shards == 0 || opt_.shard >= opt_.num_shards)
+      throw ValueError("[data_loader] shard " + std::to_string(opt_.shard) + " of " +
+                       std::to_string(opt_.num_shards) + " shards does not exist");
     if (opt_.workers > 0 && opt_.prefetch == 0) opt_.prefetch = 2 * opt_.workers;
   }
   DataLoader(D dataset, LoaderOptions opt) requires std::same_as<Batcher, CollectBatcher>
@@ -124,18 +134,23 @@ class DataLoader {
   const LoaderOptions& options() const { return opt_; }
   /// Batches per epoch.
   size_t len() const {
-    size_t n = ds_->len(), b = opt_.batch_size;
+    size_t n = shard_len(), b = opt_.batch_size;
     return opt_.drop_last ? n / b : (n + b - 1) / b;
   }
   /// Items per epoch (without the ones drop_last leaves out).
-  size_t num_items() const { return opt_.drop_last ? len() * opt_.batch_size : ds_->len(); }
-  /// The dataset indices of epoch `epoch`, in load order.
+  size_t num_items() const { return opt_.drop_last ? len() * opt_.batch_size : shard_len(); }
+  /// The dataset indices of epoch `epoch`, in load order (this shard's).
   std::vector<size_t> epoch_order(uint64_t epoch) const {
     size_t n = ds_->len();
-    if (opt_.shuffle) return permutation(n, derive_seed(opt_.seed, epoch));
     std::vector<size_t> p(n);
-    for (size_t i = 0; i < n; ++i) p[i] = i;
-    return p;
+    if (opt_.shuffle)
+      p = permutation(n, derive_seed(opt_.seed, epoch));
+    else
+      for (size_t i = 0; i < n; ++i) p[i] = i;
+    if (opt_.num_shards <= 1) return p;
+    std::vector<size_t> mine(shard_len());
+    for (size_t i = 0; i < mine.size(); ++i) mine[i] = p[i * opt_.num_shards + opt_.shard];
+    return mine;
   }
 
   LoaderPosition position() const { return pos_; }
@@ -182,6 +197,7 @@ class DataLoader {
     friend bool operator==(const Iterator& it, std::default_sentinel_t) { return !it.cur_; }
 
    private:
+
     friend class DataLoader;
     explicit Iterator(DataLoader* dl) : dl_(dl) { cur_ = dl_->next(); }
     DataLoader* dl_ = nullptr;
@@ -195,6 +211,9 @@ class DataLoader {
   std::default_sentinel_t end() { return {}; }
 
  private:
+  size_t shard_len() const {
+    return opt_.num_shards <= 1 ? ds_->len() : ds_->len() / opt_.num_shards;
+  }
   // One epoch being loaded, from a start batch: the order, the workers, and the batches
   // loaded ahead (keyed by batch index, at most `prefetch` of them past the caller's).
   class Run {

@@ -96,6 +96,47 @@ TEST(Loader, DropLast) {
   EXPECT_THROW(DataLoader(range_dataset(3), opts(0)), ValueError);
 }
 
+TEST(Loader, ShardsDealTheOrderOutAndTogetherMakeTheWholeBatches) {
+  // 3 shards of 11 items, batch 2 each: 3 items each (the 11th is left out), and batch b of
+  // the shards together is batch b of one loader of batch 6 over the same order.
+  auto o = opts(6);
+  o.shuffle = true;
+  o.seed = 9;
+  DataLoader whole(range_dataset(11), o);
+  Batches all = one_epoch(whole);
+  std::vector<Batches> shards;
+  for (size_t k = 0; k < 3; ++k) {
+    auto so = opts(2);
+    so.shuffle = true;
+    so.seed = 9;
+    so.num_shards = 3;
+    so.shard = k;
+    DataLoader s(range_dataset(11), so);
+    EXPECT_EQ(s.num_items(), 3u);
+    EXPECT_EQ(s.len(), 2u);
+    shards.push_back(one_epoch(s));
+  }
+  for (size_t b = 0; b < 2; ++b) {
+    std::vector<int> joined;
+    for (size_t k = 0; k < 3; ++k)
+      if (b < shards[k].size())
+        joined.insert(joined.end(), shards[k][b].begin(), shards[k][b].end());
+    std::vector<int> want(all[b].begin(), all[b].end());
+    if (b == 1) want.resize(3);  // the whole loader's last batch: order[6..11); shards: [6..9)
+    std::sort(joined.begin(), joined.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(joined, want) << "batch " << b;
+  }
+  std::set<int> seen;
+  for (const auto& sb : shards)
+    for (int i : flat(sb)) EXPECT_TRUE(seen.insert(i).second) << i << " dealt twice";
+  EXPECT_EQ(seen.size(), 9u);
+  auto bad = opts(2);
+  bad.num_shards = 2;
+  bad.shard = 2;
+  EXPECT_THROW(DataLoader(range_dataset(4), bad), ValueError);
+}
+
 TEST(Loader, SeededShuffleIsDeterministicAcrossRunsAndWorkerCounts) {
   auto run = [](size_t workers, uint64_t seed) {
     DataLoader loader(range_dataset(103), opts(8, workers, true, seed));
