@@ -21,6 +21,9 @@
 #                              # 32 (BENCH_BATCHES; BENCH_RUNS per model and batch, default 50;
 #                              # ORT_NODE_DIR: where onnxruntime-node is, default build/ort,
 #                              # installed there when missing)
+#   scripts/bench.sh distributed  # data-parallel training on CPU: the main job's CNN on 1 and 2
+#                              # processes (images/s), and the all-reduce bandwidth of ember's
+#                              # process group beside a raw MPI all-reduce (same run)
 #   scripts/bench.sh build     # build times (cold, after a model edit, a small user program) and
 #                              # stripped binary sizes, Release and Debug, ccache off
 #                              # (BENCH_BUILD_CONFIGS, BENCH_BUILD_COLD=0 to skip cold builds)
@@ -29,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-suites="cpu autodiff mnist onnx cuda fusion build"
+suites="cpu autodiff mnist onnx cuda fusion distributed build"
 if [ $# -ne 1 ]; then
   echo "usage: scripts/bench.sh SUITE   (suites: $suites)" >&2
   exit 2
@@ -38,6 +41,11 @@ suite=$1
 case "$suite" in
   cpu | autodiff | mnist | onnx) ;;
   build) scripts/setup.sh; exec bench/build_bench.sh ;;
+  distributed)
+    scripts/setup.sh --bench
+    cmake --preset release >/dev/null
+    cmake --build --preset release --target mnist ember-run dist_allreduce_bench
+    exec bench/distributed_bench.sh ;;
   cuda)
     cmake --preset release -DEMBER_CUDA=ON >/dev/null
     cmake --build --preset release --target cuda_bench

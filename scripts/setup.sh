@@ -17,7 +17,7 @@ packages=(build-essential cmake ninja-build ccache pkg-config lld
           libgloo-dev)
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(python3-torch libdnnl-dev) ;;
+    --bench) packages+=(python3-torch libdnnl-dev libopenmpi-dev openmpi-bin) ;;
     --goldens) packages+=(python3-torch) ;;
     --docs) packages+=(doxygen) ;;
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;

@@ -25,6 +25,7 @@
 #pragma once
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,6 +74,12 @@ class Learner {
   }
   Learner& with_renderer(std::unique_ptr<Renderer> r) {
     core_.set_renderer(std::move(r));
+    return *this;
+  }
+  /// Called on every step's gradients (after accumulation) before the optimizer's step:
+  /// data-parallel training averages them over the ranks here (docs/distributed.md).
+  Learner& with_grad_sync(std::function<void(optim::GradientsParams<B>&)> sync) {
+    sync_ = std::move(sync);
     return *this;
   }
   /// Continue from the newest checkpoint in `dir`, if there is one.
@@ -136,6 +143,7 @@ class Learner {
 
   // An optimizer with a step over slots (optim::Optimizer) takes them; any other the model.
   void optim_step(double lr, const std::vector<nn::Slot>& params, optim::GradientsParams<B>& g) {
+    if (sync_) sync_(g);
     if constexpr (requires { optim_.step(lr, params, g); })
       optim_.step(lr, params, g);
     else
@@ -214,6 +222,7 @@ class Learner {
   Model model_;
   Optim optim_;
   Sched sched_;
+  std::function<void(optim::GradientsParams<B>&)> sync_;
 };
 
 }  // namespace ember::train

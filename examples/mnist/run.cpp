@@ -3,7 +3,7 @@
 
 namespace mnist {
 
-Data open_data(const Args& a) {
+Data open_data(const Args& a, int ranks, int rank) {
   using namespace ember;
   const Device dev = Device::parse(a.backend);
   const auto dir = data::MnistDataset::default_dir();
@@ -13,18 +13,22 @@ Data open_data(const Args& a) {
                      {.batch_size = static_cast<size_t>(a.batch_size),
                       .shuffle = true,
                       .seed = static_cast<uint64_t>(a.seed),
-                      .workers = workers}),
+                      .workers = workers,
+                      .num_shards = static_cast<size_t>(ranks),
+                      .shard = static_cast<size_t>(rank)}),
          TestLoader(data::MnistDataset(data::Split::Test, dir),
                     data::MnistBatcher<Dispatch>(dev).normalize_fashion(),
                     {.batch_size = 1000, .workers = workers})};
   std::cout << "Fashion-MNIST: " << d.train.num_items() << " training and " << d.test.num_items()
-            << " test images from " << dir.string() << "\n";
+            << " test images from " << dir.string();
+  if (ranks > 1) std::cout << " (rank " << rank << " of " << ranks << ": its shard)";
+  std::cout << "\n";
   return d;
 }
 
-ember::train::LearnerConfig learner_config(const Args& a) {
+ember::train::LearnerConfig learner_config(const Args& a, int rank) {
   return {.num_epochs = a.epochs,
-          .dir = a.out,
+          .dir = rank == 0 ? a.out : a.out + "/rank-" + std::to_string(rank),
           .best_metric = "accuracy",
           .seed = static_cast<uint64_t>(a.seed)};
 }

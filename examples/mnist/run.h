@@ -13,6 +13,9 @@
 #include "ember/optim/adam.h"
 #include "ember/optim/lr_scheduler.h"
 #include "ember/train/learner.h"
+#ifdef EMBER_MNIST_DISTRIBUTED
+#include "ember/distributed/data_parallel.h"
+#endif
 
 namespace mnist {
 
@@ -22,14 +25,16 @@ using TrainLoader =
 using TestLoader =
     ember::data::DataLoader<ember::data::MnistDataset, ember::data::MnistBatcher<ember::Dispatch>>;
 
-/// The Fashion-MNIST splits as the command line asks (batch size, shuffle seed, workers).
+/// The Fashion-MNIST splits as the command line asks (batch size, shuffle seed, workers); the
+/// training split dealt out to `ranks` ranks, this one's shard (data-parallel training).
 struct Data {
   TrainLoader train;
   TestLoader test;
 };
-Data open_data(const Args& a);
-/// The Learner's settings and renderer from the command line.
-ember::train::LearnerConfig learner_config(const Args& a);
+Data open_data(const Args& a, int ranks = 1, int rank = 0);
+/// The Learner's settings and renderer from the command line (rank > 0 of a data-parallel job
+/// writes its checkpoints to OUT/rank-N).
+ember::train::LearnerConfig learner_config(const Args& a, int rank = 0);
 std::unique_ptr<ember::train::Renderer> learner_renderer(const Args& a);
 /// Fills in the test-set figures of a finished run and returns where to save the model.
 std::filesystem::path test_results(TrainResult& r, const Args& a, const ember::train::Accuracy& acc,
@@ -39,15 +44,30 @@ template <template <class> class Model>
 TrainResult train_model(const Args& a) {
   using namespace ember;
   const Device dev = Device::parse(a.backend);
-  Data d = open_data(a);
+#ifdef EMBER_MNIST_DISTRIBUTED
+  // Started by ember-run: one replica per rank, each on its shard of every batch, gradients
+  // averaged before each step (docs/distributed.md).
+  std::optional<dist::ProcessGroup> pg;
+  if (dist::ProcessGroup::in_env()) pg.emplace(dist::ProcessGroup::from_env());
+  const int ranks = pg ? pg->world_size() : 1, rank = pg ? pg->rank() : 0;
+#else
+  const int ranks = 1, rank = 0;
+#endif
+  Data d = open_data(a, ranks, rank);
   ember::seed(static_cast<uint64_t>(a.seed));
   auto model = Model<AD>::init(dev);
-  std::cout << nn::summary(model);
-  train::Learner learner(learner_config(a), model, optim::AdamConfig{}.init<AD>(),
+  if (rank == 0) std::cout << nn::summary(model);
+#ifdef EMBER_MNIST_DISTRIBUTED
+  if (pg) dist::broadcast_params(*pg, model);
+#endif
+  train::Learner learner(learner_config(a, rank), model, optim::AdamConfig{}.init<AD>(),
                          optim::ConstantLrConfig{a.lr}.init());
   learner.with_metric(std::make_unique<train::Accuracy>())
       .with_renderer(learner_renderer(a))
       .resume(a.resume);
+#ifdef EMBER_MNIST_DISTRIBUTED
+  if (pg) learner.with_grad_sync([&](auto& g) { dist::all_reduce_grads(*pg, g, model); });
+#endif
   auto trained = learner.fit(d.train, d.test);
   TrainResult r;
   r.status = learner.status();
