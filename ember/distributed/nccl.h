@@ -1,0 +1,48 @@
+// NCCL collectives of CUDA device memory across the ranks of a ProcessGroup, one GPU per rank
+// (docs/distributed.md). NCCL is loaded at run time (libnccl.so.2, or $EMBER_NCCL), so
+// programs start on machines without it. Rank 0's NCCL id reaches the others through the
+// process group; the collectives are queued on a CUDA stream, not waited for.
+//
+//   auto pg = ember::dist::ProcessGroup::from_env();
+//   std::string why;
+//   if (ember::dist::nccl_available(&why)) {
+//     ember::dist::NcclGroup nccl(pg, /*cuda device*/ pg.rank());
+//     // nccl.all_reduce(device_ptr, count, ember::DType::F32, ember::dist::Reduce::Mean, stream);
+//   }
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ember/distributed/process_group.h"
+
+namespace ember::dist {
+
+/// Whether NCCL loads; `why` says why not. Needs no GPU.
+EMBER_API bool nccl_available(std::string* why = nullptr);
+/// NCCL's version (e.g. 22703 for 2.27.3); throws DistributedError when it does not load.
+EMBER_API int nccl_version();
+
+class EMBER_API NcclGroup {
+ public:
+  /// A communicator of pg's ranks on CUDA device `cuda_device` of this rank (its primary
+  /// context is made current on the calling thread).
+  NcclGroup(ProcessGroup& pg, int cuda_device);
+  ~NcclGroup();
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return size_; }
+  /// In place: `count` elements of `dtype` (f32, f64, f16, bf16, i32, i64) at device address
+  /// `ptr`, reduced over the ranks; queued on `stream` (a CUstream; nullptr: the default).
+  void all_reduce(uint64_t ptr, size_t count, DType dtype, Reduce op, void* stream = nullptr);
+  /// `root`'s `count` elements at `ptr` to every rank's `ptr`.
+  void broadcast(uint64_t ptr, size_t count, DType dtype, int root, void* stream = nullptr);
+
+ private:
+  void* comm_ = nullptr;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace ember::dist
