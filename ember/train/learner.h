@@ -82,6 +82,12 @@ class Learner {
     sync_ = std::move(sync);
     return *this;
   }
+  /// Applied to every metric's value at the end of an epoch, before it is shown and recorded:
+  /// data-parallel training averages the ranks' values here.
+  Learner& with_metric_sync(std::function<double(double)> sync) {
+    core_.set_value_sync(std::move(sync));
+    return *this;
+  }
   /// Continue from the newest checkpoint in `dir`, if there is one.
   Learner& resume(bool on = true) {
     core_.set_resume(on);

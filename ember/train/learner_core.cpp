@@ -132,6 +132,8 @@ bool LearnerCore::batch_done(Progress& p, const MetricInput& in, double data_wai
 void LearnerCore::end_epoch(Progress& p, Clock::time_point t0) {
   p.elapsed_s = seconds(t0);
   auto vs = values(p.split == "train" ? train_metrics_ : valid_metrics_);
+  if (value_sync_)
+    for (auto& v : vs) v.epoch = value_sync_(v.epoch);
   renderer_->epoch_end(p, vs);
   nlohmann::json line{{"split", p.split},
                       {"epoch", p.epoch},

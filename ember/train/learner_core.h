@@ -77,6 +77,9 @@ class EMBER_API LearnerCore {
   void add_metric(std::unique_ptr<Metric> m);
   void set_renderer(std::unique_ptr<Renderer> r) { renderer_ = std::move(r); }
   void set_resume(bool on) { resume_ = on; }
+  /// Applied to every metric's epoch value before it is shown or recorded (data-parallel
+  /// training: the mean over the ranks).
+  void set_value_sync(std::function<double(double)> f) { value_sync_ = std::move(f); }
 
   /// Seeds, probes the run folder, restores the newest checkpoint when resuming and rewrites
   /// the metric files to what it covers. Returns (first epoch, batches of it to skip).
@@ -110,6 +113,7 @@ class EMBER_API LearnerCore {
 
   LearnerConfig cfg_;
   std::unique_ptr<Renderer> renderer_;
+  std::function<double(double)> value_sync_;
   std::vector<std::unique_ptr<Metric>> train_metrics_, valid_metrics_;
   History history_;
   std::optional<double> best_value_;

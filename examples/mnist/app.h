@@ -33,6 +33,7 @@ struct TrainResult {
   double test_accuracy = 0;
   std::optional<ember::train::ConfusionCounts> confusion;
   std::filesystem::path model_path;  // the final model (empty when not finished)
+  int rank = 0;  // of a data-parallel job: only rank 0 writes the run's files
 };
 
 /// Trains, evaluates on the test set and saves the final model (see Args).

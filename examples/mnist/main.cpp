@@ -169,6 +169,7 @@ int train_run(const Args& a) {
                      " (install dataset-fashion-mnist or set EMBER_MNIST_DIR)");
   const mnist::TrainResult r = a.model == "cnn" ? mnist::train_cnn(a) : mnist::train_mlp(a);
   const train::FitStatus& st = r.status;
+  if (r.rank > 0) return st.end == train::FitStatus::End::Aborted ? kExitAborted : 0;
   const auto report_path = fs::path(a.out) / "report.html";
   const std::string name = "Fashion-MNIST, " + a.model;
 

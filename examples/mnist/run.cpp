@@ -19,6 +19,7 @@ Data open_data(const Args& a, int ranks, int rank) {
          TestLoader(data::MnistDataset(data::Split::Test, dir),
                     data::MnistBatcher<Dispatch>(dev).normalize_fashion(),
                     {.batch_size = 1000, .workers = workers})};
+  if (rank > 0) return d;
   std::cout << "Fashion-MNIST: " << d.train.num_items() << " training and " << d.test.num_items()
             << " test images from " << dir.string();
   if (ranks > 1) std::cout << " (rank " << rank << " of " << ranks << ": its shard)";
@@ -28,7 +29,7 @@ Data open_data(const Args& a, int ranks, int rank) {
 
 ember::train::LearnerConfig learner_config(const Args& a, int rank) {
   return {.num_epochs = a.epochs,
-          .dir = rank == 0 ? a.out : a.out + "/rank-" + std::to_string(rank),
+          .dir = rank == 0 ? a.out : std::string(),  // checkpoints and metrics from rank 0
           .best_metric = "accuracy",
           .seed = static_cast<uint64_t>(a.seed)};
 }

@@ -32,8 +32,8 @@ struct Data {
   TestLoader test;
 };
 Data open_data(const Args& a, int ranks = 1, int rank = 0);
-/// The Learner's settings and renderer from the command line (rank > 0 of a data-parallel job
-/// writes its checkpoints to OUT/rank-N).
+/// The Learner's settings and renderer from the command line (in a data-parallel job only rank
+/// 0 writes checkpoints and metrics).
 ember::train::LearnerConfig learner_config(const Args& a, int rank = 0);
 std::unique_ptr<ember::train::Renderer> learner_renderer(const Args& a);
 /// Fills in the test-set figures of a finished run and returns where to save the model.
@@ -63,16 +63,24 @@ TrainResult train_model(const Args& a) {
   train::Learner learner(learner_config(a, rank), model, optim::AdamConfig{}.init<AD>(),
                          optim::ConstantLrConfig{a.lr}.init());
   learner.with_metric(std::make_unique<train::Accuracy>())
-      .with_renderer(learner_renderer(a))
+      .with_renderer(rank == 0 ? learner_renderer(a)
+                               : train::make_renderer(train::RendererKind::None))
       .resume(a.resume);
 #ifdef EMBER_MNIST_DISTRIBUTED
-  if (pg) learner.with_grad_sync([&](auto& g) { dist::all_reduce_grads(*pg, g, model); });
+  if (pg) {
+    learner.with_grad_sync([&](auto& g) { dist::all_reduce_grads(*pg, g, model); });
+    learner.with_metric_sync([&](double v) {  // every rank's shard is the same size
+      pg->all_reduce(&v, 1, DType::F64, dist::Reduce::Mean);
+      return v;
+    });
+  }
 #endif
   auto trained = learner.fit(d.train, d.test);
   TrainResult r;
   r.status = learner.status();
   r.history = learner.history();
-  if (!r.status.finished()) return r;  // stopped or aborted: no final model
+  r.rank = rank;
+  if (!r.status.finished() || rank > 0) return r;  // no final model (rank > 0: rank 0 saves it)
 
   auto eval = nn::valid(trained);
   train::Accuracy acc;
