@@ -52,6 +52,21 @@ void bm_exp(State& st) {
   bench::set_bytes(st, 2 * kF32 * kElems);
 }
 
+// A unary function on 16M floats (x in [-1, 1): uniform).
+template <Tensor<Cpu, 1> (*F)(const Tensor<Cpu, 1>&)>
+void bm_unary(State& st) {
+  auto x = uniform<Cpu, 1>({kElems});
+  for (auto _ : st) {
+    auto y = F(x);
+    benchmark::DoNotOptimize(y);
+  }
+  bench::set_bytes(st, 2 * kF32 * kElems);
+}
+Tensor<Cpu, 1> gelu_of(const Tensor<Cpu, 1>& x) { return activation::gelu(x); }
+Tensor<Cpu, 1> erf_of(const Tensor<Cpu, 1>& x) { return x.erf(); }
+Tensor<Cpu, 1> sin_of(const Tensor<Cpu, 1>& x) { return (x * 100.0).sin(); }
+Tensor<Cpu, 1> log1p_of(const Tensor<Cpu, 1>& x) { return x.log1p(); }
+
 void bm_sum(State& st) {
   auto x = uniform<Cpu, 1>({bench::kSumElems});
   for (auto _ : st) {
@@ -149,6 +164,10 @@ void register_ember_benchmarks() {
   reg("dispatch/add/" + std::to_string(bench::kTiny), bm_add_tiny<Dispatch>, kMicrosecond);
   reg("cpu/add/" + big, bm_add, kMillisecond);
   reg("cpu/exp/" + big, bm_exp, kMillisecond);
+  reg("cpu/gelu/" + big, bm_unary<gelu_of>, kMillisecond);
+  reg("cpu/erf/" + big, bm_unary<erf_of>, kMillisecond);
+  reg("cpu/sin100x/" + big, bm_unary<sin_of>, kMillisecond);
+  reg("cpu/log1p/" + big, bm_unary<log1p_of>, kMillisecond);
   reg("cpu/sum/" + std::to_string(bench::kSumElems >> 20) + "M", bm_sum, kMillisecond);
   reg("cpu/sum_dim/" + sq, bm_sum_dim, kMillisecond);
   reg("cpu/softmax/" + std::to_string(bench::kSoftmaxRows) + "x" +

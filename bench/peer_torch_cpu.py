@@ -54,6 +54,10 @@ def cases():
         x = uniform(ELEMS)
         return lambda: torch.exp(x)
 
+    def unary(f):
+        x = uniform(ELEMS)
+        return lambda: f(x)
+
     def total():
         x = uniform(SUM_ELEMS)
         return lambda: torch.sum(x)
@@ -99,6 +103,10 @@ def cases():
     yield f"add/{TINY}", lambda: add(TINY)
     yield f"add/{ELEMS >> 20}M", lambda: add(ELEMS)
     yield f"exp/{ELEMS >> 20}M", exp
+    yield f"gelu/{ELEMS >> 20}M", lambda: unary(torch.nn.functional.gelu)
+    yield f"erf/{ELEMS >> 20}M", lambda: unary(torch.erf)
+    yield f"sin100x/{ELEMS >> 20}M", lambda: unary(lambda x: torch.sin(x * 100.0))
+    yield f"log1p/{ELEMS >> 20}M", lambda: unary(torch.log1p)
     yield f"sum/{SUM_ELEMS >> 20}M", total
     yield f"sum_dim/{sq}", sum_dim
     yield f"softmax/{SOFTMAX_ROWS}x{SOFTMAX_COLS}", softmax

@@ -116,3 +116,66 @@ TEST(VectorMath, TanhAndSigmoidWithinBoundsEverywhere) {
   RecordProperty("tanh_max_ulps", std::to_string(t.max_ulps));
   RecordProperty("sigmoid_max_ulps", std::to_string(s.max_ulps));
 }
+
+TEST(VectorMath, Log1pWithinThreeUlpsFromMinusOneToTheLargestFloats) {
+  std::vector<float> xs = dense(-0.99999994f, 3.4e38f, 211);  // crosses tiny |x| on both sides
+  Result r = sweep(xs, vmath::log1p_f32, [](double x) { return std::log1p(x); });
+  EXPECT_LE(r.max_ulps, 3.0) << "at " << r.worst;
+  RecordProperty("log1p_max_ulps", std::to_string(r.max_ulps));
+  float special[] = {0.0f, -0.0f, -1.0f, -2.0f, INFINITY, NAN, 1e-30f};
+  float out[7];
+  vmath::log1p_f32(special, out, 7);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_TRUE(std::signbit(out[1]));
+  EXPECT_EQ(out[2], -INFINITY);
+  EXPECT_TRUE(std::isnan(out[3]));
+  EXPECT_EQ(out[4], INFINITY);
+  EXPECT_TRUE(std::isnan(out[5]));
+  EXPECT_EQ(out[6], 1e-30f);
+}
+
+TEST(VectorMath, ErfAndGeluWithinBoundsOverTheirRange) {
+  std::vector<float> xs = dense(-12.0f, 12.0f, 67);
+  Result e = sweep(xs, vmath::erf_f32, [](double x) { return std::erf(x); });
+  EXPECT_LE(e.max_ulps, 3.0) << "erf at " << e.worst;
+  // gelu down to x = -14, where it is about 1e-44 (its values below are subnormal or 0).
+  std::vector<float> gs = dense(-14.0f, 12.0f, 67);
+  Result g =
+      sweep(gs, vmath::gelu_f32, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); });
+  EXPECT_LE(g.max_ulps, 6.0) << "gelu at " << g.worst;
+  RecordProperty("erf_max_ulps", std::to_string(e.max_ulps));
+  RecordProperty("gelu_max_ulps", std::to_string(g.max_ulps));
+  float special[] = {INFINITY, -INFINITY, NAN, 0.0f, -100.0f};
+  float out[5];
+  vmath::erf_f32(special, out, 5);
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], -1.0f);
+  EXPECT_TRUE(std::isnan(out[2]));
+  EXPECT_EQ(out[3], 0.0f);
+  vmath::gelu_f32(special, out, 5);
+  EXPECT_EQ(out[0], INFINITY);
+  EXPECT_EQ(out[4], 0.0f);
+  EXPECT_TRUE(std::isnan(out[2]));
+}
+
+TEST(VectorMath, SinAndCosWithinTwoUlpsAndLibmPastTheReductionRange) {
+  std::vector<float> xs = dense(-8192.0f, 8192.0f, 101);
+  Result s = sweep(xs, vmath::sin_f32, [](double x) { return std::sin(x); });
+  Result c = sweep(xs, vmath::cos_f32, [](double x) { return std::cos(x); });
+  // Near a zero of sin or cos an ulp of the result is tiny: there the error is bounded
+  // against the argument's own rounding instead (the absolute error stays under 2^-24).
+  EXPECT_LE(s.max_ulps, 2.0) << "sin at " << s.worst;
+  EXPECT_LE(c.max_ulps, 2.0) << "cos at " << c.worst;
+  RecordProperty("sin_max_ulps", std::to_string(s.max_ulps));
+  RecordProperty("cos_max_ulps", std::to_string(c.max_ulps));
+  float big[] = {1e5f, -3e7f, 1e38f, INFINITY, NAN, 0.0f, -0.0f, 8192.5f, 9000.25f};
+  float out[9];
+  vmath::sin_f32(big, out, 9);
+  for (int i : {0, 1, 2, 7, 8}) EXPECT_EQ(out[i], float(std::sin(double(big[i])))) << big[i];
+  EXPECT_TRUE(std::isnan(out[3]));
+  EXPECT_TRUE(std::isnan(out[4]));
+  EXPECT_EQ(out[5], 0.0f);
+  vmath::cos_f32(big, out, 9);
+  for (int i : {0, 1, 2, 7, 8}) EXPECT_EQ(out[i], float(std::cos(double(big[i])))) << big[i];
+  EXPECT_EQ(out[5], 1.0f);
+}

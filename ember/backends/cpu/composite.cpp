@@ -72,12 +72,41 @@ void softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, 
 }  // namespace
 
 bool has_composite_kernel(OpCode c) {
-  return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::Attention;
+  return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::Attention ||
+         c == OpCode::Gelu;
 }
+
+namespace {
+// gelu(x) = x/2 (1 + erf(x / sqrt 2)) in one pass: the vectorized form for contiguous f32, else
+// per element in double (floats) or float (halves), rounded once.
+template <class T>
+CpuTensor gelu(Inputs in, const TensorMeta& out) {
+  CpuTensor x = contiguous(in[0]);
+  CpuTensor y = empty(out);
+  int64_t n = out.shape.numel();
+  const T* xp = x.data<T>();
+  T* yp = y.data<T>();
+  parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<T, float>) {
+      vmath::gelu_f32(xp + b, yp + b, e - b);
+    } else {
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      for (int64_t i = b; i < e; ++i) {
+        C v = static_cast<C>(xp[i]);
+        yp[i] = static_cast<T>(C(0.5) * v * std::erfc(-v * C(0.70710678118654752440)));
+      }
+    }
+  });
+  return y;
+}
+}  // namespace
 
 template <class T>
 CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   if (op.code == OpCode::Attention) return attention(op, in, out);
+  if (op.code == OpCode::Gelu) {
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) return gelu<T>(in, out);
+  }
   bool log = op.code == OpCode::LogSoftmax;
   CpuTensor x = contiguous(in[0]);
   CpuTensor y = empty(out);

@@ -116,6 +116,18 @@ bool unary_f32_fast(OpCode c, const CpuTensor& x, const CpuTensor& o) {
     case OpCode::Log:
       f = vmath::log_f32;
       break;
+    case OpCode::Log1p:
+      f = vmath::log1p_f32;
+      break;
+    case OpCode::Erf:
+      f = vmath::erf_f32;
+      break;
+    case OpCode::Sin:
+      f = vmath::sin_f32;
+      break;
+    case OpCode::Cos:
+      f = vmath::cos_f32;
+      break;
     default:
       return false;
   }

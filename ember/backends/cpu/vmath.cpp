@@ -36,8 +36,14 @@ void map8(const float* x, float* y, int64_t n, F8 f8, F1 f1) {
     std::memcpy(y + i, &r, sizeof r); \
   }                                   \
   return i;
-EMBER_TARGET_AVX512 int64_t exp16(const float* x, float* y, int64_t n){
-    EMBER_MAP16((exp_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
+EMBER_TARGET_AVX512 int64_t log1p16(const float* x, float* y, int64_t n){
+    EMBER_MAP16((log1p_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
+    erf16(const float* x, float* y,
+          int64_t n){EMBER_MAP16((erf_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
+    gelu16(const float* x, float* y,
+           int64_t n){EMBER_MAP16((gelu_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
+    exp16(const float* x, float* y,
+          int64_t n){EMBER_MAP16((exp_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
     exp_shifted16(const float* x, float* y, int64_t n, float m){
         EMBER_MAP16((exp_v<__v16sf, __v16si>(v - m)))} EMBER_TARGET_AVX512 int64_t
     log16(const float* x, float* y,
@@ -56,9 +62,43 @@ int64_t exp_shifted16(const float*, float*, int64_t, float) { return 0; }
 int64_t log16(const float*, float*, int64_t) { return 0; }
 int64_t sigmoid16(const float*, float*, int64_t) { return 0; }
 int64_t tanh16(const float*, float*, int64_t) { return 0; }
+int64_t log1p16(const float*, float*, int64_t) { return 0; }
+int64_t erf16(const float*, float*, int64_t) { return 0; }
+int64_t gelu16(const float*, float*, int64_t) { return 0; }
 #endif
 
 }  // namespace
+
+void log1p_f32(const float* x, float* y, int64_t n) {
+  int64_t i = wide() ? log1p16(x, y, n) : 0;
+  map8(
+      x + i, y + i, n - i, [](vf8 v) { return log1p_v<vf8, vi8>(v); },
+      [](float v) { return std::log1p(v); });
+}
+void erf_f32(const float* x, float* y, int64_t n) {
+  int64_t i = wide() ? erf16(x, y, n) : 0;
+  map8(
+      x + i, y + i, n - i, [](vf8 v) { return erf_v<vf8, vi8>(v); },
+      [](float v) { return std::erf(v); });
+}
+void gelu_f32(const float* x, float* y, int64_t n) {
+  int64_t i = wide() ? gelu16(x, y, n) : 0;
+  map8(
+      x + i, y + i, n - i, [](vf8 v) { return gelu_v<vf8, vi8>(v); },
+      [](float v) { return float(0.5 * v * std::erfc(-double(v) * 0.70710678118654752)); });
+}
+// sin and cos take 8 lanes at every level: their reduction runs in double, whose 8 lanes fill
+// an AVX-512 register already.
+void sin_f32(const float* x, float* y, int64_t n) {
+  map8(
+      x, y, n, [](vf8 v) { return sincos_full_v<vf8, vi8, vd8, vl8>(v, 0); },
+      [](float v) { return float(std::sin(double(v))); });
+}
+void cos_f32(const float* x, float* y, int64_t n) {
+  map8(
+      x, y, n, [](vf8 v) { return sincos_full_v<vf8, vi8, vd8, vl8>(v, 1); },
+      [](float v) { return float(std::cos(double(v))); });
+}
 
 void exp_f32(const float* x, float* y, int64_t n) {
   int64_t i = wide() ? exp16(x, y, n) : 0;

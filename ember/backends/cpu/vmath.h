@@ -4,7 +4,8 @@
 // cpu/isa.h) and 8 otherwise.
 // Accuracy, checked against double-precision libm over dense sweeps (tests/cpu/vmath_test.cpp):
 // exp within 2 ulp over the normal range, log within 2 ulp over all positive floats (subnormals
-// too); overflow gives inf, NaN stays NaN, log of 0 is -inf and of a negative NaN.
+// too); overflow gives inf, NaN stays NaN, log of 0 is -inf and of a negative NaN. log1p, erf,
+// gelu (the erf form), sin and cos have their bounds in that test.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -14,6 +15,8 @@ namespace ember::cpu::vmath {
 
 typedef float vf8 __attribute__((vector_size(32)));
 typedef int32_t vi8 __attribute__((vector_size(32)));
+typedef double vd8 __attribute__((vector_size(64)));
+typedef int64_t vl8 __attribute__((vector_size(64)));
 
 inline vf8 load8(const float* p) {
   vf8 v;
@@ -115,6 +118,154 @@ template <class VF, class VI>
   return v < 0 ? -r : r;
 }
 
+/// Whether any lane of a comparison's mask is set.
+template <class VI>
+[[gnu::always_inline]] inline bool any_lane(VI m) {
+  uint64_t w[sizeof(VI) / 8];
+  std::memcpy(w, &m, sizeof m);
+  uint64_t o = 0;
+  for (uint64_t v : w) o |= v;
+  return o != 0;
+}
+
+/// log1p: log(u) * x / (u - 1) with u = 1 + x (the rounding of u cancels out); x where u == 1.
+template <class VF, class VI>
+[[gnu::always_inline]] inline VF log1p_v(VF x) {
+  VF u = 1.0f + x;
+  VF d = u - 1.0f;
+  VF r = log_v<VF, VI>(u) * (x / (d == 0.0f ? VF{} + 1.0f : d));
+  r = d == 0.0f ? x : r;
+  r = x == INFINITY ? x : r;
+  return x != x ? x : r;
+}
+
+/// erfc(z) for z >= 0.5 (0 past 10) as exp(-s w^2) S(1/z) / z from 1 on (below, exp(-s w^2)
+/// R(z)), where s w^2 = z^2 (erf: w = z,
+/// s = 1; gelu: w = |x|, s = 1/2, so that the rounding of x / sqrt 2 does not enter the
+/// exponent). S is a degree-12 polynomial (least squares on [1, 10]); exp(-s w^2) is
+/// exp(-s h^2) exp(-s (w - h)(w + h)) with h = w to 12 bits, so h^2 is exact.
+template <class VF, class VI>
+[[gnu::always_inline]] inline VF erfc_tail_v(VF z, VF w, float scale) {
+  VF u = 1.0f / z;
+  VF t = (u - 0.55f) * (2.0f / 0.9f);
+  VF p = VF{} + -1.0229990814437544e-05f;
+  p = p * t + 1.796327829312831e-05f;
+  p = p * t + 1.4196504230446185e-05f;
+  p = p * t + -7.190442984389096e-05f;
+  p = p * t + 1.4345488506448627e-04f;
+  p = p * t + -2.2633222154391102e-04f;
+  p = p * t + 9.781082443968429e-05f;
+  p = p * t + 9.200374410668853e-04f;
+  p = p * t + -3.978216375193152e-03f;
+  p = p * t + 8.962862480234705e-03f;
+  p = p * t + -4.123687517887203e-03f;
+  p = p * t + -7.651580456617675e-02f;
+  p = p * t + 5.023534233340593e-01f;
+  VI bits;
+  std::memcpy(&bits, &w, sizeof bits);
+  bits &= int32_t(0xfffff000);
+  VF h;
+  std::memcpy(&h, &bits, sizeof h);
+  // From 0.5 to 1: exp(-z^2) R(z), R of degree 8 (least squares on [0.5, 1]).
+  VF t2 = (z - 0.75f) * 4.0f;
+  VF q = VF{} + 3.798855852296418e-08f;
+  q = q * t2 + -3.7703379500078285e-07f;
+  q = q * t2 + 3.4879177106791965e-06f;
+  q = q * t2 + -3.114427072724616e-05f;
+  q = q * t2 + 2.609007760306428e-04f;
+  q = q * t2 + -2.028689856758943e-03f;
+  q = q * t2 + 1.4434883196610428e-02f;
+  q = q * t2 + -9.19931728191296e-02f;
+  q = q * t2 + 5.069376502936068e-01f;
+  VF e = exp_v<VF, VI>(-scale * (h * h)) * exp_v<VF, VI>(-scale * ((w - h) * (w + h)));
+  VF r = e * (z < 1.0f ? q : p * u);
+  return z > 10.0f ? VF{} : r;
+}
+
+/// erf: x P(x^2) below |x| = 1 (P of degree 6, least squares on [0, 1]), 1 - erfc(|x|) above
+/// (1 past 4), with the sign of x.
+template <class VF, class VI>
+[[gnu::always_inline]] inline VF erf_v(VF x) {
+  VF a = x < 0 ? -x : x;
+  VF s = x * x;
+  VF p = VF{} + 8.006234776964707e-05f;
+  p = p * s + -8.053582325594142e-04f;
+  p = p * s + 5.192941355553342e-03f;
+  p = p * s + -2.685606223099482e-02f;
+  p = p * s + 1.1283634489555502e-01f;
+  p = p * s + -3.7612629756883836e-01f;
+  p = p * s + 1.1283791662315183f;
+  VF small = x * p;
+  VI far = a >= 1.0f;
+  VF r = small;
+  if (any_lane(far)) {  // the tail's two exps only where a lane needs them
+    VF ab = far ? a : VF{} + 1.0f;
+    VF big = 1.0f - erfc_tail_v<VF, VI>(ab, ab, 1.0f);
+    big = a >= 4.0f ? VF{} + 1.0f : big;
+    big = x < 0 ? -big : big;
+    r = far ? big : small;
+  }
+  return x != x ? x : r;
+}
+
+/// gelu(x) = x/2 (1 + erf(x / sqrt 2)); for x / sqrt 2 <= -1/2 as x/2 erfc(|x| / sqrt 2),
+/// which keeps the small negative values accurate.
+template <class VF, class VI>
+[[gnu::always_inline]] inline VF gelu_v(VF x) {
+  VF z = x * 0.70710678118654752f;
+  VI neg = z <= -0.5f;
+  VF r = 0.5f * x * (1.0f + erf_v<VF, VI>(z));
+  if (any_lane(neg)) {
+    VF tail =
+        0.5f * x * erfc_tail_v<VF, VI>(neg ? -z : VF{} + 1.0f, neg ? -x : VF{} + 1.41421356f, 0.5f);
+    r = neg ? tail : r;
+  }
+  return x != x ? x : r;
+}
+
+/// sin and cos: r = x - n pi/2 in double, with pi/2 in three parts (the first two of 32 bits,
+/// so n times them is exact for |x| < 8192), then the quadrant's polynomial on [-pi/4, pi/4]
+/// in double, rounded once to float. VD, VL: double and int64 vectors of as many lanes. Lanes
+/// past 8192 are left to the caller (scalar libm).
+template <class VF, class VD, class VL>
+[[gnu::always_inline]] inline VF sincos_v(VF x, int shift) {
+  VD d = __builtin_convertvector(x, VD);
+  VD a = d < 0 ? -d : d;
+  d = a > 8192.0 ? VD{} : d;  // those lanes are replaced by the caller
+  VD fn = d * 0.6366197723675814;
+  VD half = fn >= 0 ? VD{} + 0.5 : VD{} - 0.5;
+  VL n = __builtin_convertvector(fn + half, VL);
+  VD nd = __builtin_convertvector(n, VD);
+  VD r = ((d - nd * 1.5707963267341256) - nd * 6.077100506303966e-11) - nd * 2.0222662487959506e-21;
+  VD r2 = r * r;
+  VD sp = VD{} + -1.9515295891e-4;
+  sp = sp * r2 + 8.3321608736e-3;
+  sp = sp * r2 + -1.6666654611e-1;
+  VD sv = r + r * r2 * sp;
+  VD cp = VD{} + 2.443315711809948e-5;
+  cp = cp * r2 + -1.388731625493765e-3;
+  cp = cp * r2 + 4.166664568298827e-2;
+  VD cv = 1.0 - 0.5 * r2 + r2 * r2 * cp;
+  VL q = (n + shift) & 3;  // sin: shift 0; cos(x) = sin(x + pi/2): shift 1
+  VD v = (q & 1) != 0 ? cv : sv;
+  v = (q & 2) != 0 ? -v : v;
+  VF y = __builtin_convertvector(v, VF);
+  VF xa = x < 0 ? -x : x;
+  return x != x || xa == INFINITY ? VF{} + NAN : y;
+}
+
+/// sincos_v with lanes past 8192 (rare) computed by libm in double.
+template <class VF, class VI, class VD, class VL>
+[[gnu::always_inline]] inline VF sincos_full_v(VF x, int shift) {
+  VF r = sincos_v<VF, VD, VL>(x, shift);
+  VI big = (x > 8192.0f) | (x < -8192.0f);
+  if (any_lane(big))
+    for (size_t l = 0; l < sizeof(VF) / sizeof(float); ++l)
+      if (big[l] && std::abs(x[l]) != INFINITY)
+        r[l] = float(shift ? std::cos(double(x[l])) : std::sin(double(x[l])));
+  return r;
+}
+
 // The functions on arrays, y[i] = f(x[i]) (exp_shifted: exp(x[i] - m)), with the widest
 // vectors the CPU has (cpu/isa.h: 16 lanes with AVX-512, 8 otherwise); vmath.cpp.
 void exp_f32(const float* x, float* y, int64_t n);
@@ -122,5 +273,10 @@ void exp_shifted_f32(const float* x, float* y, int64_t n, float m);
 void log_f32(const float* x, float* y, int64_t n);
 void sigmoid_f32(const float* x, float* y, int64_t n);
 void tanh_f32(const float* x, float* y, int64_t n);
+void log1p_f32(const float* x, float* y, int64_t n);
+void erf_f32(const float* x, float* y, int64_t n);
+void gelu_f32(const float* x, float* y, int64_t n);
+void sin_f32(const float* x, float* y, int64_t n);
+void cos_f32(const float* x, float* y, int64_t n);
 
 }  // namespace ember::cpu::vmath
