@@ -188,6 +188,14 @@ Message Connection::receive_locked(MsgType want, TensorData* into) {
   } catch (const ProtocolError& e) {
     fail_locked(e.what());
   }
+  if (m.type == MsgType::Error && m.kind == ErrorKind::Protocol) {
+    // The server closes a session that broke the protocol: this connection is over.
+    broken_ = true;
+    broken_why_ = "the server closed the session: " + m.text;
+    std::error_code ignored;
+    impl_->sock.close(ignored);
+    throw DeviceError("[remote] " + endpoint_ + ": " + broken_why_);
+  }
   if (m.type == MsgType::Error) throw_error(m.kind, m.text);
   if (m.type != want)
     fail_locked("the server sent " + std::string(name(m.type)) + " instead of " +
