@@ -47,7 +47,7 @@ class RemoteBackend final : public DeviceBackend {
   }
   TensorData to_data(const DispatchHandle& h) override {
     const RemoteHandle& r = remote_handle(h);
-    return r.conn->download(r.id);
+    return r.conn->download(r.id, &r.m);
   }
   DispatchHandle run(const Op& op, std::span<DispatchHandle> in, const TensorMeta& out,
                      Device dev) override {

@@ -2,6 +2,7 @@
 
 #include <asio.hpp>
 #include <cstdlib>
+#include <limits>
 #include <map>
 
 namespace ember::remote {
@@ -9,6 +10,10 @@ namespace ember::remote {
 using asio::ip::tcp;
 
 namespace {
+// Whole buffers per system call where the kernel takes them (asio's default is 64 KiB).
+constexpr auto kWhole = [](const std::error_code& ec, std::size_t) -> std::size_t {
+  return ec ? 0 : std::numeric_limits<std::size_t>::max();
+};
 // Queued ops are sent once this much is waiting, so a long loop without reads stays bounded.
 constexpr size_t kBatchBytes = 256 << 10;
 // Uploads from this size are written from the caller's buffer instead of being queued.
@@ -132,7 +137,7 @@ void Connection::send_locked(std::span<const std::byte> head, std::span<const st
                                             asio::buffer(raw.data(), raw.size())};
   bool timed_out = false;
   auto ec = impl_->timed(
-      [&](auto h) { asio::async_write(impl_->sock, bufs, h); }, timeout_, timed_out);
+      [&](auto h) { asio::async_write(impl_->sock, bufs, kWhole, h); }, timeout_, timed_out);
   queue_.clear();
   if (timed_out) fail_locked("the server took no data for " + std::to_string(timeout_.count()) +
                              " ms (stalled or unreachable)");
@@ -143,7 +148,7 @@ Message Connection::receive_locked(MsgType want, TensorData* into) {
   std::array<std::byte, kHeaderSize> hb;
   bool timed_out = false;
   auto read = [&](asio::mutable_buffer b, const char* what) {
-    auto ec = impl_->timed([&](auto h) { asio::async_read(impl_->sock, b, h); }, timeout_,
+    auto ec = impl_->timed([&](auto h) { asio::async_read(impl_->sock, b, kWhole, h); }, timeout_,
                            timed_out);
     if (timed_out)
       fail_locked("no reply for " + std::to_string(timeout_.count()) + " ms while waiting for " +
@@ -176,7 +181,8 @@ Message Connection::receive_locked(MsgType want, TensorData* into) {
     } catch (const ProtocolError& e) {
       fail_locked(e.what());
     }
-    *into = TensorData(m.meta.shape, m.meta.dtype);
+    if (into->shape() != m.meta.shape || into->dtype() != m.meta.dtype)
+      *into = TensorData(m.meta.shape, m.meta.dtype);
     read(asio::buffer(into->bytes().data(), into->bytes().size()), "data");
     return m;
   }
@@ -235,11 +241,12 @@ uint64_t Connection::run(const Op& op, std::span<const uint64_t> inputs, const T
   return n.output;
 }
 
-TensorData Connection::download(uint64_t id) {
+TensorData Connection::download(uint64_t id, const TensorMeta* expect) {
   std::lock_guard lk(mu_);
   queue(MsgType::Download, id_payload(id));
   send_locked();
   TensorData d;
+  if (expect) d = TensorData(expect->shape, expect->dtype);  // while the server copies
   receive_locked(MsgType::Data, &d);
   return d;
 }

@@ -34,7 +34,9 @@ class EMBER_API Connection {
 
   uint64_t upload(const TensorData& d);
   uint64_t run(const Op& op, std::span<const uint64_t> inputs, const TensorMeta& out);
-  TensorData download(uint64_t id);
+  /// The tensor's data; `expect` (its meta, when the caller knows it) lets the buffer be
+  /// allocated while the server prepares the data.
+  TensorData download(uint64_t id, const TensorMeta* expect = nullptr);
   /// Queues the tensor's release; never throws (handles call it from their destructors).
   void release(uint64_t id) noexcept;
   /// Sends what is queued without waiting for anything.

@@ -1,6 +1,7 @@
 #include "ember/backends/remote/server.h"
 
 #include <asio.hpp>
+#include <limits>
 
 namespace ember::remote {
 
@@ -15,12 +16,17 @@ struct Server::Impl {
 
 namespace {
 
+// Whole buffers per system call where the kernel takes them (asio's default is 64 KiB).
+constexpr auto kWhole = [](const std::error_code& ec, std::size_t) -> std::size_t {
+  return ec ? 0 : std::numeric_limits<std::size_t>::max();
+};
+
 asio::awaitable<void> write_reply(tcp::socket& sock, const Reply& r) {
   std::array<asio::const_buffer, 2> bufs = {asio::buffer(r.bytes),
                                             r.data ? asio::buffer(r.data->bytes().data(),
                                                                   r.data->bytes().size())
                                                    : asio::const_buffer()};
-  co_await asio::async_write(sock, bufs, asio::use_awaitable);
+  co_await asio::async_write(sock, bufs, kWhole, asio::use_awaitable);
 }
 
 // Reads an Upload's head, then its raw bytes straight into the tensor's buffer.
@@ -35,10 +41,10 @@ asio::awaitable<void> read_upload(tcp::socket& sock, uint64_t length, Session& s
   co_await asio::async_read(sock, asio::buffer(head), asio::use_awaitable);
   Message m;
   decode_tensor_head(head, length - 2 - n, limits.max_tensor_bytes, m);
-  TensorData data(m.meta.shape, m.meta.dtype);
+  TensorData& data = s.upload_buffer(m.meta);
   co_await asio::async_read(sock, asio::buffer(data.bytes().data(), data.bytes().size()),
-                            asio::use_awaitable);
-  s.upload(m.id, std::move(data));
+                            kWhole, asio::use_awaitable);
+  s.upload(m.id, data);
 }
 
 asio::awaitable<void> serve(tcp::socket sock, const ServerConfig& config, ServerStats& stats,
@@ -84,7 +90,7 @@ asio::awaitable<void> serve(tcp::socket sock, const ServerConfig& config, Server
           continue;
         }
         std::vector<std::byte> payload(h.length);
-        co_await asio::async_read(sock, asio::buffer(payload), asio::use_awaitable);
+        co_await asio::async_read(sock, asio::buffer(payload), kWhole, asio::use_awaitable);
         Message m = decode_message(h.type, payload, config.limits.max_tensor_bytes);
         Reply r = session.handle(m);
         if (session.authenticated() && !said_hello) {

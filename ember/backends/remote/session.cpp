@@ -61,7 +61,13 @@ void Session::erase(uint64_t id) {
   tensors_.erase(it);
 }
 
-void Session::upload(uint64_t id, TensorData data) {
+TensorData& Session::upload_buffer(const TensorMeta& m) {
+  if (upload_buffer_.shape() != m.shape || upload_buffer_.dtype() != m.dtype)
+    upload_buffer_ = TensorData(m.shape, m.dtype);
+  return upload_buffer_;
+}
+
+void Session::upload(uint64_t id, const TensorData& data) {
   if (tensors_.count(id))
     throw ProtocolError("[remote] upload to tensor id " + std::to_string(id) + ", which is live");
   if (failed_) return;

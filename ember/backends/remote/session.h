@@ -48,7 +48,10 @@ class EMBER_API Session {
   /// Handles one message; the reply is empty when the message has none.
   Reply handle(const Message& m);
   /// An upload whose bytes the transport has read into `data` already.
-  void upload(uint64_t id, TensorData data);
+  void upload(uint64_t id, const TensorData& data);
+  /// Where the transport reads an upload of this meta: the previous upload's buffer when the
+  /// meta is the same (a training loop's batches), which saves allocating and zeroing it.
+  TensorData& upload_buffer(const TensorMeta& m);
   bool authenticated() const { return authenticated_; }
   size_t live_tensors() const { return tensors_.size(); }
 
@@ -71,6 +74,7 @@ class EMBER_API Session {
   // The first error of the ops since the last Sync or Download: later ops of the batch are
   // skipped (they depend on it), and the next Sync or Download answers with it.
   std::optional<std::pair<ErrorKind, std::string>> failed_;
+  TensorData upload_buffer_;
 };
 
 }  // namespace ember::remote
