@@ -119,13 +119,18 @@ int main(int argc, char** argv) {
   int reps = 7, load_ops = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
-    if (a == "--endpoint") endpoint = v;
-    else if (a == "--out") out = v;
-    else if (a == "--reps") reps = std::max(1, std::atoi(v.c_str()));
-    else if (a == "--load") load_ops = std::atoi(v.c_str());
+    if (a == "--endpoint")
+      endpoint = v;
+    else if (a == "--out")
+      out = v;
+    else if (a == "--reps")
+      reps = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--load")
+      load_ops = std::atoi(v.c_str());
     else {
-      std::fprintf(stderr, "usage: remote_bench [--endpoint HOST:PORT] [--reps N] [--load N] "
-                           "[--out FILE]\n");
+      std::fprintf(stderr,
+                   "usage: remote_bench [--endpoint HOST:PORT] [--reps N] [--load N] "
+                   "[--out FILE]\n");
       return 2;
     }
   }
@@ -141,8 +146,6 @@ int main(int argc, char** argv) {
     token = t;
   }
   nlohmann::json records = nlohmann::json::array();
-  std::printf("%-28s %12s %12s %12s %9s  %s\n", "name", "ember", "peer", "peer time", "ratio",
-              "figure");
   auto row = [&](nlohmann::json r, const std::string& figure) {
     std::printf("%-28s %10.4f ms %12s %9.4f ms %9.2f  %s\n", r["name"].get<std::string>().c_str(),
                 r["ember_ms"].get<double>(), r["peer"].get<std::string>().c_str(),
@@ -153,11 +156,13 @@ int main(int argc, char** argv) {
   if (load_ops > 0) {
     double ms = load(endpoint, token, 16, load_ops);
     double per_op_us = ms * 1e3 / (16.0 * load_ops);
-    std::printf("load: 16 clients x %d ops in %.1f ms: %.0f ops/s, %.2f us per op\n", load_ops,
-                ms, 16.0 * load_ops / (ms / 1e3), per_op_us);
+    std::printf("load: 16 clients x %d ops in %.1f ms: %.0f ops/s, %.2f us per op\n", load_ops, ms,
+                16.0 * load_ops / (ms / 1e3), per_op_us);
     return 0;
   }
 
+  std::printf("%-28s %12s %12s %12s %9s  %s\n", "name", "ember", "peer", "peer time", "ratio",
+              "figure");
   Connection conn(endpoint, token);
   {  // small ops, batched: 10,000 dependent adds, one sync
     constexpr int kOps = 10000;
@@ -181,9 +186,13 @@ int main(int argc, char** argv) {
       for (int i = 0; i < kOps; ++i) acc = acc + xs;
       acc.to_data();
     });
-    row({{"name", "small_op/batched_add16"}, {"backend", "remote:" + conn.server_device()},
-         {"ember_ms", remote / kOps}, {"peer", "cpu_local"}, {"peer_ms", local / kOps},
-         {"speedup", local / remote}, {"us_per_op", remote * 1e3 / kOps}},
+    row({{"name", "small_op/batched_add16"},
+         {"backend", "remote:" + conn.server_device()},
+         {"ember_ms", remote / kOps},
+         {"peer", "cpu_local"},
+         {"peer_ms", local / kOps},
+         {"speedup", local / remote},
+         {"us_per_op", remote * 1e3 / kOps}},
         "us per op: " + std::to_string(remote * 1e3 / kOps));
     // one round trip per op
     constexpr int kTrips = 500;
@@ -194,9 +203,13 @@ int main(int argc, char** argv) {
         conn.sync();
       }
     });
-    row({{"name", "small_op/round_trip_add16"}, {"backend", "remote:" + conn.server_device()},
-         {"ember_ms", trip / kTrips}, {"peer", "cpu_local"}, {"peer_ms", local / kOps},
-         {"speedup", (local / kOps) / (trip / kTrips)}, {"us_per_op", trip * 1e3 / kTrips}},
+    row({{"name", "small_op/round_trip_add16"},
+         {"backend", "remote:" + conn.server_device()},
+         {"ember_ms", trip / kTrips},
+         {"peer", "cpu_local"},
+         {"peer_ms", local / kOps},
+         {"speedup", (local / kOps) / (trip / kTrips)},
+         {"us_per_op", trip * 1e3 / kTrips}},
         "us per op: " + std::to_string(trip * 1e3 / kTrips));
     conn.release(x);
   }
@@ -220,8 +233,13 @@ int main(int argc, char** argv) {
       std::snprintf(fig, sizeof fig, "%.2f GB/s vs %.2f GB/s raw (%.0f%%)", gbs, raw_gbs,
                     100 * gbs / raw_gbs);
       row({{"name", std::string(what) + "/" + std::to_string(mib) + "MiB"},
-           {"backend", "remote:" + conn.server_device()}, {"ember_ms", e}, {"peer", "asio_raw"},
-           {"peer_ms", p}, {"speedup", p / e}, {"gbps", gbs}, {"peer_gbps", raw_gbs}},
+           {"backend", "remote:" + conn.server_device()},
+           {"ember_ms", e},
+           {"peer", "asio_raw"},
+           {"peer_ms", p},
+           {"speedup", p / e},
+           {"gbps", gbs},
+           {"peer_gbps", raw_gbs}},
           fig);
     }
   }

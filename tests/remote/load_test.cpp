@@ -69,8 +69,8 @@ TEST(RemoteLoad, SixteenClientsLoseNothingAndLeakNothing) {
   EXPECT_EQ(s.stats().sessions_total, kClients);
   EXPECT_TRUE(s.drained()) << s.stats().sessions << " sessions, " << s.stats().live_tensors
                            << " tensors, " << s.stats().live_bytes << " bytes left";
-  std::printf("[remote load] %d clients x %d ops in %.2f s: %.0f ops/s, %.1f us per op\n",
-              kClients, n, seconds, kClients * n / seconds, seconds * 1e6 / (kClients * n));
+  std::printf("[remote load] %d clients x %d ops in %.2f s: %.0f ops/s, %.1f us per op\n", kClients,
+              n, seconds, kClients * n / seconds, seconds * 1e6 / (kClients * n));
 }
 
 }  // namespace

@@ -22,7 +22,9 @@ struct Stream {
     bytes.insert(bytes.end(), f.begin(), f.end());
     return *this;
   }
-  Stream& hello(const std::string& token = "fuzz") { return add(MsgType::Hello, hello_payload(token)); }
+  Stream& hello(const std::string& token = "fuzz") {
+    return add(MsgType::Hello, hello_payload(token));
+  }
   Stream& upload(uint64_t id, const TensorData& d) {
     auto p = tensor_head(id, {d.shape(), d.dtype()});
     p.insert(p.end(), d.bytes().begin(), d.bytes().end());
@@ -55,34 +57,59 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, Stream>> seeds;
 
   Stream s;
-  s.hello().upload(1, f23).run({OpCode::Add, {}}, {1, 1}, 2, m23).id(MsgType::Download, 2)
-      .id(MsgType::Free, 1).id(MsgType::Sync, 1);
+  s.hello()
+      .upload(1, f23)
+      .run({OpCode::Add, {}}, {1, 1}, 2, m23)
+      .id(MsgType::Download, 2)
+      .id(MsgType::Free, 1)
+      .id(MsgType::Sync, 1);
   seeds.push_back({"valid-add", s});
   s = {};
-  s.hello().upload(1, f23).upload(2, f32).run({OpCode::Matmul, {}}, {1, 2}, 3, m22)
+  s.hello()
+      .upload(1, f23)
+      .upload(2, f32)
+      .run({OpCode::Matmul, {}}, {1, 2}, 3, m22)
       .run({OpCode::Exp, {}}, {3}, 4, m22)
-      .run(op_with(OpCode::Sum, [](OpAttrs& a) { a.dims = {1}; a.flag = true; }), {4}, 5,
-           {Shape{2, 1}, DType::F32})
-      .run(op_with(OpCode::Reshape, [](OpAttrs& a) { a.shape = {3, 2}; }), {1}, 6,
-           {Shape{3, 2}, DType::F32})
+      .run(op_with(OpCode::Sum,
+                   [](OpAttrs& a) {
+                     a.dims = {1};
+                     a.flag = true;
+                   }),
+           {4}, 5, {Shape{2, 1}, DType::F32})
+      .run(op_with(OpCode::Reshape,
+                   [](OpAttrs& a) {
+                     a.shape = {3, 2};
+                   }),
+           {1}, 6, {Shape{3, 2}, DType::F32})
       .run(op_with(OpCode::Cat, [](OpAttrs& a) { a.dim = 0; }), {6, 2}, 7,
            {Shape{6, 2}, DType::F32})
       .upload(8, i4)
-      .run(op_with(OpCode::Full, [](OpAttrs& a) { a.shape = {4}; a.scalar.f = 2.5; }), {}, 9,
-           {Shape{4}, DType::F32})
-      .id(MsgType::Download, 5).id(MsgType::Download, 7).id(MsgType::Download, 8)
-      .id(MsgType::Free, 3).id(MsgType::Sync, 2);
+      .run(op_with(OpCode::Full,
+                   [](OpAttrs& a) {
+                     a.shape = {4};
+                     a.scalar.f = 2.5;
+                   }),
+           {}, 9, {Shape{4}, DType::F32})
+      .id(MsgType::Download, 5)
+      .id(MsgType::Download, 7)
+      .id(MsgType::Download, 8)
+      .id(MsgType::Free, 3)
+      .id(MsgType::Sync, 2);
   seeds.push_back({"valid-graph", s});
   s = {};
-  s.hello().upload(1, f23).run({OpCode::Add, {}}, {1, 99}, 2, m23).id(MsgType::Sync, 1)
+  s.hello()
+      .upload(1, f23)
+      .run({OpCode::Add, {}}, {1, 99}, 2, m23)
+      .id(MsgType::Sync, 1)
       .id(MsgType::Download, 1);
   seeds.push_back({"op-error-unknown-id", s});
   s = {};
   s.hello().upload(1, f23).run({OpCode::Matmul, {}}, {1, 1}, 2, m23).id(MsgType::Sync, 1);
   seeds.push_back({"op-error-shapes", s});
   s = {};
-  s.hello().run(op_with(OpCode::Full, [](OpAttrs& a) { a.shape = {100000}; }), {}, 1,
-                {Shape{100000}, DType::F32})
+  s.hello()
+      .run(op_with(OpCode::Full, [](OpAttrs& a) { a.shape = {100000}; }), {}, 1,
+           {Shape{100000}, DType::F32})
       .id(MsgType::Sync, 1);
   seeds.push_back({"op-error-over-limit", s});
   s = {};

@@ -39,9 +39,15 @@ int main(int argc, char** argv) {
     int edits = 1 + static_cast<int>(pick(4));
     for (int e = 0; e < edits && !in.empty(); ++e) {
       switch (pick(7)) {
-        case 0: in[pick(in.size())] ^= std::byte{static_cast<uint8_t>(1u << pick(8))}; break;
-        case 1: in[pick(in.size())] = std::byte{static_cast<uint8_t>(rng())}; break;
-        case 2: in.resize(pick(in.size() + 1)); break;
+        case 0:
+          in[pick(in.size())] ^= std::byte{static_cast<uint8_t>(1u << pick(8))};
+          break;
+        case 1:
+          in[pick(in.size())] = std::byte{static_cast<uint8_t>(rng())};
+          break;
+        case 2:
+          in.resize(pick(in.size() + 1));
+          break;
         case 3: {  // duplicate a slice
           size_t a = pick(in.size()), n = pick(std::min<size_t>(64, in.size() - a) + 1);
           std::vector<std::byte> slice(in.begin() + a, in.begin() + a + n);
@@ -55,15 +61,17 @@ int main(int argc, char** argv) {
           break;
         }
         case 5: {  // an interesting 8-byte value at a random place (ids, lengths, dims)
-          static const uint64_t vals[] = {0, 1, 2, 0x7f, 0xffff, 1ull << 31, 1ull << 32,
-                                          1ull << 62, ~0ull, ~0ull - 1};
+          static const uint64_t vals[] = {0,          1,          2,          0x7f,  0xffff,
+                                          1ull << 31, 1ull << 32, 1ull << 62, ~0ull, ~0ull - 1};
           uint64_t v = vals[pick(std::size(vals))];
           size_t at = pick(in.size());
           for (int i = 0; i < 8 && at + i < in.size(); ++i)
             in[at + i] = std::byte{static_cast<uint8_t>(v >> (8 * i))};
           break;
         }
-        default: in[pick(in.size())] = std::byte{static_cast<uint8_t>(pick(16))}; break;
+        default:
+          in[pick(in.size())] = std::byte{static_cast<uint8_t>(pick(16))};
+          break;
       }
     }
     ServerStats stats;
@@ -73,8 +81,10 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       std::ofstream("remote_mutate_crash.bin", std::ios::binary)
           .write(reinterpret_cast<const char*>(in.data()), static_cast<std::streamsize>(in.size()));
-      std::fprintf(stderr, "remote_mutate: iteration %ld: %s escaped (input in "
-                   "remote_mutate_crash.bin)\n", it, e.what());
+      std::fprintf(stderr,
+                   "remote_mutate: iteration %ld: %s escaped (input in "
+                   "remote_mutate_crash.bin)\n",
+                   it, e.what());
       return 1;
     }
     if (stats.live_tensors != 0 || stats.live_bytes != 0) {
@@ -83,7 +93,9 @@ int main(int argc, char** argv) {
     }
     r.protocol_error ? ++protocol_errors : r.error_replies ? ++op_errors : ++clean;
   }
-  std::printf("remote_mutate: %ld inputs: %ld closed by a protocol error, %ld with op errors, "
-              "%ld clean\n", iterations, protocol_errors, op_errors, clean);
+  std::printf(
+      "remote_mutate: %ld inputs: %ld closed by a protocol error, %ld with op errors, "
+      "%ld clean\n",
+      iterations, protocol_errors, op_errors, clean);
   return 0;
 }

@@ -106,8 +106,7 @@ TEST(RemoteProtocol, EveryMessageRoundTrips) {
     Message d = decode_message(cases[i].type, cases[i].payload);
     EXPECT_EQ(d.id, 42u);
     EXPECT_EQ(d.meta, (TensorMeta{t.shape(), t.dtype()}));
-    TensorData back(std::vector<std::byte>(d.raw.begin(), d.raw.end()), d.meta.shape,
-                    d.meta.dtype);
+    TensorData back(std::vector<std::byte>(d.raw.begin(), d.raw.end()), d.meta.shape, d.meta.dtype);
     EXPECT_EQ(back, t);
   }
 }

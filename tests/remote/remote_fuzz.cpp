@@ -16,8 +16,7 @@
 EMBER_FUZZ_TARGET(remote) {
   using namespace ember::remote;
   ServerStats stats;
-  test::ReplayResult r =
-      test::replay({reinterpret_cast<const std::byte*>(data), size}, stats);
+  test::ReplayResult r = test::replay({reinterpret_cast<const std::byte*>(data), size}, stats);
   if (r.replies > r.frames) std::abort();
   if (stats.live_tensors != 0 || stats.live_bytes != 0) std::abort();  // the session freed all
   return 0;

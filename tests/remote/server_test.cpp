@@ -27,9 +27,7 @@ TEST(Remote, OpsEqualTheCpuBackend) {
   Device r = device_of(s);
   auto a = T2::random({8, 16}, Distribution::normal(0, 1));
   auto b = T2::random({16, 4}, Distribution::normal(0, 1));
-  auto f = [](const T2& x, const T2& y) {
-    return (x.matmul(y) + 1.0f).exp().sum_dim(1).to_data();
-  };
+  auto f = [](const T2& x, const T2& y) { return (x.matmul(y) + 1.0f).exp().sum_dim(1).to_data(); };
   TensorData want = f(a, b);
   TensorData got = f(T2::from_data(a.to_data(), r), T2::from_data(b.to_data(), r));
   std::string why;
@@ -98,8 +96,8 @@ TEST(Remote, HostileMessagesCloseOnlyTheirSession) {
   auto head = tensor_head(1, {Shape{4}, DType::F32});
   head.resize(head.size() + 12);  // 16 bytes needed
   hostile.push_back({"short upload", after_hello(frame(MsgType::Upload, head))});
-  hostile.push_back({"server message", after_hello(frame(MsgType::Welcome,
-                                                         welcome_payload("cpu", {})))});
+  hostile.push_back(
+      {"server message", after_hello(frame(MsgType::Welcome, welcome_payload("cpu", {})))});
   hostile.push_back({"second hello", after_hello(frame(MsgType::Hello, hello_payload(kToken)))});
   for (auto& [what, bytes] : hostile) {
     SCOPED_TRACE(what);

@@ -58,19 +58,30 @@ int main(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage_error("unknown option or missing value: " + a);
     std::string v = argv[++i];
-    if (a == "--backend") backend = v;
-    else if (a == "--listen") listen = v;
-    else if (a == "--token-file") token_file = v;
-    else if (a == "--port-file") port_file = v;
-    else if (a == "--threads") threads = static_cast<int>(std::min<uint64_t>(number(a, v), 256));
+    if (a == "--backend")
+      backend = v;
+    else if (a == "--listen")
+      listen = v;
+    else if (a == "--token-file")
+      token_file = v;
+    else if (a == "--port-file")
+      port_file = v;
+    else if (a == "--threads")
+      threads = static_cast<int>(std::min<uint64_t>(number(a, v), 256));
     else if (a == "--max-sessions")
       config.max_sessions = static_cast<int>(std::min<uint64_t>(number(a, v), 1 << 20));
-    else if (a == "--max-message-mib") config.limits.max_message = number(a, v) << 20;
-    else if (a == "--max-tensor-mib") config.limits.max_tensor_bytes = number(a, v) << 20;
-    else if (a == "--max-tensors") config.limits.max_tensors = number(a, v);
-    else if (a == "--max-session-mib") config.limits.max_session_bytes = number(a, v) << 20;
-    else if (a == "--hello-timeout") hello_timeout = static_cast<double>(number(a, v));
-    else usage_error("unknown option " + a);
+    else if (a == "--max-message-mib")
+      config.limits.max_message = number(a, v) << 20;
+    else if (a == "--max-tensor-mib")
+      config.limits.max_tensor_bytes = number(a, v) << 20;
+    else if (a == "--max-tensors")
+      config.limits.max_tensors = number(a, v);
+    else if (a == "--max-session-mib")
+      config.limits.max_session_bytes = number(a, v) << 20;
+    else if (a == "--hello-timeout")
+      hello_timeout = static_cast<double>(number(a, v));
+    else
+      usage_error("unknown option " + a);
   }
   if (!token_file.empty()) {
     std::ifstream f(token_file);
@@ -104,12 +115,11 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     server.run(threads);
     const auto& s = server.stats();
-    std::printf("ember-server: stopped after %lld sessions (%lld refused, %lld protocol errors), "
-                "%lld ops\n",
-                static_cast<long long>(s.sessions_total.load()),
-                static_cast<long long>(s.refused.load()),
-                static_cast<long long>(s.protocol_errors.load()),
-                static_cast<long long>(s.ops.load()));
+    std::printf(
+        "ember-server: stopped after %lld sessions (%lld refused, %lld protocol errors), "
+        "%lld ops\n",
+        static_cast<long long>(s.sessions_total.load()), static_cast<long long>(s.refused.load()),
+        static_cast<long long>(s.protocol_errors.load()), static_cast<long long>(s.ops.load()));
   } catch (const ember::Error& e) {
     std::fprintf(stderr, "ember-server: %s\n", e.what());
     return 1;

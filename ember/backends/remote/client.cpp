@@ -60,9 +60,8 @@ Connection::Connection(const std::string& endpoint, const std::string& token,
   auto results = tcp::resolver(impl_->io).resolve(host, port, ec);
   if (ec) throw DeviceError("[remote] cannot resolve " + endpoint + ": " + ec.message());
   bool timed_out = false;
-  ec = impl_->timed(
-      [&](auto handler) { asio::async_connect(impl_->sock, results, handler); }, timeout_,
-      timed_out);
+  ec = impl_->timed([&](auto handler) { asio::async_connect(impl_->sock, results, handler); },
+                    timeout_, timed_out);
   if (timed_out) throw DeviceError("[remote] no answer from " + endpoint + " (timed out)");
   if (ec) throw DeviceError("[remote] cannot connect to " + endpoint + ": " + ec.message());
   impl_->sock.set_option(tcp::no_delay(true), ec);
@@ -109,9 +108,9 @@ void Connection::fail_locked(const std::string& what) {
       try {
         FrameHeader h = decode_header(hb, 1 << 20);
         std::vector<std::byte> payload(h.length);
-        ec = impl_->timed(
-            [&](auto hd) { asio::async_read(impl_->sock, asio::buffer(payload), hd); },
-            std::chrono::milliseconds(200), timed_out);
+        ec =
+            impl_->timed([&](auto hd) { asio::async_read(impl_->sock, asio::buffer(payload), hd); },
+                         std::chrono::milliseconds(200), timed_out);
         if (!ec && !timed_out && h.type == MsgType::Error)
           reason = ": " + decode_message(h.type, payload).text;
       } catch (const Error&) {
@@ -136,11 +135,12 @@ void Connection::send_locked(std::span<const std::byte> head, std::span<const st
                                             asio::buffer(head.data(), head.size()),
                                             asio::buffer(raw.data(), raw.size())};
   bool timed_out = false;
-  auto ec = impl_->timed(
-      [&](auto h) { asio::async_write(impl_->sock, bufs, kWhole, h); }, timeout_, timed_out);
+  auto ec = impl_->timed([&](auto h) { asio::async_write(impl_->sock, bufs, kWhole, h); }, timeout_,
+                         timed_out);
   queue_.clear();
-  if (timed_out) fail_locked("the server took no data for " + std::to_string(timeout_.count()) +
-                             " ms (stalled or unreachable)");
+  if (timed_out)
+    fail_locked("the server took no data for " + std::to_string(timeout_.count()) +
+                " ms (stalled or unreachable)");
   if (ec) fail_locked("connection lost while sending (" + ec.message() + ")");
 }
 
@@ -154,14 +154,14 @@ Message Connection::receive_locked(MsgType want, TensorData* into) {
       fail_locked("no reply for " + std::to_string(timeout_.count()) + " ms while waiting for " +
                   what + " (the server is down or stalled; EMBER_REMOTE_TIMEOUT sets the wait)");
     if (ec)
-      fail_locked(std::string("connection lost while waiting for ") + what + " (" +
-                  ec.message() + ")");
+      fail_locked(std::string("connection lost while waiting for ") + what + " (" + ec.message() +
+                  ")");
   };
   read(asio::buffer(hb), name(want).data());
   FrameHeader h;
   try {
-    h = decode_header(hb, std::max({limits_.max_message, limits_.max_tensor_bytes,
-                                    uint64_t{1} << 20}) + 4096);
+    h = decode_header(
+        hb, std::max({limits_.max_message, limits_.max_tensor_bytes, uint64_t{1} << 20}) + 4096);
   } catch (const ProtocolError& e) {
     fail_locked(e.what());
   }
@@ -273,8 +273,8 @@ SyncInfo Connection::sync() {
   queue(MsgType::Sync, id_payload(seq));
   send_locked();
   Message m = receive_locked(MsgType::Synced);
-  if (m.id != seq) fail_locked("sync " + std::to_string(seq) + " answered as " +
-                               std::to_string(m.id));
+  if (m.id != seq)
+    fail_locked("sync " + std::to_string(seq) + " answered as " + std::to_string(m.id));
   return {m.live_tensors, m.live_bytes};
 }
 

@@ -34,9 +34,9 @@ uint64_t meta_bytes(const TensorMeta& m, uint64_t max_tensor_bytes) {
 }  // namespace
 
 std::string_view name(MsgType t) {
-  static constexpr std::string_view names[] = {"?",     "hello",    "welcome", "upload",
-                                               "run",   "download", "data",    "free",
-                                               "sync",  "synced",   "error"};
+  static constexpr std::string_view names[] = {"?",    "hello",    "welcome", "upload",
+                                               "run",  "download", "data",    "free",
+                                               "sync", "synced",   "error"};
   auto i = static_cast<size_t>(t);
   return i <= kMaxMsgType ? names[i] : names[0];
 }
@@ -56,8 +56,8 @@ FrameHeader decode_header(std::span<const std::byte> b, uint64_t max_payload) {
     throw ProtocolError("[remote] frame header of " + std::to_string(b.size()) + " bytes");
   if (std::memcmp(b.data(), kMagic.data(), 4) != 0)
     throw ProtocolError("[remote] not an ember remote frame (bad magic)");
-  uint16_t version = static_cast<uint16_t>(static_cast<uint8_t>(b[4]) |
-                                           (static_cast<uint8_t>(b[5]) << 8));
+  uint16_t version =
+      static_cast<uint16_t>(static_cast<uint8_t>(b[4]) | (static_cast<uint8_t>(b[5]) << 8));
   if (version != kProtocolVersion)
     throw ProtocolError("[remote] protocol version " + std::to_string(version) +
                         ", this side speaks version " + std::to_string(kProtocolVersion));
@@ -108,9 +108,8 @@ void decode_tensor_head(std::span<const std::byte> head, uint64_t raw_bytes,
   uint64_t want = meta_bytes(m.meta, max_tensor_bytes);
   if (raw_bytes != want)
     throw ProtocolError("[remote] tensor " + m.meta.shape.to_string() + " " +
-                        std::string(ember::name(m.meta.dtype)) + " needs " +
-                        std::to_string(want) + " bytes, the message has " +
-                        std::to_string(raw_bytes));
+                        std::string(ember::name(m.meta.dtype)) + " needs " + std::to_string(want) +
+                        " bytes, the message has " + std::to_string(raw_bytes));
 }
 
 std::vector<std::byte> hello_payload(std::string_view token) {
@@ -163,7 +162,9 @@ Message decode_message(MsgType type, std::span<const std::byte> payload,
   try {
     ir::Reader r(payload);
     switch (type) {
-      case MsgType::Hello: m.text = text(r, kMaxToken, "token"); break;
+      case MsgType::Hello:
+        m.text = text(r, kMaxToken, "token");
+        break;
       case MsgType::Welcome:
         m.text = text(r, kMaxText, "device name");
         m.limits.max_message = r.u64();
@@ -179,10 +180,14 @@ Message decode_message(MsgType type, std::span<const std::byte> payload,
         m.raw = payload.subspan(2 + n);
         return m;
       }
-      case MsgType::Run: m.node = ir::read_node(r); break;
+      case MsgType::Run:
+        m.node = ir::read_node(r);
+        break;
       case MsgType::Download:
       case MsgType::Free:
-      case MsgType::Sync: m.id = r.u64(); break;
+      case MsgType::Sync:
+        m.id = r.u64();
+        break;
       case MsgType::Synced:
         m.id = r.u64();
         m.live_tensors = r.u64();
@@ -196,7 +201,8 @@ Message decode_message(MsgType type, std::span<const std::byte> payload,
         m.text = text(r, kMaxText, "error message");
         break;
       }
-      default: throw ProtocolError("[remote] unknown message type");
+      default:
+        throw ProtocolError("[remote] unknown message type");
     }
     if (!r.done())
       throw ProtocolError("[remote] trailing bytes after a " + std::string(name(type)) +
@@ -204,8 +210,7 @@ Message decode_message(MsgType type, std::span<const std::byte> payload,
   } catch (const ProtocolError&) {
     throw;
   } catch (const Error& e) {
-    throw ProtocolError("[remote] malformed " + std::string(name(type)) + " message: " +
-                        e.what());
+    throw ProtocolError("[remote] malformed " + std::string(name(type)) + " message: " + e.what());
   }
   return m;
 }
@@ -223,14 +228,22 @@ ErrorKind error_kind_of(const std::exception& e) {
 
 void throw_error(ErrorKind kind, const std::string& message) {
   switch (kind) {
-    case ErrorKind::Shape: throw ShapeError(message);
-    case ErrorKind::DType: throw DTypeError(message);
-    case ErrorKind::Index: throw IndexError(message);
-    case ErrorKind::Value: throw ValueError(message);
-    case ErrorKind::Device: throw DeviceError(message);
-    case ErrorKind::Memory: throw MemoryError(message, -1);
-    case ErrorKind::Protocol: throw ProtocolError(message);
-    default: throw Error(message);
+    case ErrorKind::Shape:
+      throw ShapeError(message);
+    case ErrorKind::DType:
+      throw DTypeError(message);
+    case ErrorKind::Index:
+      throw IndexError(message);
+    case ErrorKind::Value:
+      throw ValueError(message);
+    case ErrorKind::Device:
+      throw DeviceError(message);
+    case ErrorKind::Memory:
+      throw MemoryError(message, -1);
+    case ErrorKind::Protocol:
+      throw ProtocolError(message);
+    default:
+      throw Error(message);
   }
 }
 

@@ -19,8 +19,8 @@
 
 namespace ember::remote {
 
-inline constexpr std::array<std::byte, 4> kMagic = {std::byte{'E'}, std::byte{'M'},
-                                                    std::byte{'B'}, std::byte{'R'}};
+inline constexpr std::array<std::byte, 4> kMagic = {std::byte{'E'}, std::byte{'M'}, std::byte{'B'},
+                                                    std::byte{'R'}};
 inline constexpr uint16_t kProtocolVersion = 1;
 inline constexpr size_t kHeaderSize = 16;
 
@@ -64,14 +64,14 @@ struct FrameHeader {
 /// A decoded message; which fields are set depends on `type`.
 struct Message {
   MsgType type = MsgType::Hello;
-  uint64_t id = 0;        // Upload, Download, Data, Free; the sequence of Sync and Synced
-  std::string text;       // Hello's token, Welcome's device, Error's message
-  TensorMeta meta;        // Upload, Data
-  ir::Node node;          // Run
-  ErrorKind kind = ErrorKind::Error;        // Error
-  Limits limits;                            // Welcome
+  uint64_t id = 0;   // Upload, Download, Data, Free; the sequence of Sync and Synced
+  std::string text;  // Hello's token, Welcome's device, Error's message
+  TensorMeta meta;   // Upload, Data
+  ir::Node node;     // Run
+  ErrorKind kind = ErrorKind::Error;          // Error
+  Limits limits;                              // Welcome
   uint64_t live_tensors = 0, live_bytes = 0;  // Synced
-  std::span<const std::byte> raw;           // Upload, Data: the tensor's bytes (in the payload)
+  std::span<const std::byte> raw;             // Upload, Data: the tensor's bytes (in the payload)
 };
 
 /// The 16-byte header of a payload of `length` bytes.

@@ -3,6 +3,5 @@
 #include "ember/backends/remote/client.h"
 
 extern "C" EMBER_API const bool ember_remote_registration =
-    (ember::register_device_factory(ember::DeviceKind::Remote,
-                                    &ember::remote::make_device_backend),
+    (ember::register_device_factory(ember::DeviceKind::Remote, &ember::remote::make_device_backend),
      true);

@@ -22,10 +22,9 @@ constexpr auto kWhole = [](const std::error_code& ec, std::size_t) -> std::size_
 };
 
 asio::awaitable<void> write_reply(tcp::socket& sock, const Reply& r) {
-  std::array<asio::const_buffer, 2> bufs = {asio::buffer(r.bytes),
-                                            r.data ? asio::buffer(r.data->bytes().data(),
-                                                                  r.data->bytes().size())
-                                                   : asio::const_buffer()};
+  std::array<asio::const_buffer, 2> bufs = {
+      asio::buffer(r.bytes),
+      r.data ? asio::buffer(r.data->bytes().data(), r.data->bytes().size()) : asio::const_buffer()};
   co_await asio::async_write(sock, bufs, kWhole, asio::use_awaitable);
 }
 
@@ -42,8 +41,8 @@ asio::awaitable<void> read_upload(tcp::socket& sock, uint64_t length, Session& s
   Message m;
   decode_tensor_head(head, length - 2 - n, limits.max_tensor_bytes, m);
   TensorData& data = s.upload_buffer(m.meta);
-  co_await asio::async_read(sock, asio::buffer(data.bytes().data(), data.bytes().size()),
-                            kWhole, asio::use_awaitable);
+  co_await asio::async_read(sock, asio::buffer(data.bytes().data(), data.bytes().size()), kWhole,
+                            asio::use_awaitable);
   s.upload(m.id, data);
 }
 
@@ -54,11 +53,11 @@ asio::awaitable<void> serve(tcp::socket sock, const ServerConfig& config, Server
   if (++stats.sessions > config.max_sessions) {
     --stats.sessions;
     ++stats.refused;
-    Reply r{frame(MsgType::Error,
-                  error_payload(ErrorKind::Device, "[remote] the server is at its limit of " +
-                                                       std::to_string(config.max_sessions) +
-                                                       " sessions")),
-            std::nullopt, true};
+    Reply r{
+        frame(MsgType::Error, error_payload(ErrorKind::Device,
+                                            "[remote] the server is at its limit of " +
+                                                std::to_string(config.max_sessions) + " sessions")),
+        std::nullopt, true};
     try {
       co_await write_reply(sock, r);
     } catch (const std::exception&) {
@@ -128,13 +127,13 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, const ServerConfig& c
                                   ServerStats& stats, const double& hello_timeout_s) {
   for (;;) {
     std::error_code ec;
-    tcp::socket sock = co_await acceptor.async_accept(
-        asio::redirect_error(asio::use_awaitable, ec));
+    tcp::socket sock =
+        co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) continue;  // e.g. out of file descriptors: keep serving the others
     sock.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(acceptor.get_executor(),
-                   serve(std::move(sock), config, stats, hello_timeout_s), asio::detached);
+    asio::co_spawn(acceptor.get_executor(), serve(std::move(sock), config, stats, hello_timeout_s),
+                   asio::detached);
   }
 }
 
@@ -163,8 +162,7 @@ Server::~Server() { stop(); }
 uint16_t Server::port() const { return impl_->acceptor.local_endpoint().port(); }
 
 void Server::start(int threads) {
-  for (int i = 0; i < std::max(1, threads); ++i)
-    threads_.emplace_back([this] { impl_->io.run(); });
+  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { impl_->io.run(); });
 }
 
 void Server::run(int threads) {

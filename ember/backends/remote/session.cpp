@@ -115,8 +115,8 @@ void Session::run(const ir::Node& n) {
     std::string what = e.what();
     // Name the op when the error does not already start with it.
     if (what.rfind("[", 0) != 0) what = "[" + op_name + "] " + what;
-    failed_.emplace(error_kind_of(e), what + " (on the server's " +
-                                          config_.device.to_string() + ")");
+    failed_.emplace(error_kind_of(e),
+                    what + " (on the server's " + config_.device.to_string() + ")");
   }
 }
 
@@ -145,11 +145,15 @@ Reply Session::handle(const Message& m) {
   }
   switch (m.type) {
     case MsgType::Upload:
-      upload(m.id, TensorData(std::vector<std::byte>(m.raw.begin(), m.raw.end()),
-                              m.meta.shape, m.meta.dtype));
+      upload(m.id, TensorData(std::vector<std::byte>(m.raw.begin(), m.raw.end()), m.meta.shape,
+                              m.meta.dtype));
       return {};
-    case MsgType::Run: run(m.node); return {};
-    case MsgType::Free: erase(m.id); return {};
+    case MsgType::Run:
+      run(m.node);
+      return {};
+    case MsgType::Free:
+      erase(m.id);
+      return {};
     case MsgType::Sync:
       if (failed_) return error_reply();
       return frame_reply(MsgType::Synced,
@@ -158,11 +162,11 @@ Reply Session::handle(const Message& m) {
       if (failed_) return error_reply();
       auto it = tensors_.find(m.id);
       if (it == tensors_.end())
-        return frame_reply(MsgType::Error,
-                           error_payload(ErrorKind::Value,
-                                         "[download] unknown tensor id " + std::to_string(m.id) +
-                                             " (freed, made by a failed op, or not of this "
-                                             "session)"));
+        return frame_reply(
+            MsgType::Error,
+            error_payload(ErrorKind::Value, "[download] unknown tensor id " + std::to_string(m.id) +
+                                                " (freed, made by a failed op, or not of this "
+                                                "session)"));
       try {
         TensorData d = Dispatch::to_data(it->second.h);
         auto head = tensor_head(m.id, {d.shape(), d.dtype()});
