@@ -65,7 +65,8 @@ asio::awaitable<void> serve(tcp::socket sock, const ServerConfig& config, Server
     co_return;
   }
   // A connection that does not say hello in time is closed.
-  asio::steady_timer hello_timer(sock.get_executor());
+  // On the session's strand, like the coroutine: the timer's handler never runs beside a read.
+  asio::steady_timer hello_timer(co_await asio::this_coro::executor);
   hello_timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(hello_timeout_s)));
   bool said_hello = false;
@@ -132,8 +133,9 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, const ServerConfig& c
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) continue;  // e.g. out of file descriptors: keep serving the others
     sock.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(acceptor.get_executor(), serve(std::move(sock), config, stats, hello_timeout_s),
-                   asio::detached);
+    // One strand per session: its coroutine and its timer never run at the same time.
+    asio::co_spawn(asio::make_strand(acceptor.get_executor()),
+                   serve(std::move(sock), config, stats, hello_timeout_s), asio::detached);
   }
 }
 
@@ -161,8 +163,10 @@ Server::~Server() { stop(); }
 
 uint16_t Server::port() const { return impl_->acceptor.local_endpoint().port(); }
 
-void Server::start(int threads) {
-  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { impl_->io.run(); });
+void Server::start(int threads) { start_threads(std::max(1, threads)); }
+
+void Server::start_threads(int n) {
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { impl_->io.run(); });
 }
 
 void Server::run(int threads) {
@@ -170,7 +174,7 @@ void Server::run(int threads) {
   signals.async_wait([this](std::error_code ec, int) {
     if (!ec) impl_->io.stop();
   });
-  start(threads - 1);
+  start_threads(threads - 1);
   impl_->io.run();
 }
 

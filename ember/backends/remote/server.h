@@ -36,6 +36,7 @@ class EMBER_API Server {
 
  private:
   struct Impl;
+  void start_threads(int n);
   ServerConfig config_;
   ServerStats stats_;
   double hello_timeout_s_ = 10;
