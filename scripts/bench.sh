@@ -24,6 +24,11 @@
 #   scripts/bench.sh distributed  # data-parallel training on CPU: the main job's CNN on 1 and 2
 #                              # processes (images/s), and the all-reduce bandwidth of ember's
 #                              # process group beside a raw MPI all-reduce (same run)
+#   scripts/bench.sh remote    # the Remote backend on loopback: small-op latency (batched and
+#                              # one round trip per op) against the local CPU, uploads and
+#                              # downloads of 1 and 64 MiB against raw asio in the same run, and
+#                              # 16 clients x 10,000 ops against an ember-server process with its
+#                              # memory before and after (BENCH_REPS, default 7)
 #   scripts/bench.sh build     # build times (cold, after a model edit, a small user program) and
 #                              # stripped binary sizes, Release and Debug, ccache off
 #                              # (BENCH_BUILD_CONFIGS, BENCH_BUILD_COLD=0 to skip cold builds)
@@ -32,7 +37,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-suites="cpu autodiff mnist onnx cuda fusion distributed build"
+suites="cpu autodiff mnist onnx cuda fusion distributed remote build"
 if [ $# -ne 1 ]; then
   echo "usage: scripts/bench.sh SUITE   (suites: $suites)" >&2
   exit 2
@@ -46,6 +51,11 @@ case "$suite" in
     cmake --preset release >/dev/null
     cmake --build --preset release --target mnist ember-run dist_allreduce_bench
     exec bench/distributed_bench.sh ;;
+  remote)
+    scripts/setup.sh
+    cmake --preset release >/dev/null
+    cmake --build --preset release --target remote_bench ember-server
+    BENCH_OUT=bench/out exec bench/remote_bench.sh ;;
   cuda)
     cmake --preset release -DEMBER_CUDA=ON >/dev/null
     cmake --build --preset release --target cuda_bench

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Fuzzes a file reader with libFuzzer (clang, ASan, UBSan) for N seconds (default 60),
 # starting from its kept corpus (tests/fuzz/corpus/TARGET), and merges the inputs that reach
-# new code into it. TARGET is safetensors (the default), pickle, pytorch or onnx (the ONNX
-# importer and runtime; needs libonnx-dev).
+# new code into it. TARGET is safetensors (the default), pickle, pytorch, onnx (the ONNX
+# importer and runtime; needs libonnx-dev) or remote (the Remote server's message handling:
+# a client's byte stream through a session; its corpus is tests/remote/corpus; needs
+# libasio-dev).
 #
 #   scripts/fuzz.sh                # the safetensors reader, 60 s
 #   scripts/fuzz.sh 600            # the safetensors reader, 10 minutes
 #   scripts/fuzz.sh pytorch 600    # the PyTorch file reader (zip and legacy), 10 minutes
 #   scripts/fuzz.sh onnx 300       # ONNX models: parsed, checked, run on zero inputs
+#   scripts/fuzz.sh remote 300     # the Remote server's frames, decoder and sessions
 #
 # Builds in build-fuzz/ (override with EMBER_FUZZ_BUILD). A crash leaves its input in
 # build-fuzz/crashes/ and fails the script; add the input to the corpus as a regression
@@ -16,14 +19,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=safetensors
 case "${1:-}" in
-  safetensors|pickle|pytorch|onnx) target=$1; shift ;;
+  safetensors|pickle|pytorch|onnx|remote) target=$1; shift ;;
   ''|[0-9]*) ;;
-  *) echo "fuzz.sh: unknown target '$1' (safetensors, pickle, pytorch or onnx)" >&2; exit 2 ;;
+  *) echo "fuzz.sh: unknown target '$1' (safetensors, pickle, pytorch, onnx or remote)" >&2; exit 2 ;;
 esac
 seconds=${1:-60}
 shift || true
 build=${EMBER_FUZZ_BUILD:-$root/build-fuzz}
 corpus=$root/tests/fuzz/corpus/$target
+[ "$target" = remote ] && corpus=$root/tests/remote/corpus
 cxx=${CXX_FUZZ:-clang++}
 # Inputs up to the size of the largest kept seed (whole .pt files for the pytorch reader).
 case $target in

@@ -12,7 +12,7 @@ packages=(build-essential cmake ninja-build ccache pkg-config lld
           libsqlite3-dev libstb-dev zlib1g-dev python3-sklearn
           libncurses-dev tmux
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
-          libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-dev spirv-tools
+          libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-dev spirv-tools libasio-dev
           gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc qemu-system-arm
           libgloo-dev)
 for arg in "$@"; do

@@ -1,6 +1,10 @@
-// Device: where a tensor lives. A kind and an index, written "cpu", "cuda:0", "vulkan:1".
+// Device: where a tensor lives. A kind and an index, written "cpu", "cuda:0", "vulkan:1". A
+// remote device is written with its server's endpoint, "remote:HOST:PORT"; its index numbers
+// the endpoints this process has named (docs/remote.md).
 //
 //   Device d = Device::parse("cuda:1");   d.kind == DeviceKind::Cuda;   d.index == 1;
+//   Device r = Device::parse("remote:127.0.0.1:7070");
+//   r.to_string() == "remote:127.0.0.1:7070";   remote_endpoint(r.index) == "127.0.0.1:7070";
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,10 +24,16 @@ struct EMBER_API Device {
   int index = 0;
 
   static Device cpu() { return {}; }
-  /// Parses "cpu", "cuda", "cuda:1"; throws DeviceError on anything else.
+  /// Parses "cpu", "cuda", "cuda:1", "remote:HOST:PORT"; throws DeviceError on anything else.
   static Device parse(std::string_view s);
   std::string to_string() const;
   friend bool operator==(const Device&, const Device&) = default;
 };
+
+/// The endpoint ("HOST:PORT") of the remote device with this index; throws DeviceError when
+/// no endpoint has it.
+EMBER_API std::string remote_endpoint(int index);
+/// How many remote endpoints this process has named (Device::parse adds them).
+EMBER_API int remote_endpoint_count();
 
 }  // namespace ember

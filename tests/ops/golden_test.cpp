@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "golden.h"
@@ -17,11 +18,17 @@ struct Param {
   size_t index;
 };
 
+// Every device of this machine and cpu+ir; only $EMBER_TEST_DEVICE when that is set (the
+// ops_test@remote entry, against a server it starts).
 std::vector<Param> params() {
   std::vector<Param> out;
   std::vector<std::string> devices;
-  for (Device d : available_devices()) devices.push_back(d.to_string());
-  devices.push_back("cpu+ir");
+  if (const char* env = std::getenv("EMBER_TEST_DEVICE"); env && *env) {
+    devices.push_back(Device::parse(env).to_string());
+  } else {
+    for (Device d : available_devices()) devices.push_back(d.to_string());
+    devices.push_back("cpu+ir");
+  }
   for (const auto& d : devices)
     for (size_t i = 0; i < golden_file().at("cases").size(); ++i) out.push_back({d, i});
   return out;

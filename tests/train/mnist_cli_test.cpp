@@ -4,6 +4,7 @@
 // a run killed with SIGKILL and resumed, and the dashboard's abort and stop keys (in tmux).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -103,6 +104,28 @@ TEST_F(MnistCli, CnnTrainsOnVulkanAsOnTheCpu) {
   const double cpu = accuracy("cpu");
   EXPECT_GT(cpu, 0.5);
   EXPECT_NEAR(vk, cpu, 0.011);
+}
+
+// The main job trains through the Remote backend (mnist_cli_test@remote, against an
+// ember-server on cpu that tests/remote/with_server.sh starts) to the CPU's accuracy: the same
+// ops with the same seeds run on the same backend there, so the figures agree exactly.
+TEST_F(MnistCli, CnnTrainsThroughRemoteAsOnTheCpu) {
+  const char* env = std::getenv("EMBER_TEST_DEVICE");
+  const std::string remote = env ? env : "";
+  if (!remote.starts_with("remote:")) GTEST_SKIP() << "EMBER_TEST_DEVICE names no remote device";
+  auto accuracy = [&](const std::string& backend, const std::string& out) {
+    const ChildResult r =
+        mnist({"train", "--model", "cnn", "--epochs", "1", "--plain", "--workers", "0",
+               "--backend", backend, "--out", (tmp() / out).string()});
+    EXPECT_EQ(r.status, 0) << r.output;
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(r.output, m, std::regex("test accuracy: ([0-9.]+)"))) << r.output;
+    return m.empty() ? 0 : std::stod(m[1].str());
+  };
+  const double through_remote = accuracy(remote, "cnn_remote");
+  const double cpu = accuracy("cpu", "cnn_cpu_for_remote");
+  EXPECT_GT(cpu, 0.5);
+  EXPECT_EQ(through_remote, cpu);
 }
 
 TEST_F(MnistCli, InferRejectsFoldersAndMissingOrUnreadableFiles) {
