@@ -80,9 +80,12 @@ struct ProcessGroup::Impl {
   // The message of a failed collective: the op, Gloo's reason, and the ranks on this host
   // whose processes are gone.
   [[noreturn]] void fail(const char* op, const std::exception& e) const {
-    // A killed peer may not be reaped yet (a zombie of the launcher): look a few times.
+    // A closed connection: a killed peer may not be reaped yet (a zombie of the launcher), so
+    // look a few times. A time-out is said as such (a peer that is gone by now may have ended
+    // because of the same silence).
+    bool timed_out = std::string_view(e.what()).find("Timed out") != std::string_view::npos;
     std::string gone;
-    for (int tries = 0; tries < 20 && gone.empty(); ++tries) {
+    for (int tries = 0; tries < (timed_out ? 1 : 20) && gone.empty(); ++tries) {
       if (tries) std::this_thread::sleep_for(std::chrono::milliseconds(25));
       for (int r = 0; r < size; ++r)
         if (r != rank && r < int(pids.size()) && process_gone(pids[r]))
@@ -90,9 +93,12 @@ struct ProcessGroup::Impl {
     }
     std::string msg = std::string("[") + op + "] rank " + std::to_string(rank) + " of " +
                       std::to_string(size) + ": ";
-    msg += gone.empty() ? "a peer did not answer within " + std::to_string(timeout.count()) +
-                              " ms or closed its connection"
-                        : "lost rank " + gone + " (its process is gone)";
+    if (timed_out)
+      msg += "a peer did not answer within " + std::to_string(timeout.count()) + " ms" +
+             (gone.empty() ? "" : " (rank " + gone + " is gone by now)");
+    else
+      msg += gone.empty() ? "a peer closed its connection"
+                          : "lost rank " + gone + " (its process is gone)";
     throw DistributedError(msg + " (" + e.what() + ")");
   }
   template <class F>
