@@ -93,7 +93,9 @@ std::pair<int64_t, int64_t> LearnerCore::begin_fit(const LearnerState& state) {
   status_ = FitStatus{};
   status_.num_epochs = cfg_.num_epochs;
   jsonl_.clear(), csv_.clear();
-  if (!cfg_.dir.empty()) {
+  if (!cfg_.dir.empty() && !cfg_.write) {  // a data-parallel rank above 0: reads only
+    if (resume_) first = restore(state);
+  } else if (!cfg_.dir.empty()) {
     // A run folder that cannot be written fails here, before the first step.
     prepare_run_dir(cfg_.dir, "learner");
     if (resume_) first = restore(state);
@@ -143,7 +145,7 @@ void LearnerCore::end_epoch(Progress& p, Clock::time_point t0) {
     history_.epochs[p.split][v.name].push_back(v.epoch);
     line[v.name] = v.epoch;
   }
-  if (!cfg_.dir.empty()) {
+  if (writes()) {
     std::ostringstream csv;
     for (const auto& v : vs)
       csv << p.split << ',' << p.epoch << ',' << v.name << ',' << v.epoch << "\n";
@@ -159,9 +161,9 @@ void LearnerCore::interrupted(int64_t epoch, int64_t done, const LearnerState& s
   status_.epoch = epoch, status_.step = done;
   if (stop_ == StopRequest::StopAfterStep) {
     status_.end = FitStatus::End::Stopped;
-    if (!cfg_.dir.empty()) save_checkpoint(epoch, done, state);
+    if (writes()) save_checkpoint(epoch, done, state);
     renderer_->log("stopped after step " + std::to_string(done) + " of epoch " +
-                   std::to_string(epoch) + (cfg_.dir.empty() ? "" : "; checkpoint written"));
+                   std::to_string(epoch) + (writes() ? "; checkpoint written" : ""));
   } else {
     status_.end = FitStatus::End::Aborted;
     renderer_->log(status_.to_string() + "; this epoch is not saved" +
@@ -171,7 +173,7 @@ void LearnerCore::interrupted(int64_t epoch, int64_t done, const LearnerState& s
 }
 
 bool LearnerCore::epoch_complete(int64_t epoch, const LearnerState& state) {
-  if (!cfg_.dir.empty()) save_checkpoint(epoch, 0, state);
+  if (writes()) save_checkpoint(epoch, 0, state);
   status_.epoch = epoch;
   if (!early_stop(epoch)) return false;
   status_.end = FitStatus::End::EarlyStopped;
@@ -194,7 +196,7 @@ bool LearnerCore::early_stop(int64_t epoch) {
   } else {
     ++bad_epochs_;
   }
-  if (!cfg_.dir.empty()) {
+  if (writes()) {
     CheckpointDir dir(std::filesystem::path(cfg_.dir) / "checkpoints");
     dir.keep_last(cfg_.keep_last, best_epoch_);
   }
@@ -214,6 +216,7 @@ void LearnerCore::save_checkpoint(int64_t epoch, int64_t iteration, const Learne
                       {"rng_counter", rs.counter},
                       {"history", history_.epochs},
                       {"bad_epochs", bad_epochs_},
+                      {"world_size", cfg_.world_size},
                       {"metrics_jsonl", jsonl_},
                       {"metrics_csv", csv_}};
     if (best_value_) st["best_value"] = *best_value_;
@@ -233,7 +236,7 @@ void LearnerCore::save_checkpoint(int64_t epoch, int64_t iteration, const Learne
 
 std::pair<int64_t, int64_t> LearnerCore::restore(const LearnerState& state) {
   CheckpointDir dir(std::filesystem::path(cfg_.dir) / "checkpoints");
-  dir.clean_partial();
+  if (cfg_.write) dir.clean_partial();
   auto id = dir.latest();
   if (!id) return {1, 0};
   auto path = dir.path(*id);
@@ -248,6 +251,17 @@ std::pair<int64_t, int64_t> LearnerCore::restore(const LearnerState& state) {
     if (st.contains("best_value")) best_value_ = st["best_value"].get<double>();
     if (st.contains("best_epoch")) best_epoch_ = st["best_epoch"].get<int64_t>();
     epoch = st.at("epoch").get<int64_t>(), iteration = st.at("iteration").get<int64_t>();
+    // Mid-epoch on another number of ranks: the same items done, in this world's batches.
+    const int64_t was = st.value("world_size", int64_t{1}),
+                  now = std::max<int64_t>(1, cfg_.world_size);
+    if (iteration > 0 && was != now) {
+      if (iteration * was % now != 0)
+        throw ValueError("[learner] checkpoint " + path.string() + " stopped at step " +
+                         std::to_string(iteration) + " of epoch " + std::to_string(epoch) + " on " +
+                         std::to_string(was) + " ranks: " + std::to_string(iteration * was) +
+                         " rank-batches do not divide among " + std::to_string(now) + " ranks");
+      iteration = iteration * was / now;
+    }
     if (st.contains("metrics_jsonl")) {
       jsonl_ = st["metrics_jsonl"].get<std::vector<std::string>>();
       csv_ = st.at("metrics_csv").get<std::vector<std::string>>();

@@ -30,8 +30,13 @@ struct LearnerConfig {
   int64_t patience = 0;              // epochs without improvement before stopping; 0: never
   double min_delta = 0;              // what counts as an improvement
   uint64_t seed = 42;                // the global RNG seed (dropout, random init)
+  // Data-parallel training (docs/distributed.md): the ranks' count, which a checkpoint records
+  // (resuming on another count converts its position in the epoch), and whether this rank
+  // writes the run folder (rank 0) or only reads its checkpoints to resume (the others).
+  int64_t world_size = 1;
+  bool write = true;
   EMBER_CONFIG(LearnerConfig, num_epochs, grad_accumulation, dir, keep_last, best_metric, patience,
-               min_delta, seed)
+               min_delta, seed, world_size, write)
 };
 
 /// How fit() ended, and where.
@@ -80,6 +85,8 @@ class EMBER_API LearnerCore {
   /// Applied to every metric's epoch value before it is shown or recorded (data-parallel
   /// training: the mean over the ranks).
   void set_value_sync(std::function<double(double)> f) { value_sync_ = std::move(f); }
+  /// Whether this run writes its folder (a folder is set and this is not a read-only rank).
+  bool writes() const { return !cfg_.dir.empty() && cfg_.write; }
 
   /// Seeds, probes the run folder, restores the newest checkpoint when resuming and rewrites
   /// the metric files to what it covers. Returns (first epoch, batches of it to skip).

@@ -27,11 +27,13 @@ Data open_data(const Args& a, int ranks, int rank) {
   return d;
 }
 
-ember::train::LearnerConfig learner_config(const Args& a, int rank) {
+ember::train::LearnerConfig learner_config(const Args& a, int ranks, int rank) {
   return {.num_epochs = a.epochs,
-          .dir = rank == 0 ? a.out : std::string(),  // checkpoints and metrics from rank 0
+          .dir = a.out,
           .best_metric = "accuracy",
-          .seed = static_cast<uint64_t>(a.seed)};
+          .seed = static_cast<uint64_t>(a.seed),
+          .world_size = ranks,
+          .write = rank == 0};  // the other ranks read rank 0's checkpoints to resume
 }
 
 std::unique_ptr<ember::train::Renderer> learner_renderer(const Args& a) {

@@ -33,8 +33,8 @@ struct Data {
 };
 Data open_data(const Args& a, int ranks = 1, int rank = 0);
 /// The Learner's settings and renderer from the command line (in a data-parallel job only rank
-/// 0 writes checkpoints and metrics).
-ember::train::LearnerConfig learner_config(const Args& a, int rank = 0);
+/// 0 writes checkpoints and metrics; every rank resumes from them).
+ember::train::LearnerConfig learner_config(const Args& a, int ranks = 1, int rank = 0);
 std::unique_ptr<ember::train::Renderer> learner_renderer(const Args& a);
 /// Fills in the test-set figures of a finished run and returns where to save the model.
 std::filesystem::path test_results(TrainResult& r, const Args& a, const ember::train::Accuracy& acc,
@@ -60,7 +60,7 @@ TrainResult train_model(const Args& a) {
 #ifdef EMBER_MNIST_DISTRIBUTED
   if (pg) dist::broadcast_params(*pg, model);
 #endif
-  train::Learner learner(learner_config(a, rank), model, optim::AdamConfig{}.init<AD>(),
+  train::Learner learner(learner_config(a, ranks, rank), model, optim::AdamConfig{}.init<AD>(),
                          optim::ConstantLrConfig{a.lr}.init());
   learner.with_metric(std::make_unique<train::Accuracy>())
       .with_renderer(rank == 0 ? learner_renderer(a)

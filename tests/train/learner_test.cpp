@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "ember/ember.h"
@@ -130,6 +131,57 @@ TEST(Learner, StopMidEpochThenResumeMatchesUninterrupted) {
   second.resume();
   auto b = second.fit(train, valid);
   EXPECT_EQ(weights(a), weights(b));
+}
+
+/// Counts the training steps of one epoch.
+class CountSteps final : public Renderer {
+ public:
+  CountSteps(int64_t epoch, int64_t* n) : epoch_(epoch), n_(n) {}
+  void update(const Progress& p, const std::vector<MetricValue>&) override {
+    if (p.split == "train" && p.epoch == epoch_) ++*n_;
+  }
+  void epoch_end(const Progress&, const std::vector<MetricValue>&) override {}
+  void log(const std::string&) override {}
+  void finish(const History&) override {}
+  StopRequest poll() override { return StopRequest::None; }
+
+ private:
+  int64_t epoch_, *n_;
+};
+
+TEST(Learner, ReadOnlyRanksResumeFromTheWritersCheckpointOnAnotherWorldSize) {
+  // A data-parallel run of 2 ranks stops at step 6 of epoch 2 (12 rank-batches done). Its
+  // checkpoint resumes on 3 ranks at step 4 and on 4 ranks at step 3; 5 ranks cannot take
+  // it. A rank that does not write leaves the folder as it was.
+  TempDir t;
+  auto train = blobs<AD>(10, 1);
+  auto valid = blobs<Dispatch>(3, 2);
+  const std::string dir = (t.dir / "run").string();
+  auto first = make_learner({.num_epochs = 3, .dir = dir, .world_size = 2});
+  first.with_renderer(std::make_unique<StopAt>(19));  // 13 updates in epoch 1; epoch 2, step 6
+  first.fit(train, valid);
+  ASSERT_TRUE(first.stopped());
+  auto listing = [&] {
+    std::vector<std::string> v;
+    for (auto& e : fs::recursive_directory_iterator(dir))
+      v.push_back(e.path().string() + ":" +
+                  (e.is_regular_file() ? std::to_string(fs::file_size(e.path())) : "dir"));
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const auto before = listing();
+  for (auto [ranks, done] : {std::pair{3, 4}, std::pair{4, 3}}) {
+    int64_t steps = 0;
+    auto reader = make_learner({.num_epochs = 2, .dir = dir, .world_size = ranks, .write = false});
+    reader.with_renderer(std::make_unique<CountSteps>(2, &steps));
+    reader.resume();
+    reader.fit(train, valid);
+    EXPECT_EQ(steps, int64_t(train.size()) - done) << ranks << " ranks";
+    EXPECT_EQ(listing(), before) << ranks << " ranks";
+  }
+  auto five = make_learner({.num_epochs = 3, .dir = dir, .world_size = 5, .write = false});
+  five.resume();
+  EXPECT_THROW(five.fit(train, valid), ValueError);
 }
 
 TEST(Learner, EarlyStoppingWithPatience) {
