@@ -1,6 +1,7 @@
 #include "ember/backends/remote/server.h"
 
 #include <asio.hpp>
+#include <future>
 #include <limits>
 
 namespace ember::remote {
@@ -26,6 +27,28 @@ asio::awaitable<void> write_reply(tcp::socket& sock, const Reply& r) {
       asio::buffer(r.bytes),
       r.data ? asio::buffer(r.data->bytes().data(), r.data->bytes().size()) : asio::const_buffer()};
   co_await asio::async_write(sock, bufs, kWhole, asio::use_awaitable);
+  if (!r.stream) co_return;
+  // A large tensor goes in parts: the next part is read out of the backend on another thread
+  // while this one is sent. A part that cannot be read ends the session (the client sees the
+  // connection close before the tensor is complete, never a short tensor).
+  const Stream& st = *r.stream;
+  auto read = [&st](int64_t start) {
+    return std::async(std::launch::async,
+                      [&st, start] { return st.read(start, std::min(start + st.part, st.numel)); });
+  };
+  std::future<TensorData> next = read(0);
+  for (int64_t start = 0; start < st.numel; start += st.part) {
+    TensorData part;
+    try {
+      part = next.get();
+    } catch (const std::exception&) {
+      sock.close();
+      co_return;
+    }
+    if (start + st.part < st.numel) next = read(start + st.part);
+    co_await asio::async_write(sock, asio::buffer(part.bytes().data(), part.bytes().size()), kWhole,
+                               asio::use_awaitable);
+  }
 }
 
 // Reads an Upload's head, then its raw bytes straight into the tensor's buffer.
@@ -57,7 +80,7 @@ asio::awaitable<void> serve(tcp::socket sock, const ServerConfig& config, Server
         frame(MsgType::Error, error_payload(ErrorKind::Device,
                                             "[remote] the server is at its limit of " +
                                                 std::to_string(config.max_sessions) + " sessions")),
-        std::nullopt, true};
+        std::nullopt, std::nullopt, true};
     try {
       co_await write_reply(sock, r);
     } catch (const std::exception&) {
@@ -103,12 +126,12 @@ asio::awaitable<void> serve(tcp::socket sock, const ServerConfig& config, Server
     } catch (const ProtocolError& e) {
       ++stats.protocol_errors;
       last = Reply{frame(MsgType::Error, error_payload(ErrorKind::Protocol, e.what())),
-                   std::nullopt, true};
+                   std::nullopt, std::nullopt, true};
     } catch (const std::system_error&) {
       // the client went away (or the hello timer closed the socket)
     } catch (const std::exception& e) {
       last = Reply{frame(MsgType::Error, error_payload(error_kind_of(e), e.what())), std::nullopt,
-                   true};
+                   std::nullopt, true};
     }
   }  // the session's tensors are freed here, before the client hears of the error
   hello_timer.cancel();

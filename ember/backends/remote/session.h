@@ -31,10 +31,22 @@ struct ServerStats {
   std::atomic<int64_t> sessions_total{0}, refused{0}, protocol_errors{0}, ops{0};
 };
 
-/// A frame to send: header and head in `bytes`, then a tensor's raw bytes when `data` is set.
+/// A large download sent in parts: the tensor flattened, read `part` elements at a time, so
+/// that reading a part out of the backend overlaps with sending the previous one.
+struct Stream {
+  DispatchHandle flat;
+  int64_t numel = 0, part = 0;
+  Device device;
+  /// Elements [start, end) of the tensor, on the host.
+  TensorData read(int64_t start, int64_t end) const;
+};
+
+/// A frame to send: header and head in `bytes`, then a tensor's raw bytes (`data`, or `stream`
+/// for a large tensor) when it carries one.
 struct Reply {
   std::vector<std::byte> bytes;
   std::optional<TensorData> data;
+  std::optional<Stream> stream;
   bool close = false;  // the session ends once it is sent
 };
 
