@@ -63,6 +63,16 @@ asio::awaitable<void> read_upload(tcp::socket& sock, uint64_t length, Session& s
   co_await asio::async_read(sock, asio::buffer(head), asio::use_awaitable);
   Message m;
   decode_tensor_head(head, length - 2 - n, limits.max_tensor_bytes, m);
+  if (!s.upload_fits(m.meta)) {
+    // Read and dropped in small pieces: a refused upload allocates nothing.
+    std::array<std::byte, 64 << 10> sink;
+    for (uint64_t left = length - 2 - n; left > 0;) {
+      size_t k = static_cast<size_t>(std::min<uint64_t>(left, sink.size()));
+      co_await asio::async_read(sock, asio::buffer(sink.data(), k), asio::use_awaitable);
+      left -= k;
+    }
+    co_return;
+  }
   TensorData& data = s.upload_buffer(m.meta);
   co_await asio::async_read(sock, asio::buffer(data.bytes().data(), data.bytes().size()), kWhole,
                             asio::use_awaitable);
@@ -105,6 +115,10 @@ asio::awaitable<void> serve(tcp::socket sock, const ServerConfig& config, Server
         std::array<std::byte, kHeaderSize> hb;
         co_await asio::async_read(sock, asio::buffer(hb), asio::use_awaitable);
         FrameHeader h = decode_header(hb, config.limits.max_message);
+        if (h.length > max_payload(h.type, config.limits))
+          throw ProtocolError("[remote] a " + std::string(name(h.type)) + " message of " +
+                              std::to_string(h.length) + " bytes (at most " +
+                              std::to_string(max_payload(h.type, config.limits)) + ")");
         if (!session.authenticated() && h.type != MsgType::Hello)
           throw ProtocolError("[remote] the session starts with hello, not " +
                               std::string(name(h.type)));

@@ -80,6 +80,17 @@ TensorData& Session::upload_buffer(const TensorMeta& m) {
   return upload_buffer_;
 }
 
+bool Session::upload_fits(const TensorMeta& m) {
+  if (failed_) return false;
+  try {
+    check_room(m);
+    return true;
+  } catch (const MemoryError& e) {
+    failed_.emplace(ErrorKind::Memory, std::string("[upload] ") + e.what());
+    return false;
+  }
+}
+
 void Session::upload(uint64_t id, const TensorData& data) {
   if (tensors_.count(id))
     throw ProtocolError("[remote] upload to tensor id " + std::to_string(id) + ", which is live");

@@ -64,6 +64,10 @@ class EMBER_API Session {
   /// Where the transport reads an upload of this meta: the previous upload's buffer when the
   /// meta is the same (a training loop's batches), which saves allocating and zeroing it.
   TensorData& upload_buffer(const TensorMeta& m);
+  /// Whether an upload of this meta will be kept: false (its bytes are to be read and dropped)
+  /// after an earlier error, or when it does not fit the session's limits (then it is that
+  /// error, raised at the next sync or download).
+  bool upload_fits(const TensorMeta& m);
   bool authenticated() const { return authenticated_; }
   size_t live_tensors() const { return tensors_.size(); }
 
