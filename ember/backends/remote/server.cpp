@@ -42,7 +42,8 @@ asio::awaitable<void> write_reply(tcp::socket& sock, const Reply& r) {
     try {
       part = next.get();
     } catch (const std::exception&) {
-      sock.close();
+      std::error_code ignored;
+      sock.close(ignored);
       co_return;
     }
     if (start + st.part < st.numel) next = read(start + st.part);
@@ -168,7 +169,11 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, const ServerConfig& c
     tcp::socket sock =
         co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-    if (ec) continue;  // e.g. out of file descriptors: keep serving the others
+    if (ec) {  // e.g. out of file descriptors: keep serving the others, try again shortly
+      asio::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(50));
+      co_await pause.async_wait(asio::use_awaitable);
+      continue;
+    }
     sock.set_option(tcp::no_delay(true), ec);
     // One strand per session: its coroutine and its timer never run at the same time.
     asio::co_spawn(asio::make_strand(acceptor.get_executor()),
