@@ -227,6 +227,10 @@ int main(int argc, char** argv) {
     double down_raw = median_ms(reps, [&] { raw.download(); });
     double down = median_ms(reps, [&] { conn.download(id, &meta); });
     conn.release(id);
+    // What every download pays before a byte arrives: a new host tensor (allocated, zeroed).
+    double alloc = median_ms(reps, [&] { TensorData fresh(d.shape(), d.dtype()); });
+    std::printf("%-28s %10.4f ms  (a new %zu MiB host tensor: the download's own buffer)\n",
+                ("alloc/" + std::to_string(mib) + "MiB").c_str(), alloc, mib);
     for (auto [what, e, p] : {std::tuple{"upload", up, up_raw}, {"download", down, down_raw}}) {
       double gbs = n / (e / 1e3) / 1e9, raw_gbs = n / (p / 1e3) / 1e9;
       char fig[96];

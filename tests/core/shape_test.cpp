@@ -59,6 +59,26 @@ TEST(Device, Parse) {
   EXPECT_THROW(Device::parse("cuda:-1"), DeviceError);
 }
 
+// A remote device names its server's endpoint; the same endpoint is the same device.
+TEST(Device, ParseRemote) {
+  Device a = Device::parse("remote:127.0.0.1:7070");
+  EXPECT_EQ(a.kind, DeviceKind::Remote);
+  EXPECT_EQ(a.to_string(), "remote:127.0.0.1:7070");
+  EXPECT_EQ(remote_endpoint(a.index), "127.0.0.1:7070");
+  EXPECT_EQ(Device::parse("remote:127.0.0.1:7070"), a);
+  Device b = Device::parse("remote:gpu-box.local:9000");
+  EXPECT_NE(a, b);
+  EXPECT_EQ(remote_endpoint(b.index), "gpu-box.local:9000");
+  EXPECT_EQ(Device::parse("remote:[::1]:7070").to_string(), "remote:[::1]:7070");
+  EXPECT_GE(remote_endpoint_count(), 3);
+  for (const char* bad : {"remote", "remote:", "remote:host", "remote:host:", "remote::7070",
+                          "remote:host:0", "remote:host:65536", "remote:host:70x",
+                          "remote:ho st:7070", "remote:host/x:7070"})
+    EXPECT_THROW(Device::parse(bad), DeviceError) << bad;
+  EXPECT_THROW(remote_endpoint(-1), DeviceError);
+  EXPECT_THROW(remote_endpoint(1 << 20), DeviceError);
+}
+
 // Element counts and byte sizes are checked: an overflow is an error, never a wrapped value.
 TEST(Shape, CountsThatOverflowInt64AreErrors) {
   const int64_t big = int64_t{1} << 40;

@@ -39,6 +39,8 @@ inline ReplayResult replay(std::span<const std::byte> in, ServerStats& stats) {
     while (in.size() >= kHeaderSize) {
       FrameHeader h = decode_header(in.first(kHeaderSize), config.limits.max_message);
       in = in.subspan(kHeaderSize);
+      if (h.length > max_payload(h.type, config.limits))
+        throw ProtocolError("[remote] message over its type's size");
       if (h.length > in.size()) break;  // the rest of the frame never came
       Message m = decode_message(h.type, in.first(h.length), config.limits.max_tensor_bytes);
       in = in.subspan(h.length);

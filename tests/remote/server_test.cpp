@@ -115,6 +115,20 @@ TEST(Remote, HostileMessagesCloseOnlyTheirSession) {
   EXPECT_EQ(upload_download(later, d), d);
 }
 
+// A connection that has not shown the token cannot make the server allocate: a hello that
+// announces 512 MiB is refused from its header.
+TEST(Remote, AHugeHelloIsRefusedFromItsHeader) {
+  LocalServer s;
+  RawClient raw(s.server->port());
+  auto h = encode_header(MsgType::Hello, uint64_t{512} << 20);
+  raw.send(h);
+  Message m = raw.read();
+  ASSERT_EQ(m.type, MsgType::Error);
+  EXPECT_NE(m.text.find("(at most 8192)"), std::string::npos) << m.text;
+  EXPECT_TRUE(raw.closed());
+  EXPECT_TRUE(s.drained());
+}
+
 TEST(Remote, ASessionCannotNameAnotherSessionsTensors) {
   LocalServer s;
   Connection a(s.endpoint(), kToken), b(s.endpoint(), kToken);

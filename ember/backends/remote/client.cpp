@@ -247,7 +247,10 @@ TensorData Connection::download(uint64_t id, const TensorMeta* expect) {
   send_locked();
   TensorData d;
   if (expect) d = TensorData(expect->shape, expect->dtype);  // while the server copies
-  receive_locked(MsgType::Data, &d);
+  Message m = receive_locked(MsgType::Data, &d);
+  if (m.id != id || (expect && !(m.meta == *expect)))
+    fail_locked("asked for tensor " + std::to_string(id) + ", the server sent tensor " +
+                std::to_string(m.id) + " " + m.meta.shape.to_string());
   return d;
 }
 

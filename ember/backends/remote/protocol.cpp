@@ -1,5 +1,6 @@
 #include "ember/backends/remote/protocol.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ember/core/shape.h"
@@ -39,6 +40,19 @@ std::string_view name(MsgType t) {
                                                "sync", "synced",   "error"};
   auto i = static_cast<size_t>(t);
   return i <= kMaxMsgType ? names[i] : names[0];
+}
+
+uint64_t max_payload(MsgType type, const Limits& limits) {
+  constexpr uint64_t kHello = 8 << 10, kControl = 8 << 20;
+  switch (type) {
+    case MsgType::Hello:
+      return std::min(limits.max_message, kHello);
+    case MsgType::Upload:
+    case MsgType::Data:
+      return limits.max_message;
+    default:
+      return std::min(limits.max_message, kControl);
+  }
 }
 
 std::array<std::byte, kHeaderSize> encode_header(MsgType type, uint64_t length) {

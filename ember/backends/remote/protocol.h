@@ -56,6 +56,11 @@ struct Limits {
   uint64_t max_session_bytes = uint64_t{4} << 30;  // bytes of the live tensors per session
 };
 
+/// The largest payload a server reads for a message of this type: a hello before the token is
+/// checked, and the other small messages, are capped far below the upload limit, so that an
+/// unauthenticated or hostile connection cannot make the server allocate much.
+EMBER_API uint64_t max_payload(MsgType type, const Limits& limits);
+
 struct FrameHeader {
   MsgType type = MsgType::Hello;
   uint64_t length = 0;

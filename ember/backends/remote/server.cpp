@@ -1,6 +1,7 @@
 #include "ember/backends/remote/server.h"
 
 #include <asio.hpp>
+#include <future>
 #include <limits>
 
 namespace ember::remote {
@@ -26,6 +27,29 @@ asio::awaitable<void> write_reply(tcp::socket& sock, const Reply& r) {
       asio::buffer(r.bytes),
       r.data ? asio::buffer(r.data->bytes().data(), r.data->bytes().size()) : asio::const_buffer()};
   co_await asio::async_write(sock, bufs, kWhole, asio::use_awaitable);
+  if (!r.stream) co_return;
+  // A large tensor goes in parts: the next part is read out of the backend on another thread
+  // while this one is sent. A part that cannot be read ends the session (the client sees the
+  // connection close before the tensor is complete, never a short tensor).
+  const Stream& st = *r.stream;
+  auto read = [&st](int64_t start) {
+    return std::async(std::launch::async,
+                      [&st, start] { return st.read(start, std::min(start + st.part, st.numel)); });
+  };
+  std::future<TensorData> next = read(0);
+  for (int64_t start = 0; start < st.numel; start += st.part) {
+    TensorData part;
+    try {
+      part = next.get();
+    } catch (const std::exception&) {
+      std::error_code ignored;
+      sock.close(ignored);
+      co_return;
+    }
+    if (start + st.part < st.numel) next = read(start + st.part);
+    co_await asio::async_write(sock, asio::buffer(part.bytes().data(), part.bytes().size()), kWhole,
+                               asio::use_awaitable);
+  }
 }
 
 // Reads an Upload's head, then its raw bytes straight into the tensor's buffer.
@@ -40,6 +64,16 @@ asio::awaitable<void> read_upload(tcp::socket& sock, uint64_t length, Session& s
   co_await asio::async_read(sock, asio::buffer(head), asio::use_awaitable);
   Message m;
   decode_tensor_head(head, length - 2 - n, limits.max_tensor_bytes, m);
+  if (!s.upload_fits(m.meta)) {
+    // Read and dropped in small pieces: a refused upload allocates nothing.
+    std::array<std::byte, 64 << 10> sink;
+    for (uint64_t left = length - 2 - n; left > 0;) {
+      size_t k = static_cast<size_t>(std::min<uint64_t>(left, sink.size()));
+      co_await asio::async_read(sock, asio::buffer(sink.data(), k), asio::use_awaitable);
+      left -= k;
+    }
+    co_return;
+  }
   TensorData& data = s.upload_buffer(m.meta);
   co_await asio::async_read(sock, asio::buffer(data.bytes().data(), data.bytes().size()), kWhole,
                             asio::use_awaitable);
@@ -57,7 +91,7 @@ asio::awaitable<void> serve(tcp::socket sock, const ServerConfig& config, Server
         frame(MsgType::Error, error_payload(ErrorKind::Device,
                                             "[remote] the server is at its limit of " +
                                                 std::to_string(config.max_sessions) + " sessions")),
-        std::nullopt, true};
+        std::nullopt, std::nullopt, true};
     try {
       co_await write_reply(sock, r);
     } catch (const std::exception&) {
@@ -82,6 +116,10 @@ asio::awaitable<void> serve(tcp::socket sock, const ServerConfig& config, Server
         std::array<std::byte, kHeaderSize> hb;
         co_await asio::async_read(sock, asio::buffer(hb), asio::use_awaitable);
         FrameHeader h = decode_header(hb, config.limits.max_message);
+        if (h.length > max_payload(h.type, config.limits))
+          throw ProtocolError("[remote] a " + std::string(name(h.type)) + " message of " +
+                              std::to_string(h.length) + " bytes (at most " +
+                              std::to_string(max_payload(h.type, config.limits)) + ")");
         if (!session.authenticated() && h.type != MsgType::Hello)
           throw ProtocolError("[remote] the session starts with hello, not " +
                               std::string(name(h.type)));
@@ -103,12 +141,12 @@ asio::awaitable<void> serve(tcp::socket sock, const ServerConfig& config, Server
     } catch (const ProtocolError& e) {
       ++stats.protocol_errors;
       last = Reply{frame(MsgType::Error, error_payload(ErrorKind::Protocol, e.what())),
-                   std::nullopt, true};
+                   std::nullopt, std::nullopt, true};
     } catch (const std::system_error&) {
       // the client went away (or the hello timer closed the socket)
     } catch (const std::exception& e) {
       last = Reply{frame(MsgType::Error, error_payload(error_kind_of(e), e.what())), std::nullopt,
-                   true};
+                   std::nullopt, true};
     }
   }  // the session's tensors are freed here, before the client hears of the error
   hello_timer.cancel();
@@ -131,7 +169,11 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, const ServerConfig& c
     tcp::socket sock =
         co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-    if (ec) continue;  // e.g. out of file descriptors: keep serving the others
+    if (ec) {  // e.g. out of file descriptors: keep serving the others, try again shortly
+      asio::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(50));
+      co_await pause.async_wait(asio::use_awaitable);
+      continue;
+    }
     sock.set_option(tcp::no_delay(true), ec);
     // One strand per session: its coroutine and its timer never run at the same time.
     asio::co_spawn(asio::make_strand(acceptor.get_executor()),

@@ -15,10 +15,23 @@ bool same_token(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+// Downloads above this size are streamed in parts of kStreamPart bytes.
+constexpr int64_t kStreamBytes = 8 << 20;
+constexpr int64_t kStreamPart = 2 << 20;
+
 Reply frame_reply(MsgType t, std::span<const std::byte> payload, bool close = false) {
-  return {frame(t, payload), std::nullopt, close};
+  return {frame(t, payload), std::nullopt, std::nullopt, close};
 }
 }  // namespace
+
+TensorData Stream::read(int64_t start, int64_t end) const {
+  Op slice{OpCode::Slice, {}};
+  slice.attrs.dims = {start};
+  slice.attrs.ends = {end};
+  slice.attrs.steps = {1};
+  DispatchHandle in[1] = {flat};
+  return Dispatch::to_data(apply<Dispatch>(slice, std::span<DispatchHandle>(in), device));
+}
 
 Session::~Session() {
   stats_.live_tensors -= static_cast<int64_t>(tensors_.size());
@@ -65,6 +78,17 @@ TensorData& Session::upload_buffer(const TensorMeta& m) {
   if (upload_buffer_.shape() != m.shape || upload_buffer_.dtype() != m.dtype)
     upload_buffer_ = TensorData(m.shape, m.dtype);
   return upload_buffer_;
+}
+
+bool Session::upload_fits(const TensorMeta& m) {
+  if (failed_) return false;
+  try {
+    check_room(m);
+    return true;
+  } catch (const MemoryError& e) {
+    failed_.emplace(ErrorKind::Memory, std::string("[upload] ") + e.what());
+    return false;
+  }
 }
 
 void Session::upload(uint64_t id, const TensorData& data) {
@@ -168,6 +192,21 @@ Reply Session::handle(const Message& m) {
                                                 " (freed, made by a failed op, or not of this "
                                                 "session)"));
       try {
+        const TensorMeta& meta = it->second.h.h->meta();
+        int64_t esize = size_of(meta.dtype);
+        if (it->second.bytes > kStreamBytes) {
+          Op flatten{OpCode::Reshape, {}};
+          flatten.attrs.shape = {meta.shape.numel()};
+          DispatchHandle in[1] = {it->second.h};
+          auto head = tensor_head(m.id, meta);
+          auto h = encode_header(MsgType::Data, head.size() + it->second.bytes);
+          Reply r;
+          r.bytes.assign(h.begin(), h.end());
+          r.bytes.insert(r.bytes.end(), head.begin(), head.end());
+          r.stream = Stream{apply<Dispatch>(flatten, std::span<DispatchHandle>(in), config_.device),
+                            meta.shape.numel(), kStreamPart / esize, config_.device};
+          return r;
+        }
         TensorData d = Dispatch::to_data(it->second.h);
         auto head = tensor_head(m.id, {d.shape(), d.dtype()});
         auto h = encode_header(MsgType::Data, head.size() + d.bytes().size());

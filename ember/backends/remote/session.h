@@ -31,10 +31,22 @@ struct ServerStats {
   std::atomic<int64_t> sessions_total{0}, refused{0}, protocol_errors{0}, ops{0};
 };
 
-/// A frame to send: header and head in `bytes`, then a tensor's raw bytes when `data` is set.
+/// A large download sent in parts: the tensor flattened, read `part` elements at a time, so
+/// that reading a part out of the backend overlaps with sending the previous one.
+struct Stream {
+  DispatchHandle flat;
+  int64_t numel = 0, part = 0;
+  Device device;
+  /// Elements [start, end) of the tensor, on the host.
+  TensorData read(int64_t start, int64_t end) const;
+};
+
+/// A frame to send: header and head in `bytes`, then a tensor's raw bytes (`data`, or `stream`
+/// for a large tensor) when it carries one.
 struct Reply {
   std::vector<std::byte> bytes;
   std::optional<TensorData> data;
+  std::optional<Stream> stream;
   bool close = false;  // the session ends once it is sent
 };
 
@@ -52,6 +64,10 @@ class EMBER_API Session {
   /// Where the transport reads an upload of this meta: the previous upload's buffer when the
   /// meta is the same (a training loop's batches), which saves allocating and zeroing it.
   TensorData& upload_buffer(const TensorMeta& m);
+  /// Whether an upload of this meta will be kept: false (its bytes are to be read and dropped)
+  /// after an earlier error, or when it does not fit the session's limits (then it is that
+  /// error, raised at the next sync or download).
+  bool upload_fits(const TensorMeta& m);
   bool authenticated() const { return authenticated_; }
   size_t live_tensors() const { return tensors_.size(); }
 
