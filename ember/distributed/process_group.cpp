@@ -122,6 +122,10 @@ ProcessGroup::ProcessGroup(const GroupOptions& o) : impl_(std::make_unique<Impl>
   impl_->timeout = o.timeout;
   impl_->store = o.store;
   if (o.world_size == 1) return;
+  // A peer that is gone makes a write to its socket fail: with SIGPIPE's default action that
+  // would end this process instead of raising the collective's error.
+  struct sigaction old {};
+  if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
   if (o.store.empty())
     throw DistributedError(
         "[process_group] no rendezvous store (EMBER_STORE): start the ranks with ember-run");

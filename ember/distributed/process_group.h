@@ -12,7 +12,9 @@
 //
 // A rank that stops answering (killed, hung, disconnected) makes every collective of the
 // others throw DistributedError within the group's timeout, naming the ranks that are gone
-// when they ran on this host: never a hang.
+// when they ran on this host: never a hang. A group of more than one rank ignores SIGPIPE
+// (when its action is the default), so a write to a lost peer is that error, not the end of
+// the process.
 #pragma once
 #include <chrono>
 #include <cstddef>
