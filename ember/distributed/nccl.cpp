@@ -46,8 +46,14 @@ struct Nccl {
   }
 };
 
+// NCCL as loaded once for the process (ready or not).
+const Nccl& loaded() {
+  static const Nccl n;
+  return n;
+}
+
 const Nccl& api() {
-  static Nccl n;
+  const Nccl& n = loaded();
   if (!n.ready) throw DistributedError("[nccl] " + n.error);
   return n;
 }
@@ -115,7 +121,7 @@ void use_device(int d) {
 }  // namespace
 
 bool nccl_available(std::string* why) {
-  static Nccl n;  // the same loading as api(), without throwing
+  const Nccl& n = loaded();
   if (!n.ready && why) *why = n.error;
   return n.ready;
 }

@@ -12,6 +12,7 @@
 #include "ember/record/pytorch.h"
 #include "ember/record/safetensors.h"
 #include "fuzz_target.h"
+#include "tests/support/read_file.h"
 #ifdef EMBER_FUZZ_ONNX
 #include "ember/onnx/model.h"
 #endif
@@ -28,13 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::byte> read_all(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> b(c.size());
-  if (!c.empty()) std::memcpy(b.data(), c.data(), c.size());
-  return b;
-}
+using ember::test::read_file_bytes;
 
 struct Target {
   const char* name;  // also the corpus folder's
@@ -55,7 +50,7 @@ TEST_P(FuzzCorpus, EveryInputParsesOrRaisesAnEmberError) {
     ++files;
     const std::string name = e.path().filename().string();
     SCOPED_TRACE(name);
-    auto bytes = read_all(e.path());
+    auto bytes = read_file_bytes(e.path());
     // the fuzz target itself: aborts on inconsistent results, lets foreign exceptions through
     EXPECT_NO_THROW(t.fuzz(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
     try {

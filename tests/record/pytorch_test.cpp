@@ -11,6 +11,7 @@
 #include "ember/ember.h"
 #include "ember/record/pickle.h"
 #include "ember/record/pytorch.h"
+#include "tests/support/read_file.h"
 
 namespace ember::record {
 namespace {
@@ -19,13 +20,7 @@ namespace fs = std::filesystem;
 using namespace std::string_literals;
 const fs::path kDir = EMBER_PT_FIXTURES;
 
-std::vector<std::byte> read_all(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> b(c.size());
-  if (!c.empty()) std::memcpy(b.data(), c.data(), c.size());
-  return b;
-}
+using ember::test::read_file_bytes;
 
 std::span<const std::byte> as_bytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
@@ -103,7 +98,7 @@ TEST(Pytorch, NestedContainersFlattenToDottedNames) {
 }
 
 TEST(Pytorch, FormatsAreFoundByContent) {
-  auto fmt = [](const fs::path& p) { return detect_format(read_all(p)); };
+  auto fmt = [](const fs::path& p) { return detect_format(read_file_bytes(p)); };
   EXPECT_EQ(fmt(kDir / "linear.pt"), TensorFileFormat::PytorchZip);
   EXPECT_EQ(fmt(kDir / "linear_legacy.pt"), TensorFileFormat::PytorchLegacy);
   EXPECT_EQ(fmt(EMBER_RECORD_FIXTURE), TensorFileFormat::Safetensors);
@@ -138,7 +133,7 @@ TEST(Pytorch, AGlobalThatWouldRunCodeIsRefusedByName) {
 
 TEST(Pytorch, EveryTruncationIsAClearError) {
   for (const char* f : {"linear.pt", "linear_legacy.pt"}) {
-    auto bytes = read_all(kDir / f);
+    auto bytes = read_file_bytes(kDir / f);
     for (size_t n = 0; n < bytes.size(); ++n) {
       SCOPED_TRACE(std::string(f) + " cut at " + std::to_string(n));
       std::string msg = error_of([&] { parse_pytorch(std::span(bytes.data(), n), "cut.pt"); });
@@ -149,7 +144,7 @@ TEST(Pytorch, EveryTruncationIsAClearError) {
 
 TEST(Pytorch, RandomCorruptionNeverCrashes) {
   for (const char* f : {"cnn_checkpoint.pt", "cnn_checkpoint_legacy.pt", "dtypes_legacy.pt"}) {
-    auto bytes = read_all(kDir / f);
+    auto bytes = read_file_bytes(kDir / f);
     std::mt19937 rng(11);
     int rejected = 0;
     for (int trial = 0; trial < 1500; ++trial) {
@@ -167,7 +162,7 @@ TEST(Pytorch, RandomCorruptionNeverCrashes) {
 }
 
 TEST(Pytorch, ZipEntriesAreChecked) {
-  auto bytes = read_all(kDir / "linear.pt");
+  auto bytes = read_file_bytes(kDir / "linear.pt");
   auto central = [&] {  // the first central directory entry
     for (size_t k = 0; k + 4 <= bytes.size(); ++k)
       if (std::memcmp(bytes.data() + k, "PK\x01\x02", 4) == 0) return k;

@@ -7,6 +7,7 @@
 
 #include "ember/ember.h"
 #include "ember/record/safetensors.h"
+#include "tests/support/read_file.h"
 
 namespace ember::record {
 namespace {
@@ -19,13 +20,7 @@ fs::path temp_dir() {
   return d;
 }
 
-std::vector<std::byte> read_all(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> b(c.size());
-  std::memcpy(b.data(), c.data(), c.size());
-  return b;
-}
+using ember::test::read_file_bytes;
 
 TEST(Safetensors, RoundTripIsBitExactForEveryDtype) {
   NamedTensors in;
@@ -65,13 +60,13 @@ TEST(Safetensors, ReadsAFileWrittenFromTheSpecification) {
 }
 
 TEST(Safetensors, EveryTruncationIsAClearError) {
-  auto bytes = read_all(EMBER_RECORD_FIXTURE);
+  auto bytes = read_file_bytes(EMBER_RECORD_FIXTURE);
   for (size_t n = 0; n < bytes.size(); ++n)
     EXPECT_THROW(parse_safetensors(std::span(bytes.data(), n), "cut"), ValueError) << n;
 }
 
 TEST(Safetensors, RandomCorruptionNeverCrashes) {
-  auto bytes = read_all(EMBER_RECORD_FIXTURE);
+  auto bytes = read_file_bytes(EMBER_RECORD_FIXTURE);
   std::mt19937 rng(7);
   int rejected = 0;
   for (int trial = 0; trial < 3000; ++trial) {

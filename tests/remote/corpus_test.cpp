@@ -9,6 +9,7 @@
 
 #include "../fuzz/fuzz_target.h"
 #include "replay.h"
+#include "tests/support/read_file.h"
 
 EMBER_FUZZ_TARGET(remote);
 
@@ -17,13 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::byte> read_all(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> b(c.size());
-  if (!c.empty()) std::memcpy(b.data(), c.data(), c.size());
-  return b;
-}
+using ember::test::read_file_bytes;
 
 TEST(RemoteCorpus, EveryInputEndsAsItsNameSays) {
   int files = 0, valid = 0, op_errors = 0, rejected = 0;
@@ -32,7 +27,7 @@ TEST(RemoteCorpus, EveryInputEndsAsItsNameSays) {
     ++files;
     std::string name = e.path().filename().string();
     SCOPED_TRACE(name);
-    auto bytes = read_all(e.path());
+    auto bytes = read_file_bytes(e.path());
     EXPECT_EQ(ember_fuzz_remote(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), 0);
     ServerStats stats;
     ReplayResult r = replay(bytes, stats);

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "replay.h"
+#include "tests/support/read_file.h"
 
 using namespace ember::remote;
 namespace fs = std::filesystem;
@@ -20,12 +21,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::vector<std::byte>> corpus;
-  for (const auto& e : fs::directory_iterator(argv[1])) {
-    std::ifstream f(e.path(), std::ios::binary);
-    std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    corpus.emplace_back(reinterpret_cast<std::byte*>(c.data()),
-                        reinterpret_cast<std::byte*>(c.data()) + c.size());
-  }
+  for (const auto& e : fs::directory_iterator(argv[1]))
+    corpus.push_back(ember::test::read_file_bytes(e.path()));
   if (corpus.empty()) {
     std::fprintf(stderr, "remote_mutate: no inputs in %s\n", argv[1]);
     return 2;

@@ -87,7 +87,7 @@ CommandQueue::~CommandQueue() = default;
 
 bool CommandQueue::submitting() { return t_submitting; }
 
-void CommandQueue::launch(const CudaLoaded& k, unsigned groups, const uint64_t* slots, size_t n) {
+bool CommandQueue::launch(const CudaLoaded& k, unsigned groups, const uint64_t* slots, size_t n) {
   std::lock_guard lk(mu_);
   Cmd c{Launch};
   c.groups = groups;
@@ -102,9 +102,10 @@ void CommandQueue::launch(const CudaLoaded& k, unsigned groups, const uint64_t* 
   for (size_t j = 0; j < n; ++j)  // buffers are part of the structure, scalars are not
     if (k.params[j] == kernel::ScalarType::Void) key(slots[j]);
   if (!k.ready()) pending_compiles_ = true;
+  return due_locked();
 }
 
-void CommandQueue::copy(DevicePtr dst, DevicePtr src, size_t bytes) {
+bool CommandQueue::copy(DevicePtr dst, DevicePtr src, size_t bytes) {
   std::lock_guard lk(mu_);
   Cmd c{Copy};
   c.dst = dst;
@@ -115,9 +116,10 @@ void CommandQueue::copy(DevicePtr dst, DevicePtr src, size_t bytes) {
   key(dst);
   key(src);
   key(bytes);
+  return due_locked();
 }
 
-void CommandQueue::fill(DevicePtr dst, uint32_t pattern, int size, size_t count) {
+bool CommandQueue::fill(DevicePtr dst, uint32_t pattern, int size, size_t count) {
   std::lock_guard lk(mu_);
   Cmd c{Fill};
   c.dst = dst;
@@ -130,9 +132,10 @@ void CommandQueue::fill(DevicePtr dst, uint32_t pattern, int size, size_t count)
   key(uint64_t(Fill) | uint64_t(size) << 8);
   key(dst);
   key(count);
+  return due_locked();
 }
 
-void CommandQueue::gemm(const gpu::GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
+bool CommandQueue::gemm(const gpu::GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
                         std::string shapes) {
   std::lock_guard lk(mu_);
   Cmd cmd{GemmCmd};
@@ -145,10 +148,10 @@ void CommandQueue::gemm(const gpu::GemmCall& g, DevicePtr a, DevicePtr b, Device
   key(a);
   key(b);
   key(c);
+  return due_locked();
 }
 
-bool CommandQueue::due() const {
-  std::lock_guard lk(mu_);
+bool CommandQueue::due_locked() const {
   if (cmds_.size() >= kHardLimit) return true;
   if (cmds_.size() < batch_limit()) return false;
   if (!pending_compiles_) return true;

@@ -35,14 +35,12 @@ class CommandQueue {
   ~CommandQueue();
   CommandQueue(const CommandQueue&) = delete;
 
-  /// Queues a launch of `k` on `groups` workgroups with packed argument slots.
-  void launch(const CudaLoaded& k, unsigned groups, const uint64_t* slots, size_t n);
-  void copy(DevicePtr dst, DevicePtr src, size_t bytes);
-  void fill(DevicePtr dst, uint32_t pattern, int size, size_t count);
-  void gemm(const gpu::GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c, std::string shapes);
-
-  /// Whether the batch is due (full, every kernel compiled).
-  bool due() const;
+  /// Queue a launch of `k` on `groups` workgroups with packed argument slots, a copy, a fill or
+  /// a GEMM; each returns whether the batch is now due (full, every kernel compiled).
+  bool launch(const CudaLoaded& k, unsigned groups, const uint64_t* slots, size_t n);
+  bool copy(DevicePtr dst, DevicePtr src, size_t bytes);
+  bool fill(DevicePtr dst, uint32_t pattern, int size, size_t count);
+  bool gemm(const gpu::GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c, std::string shapes);
   /// Submits what is queued to the stream (the calling thread runs it; a no-op while the
   /// queue is already being submitted on this thread, whose commands then run at once).
   /// `run_gemm` runs one GEMM on the stream. Throws the first failure; the batch is dropped.
@@ -78,6 +76,7 @@ class CommandQueue {
     hash_ = (hash_ ^ w) * 0x100000001b3ull;
   }
   void clear();
+  bool due_locked() const;
   static bool debug();
   void explain_miss();
   std::unordered_map<size_t, std::vector<uint64_t>> last_miss_;  // debug only

@@ -138,24 +138,21 @@ void DeviceState::launch(const Loaded& l, std::span<const gpu::Arg> args, int64_
     for (size_t j = 0; j < args.size(); ++j) p[j] = &slots[j];
     return raw::launch(k.function(), grid, l.block, 0, raw_stream(), p);
   }
-  queue->launch(k, grid, slots, args.size());
-  if (queue->due()) submit();
+  if (queue->launch(k, grid, slots, args.size())) submit();
 }
 
 void DeviceState::copy(const gpu::Storage& src, size_t src_offset, const gpu::Storage& dst,
                        size_t dst_offset, size_t bytes) {
   bind();
   if (!bytes) return;
-  queue->copy(dst.ptr + dst_offset, src.ptr + src_offset, bytes);
-  if (queue->due()) submit();
+  if (queue->copy(dst.ptr + dst_offset, src.ptr + src_offset, bytes)) submit();
 }
 
 void DeviceState::fill(const gpu::Storage& dst, size_t offset, uint32_t pattern, int size,
                        size_t count) {
   bind();
   if (!count) return;
-  queue->fill(dst.ptr + offset, pattern, size, count);
-  if (queue->due()) submit();
+  if (queue->fill(dst.ptr + offset, pattern, size, count)) submit();
 }
 
 void DeviceState::upload(const gpu::Storage& dst, size_t offset, const void* src, size_t bytes) {
@@ -196,8 +193,7 @@ void DeviceState::gemm(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::A
                        const std::string& shapes) {
   bind();
   if (CommandQueue::submitting()) return lt_gemm(*this, g, a, b, c, shapes);
-  queue->gemm(g, a, b, c, shapes);
-  if (queue->due()) submit();
+  if (queue->gemm(g, a, b, c, shapes)) submit();
 }
 
 bool DeviceState::has_vendor_conv() const { return dnn::enabled(); }
