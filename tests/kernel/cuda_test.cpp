@@ -114,8 +114,10 @@ TEST(KernelCuda, RendersOneExternCFunction) {
   Val i = kb.global_id(0);
   kb.if_(i < n, [&] { kb.store(out, i, kb.load(x, i) * 2.0); });
   std::string src = render_cuda(kb.finish());
-  EXPECT_NE(src.find("#include <cuda_fp16.h>"), std::string::npos) << src;
-  EXPECT_EQ(src.find("#include <cuda_bf16.h>"), std::string::npos) << src;
+  // ember's own two-byte half type and its conversions, not cuda_fp16.h; no bf16 here.
+  EXPECT_NE(src.find("struct __align__(2) __half"), std::string::npos) << src;
+  EXPECT_EQ(src.find("#include"), std::string::npos) << src;
+  EXPECT_EQ(src.find("__nv_bfloat16"), std::string::npos) << src;
   EXPECT_NE(src.find("extern \"C\" __global__ void __launch_bounds__(256) scale_f16(const __half* "
                      "x, __half* out, unsigned n)"),
             std::string::npos)
