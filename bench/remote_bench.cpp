@@ -55,7 +55,7 @@ struct RawPeer {
       tcp::socket s(io);
       acceptor.accept(s);
       s.set_option(tcp::no_delay(true));
-      std::vector<std::byte> mine(buf.size());
+      Buffer mine(buf.size());
       char c;
       std::error_code ec;
       while (asio::read(s, asio::buffer(&c, 1), ec), !ec) {
@@ -85,7 +85,10 @@ struct RawPeer {
     asio::write(client, asio::buffer(&c, 1));
     asio::read(client, asio::buffer(buf), kWhole);
   }
-  std::vector<std::byte> buf;
+  // The same host memory as a tensor's (huge pages for large blocks), so the two compare the
+  // transport and not the page size.
+  using Buffer = std::vector<std::byte, ember::detail::HostAllocator<std::byte>>;
+  Buffer buf;
   asio::io_context io;
   tcp::acceptor acceptor;
   tcp::socket client{io};

@@ -1,6 +1,12 @@
 #include "ember/core/tensor_data.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace ember {
@@ -20,17 +26,58 @@ void convert_elements(const void* src, DType from, void* dst, DType to, size_t n
   });
 }
 
-TensorData::TensorData(Shape shape, DType dtype)
-    : bytes_(allocate(shape, dtype)), shape_(std::move(shape)), dtype_(dtype) {}
+namespace detail {
+namespace {
+constexpr size_t kHugeFrom = size_t{4} << 20;
+constexpr size_t kHugePage = size_t{2} << 20;
+}  // namespace
 
-TensorData::TensorData(std::vector<std::byte> bytes, Shape shape, DType dtype)
-    : bytes_(std::move(bytes)), shape_(std::move(shape)), dtype_(dtype) {
-  if (static_cast<int64_t>(bytes_.size()) != byte_size(shape_, size_of(dtype_), "tensor_data"))
-    throw ValueError("[tensor_data] " + std::to_string(bytes_.size()) + " bytes do not hold " +
-                     shape_.to_string() + " of " + std::string(name(dtype_)));
+void* host_allocate(size_t bytes) {
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
+  if (bytes >= kHugeFrom) {
+    void* p = nullptr;
+    if (posix_memalign(&p, kHugePage, bytes) != 0) throw std::bad_alloc();
+    madvise(p, bytes, MADV_HUGEPAGE);  // advice: without THP it changes nothing
+    return p;
+  }
+#endif
+  return ::operator new(bytes);
 }
 
-std::vector<std::byte> TensorData::allocate(const Shape& s, DType t) {
+void host_deallocate(void* p, size_t bytes) noexcept {
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
+  if (bytes >= kHugeFrom) {
+    std::free(p);
+    return;
+  }
+#endif
+  ::operator delete(p);
+}
+}  // namespace detail
+
+TensorData::TensorData(Shape shape, DType dtype)
+    : bytes_(allocate(shape, dtype)), shape_(std::move(shape)), dtype_(dtype) {
+  if (!bytes_.empty()) std::memset(bytes_.data(), 0, bytes_.size());
+}
+
+TensorData TensorData::uninitialized(Shape shape, DType dtype) {
+  TensorData d;
+  d.bytes_ = allocate(shape, dtype);
+  d.shape_ = std::move(shape);
+  d.dtype_ = dtype;
+  return d;
+}
+
+TensorData::TensorData(std::span<const std::byte> bytes, Shape shape, DType dtype)
+    : shape_(std::move(shape)), dtype_(dtype) {
+  if (static_cast<int64_t>(bytes.size()) != byte_size(shape_, size_of(dtype_), "tensor_data"))
+    throw ValueError("[tensor_data] " + std::to_string(bytes.size()) + " bytes do not hold " +
+                     shape_.to_string() + " of " + std::string(name(dtype_)));
+  bytes_ = allocate(shape_, dtype_);
+  if (!bytes.empty()) std::memcpy(bytes_.data(), bytes.data(), bytes.size());
+}
+
+TensorData::Bytes TensorData::allocate(const Shape& s, DType t) {
   int64_t bytes = byte_size(s, size_of(t), "tensor_data");
   auto out_of_memory = [&] {
     return MemoryError("[tensor_data] out of memory: " + std::to_string(bytes) + " bytes for " +
@@ -45,7 +92,7 @@ std::vector<std::byte> TensorData::allocate(const Shape& s, DType t) {
     ::operator delete(p);
   }
   try {
-    return std::vector<std::byte>(static_cast<size_t>(bytes));
+    return Bytes(static_cast<size_t>(bytes));
   } catch (const std::bad_alloc&) {
     throw out_of_memory();
   } catch (const std::length_error&) {
@@ -69,7 +116,7 @@ void TensorData::check_dtype(DType t) const {
 }
 
 TensorData TensorData::convert(DType to) const {
-  TensorData out(shape_, to);
+  TensorData out = uninitialized(shape_, to);
   convert_elements(bytes_.data(), dtype_, out.bytes_.data(), to, numel());
   return out;
 }

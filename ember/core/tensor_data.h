@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/core/cast.h"
@@ -18,6 +19,34 @@
 
 namespace ember {
 
+namespace detail {
+/// Host memory for tensor bytes. Blocks of 4 MiB and more are aligned to 2 MiB and, on Linux,
+/// marked for transparent huge pages, which halves what touching fresh memory costs.
+EMBER_API void* host_allocate(size_t bytes);
+EMBER_API void host_deallocate(void* p, size_t bytes) noexcept;
+
+/// A std::allocator that leaves elements default-initialized (bytes: uninitialized), so a
+/// buffer that is about to be overwritten is not zeroed first.
+template <class T>
+struct HostAllocator {
+  using value_type = T;
+  HostAllocator() = default;
+  template <class U>
+  HostAllocator(const HostAllocator<U>&) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(host_allocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { host_deallocate(p, n * sizeof(T)); }
+  template <class U>
+  void construct(U* p) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+  friend bool operator==(HostAllocator, HostAllocator) { return true; }
+};
+}  // namespace detail
+
 /// Converts `n` elements from `src` (of type `from`) into `dst` (of type `to`).
 EMBER_API void convert_elements(const void* src, DType from, void* dst, DType to, size_t n);
 
@@ -26,12 +55,21 @@ class EMBER_API TensorData {
   TensorData() = default;
   /// Zero-filled data of the given shape and dtype.
   TensorData(Shape shape, DType dtype);
-  TensorData(std::vector<std::byte> bytes, Shape shape, DType dtype);
+  /// A copy of `bytes`, which must hold exactly `shape` of `dtype`.
+  TensorData(std::span<const std::byte> bytes, Shape shape, DType dtype);
+  TensorData(const std::vector<std::byte>& bytes, Shape shape, DType dtype)
+      : TensorData(std::span<const std::byte>(bytes), std::move(shape), dtype) {}
+  /// Data whose bytes are left as they are, for a caller that writes every one of them
+  /// (a download, a file read, a conversion): it saves zeroing memory that is overwritten.
+  ///
+  ///   auto d = TensorData::uninitialized(Shape{2}, DType::F32);
+  ///   d.as_mut<float>()[0] = 1;  // ... and every other element
+  static TensorData uninitialized(Shape shape, DType dtype);
 
   template <class T>
   static TensorData from(std::span<const T> values, Shape shape) {
     check_count(values.size(), shape);
-    TensorData d(shape, dtype_of<T>());
+    TensorData d = uninitialized(shape, dtype_of<T>());
     if (!values.empty()) std::memcpy(d.bytes_.data(), values.data(), values.size() * sizeof(T));
     return d;
   }
@@ -98,9 +136,10 @@ class EMBER_API TensorData {
 
  private:
   static void check_count(size_t n, const Shape& s);
-  static std::vector<std::byte> allocate(const Shape& s, DType t);
+  using Bytes = std::vector<std::byte, detail::HostAllocator<std::byte>>;
+  static Bytes allocate(const Shape& s, DType t);
   void check_dtype(DType t) const;
-  std::vector<std::byte> bytes_;
+  Bytes bytes_;
   Shape shape_;
   DType dtype_ = DType::F32;
 };

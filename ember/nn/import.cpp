@@ -17,13 +17,14 @@ namespace {
 TensorData transpose2d(const TensorData& d) {
   const int64_t r = d.shape()[0], c = d.shape()[1];
   const size_t es = static_cast<size_t>(size_of(d.dtype()));
-  std::vector<std::byte> out(d.bytes().size());
+  auto out = TensorData::uninitialized(Shape{c, r}, d.dtype());
   const std::byte* src = d.bytes().data();
+  std::byte* dst = out.bytes().data();
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j)
-      std::memcpy(out.data() + static_cast<size_t>(j * r + i) * es,
+      std::memcpy(dst + static_cast<size_t>(j * r + i) * es,
                   src + static_cast<size_t>(i * c + j) * es, es);
-  return TensorData(std::move(out), Shape{c, r}, d.dtype());
+  return out;
 }
 
 /// Rows [k * n / parts, (k + 1) * n / parts) of the first dim.
@@ -31,9 +32,8 @@ TensorData chunk(const TensorData& d, int k, int parts) {
   Dims dims = d.shape().dims();
   dims[0] /= parts;
   const size_t bytes = d.bytes().size() / static_cast<size_t>(parts);
-  std::vector<std::byte> out(d.bytes().begin() + static_cast<ptrdiff_t>(bytes * k),
-                             d.bytes().begin() + static_cast<ptrdiff_t>(bytes * (k + 1)));
-  return TensorData(std::move(out), Shape(dims), d.dtype());
+  return TensorData(d.bytes().subspan(bytes * static_cast<size_t>(k), bytes), Shape(dims),
+                    d.dtype());
 }
 
 struct Adapted {

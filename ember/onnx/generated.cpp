@@ -63,9 +63,7 @@ Node node(std::string op_type, std::string domain, std::vector<Attribute> attrs,
 }
 
 TensorData tensor(DType t, Dims shape, std::vector<uint8_t> bytes) {
-  std::vector<std::byte> b(bytes.size());
-  for (size_t i = 0; i < bytes.size(); ++i) b[i] = std::byte{bytes[i]};
-  return TensorData(std::move(b), Shape(shape), t);
+  return TensorData(std::as_bytes(std::span<const uint8_t>(bytes)), Shape(shape), t);
 }
 
 namespace {

@@ -204,7 +204,8 @@ NamedTensors materialize(const Walker& w, const std::string& what, size_t budget
     if (numel > budget / es)
       bad(what, where + ": " + std::to_string(numel) + " elements are more than the file can hold");
     budget -= numel * es;
-    std::vector<std::byte> bytes(numel * es);
+    auto out_data = TensorData::uninitialized(Shape(t.size), s.dtype);
+    std::span<std::byte> bytes = out_data.bytes();
     const int rank = static_cast<int>(t.size.size());
     if (numel > 0) {
       // Odometer over all dims but the last; the last is a run (contiguous or strided).
@@ -235,7 +236,7 @@ NamedTensors materialize(const Walker& w, const std::string& what, size_t budget
     }
     if (s.dtype == DType::Bool && !is_bool_bytes(bytes))
       bad(what, where + " holds a bool byte that is not 0 or 1");
-    out.emplace_back(t.name, TensorData(std::move(bytes), Shape(t.size), s.dtype));
+    out.emplace_back(t.name, std::move(out_data));
   }
   return out;
 }

@@ -216,9 +216,8 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::s
           bad(what + " tensor '" + e.name + "'",
               "BOOL byte " + std::to_string(i - e.begin) + " is " +
                   std::to_string(static_cast<uint8_t>(data[i])) + ", not 0 or 1");
-    std::vector<std::byte> b(data.begin() + static_cast<ptrdiff_t>(e.begin),
-                             data.begin() + static_cast<ptrdiff_t>(e.end));
-    file.tensors.emplace_back(e.name, TensorData(std::move(b), e.shape, e.dtype));
+    file.tensors.emplace_back(e.name,
+                              TensorData(data.subspan(e.begin, e.end - e.begin), e.shape, e.dtype));
   }
   return file;
 }

@@ -138,7 +138,7 @@ CpuTensor Cpu::from_data(const TensorData& d, Device) {
 
 TensorData Cpu::to_data(const CpuTensor& h) {
   CpuTensor c = cpu::contiguous(h);
-  TensorData d(h.meta.shape, h.meta.dtype);
+  auto d = TensorData::uninitialized(h.meta.shape, h.meta.dtype);
   if (!d.bytes().empty()) std::memcpy(d.bytes().data(), c.raw(), d.bytes().size());
   return d;
 }

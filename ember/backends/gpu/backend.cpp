@@ -31,7 +31,7 @@ GpuTensor from_data(const TensorData& d, Runtime& rt) {
 }
 
 TensorData to_data(const GpuTensor& h) {
-  TensorData d(h.meta.shape, h.meta.dtype);
+  auto d = TensorData::uninitialized(h.meta.shape, h.meta.dtype);
   Runtime& rt = runtime(h);
   GpuTensor c = contiguous(h);
   if (!d.bytes().empty())

@@ -182,7 +182,7 @@ Message Connection::receive_locked(MsgType want, TensorData* into) {
       fail_locked(e.what());
     }
     if (into->shape() != m.meta.shape || into->dtype() != m.meta.dtype)
-      *into = TensorData(m.meta.shape, m.meta.dtype);
+      *into = TensorData::uninitialized(m.meta.shape, m.meta.dtype);
     read(asio::buffer(into->bytes().data(), into->bytes().size()), "data");
     return m;
   }
@@ -246,7 +246,8 @@ TensorData Connection::download(uint64_t id, const TensorMeta* expect) {
   queue(MsgType::Download, id_payload(id));
   send_locked();
   TensorData d;
-  if (expect) d = TensorData(expect->shape, expect->dtype);  // while the server copies
+  if (expect)
+    d = TensorData::uninitialized(expect->shape, expect->dtype);  // while the server copies
   Message m = receive_locked(MsgType::Data, &d);
   if (m.id != id || (expect && !(m.meta == *expect)))
     fail_locked("asked for tensor " + std::to_string(id) + ", the server sent tensor " +

@@ -76,7 +76,7 @@ void Session::erase(uint64_t id) {
 
 TensorData& Session::upload_buffer(const TensorMeta& m) {
   if (upload_buffer_.shape() != m.shape || upload_buffer_.dtype() != m.dtype)
-    upload_buffer_ = TensorData(m.shape, m.dtype);
+    upload_buffer_ = TensorData::uninitialized(m.shape, m.dtype);
   return upload_buffer_;
 }
 
@@ -169,8 +169,7 @@ Reply Session::handle(const Message& m) {
   }
   switch (m.type) {
     case MsgType::Upload:
-      upload(m.id, TensorData(std::vector<std::byte>(m.raw.begin(), m.raw.end()), m.meta.shape,
-                              m.meta.dtype));
+      upload(m.id, TensorData(m.raw, m.meta.shape, m.meta.dtype));
       return {};
     case MsgType::Run:
       run(m.node);
