@@ -29,7 +29,9 @@ gpu_tests=(kernel_gpu_test cuda_kernels_test cuda_backend_test cuda_graph_test c
 tests=("${gpu_tests[@]}" "${device_tests[@]}")
 targets=$(cmake --build "$build" --target help)  # (grep -q on the pipe would cut it short)
 onnx_tool=$(grep -q "^ember-onnx:" <<<"$targets" && echo ember-onnx || true)
-cmake --build "$build" --target "${tests[@]}" cuda_bench fusion_bench mnist $onnx_tool -j "${JOBS:-2}"
+server=$(grep -q "^ember-server:" <<<"$targets" && echo ember-server || true)
+cmake --build "$build" --target "${tests[@]}" cuda_bench fusion_bench mnist $onnx_tool $server \
+  -j "${JOBS:-2}"
 bundle="$build/bundle"
 rm -rf "$bundle"
 mkdir -p "$bundle/data"
@@ -60,11 +62,15 @@ for b in cuda_bench fusion_bench; do
     exit 1
   fi
 done
-# The main job (its terminal libraries travel with it) and the PyTorch peer of it.
+# The main job (its terminal and Gloo libraries travel with it, and the libstdc++ Gloo was
+# built against) and the PyTorch peer of it.
 mkdir -p "$bundle/lib"
 cp "$build/examples/mnist" bench/peer_torch_mnist.py "$bundle/"
-for l in $(ldd "$bundle/mnist" | awk '/libncursesw|libtinfo/ {print $3}'); do cp "$l" "$bundle/lib/"; done
-if ldd "$bundle/mnist" | grep -E "libstdc\+\+|libcuda|not found"; then
+for l in $(ldd "$bundle/mnist" |
+  awk '/libncursesw|libtinfo|libgloo|libhiredis|libibverbs|libnl-|libstdc\+\+|libgcc_s/ {print $3}'); do
+  cp "$l" "$bundle/lib/"
+done
+if ldd "$bundle/mnist" | grep -E "libcuda|not found"; then
   echo "gpu_bundle.sh: mnist links a library the GPU machine may lack" >&2
   exit 1
 fi
@@ -113,6 +119,48 @@ python3 peer_torch_mnist.py --model "$model" --epochs "$epochs" --device cuda \
 exit $status
 MNIST
 chmod +x "$bundle/mnist.sh"
+# The Remote backend with a server on cuda:0 (remote.sh): the op goldens and the device-aware
+# suites through it, then the main job's CNN through it and on cuda:0 directly.
+if [ -n "$server" ]; then
+  cp "$build/tools/ember-server/ember-server" tests/remote/with_server.sh "$bundle/"
+  if ldd "$bundle/ember-server" | grep -E "libstdc\+\+|libcuda|not found"; then
+    echo "gpu_bundle.sh: ember-server links a library the GPU machine may lack" >&2
+    exit 1
+  fi
+  cat >"$bundle/remote.sh" <<'REMOTE'
+#!/usr/bin/env bash
+# The suites through remote:127.0.0.1:PORT against an ember-server on cuda:0 (with_server.sh),
+# then, where EMBER_MNIST_DIR is set, the main job's CNN for one epoch through it and on cuda:0.
+# The exit status is the first failure's.
+cd "$(dirname "$0")"
+export EMBER_TEST_DATA="$PWD/data" EMBER_SERVER_BACKEND=${EMBER_SERVER_BACKEND:-cuda:0}
+export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+status=0
+note() { if [ "$1" -ne 0 ] && [ $status -eq 0 ]; then status=$1; fi; }
+echo "== ops_test through remote (server on $EMBER_SERVER_BACKEND)"
+./with_server.sh ./ember-server ./ops_test --gtest_filter='Ops/*' --gtest_brief=1 | tail -4
+note "${PIPESTATUS[0]}"
+for t in DEVICE_TESTS; do
+  echo "== $t through remote (server on $EMBER_SERVER_BACKEND)"
+  ./with_server.sh ./ember-server ./$t --gtest_brief=1 | tail -4
+  note "${PIPESTATUS[0]}"
+done
+if [ -n "${EMBER_MNIST_DIR:-}" ]; then
+  mkdir -p out
+  echo "== mnist CNN, 1 epoch, through remote"
+  ./with_server.sh ./ember-server sh -c './mnist train --model cnn --epochs 1 --plain \
+    --backend "$EMBER_TEST_DEVICE" --out out/mnist-remote' | grep -iE "test acc|accuracy|s/epoch|error"
+  note "${PIPESTATUS[0]}"
+  echo "== mnist CNN, 1 epoch, on cuda:0"
+  ./mnist train --model cnn --epochs 1 --plain --backend cuda:0 --out out/mnist-cuda |
+    grep -iE "test acc|accuracy|s/epoch|error"
+  note "${PIPESTATUS[0]}"
+fi
+exit $status
+REMOTE
+  sed -i "s/DEVICE_TESTS/${device_tests[*]}/" "$bundle/remote.sh"
+  chmod +x "$bundle/remote.sh"
+fi
 cat >"$bundle/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs every GPU test binary of the bundle, the device-aware suites on cuda:0 (EMBER_TEST_DEVICE

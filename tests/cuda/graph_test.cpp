@@ -1,7 +1,9 @@
 // The CUDA command queue (backends/cuda/queue.h): batches that repeat are replayed as CUDA
 // graphs with their scalar arguments patched, a new shape or buffer captures another graph, and
 // every result equals the CPU backend's (and, for a training run, the run without graphs).
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include "ember/ember.h"
 #include "ember/fusion/fusion.h"
@@ -12,9 +14,21 @@
 namespace ember::cuda_test {
 namespace {
 
+// The replay of fused steps: the counts below (patched scalar nodes) are those of fused
+// programs, whose scalars are kernel arguments, so fusion is on here whatever EMBER_FUSION says
+// (unfused, the same steps replay with their scalars in one-element tensors).
 class GraphReplay : public CudaBackend {
  protected:
-  void TearDown() override { cuda::set_graphs(true); }
+  void SetUp() override {
+    CudaBackend::SetUp();
+    was_fused_ = fusion::enabled();
+    fusion::set_enabled(true);
+  }
+  void TearDown() override {
+    cuda::set_graphs(true);
+    fusion::set_enabled(was_fused_);
+  }
+  bool was_fused_ = true;
 };
 
 using AD = Autodiff<Dispatch>;
@@ -68,6 +82,38 @@ TEST_F(GraphReplay, AdamStepsMatchTheCpuAndTheRunWithoutGraphs) {
     ASSERT_EQ(wg[i], wu[i]) << i;
     ASSERT_NEAR(wg[i], wc[i], 1e-4) << i;
   }
+}
+
+// A data loader's workers upload the next batches while the main thread trains: their copies
+// must reach the device, not the graph the main thread is capturing (they share the stream).
+// Every upload reads back as what was sent, and the training run equals the one without graphs.
+TEST_F(GraphReplay, UploadsFromAnotherThreadDuringCapturesArriveAndStayOutOfTheGraphs) {
+  constexpr int kSteps = 30;
+  seed(12);
+  auto init = mnist::Mlp<AD>::init(Device::cpu());
+  cuda::set_graphs(false);
+  auto [lu, wu] = train_mlp(init, kGpu, kSteps);
+  cuda::set_graphs(true);
+  std::atomic<bool> done{false};
+  std::atomic<int> uploads{0}, wrong{0};
+  std::thread worker([&] {
+    for (int i = 0; !done.load() || i < 50; ++i) {
+      std::vector<float> v(64 * 784);
+      for (size_t j = 0; j < v.size(); ++j) v[j] = float((i * 31 + int(j)) % 1000);
+      auto t = Tensor<Dispatch, 2>::from_data(TensorData::from<float>(v, {64, 784}), kGpu);
+      if (t.to_data().to_vec<float>() != v) ++wrong;
+      ++uploads;
+    }
+  });
+  cuda::reset_graph_stats();
+  auto [lg, wg] = train_mlp(init, kGpu, kSteps);
+  done = true;
+  worker.join();
+  EXPECT_GT(cuda::graph_stats().replayed, 0);
+  EXPECT_GE(uploads.load(), 50);
+  EXPECT_EQ(wrong.load(), 0) << "uploads that did not arrive as sent";
+  for (int s = 0; s < kSteps; ++s) EXPECT_EQ(lg[s], lu[s]) << "step " << s;
+  EXPECT_EQ(wg, wu);
 }
 
 TEST_F(GraphReplay, ScalarsChangeEveryReplayAndShapesCaptureAnew) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "backend_fixture.h"
@@ -132,7 +133,7 @@ class CudaTune : public CudaBackend {
   }
 
   TensorData gpu(const Case& k, bool tune) {
-    ::setenv("EMBER_AUTOTUNE", tune ? "1" : "0", 1);
+    ::setenv("EMBER_AUTOTUNE", tune ? "now" : "0", 1);
     std::vector<H> in;
     for (const TensorData& d : k.in) in.push_back(on(d, kGpu));
     return Dispatch::to_data(run(k.op, in, kGpu));
@@ -201,6 +202,41 @@ TEST_F(CudaTune, SmallProblemsAndTheSwitchTimeNothing) {
   EXPECT_TRUE(gpu(large, false).all_close(cpu(large), large.rtol, large.atol, &why)) << why;
   EXPECT_EQ(t->stats().timings, 0);
   EXPECT_FALSE(fs::exists(dir_ / "tune.txt"));
+}
+
+// Deferred tuning (the default on CUDA): the first launch of a key runs the heuristic's kernel
+// while its candidates compile; a later launch times them once they are all compiled. Every
+// result along the way matches the CPU, and the key is timed exactly once.
+TEST_F(CudaTune, DeferredTuningRunsTheHeuristicUntilTheCandidatesAreCompiled) {
+  cuda::detail::DeviceState& d = cuda::detail::device(0);
+  gpu::Tuner* t = &gpu::reset_device_tuner(d, dir_ / "tune.txt");
+  Case k{"softmax deferred f32",
+         along(OpCode::Softmax, 1),
+         {random({2048, 3000}, DType::F32)},
+         1e-5,
+         1e-6};
+  TensorData want = cpu(k);
+  std::vector<H> in{on(k.in[0], kGpu)};
+  ::unsetenv("EMBER_AUTOTUNE");
+  int launches = 0;
+  std::string why;
+  auto start = std::chrono::steady_clock::now();
+  while (t->stats().timings == 0 &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+    TensorData got = Dispatch::to_data(run(k.op, in, kGpu));
+    ++launches;
+    EXPECT_TRUE(got.all_close(want, k.rtol, k.atol, &why)) << "launch " << launches << ": " << why;
+    if (launches == 1) {
+      EXPECT_EQ(t->stats().deferred, 1);
+      EXPECT_EQ(t->stats().timings, 0) << "the first launch waited for the candidates";
+    }
+  }
+  EXPECT_EQ(t->stats().timings, 1);
+  EXPECT_GE(launches, 2);
+  TensorData after = Dispatch::to_data(run(k.op, in, kGpu));
+  EXPECT_TRUE(after.all_close(want, k.rtol, k.atol, &why)) << why;
+  EXPECT_EQ(t->stats().timings, 1) << "tuned twice";
+  EXPECT_EQ(t->stats().deferred, 1);
 }
 
 }  // namespace

@@ -241,6 +241,17 @@ TEST_F(TuneFile, SwitchAndSizePolicy) {
   EXPECT_TRUE(gpu::autotune_enabled());
   EXPECT_EQ(gpu::tuned_choice(a, "k", kCands, big, times), 9);
   EXPECT_EQ(a.stats().timings, 1);
+  // The modes: unset and "1" defer where kernels compile in the background, "now" does not.
+  EXPECT_EQ(gpu::autotune_mode(), gpu::AutotuneMode::Deferred);
+  ::setenv("EMBER_AUTOTUNE", "now", 1);
+  EXPECT_EQ(gpu::autotune_mode(), gpu::AutotuneMode::Now);
+  ::setenv("EMBER_AUTOTUNE", "1", 1);
+  EXPECT_EQ(gpu::autotune_mode(), gpu::AutotuneMode::Deferred);
+  ::setenv("EMBER_AUTOTUNE", "off", 1);
+  EXPECT_EQ(gpu::autotune_mode(), gpu::AutotuneMode::Off);
+  EXPECT_TRUE(a.known("k"));
+  EXPECT_FALSE(a.known("other"));
+  ::unsetenv("EMBER_AUTOTUNE");
   if (old) ::setenv("EMBER_AUTOTUNE", saved.c_str(), 1);
 }
 

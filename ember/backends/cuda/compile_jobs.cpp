@@ -27,9 +27,9 @@ int worker_count() {
 // running at exit is abandoned with the process).
 class Jobs {
  public:
-  void submit(std::function<void()> job) {
+  void submit(std::function<void()> job, bool background) {
     std::lock_guard lk(mu_);
-    jobs_.push_back(std::move(job));
+    (background ? later_ : jobs_).push_back(std::move(job));
     if (idle_ == 0 && started_ < limit_) {
       ++started_;
       std::thread([this] { work(); }).detach();
@@ -42,10 +42,11 @@ class Jobs {
     std::unique_lock lk(mu_);
     for (;;) {
       ++idle_;
-      cv_.wait(lk, [&] { return !jobs_.empty(); });
+      cv_.wait(lk, [&] { return !jobs_.empty() || !later_.empty(); });
       --idle_;
-      std::function<void()> job = std::move(jobs_.front());
-      jobs_.pop_front();
+      auto& from = jobs_.empty() ? later_ : jobs_;
+      std::function<void()> job = std::move(from.front());
+      from.pop_front();
       lk.unlock();
       job();  // a packaged task: its exception goes to the future
       lk.lock();
@@ -53,7 +54,7 @@ class Jobs {
   }
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
+  std::deque<std::function<void()>> jobs_, later_;  // later_: background compiles
   int idle_ = 0, started_ = 0;
   const int limit_ = worker_count();
 };
@@ -82,7 +83,7 @@ double now_ms() {
 
 std::shared_future<std::shared_ptr<Module>> compile_async(std::string source, std::string name,
                                                           kernel::CudaCompileOptions options,
-                                                          CuContext* ctx) {
+                                                          CuContext* ctx, bool background) {
   auto task = std::make_shared<std::packaged_task<std::shared_ptr<Module>()>>(
       [source = std::move(source), name = std::move(name), options = std::move(options), ctx,
        queued = now_ms()] {
@@ -96,7 +97,7 @@ std::shared_future<std::shared_ptr<Module>> compile_async(std::string source, st
         return m;
       });
   std::shared_future<std::shared_ptr<Module>> f = task->get_future().share();
-  jobs().submit([task] { (*task)(); });
+  jobs().submit([task] { (*task)(); }, background);
   return f;
 }
 

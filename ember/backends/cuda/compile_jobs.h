@@ -13,9 +13,11 @@
 namespace ember::cuda::detail {
 
 /// Compiles `source` (entry point `name`, through the kernel cache) and loads it into `ctx` on a
-/// worker thread; the future holds the module or the error (NVRTC's log, the driver's).
+/// worker thread; the future holds the module or the error (NVRTC's log, the driver's). A
+/// `background` compile (a tuning candidate nothing waits for yet) starts only when no other
+/// compile is queued.
 std::shared_future<std::shared_ptr<Module>> compile_async(std::string source, std::string name,
                                                           kernel::CudaCompileOptions options,
-                                                          CuContext* ctx);
+                                                          CuContext* ctx, bool background = false);
 
 }  // namespace ember::cuda::detail

@@ -49,6 +49,7 @@ CuStream* DeviceState::s() {
 }
 
 void DeviceState::submit() {
+  std::lock_guard lk(stream_mu);
   bind();
   queue->submit([this](const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
                        const std::string& shapes) { lt_gemm(*this, g, a, b, c, shapes); });
@@ -112,13 +113,16 @@ std::unique_ptr<Loaded> DeviceState::compile(const kernel::Kernel& kern) {
   kernel::CudaCompileOptions o;
   o.arch = arch;
   auto l = std::make_unique<CudaLoaded>();
-  l->module = compile_async(kernel::render_cuda(kern), kern.name, o, ctx);
+  l->module = compile_async(kernel::render_cuda(kern), kern.name, o, ctx,
+                            gpu::CompileProbe::active() != nullptr);
   for (int j = 0; j < 3; ++j) l->block[j] = kern.workgroup[j];
   for (const kernel::Param& p : kern.params)
     l->params.push_back(p.kind == kernel::Param::Buffer ? kernel::ScalarType::Void : p.type.scalar);
   l->name = kern.name;
   return l;
 }
+
+bool DeviceState::ready(const Loaded& l) const { return static_cast<const CudaLoaded&>(l).ready(); }
 
 std::string DeviceState::render(const kernel::Kernel& kern) const {
   return kernel::render_cuda(kern);
@@ -156,21 +160,25 @@ void DeviceState::fill(const gpu::Storage& dst, size_t offset, uint32_t pattern,
 }
 
 void DeviceState::upload(const gpu::Storage& dst, size_t offset, const void* src, size_t bytes) {
+  std::lock_guard lk(stream_mu);
   bind();
   staging.upload(dst.ptr + offset, src, bytes, s());
 }
 
 void DeviceState::download(void* dst, const gpu::Storage& src, size_t offset, size_t bytes) {
+  std::lock_guard lk(stream_mu);
   bind();
   staging.download(dst, src.ptr + offset, bytes, s());
 }
 
 void DeviceState::synchronize() {
+  std::lock_guard lk(stream_mu);
   bind();
   raw::stream_synchronize(s());
 }
 
 double DeviceState::time_ms(const std::function<void()>& launches) {
+  std::lock_guard lk(stream_mu);
   bind();
   launches();
   Event start, end;
@@ -200,6 +208,7 @@ bool DeviceState::has_vendor_conv() const { return dnn::enabled(); }
 
 bool DeviceState::vendor_conv(const Op& op, const GpuTensor& a, const GpuTensor& b,
                               const GpuTensor& out) {
+  std::lock_guard lk(stream_mu);
   submit();  // cuDNN works on the stream directly, after what is queued
   return cudnn_conv(op, a, b, out);
 }
@@ -212,7 +221,9 @@ using detail::device;
 
 void synchronize(int dev) {
   Fusion<Cuda>::flush({DeviceKind::Cuda, dev});  // what is still recorded runs first
-  raw::stream_synchronize(device(dev).s());
+  auto& d = device(dev);
+  std::lock_guard lk(d.stream_mu);
+  raw::stream_synchronize(d.s());
 }
 GraphStats graph_stats() { return detail::queue_stats(); }
 void reset_graph_stats() { detail::reset_queue_stats(); }
@@ -223,6 +234,7 @@ bool allow_tf32() { return detail::g_tf32.load(std::memory_order_relaxed); }
 MemoryStats memory_stats(int dev) { return device(dev).pool.stats(); }
 void empty_cache(int dev) {
   auto& d = device(dev);
+  std::lock_guard lk(d.stream_mu);
   raw::stream_synchronize(d.s());
   d.pool.empty_cache();
 }

@@ -5,6 +5,7 @@
 #pragma once
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "ember/backends/cuda/cuda.h"
@@ -39,8 +40,14 @@ class DeviceState final : public gpu::Runtime {
   DevicePool pool;
   Staging staging;
   std::unique_ptr<CommandQueue> queue;
+  /// Held by whatever puts work on the stream, for the whole of it: a submit (which may
+  /// capture a CUDA graph from the stream), an upload, a download, a timing, a cuDNN call. A
+  /// data loader's worker thread that uploads while the main thread captures a step would
+  /// otherwise have its copies captured into the graph (or fail). Recursive: s() submits.
+  std::recursive_mutex stream_mu;
 
-  /// The stream, with the queued commands submitted to it first: for work outside the queue.
+  /// The stream, with the queued commands submitted to it first: for work outside the queue
+  /// (hold stream_mu while using it).
   CuStream* s();
   /// The stream without submitting: for its identity, or where the queue is being submitted.
   CuStream* raw_stream() const { return stream->get(); }
@@ -65,6 +72,8 @@ class DeviceState final : public gpu::Runtime {
   void gemm(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c,
             const std::string& shapes) override;
   std::string render(const kernel::Kernel& kern) const override;
+  bool ready(const Loaded& l) const override;
+  bool compiles_async() const override { return true; }
   bool has_vendor_conv() const override;
   bool vendor_conv(const Op& op, const GpuTensor& a, const GpuTensor& b,
                    const GpuTensor& out) override;

@@ -61,7 +61,19 @@ Args& Args::push(Arg a) {
   return *this;
 }
 
+namespace {
+thread_local CompileProbe* t_probe = nullptr;
+}  // namespace
+
+CompileProbe::CompileProbe() : outer_(t_probe) { t_probe = this; }
+CompileProbe::~CompileProbe() { t_probe = outer_; }
+CompileProbe* CompileProbe::active() { return t_probe; }
+
 void Args::launch(Runtime& d, int64_t groups) {
+  if (CompileProbe* p = t_probe) {
+    p->kernels.push_back(&l_);
+    return;
+  }
   if (groups <= 0) return;
   if (size_t(n_) != l_.params.size())
     throw Error("[" + std::string(d.backend()) + " " + l_.name + "] " + std::to_string(n_) +

@@ -123,6 +123,11 @@ class EMBER_API Runtime {
   virtual void gemm(const GemmCall& g, Address a, Address b, Address c, const std::string& shapes);
   /// The source `kern` is compiled from here (CUDA C++, GLSL), for dumps.
   virtual std::string render(const kernel::Kernel& kern) const = 0;
+  /// Whether `l`'s compile has finished (or failed): its launch would not wait for it.
+  virtual bool ready(const Loaded&) const { return true; }
+  /// Whether kernels compile in the background (CUDA), so the tuner can launch the
+  /// heuristic's kernel while the candidates compile (launch_tuned).
+  virtual bool compiles_async() const { return false; }
   /// Runs a conv-family op on the vendor's library (cuDNN on CUDA) when it takes the case;
   /// false otherwise. has_vendor_conv: whether there is one to ask.
   virtual bool has_vendor_conv() const { return false; }
@@ -138,6 +143,22 @@ class EMBER_API Runtime {
   std::mutex mu_;
   std::unordered_map<uint64_t, std::unique_ptr<Loaded>> kernels_;
   std::unordered_map<std::string, std::unique_ptr<Loaded>> named_;
+};
+
+/// While one lives on a thread, kernel launches through Args only get their kernels compiling
+/// (at low priority where the runtime compiles in the background) and are recorded here
+/// instead of queued: the tuner starts its candidates' compiles this way.
+class EMBER_API CompileProbe {
+ public:
+  CompileProbe();
+  ~CompileProbe();
+  CompileProbe(const CompileProbe&) = delete;
+  /// The probe active on this thread, or nullptr.
+  static CompileProbe* active();
+  std::vector<const Loaded*> kernels;
+
+ private:
+  CompileProbe* outer_;
 };
 
 /// The runtime of a tensor.

@@ -54,12 +54,16 @@ std::string sanitize(const std::string& s) {
 
 }  // namespace
 
-bool autotune_enabled() {
+AutotuneMode autotune_mode() {
   const char* e = std::getenv("EMBER_AUTOTUNE");
-  if (!e) return true;
+  if (!e) return AutotuneMode::Deferred;
   std::string_view v = e;
-  return !(v == "0" || v == "off" || v == "OFF" || v == "false");
+  if (v == "0" || v == "off" || v == "OFF" || v == "false") return AutotuneMode::Off;
+  if (v == "now" || v == "NOW") return AutotuneMode::Now;
+  return AutotuneMode::Deferred;
 }
+
+bool autotune_enabled() { return autotune_mode() != AutotuneMode::Off; }
 
 int log2_bucket(int64_t n) {
   int l = 0;
@@ -176,14 +180,7 @@ int64_t Tuner::choose(const std::string& key, std::span<const int64_t> candidate
                       const std::function<void(int64_t)>& prepare) {
   if (candidates.empty()) return 0;
   std::lock_guard lk(mu_);
-  auto it = entries_.find(key);
-  if (it == entries_.end() && !file_.empty()) {  // first use, or another process tuned it
-    std::map<std::string, int64_t> disk;
-    if (!read_file(disk)) ++stats_.corrupt;
-    for (auto& [k, v] : disk)
-      if (!entries_.count(k)) entries_[k] = Entry{v, true, false, true};
-    it = entries_.find(key);
-  }
+  auto it = find_locked(key);
   if (it != entries_.end()) {
     Entry& e = it->second;
     if (e.from_disk && !e.used) {
@@ -232,6 +229,28 @@ int64_t Tuner::choose(const std::string& key, std::span<const int64_t> candidate
   entries_[key] = Entry{candidates[best], false, true, sound};
   if (sound) write_file();
   return candidates[best];
+}
+
+std::map<std::string, Tuner::Entry>::iterator Tuner::find_locked(const std::string& key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end() && !file_.empty()) {  // first use, or another process tuned it
+    std::map<std::string, int64_t> disk;
+    if (!read_file(disk)) ++stats_.corrupt;
+    for (auto& [k, v] : disk)
+      if (!entries_.count(k)) entries_[k] = Entry{v, true, false, true};
+    it = entries_.find(key);
+  }
+  return it;
+}
+
+bool Tuner::known(const std::string& key) {
+  std::lock_guard lk(mu_);
+  return find_locked(key) != entries_.end();
+}
+
+void Tuner::note_deferred() {
+  std::lock_guard lk(mu_);
+  ++stats_.deferred;
 }
 
 void Tuner::demote(const std::string& key, int64_t heuristic) {
@@ -321,6 +340,13 @@ std::vector<int64_t> reduce_candidates(int64_t heuristic, bool rows, int64_t w, 
 
 namespace {
 std::mutex g_tuners_mu;
+// Deferred tuning's keys whose candidates are compiling, with their kernels.
+std::mutex g_pending_mu;
+std::map<std::pair<const Runtime*, std::string>, std::vector<const Loaded*>>& pending() {
+  static auto* m = new std::map<std::pair<const Runtime*, std::string>,
+                                std::vector<const Loaded*>>();  // never destroyed
+  return *m;
+}
 std::map<const Runtime*, Tuner*>& tuners() {
   static auto* m = new std::map<const Runtime*, Tuner*>();  // never destroyed, like runtimes
   return *m;
@@ -349,6 +375,32 @@ void launch_tuned(Runtime& d, const std::string& key, std::span<const int64_t> c
   if (candidates.size() < 2 || elements < kTuneMinElements || !autotune_enabled())
     return launch(heuristic);
   Tuner& t = device_tuner(d);
+  if (d.compiles_async() && autotune_mode() == AutotuneMode::Deferred && !t.known(key)) {
+    std::unique_lock lk(g_pending_mu);
+    auto [it, first] = pending().try_emplace({&d, key});
+    if (first) {
+      lk.unlock();
+      {
+        CompileProbe probe;  // the candidates' kernels start compiling, nothing is queued
+        for (size_t i = 1; i < candidates.size(); ++i) try {
+            launch(candidates[i]);
+          } catch (const Error&) {  // timing it fails the same way
+          }
+        lk.lock();
+        it->second = std::move(probe.kernels);
+        lk.unlock();
+      }
+      t.note_deferred();
+      return launch(heuristic);
+    }
+    bool ready = std::all_of(it->second.begin(), it->second.end(),
+                             [&](const Loaded* l) { return d.ready(*l); });
+    if (!ready) {
+      lk.unlock();
+      return launch(heuristic);
+    }
+    pending().erase(it);
+  }
   // Every candidate launched once before any is timed: their kernels compile side by side.
   int64_t code = t.choose(
       key, candidates, [&](int64_t c) { return d.time_ms([&] { launch(c); }); }, launch);

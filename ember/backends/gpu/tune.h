@@ -30,8 +30,15 @@ namespace ember::gpu {
 /// Problems of at least this many elements are tuned; smaller ones take the heuristic.
 constexpr int64_t kTuneMinElements = int64_t(1) << 20;
 
-/// Whether autotuning is on: `EMBER_AUTOTUNE` unset or anything but "0" / "off" (read at
-/// each call, so a test can compare both paths in one process).
+/// How `EMBER_AUTOTUNE` (read at each call, so a test can compare the paths in one process)
+/// says to tune: Off ("0", "off"): the heuristics; Now ("now"): a key's candidates are
+/// compiled and timed at its first launch, which waits for them; Deferred (unset, anything
+/// else): where kernels compile in the background, the first launch runs the heuristic's
+/// kernel while the candidates compile at low priority, and a later launch of the key times
+/// them once they are all compiled (elsewhere as Now).
+enum class AutotuneMode { Off, Now, Deferred };
+EMBER_API AutotuneMode autotune_mode();
+/// autotune_mode() != Off.
 EMBER_API bool autotune_enabled();
 
 class EMBER_API Tuner {
@@ -44,6 +51,7 @@ class EMBER_API Tuner {
     int64_t stale = 0;        // entries whose code is not a candidate (heuristic taken)
     int64_t corrupt = 0;      // files ignored as damaged or for another device
     int64_t write_errors = 0;
+    int64_t deferred = 0;  // keys whose candidates were set compiling behind the heuristic
   };
 
   /// A tuner over `file` (its directory created when needed; empty: memory only) for the
@@ -60,6 +68,10 @@ class EMBER_API Tuner {
   /// Records that `code` failed to launch for `key`: the heuristic is kept for it from now on
   /// (in memory only).
   void demote(const std::string& key, int64_t heuristic);
+  /// Whether `key` has a decision, in memory or in the file (nothing is timed or counted).
+  bool known(const std::string& key);
+  /// Counts a key whose tuning was deferred (Stats::deferred).
+  void note_deferred();
 
   Stats stats() const;
   const std::filesystem::path& file() const { return file_; }
@@ -76,7 +88,8 @@ class EMBER_API Tuner {
   };
   bool read_file(std::map<std::string, int64_t>& out);
   void write_file();
-  void load_once();
+  // The key's entry, reading the file when memory has none (end() if neither has it).
+  std::map<std::string, Entry>::iterator find_locked(const std::string& key);
 
   std::filesystem::path file_;
   std::string device_;
@@ -137,7 +150,11 @@ EMBER_API Tuner& reset_device_tuner(Runtime& d, const std::filesystem::path& fil
 /// Launches `launch(code)` once with the code chosen for `key` (tuned_choice with the device's
 /// tuner, timing each candidate's launches with events on the device's stream); the last
 /// launch is always the chosen code's, so the output is its result. A chosen code whose launch
-/// fails is demoted and the heuristic's launched instead.
+/// fails is demoted and the heuristic's launched instead. Deferred tuning (autotune_mode) on a
+/// runtime that compiles in the background: the first launch of an undecided key gets the
+/// candidates' kernels compiling (a CompileProbe around their launches) and launches the
+/// heuristic's; each later one launches the heuristic's until they are all compiled, then
+/// times them as Now does.
 EMBER_API void launch_tuned(Runtime& d, const std::string& key, std::span<const int64_t> candidates,
                             int64_t elements, const std::function<void(int64_t)>& launch);
 
