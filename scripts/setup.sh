@@ -13,7 +13,7 @@ packages=(build-essential cmake ninja-build ccache pkg-config lld
           libncurses-dev tmux
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
           libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-dev spirv-tools libasio-dev
-          gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc qemu-system-arm
+          gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc qemu-system-arm qemu-user
           libgloo-dev)
 for arg in "$@"; do
   case "$arg" in

@@ -1,6 +1,7 @@
 #include "ember/backends/cpu/isa.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -20,6 +21,30 @@ CpuIsa detect() {
 #endif
   return CpuIsa::Portable;
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(EMBER_X86_BASELINE)
+// The library is compiled for x86-64-vN (EMBER_X86_LEVEL) and this file for plain x86-64 (its
+// COMPILE_OPTIONS), so this check runs on any x86-64 CPU, before the program's other
+// constructors (priority 101): a CPU without the baseline's instructions gets this message
+// instead of dying on an illegal instruction somewhere later.
+__attribute__((constructor(101))) void check_baseline() {
+  __builtin_cpu_init();
+  bool ok = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse4.2");
+  if (EMBER_X86_BASELINE >= 3)
+    ok = ok && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("bmi2");
+  if (EMBER_X86_BASELINE >= 4)
+    ok = ok && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  if (ok) return;
+  std::fprintf(stderr,
+               "ember: this build needs an x86-64-v%d CPU, and this one lacks some of its "
+               "instructions; build ember with a lower -DEMBER_X86_LEVEL (x86-64-v2, x86-64) "
+               "for it\n",
+               EMBER_X86_BASELINE);
+  std::_Exit(70);
+}
+#endif
 
 // -1: no cap set by the program (EMBER_CPU_ISA's, if any, applies).
 std::atomic<int> g_cap{-1};

@@ -1,16 +1,13 @@
 // The vector math on arrays, per instruction set (cpu/isa.h): 8 lanes of the library's own
-// instructions, or 16 lanes of AVX-512 in functions compiled for it (the bodies are vmath.h's
-// templates, inlined there with the intrinsics' vector types: see docs/cpu.md, "Adding a
-// variant").
+// instructions, or 16 lanes of AVX-512 from vmath_avx512.cpp, a file compiled for x86-64-v4
+// (the bodies are vmath.h's templates, instantiated there with the intrinsics' vector types:
+// see docs/cpu.md, "Adding a variant").
 #include "ember/backends/cpu/vmath.h"
 
 #include <cmath>
 
 #include "ember/backends/cpu/isa.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "ember/backends/cpu/vmath_wide.h"
 
 namespace ember::cpu::vmath {
 
@@ -25,38 +22,11 @@ void map8(const float* x, float* y, int64_t n, F8 f8, F1 f1) {
 }
 
 #if defined(__x86_64__)
-#define EMBER_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
-// 16 lanes over whole vectors; the rest (under 16) by the 8-lane path.
-#define EMBER_MAP16(EXPR)             \
-  int64_t i = 0;                      \
-  for (; i + 16 <= n; i += 16) {      \
-    __v16sf v;                        \
-    std::memcpy(&v, x + i, sizeof v); \
-    __v16sf r = (EXPR);               \
-    std::memcpy(y + i, &r, sizeof r); \
-  }                                   \
-  return i;
-EMBER_TARGET_AVX512 int64_t log1p16(const float* x, float* y, int64_t n){
-    EMBER_MAP16((log1p_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
-    erf16(const float* x, float* y,
-          int64_t n){EMBER_MAP16((erf_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
-    gelu16(const float* x, float* y,
-           int64_t n){EMBER_MAP16((gelu_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
-    exp16(const float* x, float* y,
-          int64_t n){EMBER_MAP16((exp_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
-    exp_shifted16(const float* x, float* y, int64_t n, float m){
-        EMBER_MAP16((exp_v<__v16sf, __v16si>(v - m)))} EMBER_TARGET_AVX512 int64_t
-    log16(const float* x, float* y,
-          int64_t n){EMBER_MAP16((log_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
-    sigmoid16(const float* x, float* y,
-              int64_t n){EMBER_MAP16((sigmoid_v<__v16sf, __v16si>(v)))} EMBER_TARGET_AVX512 int64_t
-    tanh16(const float* x, float* y, int64_t n) {
-  EMBER_MAP16((tanh_v<__v16sf, __v16si>(v)))
-}
-#undef EMBER_MAP16
 bool wide() { return cpu_isa() >= CpuIsa::Avx512; }
+using namespace wide16;
 #else
 bool wide() { return false; }
+// Never called (wide() is false): the AVX-512 variants exist on x86-64 only.
 int64_t exp16(const float*, float*, int64_t) { return 0; }
 int64_t exp_shifted16(const float*, float*, int64_t, float) { return 0; }
 int64_t log16(const float*, float*, int64_t) { return 0; }
@@ -65,6 +35,8 @@ int64_t tanh16(const float*, float*, int64_t) { return 0; }
 int64_t log1p16(const float*, float*, int64_t) { return 0; }
 int64_t erf16(const float*, float*, int64_t) { return 0; }
 int64_t gelu16(const float*, float*, int64_t) { return 0; }
+int64_t sin8d(const float*, float*, int64_t) { return 0; }
+int64_t cos8d(const float*, float*, int64_t) { return 0; }
 #endif
 
 }  // namespace
@@ -90,11 +62,15 @@ void gelu_f32(const float* x, float* y, int64_t n) {
 // sin and cos take 8 lanes at every level: their reduction runs in double, whose 8 lanes fill
 // an AVX-512 register already.
 void sin_f32(const float* x, float* y, int64_t n) {
+  int64_t i = wide() ? sin8d(x, y, n) : 0;
+  x += i, y += i, n -= i;
   map8(
       x, y, n, [](vf8 v) { return sincos_full_v<vf8, vi8, vd8, vl8>(v, 0); },
       [](float v) { return float(std::sin(double(v))); });
 }
 void cos_f32(const float* x, float* y, int64_t n) {
+  int64_t i = wide() ? cos8d(x, y, n) : 0;
+  x += i, y += i, n -= i;
   map8(
       x, y, n, [](vf8 v) { return sincos_full_v<vf8, vi8, vd8, vl8>(v, 1); },
       [](float v) { return float(std::cos(double(v))); });

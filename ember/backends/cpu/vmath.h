@@ -232,10 +232,13 @@ template <class VF, class VD, class VL>
   VD d = __builtin_convertvector(x, VD);
   VD a = d < 0 ? -d : d;
   d = a > 8192.0 ? VD{} : d;  // those lanes are replaced by the caller
-  VD fn = d * 0.6366197723675814;
-  VD half = fn >= 0 ? VD{} + 0.5 : VD{} - 0.5;
-  VL n = __builtin_convertvector(fn + half, VL);
-  VD nd = __builtin_convertvector(n, VD);
+  // n = fn rounded to an integer by adding and taking away 1.5 * 2^52, whose low mantissa
+  // bits then hold n itself: no conversion between double and int64, which AVX2 lacks (it
+  // would run lane by lane). A tie may round either way; both leave |r| <= pi/4.
+  VD t = d * 0.6366197723675814 + 6755399441055744.0;
+  VL n;
+  std::memcpy(&n, &t, sizeof n);
+  VD nd = t - 6755399441055744.0;
   VD r = ((d - nd * 1.5707963267341256) - nd * 6.077100506303966e-11) - nd * 2.0222662487959506e-21;
   VD r2 = r * r;
   VD sp = VD{} + -1.9515295891e-4;
@@ -266,6 +269,7 @@ template <class VF, class VI, class VD, class VL>
   return r;
 }
 
+#ifndef EMBER_VMATH_TEMPLATES_ONLY  // (vmath_avx512.cpp takes the templates alone)
 // The functions on arrays, y[i] = f(x[i]) (exp_shifted: exp(x[i] - m)), with the widest
 // vectors the CPU has (cpu/isa.h: 16 lanes with AVX-512, 8 otherwise); vmath.cpp.
 void exp_f32(const float* x, float* y, int64_t n);
@@ -278,5 +282,6 @@ void erf_f32(const float* x, float* y, int64_t n);
 void gelu_f32(const float* x, float* y, int64_t n);
 void sin_f32(const float* x, float* y, int64_t n);
 void cos_f32(const float* x, float* y, int64_t n);
+#endif
 
 }  // namespace ember::cpu::vmath
