@@ -134,7 +134,8 @@ Plan make_plan(LtDevice& ld, const GemmCall& g, int al_a, int al_b, int al_c, bo
 }
 
 lt::Status run_plan(LtDevice& ld, DeviceState& d, const Plan& p, const lt::Algo& algo,
-                    const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c) {
+                    const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
+                    CuStream* stream = nullptr, DevicePtr workspace = 0) {
   const lt::Api& A = lt::api();
   float f1 = 1, f0 = 0;
   double d1 = 1, d0 = 0;
@@ -143,7 +144,31 @@ lt::Status run_plan(LtDevice& ld, DeviceState& d, const Plan& p, const lt::Algo&
   return A.Matmul(ld.handle, p.desc, alpha, reinterpret_cast<const void*>(b), p.a,
                   reinterpret_cast<const void*>(a), p.b, beta, reinterpret_cast<void*>(c), p.c,
                   reinterpret_cast<void*>(c), p.c, &algo,
-                  reinterpret_cast<void*>(ld.workspace->ptr), kWorkspace, d.raw_stream());
+                  reinterpret_cast<void*>(workspace ? workspace : ld.workspace->ptr), kWorkspace,
+                  stream ? stream : d.raw_stream());
+}
+
+// A process's first GEMM pays cuBLASLt's one-time set-up inside the library (about 0.08 s on
+// an H200 with the library already loaded) and each new kind of GEMM its kernels' loading: small
+// f32 and bf16 ones run here, on a stream and workspace of their own, so the program's first
+// step finds that done.
+void warm_up(LtDevice& ld, DeviceState& d) {
+  Stream stream;
+  DeviceBuffer workspace(kWorkspace), data(3 * 64 * 64 * sizeof(float));
+  for (DType t : {DType::F32, DType::BF16}) {
+    GemmCall g{t, 64, 64, 64, {64, false}, {64, false}, 1, 0, 0, 0};
+    Plan p = make_plan(ld, g, 16, 16, 16, allow_tf32(), "warm-up");
+    const int64_t bytes = 64 * 64 * size_of(t);
+    DevicePtr base = data.ptr();
+    if (p.found)
+      (void)run_plan(ld, d, p, p.algo, g, base, base + bytes, base + 2 * bytes, stream.get(),
+                     workspace.ptr());
+    const lt::Api& A = lt::api();
+    for (lt::Layout l : {p.a, p.b, p.c})
+      if (l) A.MatrixLayoutDestroy(l);
+    if (p.desc) A.MatmulDescDestroy(p.desc);
+  }
+  stream.synchronize();
 }
 
 // Whether large GEMMs time the heuristic's candidates (EMBER_CUBLASLT_TUNE=1). Off by default:
@@ -213,12 +238,16 @@ void lt_gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, Device
 void preload_cublaslt(DeviceState& d) {
   const char* e = std::getenv("EMBER_CUDA_PRELOAD");
   if (e && std::string_view(e) == "0") return;
-  // The library's loading and the handle's set-up take about 0.1 s: done while the program
-  // builds its model and data, not in its first matmul. A failure shows at that matmul.
+  // The library's loading and the handle's set-up take about 0.1 s, and a first GEMM as long
+  // again (warm_up): done while the program builds its model and data, not in its first step.
+  // A failure shows at the first matmul. (cuDNN's handle is made at the first convolution,
+  // on the caller's thread: in a trial that made it here, the CNN's steps took twice the host
+  // time on an H200.)
   std::thread([&d] {
     try {
       d.bind();
-      (void)lt_device(d);
+      LtDevice& ld = lt_device(d);
+      warm_up(ld, d);
     } catch (...) {
     }
   }).detach();
