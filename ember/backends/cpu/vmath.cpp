@@ -59,21 +59,33 @@ void gelu_f32(const float* x, float* y, int64_t n) {
       x + i, y + i, n - i, [](vf8 v) { return gelu_v<vf8, vi8>(v); },
       [](float v) { return float(0.5 * v * std::erfc(-double(v) * 0.70710678118654752)); });
 }
-// sin and cos take 8 lanes at every level: their reduction runs in double, whose 8 lanes fill
-// an AVX-512 register already.
+// sin and cos reduce in double. Without AVX-512 they take 4 lanes, whose doubles fill one
+// 32-byte register: 8 lanes of doubles would be a type the compiler splits, converting and
+// comparing them lane by lane.
+namespace {
+typedef float vf4 __attribute__((vector_size(16)));
+typedef int32_t vi4 __attribute__((vector_size(16)));
+typedef double vd4 __attribute__((vector_size(32)));
+typedef int64_t vl4 __attribute__((vector_size(32)));
+template <int Shift>
+void sincos4(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    vf4 v;
+    std::memcpy(&v, x + i, sizeof v);
+    vf4 r = sincos_full_v<vf4, vi4, vd4, vl4>(v, Shift);
+    std::memcpy(y + i, &r, sizeof r);
+  }
+  for (; i < n; ++i) y[i] = float(Shift ? std::cos(double(x[i])) : std::sin(double(x[i])));
+}
+}  // namespace
 void sin_f32(const float* x, float* y, int64_t n) {
   int64_t i = wide() ? sin8d(x, y, n) : 0;
-  x += i, y += i, n -= i;
-  map8(
-      x, y, n, [](vf8 v) { return sincos_full_v<vf8, vi8, vd8, vl8>(v, 0); },
-      [](float v) { return float(std::sin(double(v))); });
+  sincos4<0>(x + i, y + i, n - i);
 }
 void cos_f32(const float* x, float* y, int64_t n) {
   int64_t i = wide() ? cos8d(x, y, n) : 0;
-  x += i, y += i, n -= i;
-  map8(
-      x, y, n, [](vf8 v) { return sincos_full_v<vf8, vi8, vd8, vl8>(v, 1); },
-      [](float v) { return float(std::cos(double(v))); });
+  sincos4<1>(x + i, y + i, n - i);
 }
 
 void exp_f32(const float* x, float* y, int64_t n) {
