@@ -62,6 +62,12 @@ for m in trainers:
     records.append({"name": m + "_warmup_s", "backend": "cuda+fusion", "cold_cache_s": vals[0],
                     "cold_cache_next_steps_s": vals[1], "warm_cache_s": vals[2],
                     "warm_cache_next_steps_s": vals[3], "torch_compile_s": vals[6]})
+# Paid before the steps above: cuBLASLt's and cuDNN's loading (no kernel cache removes it).
+lib = (e.get("init_libraries_s"), w.get("init_libraries_s"))
+print(f"{'(before them: cuBLASLt, cuDNN loading)':38s} {fmt(lib[0], 3):>9s} {'':>9s} "
+      f"{fmt(lib[1], 3):>9s}")
+records.append({"name": "init_libraries_s", "backend": "cuda", "cold_cache_s": lib[0],
+                "warm_cache_s": lib[1]})
 print()
 for k, v in e.items():
     if "memory" in k or k.startswith("kernels_") or k.endswith("GBps") or "per_call" in k:

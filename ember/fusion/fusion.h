@@ -46,6 +46,19 @@ concept FusedBackend = requires(const Program& p, std::span<typename B::Handle> 
   { B::run_fused(p, in, dev) } -> std::same_as<std::vector<typename B::Handle>>;
 };
 
+/// A FusedBackend that runs a matmul with steps of the program that reads its product as the
+/// GEMM's epilogue (a bias, a residual, a relu: CUDA). `run_epilogue(mm, ab, p, product, in,
+/// dev)`: `mm` of `ab` makes input `product` of `p` (in[product] is an empty handle); returns
+/// p's outputs as run_fused does, or nullopt, having run nothing, when it has no such GEMM.
+/// Fusion defers a matmul on such a backend until the op after it shows whether it can.
+template <class B>
+concept EpilogueBackend = FusedBackend<B> && requires(const Op& mm, std::span<typename B::Handle> h,
+                                                      const Program& p, int product, Device dev) {
+  {
+    B::run_epilogue(mm, h, p, product, h, dev)
+    } -> std::same_as<std::optional<std::vector<typename B::Handle>>>;
+};
+
 /// Composites with one elementwise expression (gelu, silu): Fusion runs them as one step.
 EMBER_API bool elementwise_composite(OpCode c);
 /// Whether Fusion records `op` (validated; `in0` its first input's meta, null for none):
@@ -102,8 +115,14 @@ struct Stream {
     std::shared_ptr<LazyTensor<H>> source;
     std::weak_ptr<LazyTensor<H>> owner;
   };
+  // A matmul whose product the program after it may take as its GEMM's epilogue.
+  struct Product {
+    Op op;
+    std::array<std::shared_ptr<LazyTensor<H>>, 2> operands;
+    std::weak_ptr<LazyTensor<H>> owner;
+  };
   // A program's record: its entries (steps and constants), its inputs (values, or values
-  // that earlier closed programs make), its reduction. Or a view (no entries).
+  // that earlier closed programs make), its reduction. Or a view or a product (no entries).
   struct Segment {
     uint64_t generation = 0;
     bool has_shape = false;
@@ -112,6 +131,7 @@ struct Stream {
     std::vector<std::shared_ptr<LazyTensor<H>>> inputs;
     std::optional<PendingReduction> reduction;
     std::optional<View> view;
+    std::optional<Product> product;
   };
   std::vector<Entry> entries;
   std::vector<std::shared_ptr<LazyTensor<H>>> inputs;
@@ -213,6 +233,9 @@ class Fusion {
       if (Handle h = record_reduction(op, in, out, dev)) return h;
     if (op.code == OpCode::Reshape && in.size() == 1 && fusion::enabled())
       if (Handle h = record_view(op, in[0], out, dev)) return h;
+    if constexpr (fusion::EpilogueBackend<B>)
+      if (op.code == OpCode::Matmul && in.size() == 2 && fusion::enabled() && fusion::epilogues())
+        if (Handle h = record_product(op, in, out, dev)) return h;
     if (fusion::enabled() && fusion::records(op, in.empty() ? nullptr : &in[0]->meta, out) &&
         fusible(op, in, out))
       return record(op, in, out, dev);
@@ -379,6 +402,32 @@ class Fusion {
     return t;
   }
 
+  // A matmul waits in the stream as a segment of its own: the program recorded after it may
+  // take it as its GEMM's epilogue (execute). Its product is never pending in a program.
+  static Handle record_product(const Op& op, std::span<Handle> in, const TensorMeta& out,
+                               Device dev) {
+    Stream& s = stream(dev);
+    std::lock_guard lk(s.mu);
+    for (const Handle& h : in) {
+      if (h->device != dev) return nullptr;
+      if (h->error) fusion::detail::throw_failed(*h->error);
+    }
+    // An operand the program being recorded makes: that program runs first.
+    for (const Handle& h : in)
+      if (!h->value && h->generation == s.generation) {
+        close_locked(s, dev, false);
+        break;
+      }
+    auto t = std::make_shared<Lazy>(out, dev);  // generation 0: of no program
+    typename Stream::Segment c;
+    c.product = typename Stream::Product{op, {in[0], in[1]}, t};
+    s.closed.push_back(std::move(c));
+    fusion::detail::count(fusion::detail::Counter::Recorded);
+    fusion::detail::count(fusion::detail::Counter::MatmulsDeferred);
+    if (s.closed.size() >= kMaxClosed) run_closed_quietly(s, dev);
+    return t;
+  }
+
   // The index of `h` among the stream's inputs, or -1.
   static int find_input(const Stream& s, const Handle& h) {
     for (size_t k = 0; k < s.inputs.size(); ++k)
@@ -453,9 +502,9 @@ class Fusion {
     std::vector<typename Stream::Segment> closed = std::move(s.closed);
     s.closed.clear();
     std::exception_ptr first;
-    for (auto& c : closed) {
+    auto guarded = [&](typename Stream::Segment& c, auto&& run) {
       try {
-        execute(c, dev);
+        run();
       } catch (const std::exception& e) {
         fail_segment(c, e.what());
         if (!first) first = std::current_exception();
@@ -463,7 +512,20 @@ class Fusion {
         fail_segment(c, "an unknown error");
         if (!first) first = std::current_exception();
       }
+    };
+    // A product waits for the segment after it, which may take it as its epilogue.
+    typename Stream::Segment* waiting = nullptr;
+    for (auto& c : closed) {
+      typename Stream::Segment* product = std::exchange(waiting, nullptr);
+      int at = product ? epilogue_input(c, *product) : -1;
+      if (product && at < 0) guarded(*product, [&] { run_product(*product, dev); });
+      if (c.product) {
+        waiting = &c;
+        continue;
+      }
+      guarded(c, [&] { execute(c, dev, at < 0 ? nullptr : product, at); });
     }
+    if (waiting) guarded(*waiting, [&] { run_product(*waiting, dev); });
     if (first) std::rethrow_exception(first);
   }
   // The closed programs run while an unrelated op is recorded (the queue's bound): their
@@ -482,6 +544,7 @@ class Fusion {
       if (t && !t->value && !t->error) t->error = err;
     };
     if (c.view) mark(c.view->owner.lock());
+    if (c.product) mark(c.product->owner.lock());
     if (c.reduction) mark(c.reduction->owner.lock());
     for (auto& e : c.entries) {
       Handle t = e.owner.lock();
@@ -489,7 +552,53 @@ class Fusion {
     }
   }
 
-  static void execute(typename Stream::Segment& c, Device dev) {
+  // The operands of a product, or nullopt after giving its owner their error.
+  static std::optional<std::array<H, 2>> product_operands(typename Stream::Product& pr,
+                                                          const Handle& t) {
+    std::array<H, 2> ab;
+    for (int i = 0; i < 2; ++i) {
+      const Handle& x = pr.operands[size_t(i)];
+      if (!x->value) {
+        t->error =
+            x->error ? x->error : std::make_shared<const std::string>("an input was not made");
+        return std::nullopt;
+      }
+      ab[size_t(i)] = *x->value;
+    }
+    return ab;
+  }
+
+  // A deferred matmul on its own (nothing took it as an epilogue).
+  static void run_product(typename Stream::Segment& c, Device dev) {
+    typename Stream::Product& pr = *c.product;
+    Handle t = pr.owner.lock();
+    if (!t || t->value || t->error) return;  // nobody reads it
+    std::optional<std::array<H, 2>> ab = product_operands(pr, t);
+    pr.operands = {};
+    if (!ab) return;
+    try {
+      t->value = run_validated<B>(pr.op, std::span<H>(ab->data(), 2), t->meta, dev);
+    } catch (const std::exception& e) {
+      t->error = std::make_shared<const std::string>(e.what());
+      throw;
+    }
+  }
+
+  // The input of program `c` that the deferred matmul `product` makes, when c is all that holds
+  // it: c may take the matmul as its epilogue. -1 otherwise.
+  static int epilogue_input(const typename Stream::Segment& c,
+                            const typename Stream::Segment& product) {
+    Handle t = product.product->owner.lock();
+    if (!t || c.view || c.product) return -1;
+    for (size_t k = 0; k < c.inputs.size(); ++k)
+      if (c.inputs[k] == t) return t.use_count() == 2 ? static_cast<int>(k) : -1;
+    return -1;
+  }
+
+  // Runs a closed segment; a program with `product` (its input `product_input`, see
+  // epilogue_input) runs the matmul too, as its epilogue where the backend can.
+  static void execute(typename Stream::Segment& c, Device dev,
+                      typename Stream::Segment* product = nullptr, int product_input = -1) {
     using fusion::detail::count;
     using fusion::detail::Counter;
     if (c.view) {
@@ -587,7 +696,12 @@ class Fusion {
     if (p.outputs.empty() && !p.reduction) return;
 
     // An input an earlier program failed to make: its error is this program's tensors' too.
-    for (int k : used_inputs)
+    std::optional<std::array<H, 2>> ab;  // the operands of the product, when it is an input
+    for (int k : used_inputs) {
+      if (k == product_input) {
+        ab = product_operands(*product->product, inputs[k]);
+        if (ab) continue;
+      }
       if (!inputs[k]->value) {
         auto why = inputs[k]->error ? inputs[k]->error
                                     : std::make_shared<const std::string>("an input was not made");
@@ -595,11 +709,18 @@ class Fusion {
         if (reduced) reduced->error = why;
         return;
       }
+    }
     // Inner handles of the inputs; a tensor only the stream still held hands its buffer over.
     std::vector<H> in_handles;
     in_handles.reserve(used_inputs.size());
+    int product_at = -1;
     for (int k : used_inputs) {
       Handle& h = inputs[k];
+      if (k == product_input) {
+        product_at = static_cast<int>(in_handles.size());
+        in_handles.emplace_back();
+        continue;
+      }
       if (h.use_count() == 1)
         in_handles.push_back(std::move(*h->value));
       else
@@ -610,7 +731,10 @@ class Fusion {
     if (fusion::dumping()) fusion::dump(p.dump());
     std::vector<H> outs;
     try {
-      outs = run_program(p, in_handles, dev);
+      if (product_at >= 0)
+        outs = run_with_product(product->product->op, *ab, p, product_at, in_handles, dev);
+      else
+        outs = run_program(p, in_handles, dev);
     } catch (const std::exception& e) {
       std::string why = e.what();
       std::string where = p.where();
@@ -631,6 +755,20 @@ class Fusion {
       count(Counter::Reductions);
       reduced->value = std::move(outs.back());
     }
+  }
+
+  // The program with the matmul `mm` of `ab` making its input `at`: as the GEMM's epilogue where
+  // the backend can, else the matmul, then the program.
+  static std::vector<H> run_with_product(const Op& mm, std::array<H, 2>& ab,
+                                         const fusion::Program& p, int at, std::vector<H>& in,
+                                         Device dev) {
+    if constexpr (fusion::EpilogueBackend<B>) {
+      std::optional<std::vector<H>> outs =
+          B::run_epilogue(mm, std::span<H>(ab.data(), 2), p, at, std::span<H>(in), dev);
+      if (outs) return std::move(*outs);
+    }
+    in[size_t(at)] = run_validated<B>(mm, std::span<H>(ab.data(), 2), p.inputs[size_t(at)], dev);
+    return run_program(p, in, dev);
   }
 
   static std::vector<H> run_program(const fusion::Program& p, std::vector<H>& in, Device dev) {

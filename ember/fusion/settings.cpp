@@ -25,7 +25,7 @@ std::atomic<bool>& enabled_flag() {
   return on;
 }
 
-constexpr int kCounters = static_cast<int>(detail::Counter::Reductions) + 1;
+constexpr int kCounters = static_cast<int>(detail::Counter::EpilogueSteps) + 1;
 std::array<std::atomic<int64_t>, kCounters>& counters() {
   static std::array<std::atomic<int64_t>, kCounters> c{};
   return c;
@@ -45,6 +45,12 @@ DumpSink& sink() {
 
 bool enabled() { return enabled_flag().load(std::memory_order_relaxed); }
 void set_enabled(bool on) { enabled_flag().store(on); }
+std::atomic<bool>& epilogues_flag() {
+  static std::atomic<bool> on{!is_off(env("EMBER_FUSION_EPILOGUES"))};
+  return on;
+}
+bool epilogues() { return epilogues_flag().load(std::memory_order_relaxed); }
+void set_epilogues(bool on) { epilogues_flag().store(on); }
 bool cpu_requested() { return enabled() && is_on(env("EMBER_FUSION")); }
 
 int max_steps() {
@@ -57,10 +63,10 @@ int max_steps() {
 
 // Stats' fields in Counter order.
 constexpr int64_t Stats::*kFields[kCounters] = {
-    &Stats::recorded,       &Stats::flushes,         &Stats::programs,     &Stats::fused_steps,
-    &Stats::dead_steps,     &Stats::kernel_launches, &Stats::replayed_ops, &Stats::outputs,
-    &Stats::buffers_reused, &Stats::plans_compiled,  &Stats::plan_hits,    &Stats::fallbacks,
-    &Stats::reductions};
+    &Stats::recorded,       &Stats::flushes,          &Stats::programs,     &Stats::fused_steps,
+    &Stats::dead_steps,     &Stats::kernel_launches,  &Stats::replayed_ops, &Stats::outputs,
+    &Stats::buffers_reused, &Stats::plans_compiled,   &Stats::plan_hits,    &Stats::fallbacks,
+    &Stats::reductions,     &Stats::matmuls_deferred, &Stats::epilogues,    &Stats::epilogue_steps};
 
 Stats stats() {
   Stats s;

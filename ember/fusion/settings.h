@@ -19,6 +19,11 @@ namespace ember::fusion {
 /// Whether Fusion decorators record ops (true unless EMBER_FUSION is 0/off or set_enabled).
 EMBER_API bool enabled();
 EMBER_API void set_enabled(bool on);
+/// Whether matmuls wait for the elementwise ops that follow them, so that a backend that can
+/// (CUDA) runs a bias, a residual add and a relu as the GEMM's epilogue (true unless
+/// EMBER_FUSION_EPILOGUES is 0/off or set_epilogues; only with fusion enabled).
+EMBER_API bool epilogues();
+EMBER_API void set_epilogues(bool on);
 /// Whether Dispatch wraps the CPU backend in Fusion too (EMBER_FUSION=1/on/all). Read once,
 /// when the device registry is built.
 EMBER_API bool cpu_requested();
@@ -29,19 +34,22 @@ inline constexpr int kMaxInputs = 8;
 
 /// Counters since the start or the last reset_stats(), over every device.
 struct Stats {
-  int64_t recorded = 0;         // ops recorded instead of run
-  int64_t flushes = 0;          // programs closed (by reads, other ops, shape changes, bounds)
-  int64_t programs = 0;         // programs that ran (one or more steps with a live output)
-  int64_t fused_steps = 0;      // ops in those programs (constants not counted)
-  int64_t dead_steps = 0;       // recorded ops nobody needed: never run
-  int64_t kernel_launches = 0;  // programs run as one generated kernel
-  int64_t replayed_ops = 0;     // ops of programs run op by op (backends without fused kernels)
-  int64_t outputs = 0;          // values written by programs
-  int64_t buffers_reused = 0;   // outputs written into an input's buffer
-  int64_t plans_compiled = 0;   // fused kernels generated and compiled (or read from disk)
-  int64_t plan_hits = 0;        // programs whose kernel was already loaded
-  int64_t fallbacks = 0;        // programs whose kernel failed, replayed op by op instead
-  int64_t reductions = 0;       // reductions run as the end of a program (its prologue fused)
+  int64_t recorded = 0;          // ops recorded instead of run
+  int64_t flushes = 0;           // programs closed (by reads, other ops, shape changes, bounds)
+  int64_t programs = 0;          // programs that ran (one or more steps with a live output)
+  int64_t fused_steps = 0;       // ops in those programs (constants not counted)
+  int64_t dead_steps = 0;        // recorded ops nobody needed: never run
+  int64_t kernel_launches = 0;   // programs run as one generated kernel
+  int64_t replayed_ops = 0;      // ops of programs run op by op (backends without fused kernels)
+  int64_t outputs = 0;           // values written by programs
+  int64_t buffers_reused = 0;    // outputs written into an input's buffer
+  int64_t plans_compiled = 0;    // fused kernels generated and compiled (or read from disk)
+  int64_t plan_hits = 0;         // programs whose kernel was already loaded
+  int64_t fallbacks = 0;         // programs whose kernel failed, replayed op by op instead
+  int64_t reductions = 0;        // reductions run as the end of a program (its prologue fused)
+  int64_t matmuls_deferred = 0;  // matmuls recorded to wait for an epilogue
+  int64_t epilogues = 0;         // matmuls that ran steps of the next program as their epilogue
+  int64_t epilogue_steps = 0;    // the steps they ran
 };
 EMBER_API Stats stats();
 EMBER_API void reset_stats();
@@ -67,7 +75,10 @@ enum class Counter {
   PlansCompiled,
   PlanHits,
   Fallbacks,
-  Reductions
+  Reductions,
+  MatmulsDeferred,
+  Epilogues,
+  EpilogueSteps
 };
 EMBER_API void count(Counter c, int64_t n = 1);
 }  // namespace detail

@@ -228,5 +228,65 @@ TEST_F(FusionGpu, LongRowsOfFewResultsKeepTheSplitReduction) {
   EXPECT_EQ(fusion::stats().reductions, 0);  // can_fuse declined: the two-pass reduction
 }
 
+// Matmul epilogues: a bias, a residual and a relu after a matmul run inside its GEMM; what
+// follows them runs as a fused kernel; other steps, and operands the GEMM cannot take, do not.
+TEST_F(FusionGpu, MatmulEpiloguesRunInTheGemm) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    auto [x, gx] = pair<2>({64, 96}, t, -1, 1);
+    auto [w, gw] = pair<2>({96, 48}, t, -1, 1);
+    auto [wt, gwt] = pair<2>({48, 96}, t, -1, 1);  // a transposed weight: column-major
+    auto [b, gb] = pair<2>({1, 48}, t, -1, 1);
+    auto [r, gr] = pair<2>({64, 48}, t, -1, 1);
+    auto [x3, gx3] = pair<3>({4, 16, 96}, t, -1, 1);
+    std::string dt(name(t));
+    auto check = [&](const std::string& what, const auto& want, const auto& got, int steps,
+                     int64_t kernels) {
+      fusion::reset_stats();
+      TensorData d = got().to_data();
+      fusion::Stats s = fusion::stats();
+      expect_close(want, d, tol(t) * 2, dt + " " + what);
+      EXPECT_EQ(s.matmuls_deferred, 1) << dt << " " << what;
+      EXPECT_EQ(s.epilogues, steps > 0 ? 1 : 0) << dt << " " << what;
+      EXPECT_EQ(s.epilogue_steps, steps) << dt << " " << what;
+      EXPECT_EQ(s.kernel_launches, kernels) << dt << " " << what;
+    };
+    check(
+        "bias", x.matmul(w) + b, [&] { return gx.matmul(gw) + gb; }, 1, 0);
+    check(
+        "bias, relu", activation::relu(x.matmul(w) + b),
+        [&] { return activation::relu(gx.matmul(gw) + gb); }, 2, 0);
+    check(
+        "residual, bias, relu", activation::relu(r + x.matmul(w) + b),
+        [&] { return activation::relu(gr + gx.matmul(gw) + gb); }, 3, 0);
+    check(
+        "transposed weight", x.matmul(wt.transpose()) + b,
+        [&] { return gx.matmul(gwt.transpose()) + gb; }, 1, 0);
+    check(
+        "bias, then a fused rest", activation::gelu(x.matmul(w) + b) * 2.0,
+        [&] { return activation::gelu(gx.matmul(gw) + gb) * 2.0; }, 1, 1);
+    check(
+        "batched bias", x3.matmul(w.reshape<3>({1, 96, 48})) + b.reshape<3>({1, 1, 48}),
+        [&] {
+          return gx3.matmul(gw.reshape<3>({1, 96, 48})) + gb.reshape<3>({1, 1, 48});
+        },
+        1, 0);
+    // A bias off a 16-byte boundary, a product scaled first: no epilogue, the same values.
+    auto [b2, gb2] = pair<2>({1, 49}, t, -1, 1);
+    check(
+        "unaligned bias", x.matmul(w) + b2.narrow(1, 1, 48),
+        [&] { return gx.matmul(gw) + gb2.narrow(1, 1, 48); }, 0, 1);
+    check(
+        "scaled product", x.matmul(w) * 0.5 + b, [&] { return gx.matmul(gw) * 0.5 + gb; }, 0, 1);
+  }
+  // Switched off: the matmul runs at once.
+  fusion::set_epilogues(false);
+  fusion::reset_stats();
+  auto [x, gx] = pair<2>({8, 16});
+  auto [w, gw] = pair<2>({16, 8});
+  expect_close(x.matmul(w) + 1.0, (gx.matmul(gw) + 1.0).to_data(), 1e-4, "off");
+  EXPECT_EQ(fusion::stats().matmuls_deferred, 0);
+  fusion::set_epilogues(true);
+}
+
 }  // namespace
 }  // namespace ember::cuda_test

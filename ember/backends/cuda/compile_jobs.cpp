@@ -24,7 +24,8 @@ int worker_count() {
 }
 
 // Workers start with the first job and live for the process (never joined: a compile still
-// running at exit is abandoned with the process).
+// running at exit is abandoned with the process). Background compiles (the tuner's candidates)
+// take at most three quarters of them, so a kernel a step waits for starts at once.
 class Jobs {
  public:
   void submit(std::function<void()> job, bool background) {
@@ -34,29 +35,37 @@ class Jobs {
       ++started_;
       std::thread([this] { work(); }).detach();
     }
-    cv_.notify_one();
+    cv_.notify_all();
   }
 
  private:
+  bool may_run_later() const { return !later_.empty() && in_background_ < background_limit_; }
   void work() {
     std::unique_lock lk(mu_);
     for (;;) {
       ++idle_;
-      cv_.wait(lk, [&] { return !jobs_.empty() || !later_.empty(); });
+      cv_.wait(lk, [&] { return !jobs_.empty() || may_run_later(); });
       --idle_;
-      auto& from = jobs_.empty() ? later_ : jobs_;
+      bool background = jobs_.empty();
+      auto& from = background ? later_ : jobs_;
       std::function<void()> job = std::move(from.front());
       from.pop_front();
+      in_background_ += background;
       lk.unlock();
       job();  // a packaged task: its exception goes to the future
       lk.lock();
+      if (background) {
+        --in_background_;
+        cv_.notify_all();  // a background job may wait for this slot
+      }
     }
   }
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_, later_;  // later_: background compiles
-  int idle_ = 0, started_ = 0;
+  int idle_ = 0, started_ = 0, in_background_ = 0;
   const int limit_ = worker_count();
+  const int background_limit_ = std::max(1, limit_ - std::max(1, limit_ / 4));
 };
 
 Jobs& jobs() {

@@ -29,7 +29,16 @@ struct HeuristicResult {
 enum DataType : int { kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14 };
 enum ComputeType : int { kCompute32F = 68, kCompute32FFastTf32 = 77, kCompute64F = 70 };
 enum : int { kOpN = 0, kOpT = 1 };
-enum : int { kDescComputeType = 0, kDescScaleType = 1, kDescTransA = 3, kDescTransB = 4 };
+enum : int {
+  kDescComputeType = 0,
+  kDescScaleType = 1,
+  kDescTransA = 3,
+  kDescTransB = 4,
+  kDescEpilogue = 7,
+  kDescBiasPointer = 8
+};
+// cublasLtEpilogue_t: bits that combine (RELU | BIAS is RELU_BIAS).
+enum : int32_t { kEpilogueDefault = 1, kEpilogueRelu = 2, kEpilogueBias = 4 };
 enum : int { kLayoutBatchCount = 5, kLayoutBatchStride = 6 };
 enum : int {
   kPrefMaxWorkspace = 1,

@@ -21,6 +21,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,11 @@ class EMBER_API Cuda {
   static bool can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out);
   static std::vector<CudaTensor> run_fused(const fusion::Program& p, std::span<CudaTensor> in,
                                            Device dev);
+  /// Fusion<Cuda>'s matmul epilogues: a bias, a residual and a relu that a program adds to the
+  /// product `mm` of `ab` run inside the cuBLASLt GEMM (gpu/epilogue.cpp).
+  static std::optional<std::vector<CudaTensor>> run_epilogue(const Op& mm, std::span<CudaTensor> ab,
+                                                             const fusion::Program& p, int product,
+                                                             std::span<CudaTensor> in, Device dev);
 };
 
 static_assert(Backend<Cuda>);

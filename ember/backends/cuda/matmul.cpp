@@ -73,6 +73,12 @@ void lt_check(lt::Status s, const char* call, const std::string& shapes) {
                       shapes);
 }
 
+void set_bias(const Plan& p, uint64_t bias, const std::string& shapes) {
+  const void* ptr = reinterpret_cast<const void*>(bias);
+  lt_check(lt::api().MatmulDescSetAttribute(p.desc, lt::kDescBiasPointer, &ptr, sizeof ptr),
+           "cublasLtMatmulDescSetAttribute", shapes);
+}
+
 // Builds the plan for `g` with these pointer alignments (nullptr-free: plans are cached).
 Plan make_plan(LtDevice& ld, const GemmCall& g, int al_a, int al_b, int al_c, bool tf32,
                const std::string& shapes) {
@@ -93,6 +99,14 @@ Plan make_plan(LtDevice& ld, const GemmCall& g, int al_a, int al_b, int al_c, bo
            "cublasLtMatmulDescSetAttribute", shapes);
   lt_check(A.MatmulDescSetAttribute(p.desc, lt::kDescTransB, &tb, sizeof tb),
            "cublasLtMatmulDescSetAttribute", shapes);
+  if (g.has_epilogue()) {
+    int32_t ep = (g.relu ? lt::kEpilogueRelu : 0) | (g.bias ? lt::kEpilogueBias : 0);
+    if (!ep) ep = lt::kEpilogueDefault;
+    lt_check(A.MatmulDescSetAttribute(p.desc, lt::kDescEpilogue, &ep, sizeof ep),
+             "cublasLtMatmulDescSetAttribute", shapes);
+    // The heuristic reads the bias pointer's alignment; each call sets its own (run_plan).
+    if (g.bias) set_bias(p, g.bias, shapes);
+  }
   auto layout = [&](lt::Layout& l, uint64_t rows, uint64_t cols, int64_t ldv, int64_t stride) {
     lt_check(A.MatrixLayoutCreate(&l, type, rows, cols, ldv), "cublasLtMatrixLayoutCreate", shapes);
     if (g.batch > 1) {
@@ -140,10 +154,16 @@ lt::Status run_plan(LtDevice& ld, DeviceState& d, const Plan& p, const lt::Algo&
   float f1 = 1, f0 = 0;
   double d1 = 1, d0 = 0;
   const void* alpha = g.dtype == DType::F64 ? static_cast<const void*>(&d1) : &f1;
-  const void* beta = g.dtype == DType::F64 ? static_cast<const void*>(&d0) : &f0;
+  // A residual is cuBLASLt's C: D = A B + 1 * C.
+  const void* beta = g.dtype == DType::F64 ? static_cast<const void*>(g.residual ? &d1 : &d0)
+                                           : (g.residual ? &f1 : &f0);
+  // The plan's descriptor is the device's, and calls on a device are serialized (the stream's
+  // lock): the bias pointer is this call's until the next.
+  if (g.bias) set_bias(p, g.bias, "a GEMM's bias");
+  DevicePtr in_c = g.residual ? DevicePtr(g.residual) : c;
   return A.Matmul(ld.handle, p.desc, alpha, reinterpret_cast<const void*>(b), p.a,
-                  reinterpret_cast<const void*>(a), p.b, beta, reinterpret_cast<void*>(c), p.c,
-                  reinterpret_cast<void*>(c), p.c, &algo,
+                  reinterpret_cast<const void*>(a), p.b, beta, reinterpret_cast<const void*>(in_c),
+                  p.c, reinterpret_cast<void*>(c), p.c, &algo,
                   reinterpret_cast<void*>(workspace ? workspace : ld.workspace->ptr), kWorkspace,
                   stream ? stream : d.raw_stream());
 }
@@ -207,32 +227,58 @@ void tune(LtDevice& ld, DeviceState& d, Plan& p, const GemmCall& g, DevicePtr a,
 
 }  // namespace
 
-void lt_gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
-             const std::string& shapes) {
+namespace {
+
+// The device's plan for `g` on these addresses, made (and timed, with EMBER_CUBLASLT_TUNE)
+// the first time; nullptr for dtypes cuBLASLt does not take.
+Plan* find_plan(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
+                const std::string& shapes, bool may_tune) {
   bool blas = g.dtype == DType::F32 || g.dtype == DType::F64 || g.dtype == DType::F16 ||
               g.dtype == DType::BF16;
-  if (!blas) return d.Runtime::gemm(g, a, b, c, shapes);
+  if (!blas) return nullptr;
   LtDevice& ld = lt_device(d);
   bool tf32 = allow_tf32();
   int al_a = alignment(a), al_b = alignment(b), al_c = alignment(c);
-  PlanKey k{int64_t(g.dtype), tf32, g.m,  g.n,  g.k,  g.va.ld, g.va.col, g.vb.ld, g.vb.col,
-            g.batch,          g.sa, g.sb, g.sc, al_a, al_b,    al_c,     0,       0};
-  Plan* plan;
-  {
-    std::lock_guard lk(ld.mu);
-    auto it = ld.plans.find(k);
-    if (it == ld.plans.end())
-      it = ld.plans.emplace(k, make_plan(ld, g, al_a, al_b, al_c, tf32, shapes)).first;
-    plan = &it->second;
-    if (plan->found && !plan->tuned) {
-      plan->tuned = true;
-      double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(g.batch);
-      if (tune_enabled() && plan->candidates.size() > 1 && flops >= kTuneFlops)
-        tune(ld, d, *plan, g, a, b, c);
-    }
+  if (g.residual) al_c = std::min(al_c, alignment(g.residual));
+  int64_t epilogue = (g.bias ? 1 : 0) | (g.residual ? 2 : 0) | (g.relu ? 4 : 0);
+  int64_t al_bias = g.bias ? alignment(g.bias) : 0;
+  PlanKey k{int64_t(g.dtype), tf32, g.m,  g.n,  g.k,  g.va.ld, g.va.col, g.vb.ld,  g.vb.col,
+            g.batch,          g.sa, g.sb, g.sc, al_a, al_b,    al_c,     epilogue, al_bias};
+  std::lock_guard lk(ld.mu);
+  auto it = ld.plans.find(k);
+  if (it == ld.plans.end())
+    it = ld.plans.emplace(k, make_plan(ld, g, al_a, al_b, al_c, tf32, shapes)).first;
+  Plan* plan = &it->second;
+  if (may_tune && plan->found && !plan->tuned) {
+    plan->tuned = true;
+    double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(g.batch);
+    // Timing overwrites c, which an epilogue's residual may be.
+    if (tune_enabled() && !g.has_epilogue() && plan->candidates.size() > 1 && flops >= kTuneFlops)
+      tune(ld, d, *plan, g, a, b, c);
   }
-  if (!plan->found) return d.Runtime::gemm(g, a, b, c, shapes);
-  lt_check(run_plan(ld, d, *plan, plan->algo, g, a, b, c), "cublasLtMatmul", shapes);
+  return plan;
+}
+
+}  // namespace
+
+void lt_gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
+             const std::string& shapes) {
+  Plan* plan = find_plan(d, g, a, b, c, shapes, true);
+  if (!plan || !plan->found) {
+    // gemm_epilogue() said yes to every GEMM with an epilogue that reaches here.
+    if (g.has_epilogue())
+      throw DeviceError("cublasLtMatmul: no algorithm for a GEMM with an epilogue (" + shapes +
+                        ")");
+    return d.Runtime::gemm(g, a, b, c, shapes);
+  }
+  lt_check(run_plan(lt_device(d), d, *plan, plan->algo, g, a, b, c), "cublasLtMatmul", shapes);
+}
+
+bool lt_gemm_epilogue(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c) {
+  // Bias and residual in the output's type: cuBLASLt's defaults.
+  if (g.dtype != DType::F32 && g.dtype != DType::F16 && g.dtype != DType::BF16) return false;
+  Plan* plan = find_plan(d, g, a, b, c, "epilogue", false);
+  return plan && plan->found;
 }
 
 void preload_cublaslt(DeviceState& d) {

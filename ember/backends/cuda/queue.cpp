@@ -145,6 +145,8 @@ bool CommandQueue::gemm(const gpu::GemmCall& g, DevicePtr a, DevicePtr b, Device
   key(uint64_t(GemmCmd) | uint64_t(g.dtype) << 8 | uint64_t(g.va.col) << 16 |
       uint64_t(g.vb.col) << 17);
   for (int64_t w : {g.m, g.n, g.k, g.va.ld, g.vb.ld, g.batch, g.sa, g.sb, g.sc}) key(uint64_t(w));
+  key(g.bias);
+  key(g.residual | uint64_t(g.relu));  // addresses are at least 2-byte aligned
   key(a);
   key(b);
   key(c);

@@ -204,6 +204,11 @@ void DeviceState::gemm(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::A
   if (queue->gemm(g, a, b, c, shapes)) submit();
 }
 
+bool DeviceState::gemm_epilogue(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c) {
+  bind();
+  return lt_gemm_epilogue(*this, g, a, b, c);
+}
+
 bool DeviceState::has_vendor_conv() const { return dnn::enabled(); }
 
 bool DeviceState::vendor_conv(const Op& op, const GpuTensor& a, const GpuTensor& b,

@@ -71,6 +71,7 @@ class DeviceState final : public gpu::Runtime {
   std::filesystem::path tuner_file() const override;
   void gemm(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c,
             const std::string& shapes) override;
+  bool gemm_epilogue(const GemmCall& g, gpu::Address a, gpu::Address b, gpu::Address c) override;
   std::string render(const kernel::Kernel& kern) const override;
   bool ready(const Loaded& l) const override;
   bool compiles_async() const override { return true; }
@@ -92,5 +93,7 @@ void preload_cublaslt(DeviceState& d);
 /// cuBLASLt's GEMM (matmul.cpp), the simple kernel where it has no algorithm.
 void lt_gemm(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
              const std::string& shapes);
+/// Whether cuBLASLt has an algorithm for `g`'s epilogue on these addresses (the plan is kept).
+bool lt_gemm_epilogue(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c);
 
 }  // namespace ember::cuda::detail

@@ -43,6 +43,12 @@ std::vector<CudaTensor> Cuda::run_fused(const fusion::Program& p, std::span<Cuda
   return gpu::run_fused(p, in, state(dev));
 }
 
+std::optional<std::vector<CudaTensor>> Cuda::run_epilogue(const Op& mm, std::span<CudaTensor> ab,
+                                                          const fusion::Program& p, int product,
+                                                          std::span<CudaTensor> in, Device dev) {
+  return gpu::run_epilogue(mm, ab, p, product, in, state(dev));
+}
+
 namespace cuda {
 
 /// Dispatch's backend for DeviceKind::Cuda, or nullptr where there is no usable GPU

@@ -2,6 +2,7 @@
 // are neither row- nor column-major are copied first, batch dims that merge into one stride are
 // one strided-batched GEMM of the runtime (Runtime::gemm: cuBLASLt on CUDA, kernels of the IR
 // elsewhere), the rest a loop of them.
+#include <optional>
 #include <string>
 
 #include "ember/backends/gpu/ops.h"
@@ -35,7 +36,12 @@ GpuTensor gemm_ready(const GpuTensor& t, MatView& mv) {
 
 }  // namespace
 
-GpuTensor matmul(const Op& op, Inputs in, const TensorMeta& out) {
+namespace {
+
+// matmul, or with `ep` (its bias, residual and relu) as the GEMM's epilogue: nullopt where the
+// runtime has none for this call (one strided-batched GEMM with a product to write).
+std::optional<GpuTensor> gemm_matmul(const Op& op, Inputs in, const TensorMeta& out,
+                                     const GemmCall* ep) {
   DType t = out.dtype;
   if (t == DType::Bool) not_implemented(op, in, "bool");
   MatView va{}, vb{};
@@ -45,6 +51,7 @@ GpuTensor matmul(const Op& op, Inputs in, const TensorMeta& out) {
   const Shape& os = out.shape;
   size_t r = os.rank();
   int64_t m = os[r - 2], n = os[r - 1], k = a.meta.shape[a.meta.shape.rank() - 1];
+  if (ep && (os.numel() == 0 || k == 0)) return std::nullopt;
   if (os.numel() == 0) return o;
   if (k == 0) {
     zero(o, size_t(os.numel()) * size_of(t));
@@ -79,6 +86,12 @@ GpuTensor matmul(const Op& op, Inputs in, const TensorMeta& out) {
   int64_t outer = 1;
   for (size_t i = 0; i + 1 < cr; ++i) outer *= c.shape[i];
   int64_t es = size_of(t);
+  if (ep) {
+    g.bias = ep->bias;
+    g.residual = ep->residual;
+    g.relu = ep->relu;
+    if (outer != 1 || !d.gemm_epilogue(g, a.ptr(), b.ptr(), o.ptr())) return std::nullopt;
+  }
   for (int64_t bi = 0; bi < outer; ++bi) {
     int64_t oa = 0, ob = 0, oc = 0, rem = bi;
     for (size_t i = cr - 1; i-- > 0;) {
@@ -91,6 +104,21 @@ GpuTensor matmul(const Op& op, Inputs in, const TensorMeta& out) {
     d.gemm(g, a.ptr() + oa * es, b.ptr() + ob * es, o.ptr() + oc * es, shapes);
   }
   return o;
+}
+
+}  // namespace
+
+GpuTensor matmul(const Op& op, Inputs in, const TensorMeta& out) {
+  return *gemm_matmul(op, in, out, nullptr);
+}
+
+std::optional<GpuTensor> matmul_epilogue(const Op& op, Inputs in, const TensorMeta& out,
+                                         Address bias, Address residual, bool relu) {
+  GemmCall ep{};
+  ep.bias = bias;
+  ep.residual = residual;
+  ep.relu = relu;
+  return gemm_matmul(op, in, out, &ep);
 }
 
 }  // namespace ember::gpu

@@ -1,6 +1,7 @@
 // Internal: ember's op families on a GPU runtime (runtime.h), one file each, written once for
 // every GPU backend (CUDA, Vulkan); `run` is the op switch a backend's run() calls.
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "ember/backends/gpu/runtime.h"
@@ -33,6 +34,18 @@ GpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out);
 GpuTensor scan(const Op& op, Inputs in, const TensorMeta& out);
 GpuTensor movement(const Op& op, Inputs in, const TensorMeta& out);
 GpuTensor matmul(const Op& op, Inputs in, const TensorMeta& out);
+/// matmul with a bias (n elements, added to every row), a residual (laid out as the dense
+/// output) and a relu as the GEMM's epilogue (0 / false: none); nullopt, nothing run, where the
+/// runtime has no such GEMM.
+std::optional<GpuTensor> matmul_epilogue(const Op& op, Inputs in, const TensorMeta& out,
+                                         Address bias, Address residual, bool relu);
+/// Fusion's matmul epilogues (epilogue.cpp): the matmul `mm` of `ab`, whose product is input
+/// `product` of `p` (in[product] is empty), with the steps of `p` that add a bias or a residual
+/// to it and then take the relu run as the GEMM's epilogue, the rest of `p` as a fused kernel.
+/// Returns p's outputs (run_fused's order); nullopt, nothing run, where no step fits.
+EMBER_API std::optional<std::vector<GpuTensor>> run_epilogue(const Op& mm, Inputs ab,
+                                                             const fusion::Program& p, int product,
+                                                             std::span<GpuTensor> in, Runtime& d);
 GpuTensor index(const Op& op, Inputs in, const TensorMeta& out);  // cat .. index_add
 GpuTensor sort(const Op& op, Inputs in, const TensorMeta& out);   // argsort
 /// Softmax, LogSoftmax, LogSumExp, LayerNorm and RmsNorm (supports), one kernel each.

@@ -66,11 +66,16 @@ struct MatView {
   bool col;
 };
 /// One (strided-batched) GEMM of matmul: c[batch] = a[batch] b[batch], row-major [m, n] output.
+/// An epilogue (Fusion's, gpu::run_epilogue) adds a bias of n elements to every row, a residual
+/// laid out like c (strides sc between batches) and then takes the relu, before c is written.
 struct GemmCall {
   DType dtype;
   int64_t m, n, k;
   MatView va, vb;
-  int64_t batch, sa, sb, sc;  // batch count and element strides between batches
+  int64_t batch, sa, sb, sc;        // batch count and element strides between batches
+  uint64_t bias = 0, residual = 0;  // device addresses; 0: none
+  bool relu = false;
+  bool has_epilogue() const { return bias || residual || relu; }
 };
 
 class EMBER_API Runtime {
@@ -121,6 +126,9 @@ class EMBER_API Runtime {
   /// c = a b for one GemmCall (`shapes` names the op's operands for errors). The default: a
   /// simple kernel of the IR.
   virtual void gemm(const GemmCall& g, Address a, Address b, Address c, const std::string& shapes);
+  /// Whether gemm() runs `g`, whose epilogue is set, on these addresses (the default kernel has
+  /// no epilogue: false).
+  virtual bool gemm_epilogue(const GemmCall&, Address, Address, Address) { return false; }
   /// The source `kern` is compiled from here (CUDA C++, GLSL), for dumps.
   virtual std::string render(const kernel::Kernel& kern) const = 0;
   /// Whether `l`'s compile has finished (or failed): its launch would not wait for it.
