@@ -106,13 +106,14 @@ void bm_transpose_copy(State& st) {
   bench::set_bytes(st, 2 * kF32 * kSquare * kSquare);
 }
 
-void bm_matmul(State& st, int64_t n) {
-  auto a = uniform<Cpu, 2>({n, n}), b = uniform<Cpu, 2>({n, n});
+void bm_matmul(State& st, bench::MatmulSize s) {
+  auto a = s.ta ? uniform<Cpu, 2>({s.k, s.m}).transpose() : uniform<Cpu, 2>({s.m, s.k});
+  auto b = s.tb ? uniform<Cpu, 2>({s.n, s.k}).transpose() : uniform<Cpu, 2>({s.k, s.n});
   for (auto _ : st) {
     auto c = a.matmul(b);
     benchmark::DoNotOptimize(c);
   }
-  bench::set_flop(st, 2.0 * n * n * n);
+  bench::set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
 }
 
 void bm_conv2d(State& st, bench::Conv2dSize c) {
@@ -192,8 +193,8 @@ void register_ember_conv_benchmarks() {
 }
 
 void register_ember_matmul_benchmarks() {
-  for (int64_t n : bench::kMatmulSizes)
-    benchmark::RegisterBenchmark(("cpu/matmul/" + std::to_string(n)).c_str(), bm_matmul, n)
+  for (const bench::MatmulSize& m : bench::kMatmulSizes)
+    benchmark::RegisterBenchmark((std::string("cpu/matmul/") + m.name).c_str(), bm_matmul, m)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
 }

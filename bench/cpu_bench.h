@@ -15,7 +15,24 @@ inline constexpr int64_t kElems = 16 << 20;     // add, exp: 16M floats
 inline constexpr int64_t kSumElems = 64 << 20;  // full sum: 64M floats
 inline constexpr int64_t kSoftmaxRows = 4096, kSoftmaxCols = 1024;
 inline constexpr int64_t kSquare = 4096;  // sum_dim and transpose copy: [4096, 4096]
-inline constexpr int64_t kMatmulSizes[] = {1024, 2048};
+/// A matmul benchmark: c [m, n] = a [m, k] b [k, n], with a stored transposed ([k, m], read
+/// through a transposed view) when `ta`, b likewise when `tb`. Named "matmul/<name>" on every
+/// side. The squares, and the three GEMMs of a training step of the main job's MLP layer
+/// 784 -> 256 at batch 64: forward x w, the weight's gradient x^T g, the input's g w^T.
+struct MatmulSize {
+  const char* name;
+  int64_t m, k, n;
+  bool ta, tb;
+};
+inline constexpr MatmulSize kMatmulSizes[] = {
+    {"256", 256, 256, 256, false, false},
+    {"512", 512, 512, 512, false, false},
+    {"1024", 1024, 1024, 1024, false, false},
+    {"2048", 2048, 2048, 2048, false, false},
+    {"train_fwd_64x784x256", 64, 784, 256, false, false},
+    {"train_wgrad_784x64x256_ta", 784, 64, 256, true, false},
+    {"train_dgrad_64x256x784_tb", 64, 256, 784, false, true},
+};
 
 /// A conv2d benchmark: x [n, c_in, hw, hw] with w [c_out, c_in, k, k], stride 1, padding
 /// (k - 1) / 2 (the size is kept). Named "conv2d/<name>" on both sides.

@@ -43,41 +43,44 @@ void copy_bytes(State& st, int64_t moved) {
   set_bytes(st, 2.0 * n);
 }
 
-[[maybe_unused]] std::vector<float> random_matrix(int64_t n, unsigned seed) {
+// `count` uniform values in [-1, 1).
+[[maybe_unused]] std::vector<float> random_values(int64_t count, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> m(n * n);
+  std::vector<float> m(count);
   for (auto& v : m) v = u(rng);
   return m;
 }
 
 #ifdef EMBER_BENCH_OPENBLAS
-void openblas_matmul(State& st, int64_t n) {
-  auto a = random_matrix(n, 1), b = random_matrix(n, 2);
-  std::vector<float> c(n * n);
+void openblas_matmul(State& st, MatmulSize s) {
+  auto a = random_values(s.m * s.k, 1), b = random_values(s.k * s.n, 2);
+  std::vector<float> c(s.m * s.n);
   for (auto _ : st) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
-                0.0f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans,
+                s.m, s.n, s.k, 1.0f, a.data(), s.ta ? s.m : s.k, b.data(), s.tb ? s.k : s.n, 0.0f,
+                c.data(), s.n);
     benchmark::ClobberMemory();
   }
-  set_flop(st, 2.0 * n * n * n);
+  set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
 }
 #endif
 
 #ifdef EMBER_BENCH_ONEDNN
-void onednn_matmul(State& st, int64_t n) {
-  auto a = random_matrix(n, 1), b = random_matrix(n, 2);
-  std::vector<float> c(n * n);
+void onednn_matmul(State& st, MatmulSize s) {
+  auto a = random_values(s.m * s.k, 1), b = random_values(s.k * s.n, 2);
+  std::vector<float> c(s.m * s.n);
   for (auto _ : st) {
     // dnnl_sgemm is row-major.
-    if (dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n) !=
-        dnnl_success) {
+    if (dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a.data(),
+                   s.ta ? s.m : s.k, b.data(), s.tb ? s.k : s.n, 0.0f, c.data(),
+                   s.n) != dnnl_success) {
       st.SkipWithError("dnnl_sgemm failed");
       break;
     }
     benchmark::ClobberMemory();
   }
-  set_flop(st, 2.0 * n * n * n);
+  set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
 }
 
 // oneDNN's convolution forward (inference, its algorithm of choice), the weight already in the
@@ -163,12 +166,12 @@ void register_blas_benchmarks() {
 #ifdef EMBER_BENCH_OPENBLAS
   benchmark::AddCustomContext("openblas_threads", std::to_string(openblas_get_num_threads()));
   benchmark::AddCustomContext("openblas_core", openblas_get_corename());
-  for (int64_t n : kMatmulSizes)
-    reg("openblas/matmul/" + std::to_string(n), kMillisecond, openblas_matmul, n);
+  for (const MatmulSize& m : kMatmulSizes)
+    reg(std::string("openblas/matmul/") + m.name, kMillisecond, openblas_matmul, m);
 #endif
 #ifdef EMBER_BENCH_ONEDNN
-  for (int64_t n : kMatmulSizes)
-    reg("onednn/matmul/" + std::to_string(n), kMillisecond, onednn_matmul, n);
+  for (const MatmulSize& m : kMatmulSizes)
+    reg(std::string("onednn/matmul/") + m.name, kMillisecond, onednn_matmul, m);
   for (const Conv2dSize& c : kConv2dSizes) {
     reg(std::string("onednn/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, false);
     reg(std::string("onednn_blocked/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, true);
