@@ -110,7 +110,12 @@ void tiles_2x2_backward_rows(const T* r0, const T* r1, const T* gy, T* g0, T* g1
   };
   int64_t ow = 0;
   for (; ow + L <= n; ow += L) windows(r0 + 2 * ow, r1 + 2 * ow, gy + ow, g0 + 2 * ow, g1 + 2 * ow);
-  if (const int64_t rest = n - ow; rest > 0) {
+  // A tail of a row at least a vector long: the last vector's windows again (they write the
+  // same values twice) rather than through copies.
+  if (ow < n && n >= L) {
+    ow = n - L;
+    windows(r0 + 2 * ow, r1 + 2 * ow, gy + ow, g0 + 2 * ow, g1 + 2 * ow);
+  } else if (const int64_t rest = n - ow; rest > 0) {
     T t0[2 * L] = {}, t1[2 * L] = {}, tg[L] = {}, o0[2 * L], o1[2 * L];
     copy_short(r0 + 2 * ow, t0, 2 * rest);
     copy_short(r1 + 2 * ow, t1, 2 * rest);
@@ -134,7 +139,9 @@ void tiles_2x2_rows(const T* r0, const T* r1, T* y, int64_t n) {
   };
   int64_t ow = 0;
   for (; ow + L <= n; ow += L) windows(r0 + 2 * ow, r1 + 2 * ow, y + ow);
-  if (const int64_t rest = n - ow; rest > 0) {
+  if (ow < n && n >= L) {  // the tail as in the backward pass
+    windows(r0 + 2 * (n - L), r1 + 2 * (n - L), y + n - L);
+  } else if (const int64_t rest = n - ow; rest > 0) {
     T t0[2 * L] = {}, t1[2 * L] = {}, o[L];
     copy_short(r0 + 2 * ow, t0, 2 * rest);
     copy_short(r1 + 2 * ow, t1, 2 * rest);

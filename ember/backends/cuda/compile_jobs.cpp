@@ -11,6 +11,11 @@
 #include <string_view>
 #include <thread>
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
+
 namespace ember::cuda::detail {
 
 namespace {
@@ -24,48 +29,58 @@ int worker_count() {
 }
 
 // Workers start with the first job and live for the process (never joined: a compile still
-// running at exit is abandoned with the process). Background compiles (the tuner's candidates)
-// take at most three quarters of them, so a kernel a step waits for starts at once.
+// running at exit is abandoned with the process). Compiles a step waits for have workers of
+// their own; background compiles (deferred tuning's candidates) run on at most half as many,
+// at a lower scheduling priority, so that neither they nor the steps that go on while they
+// compile wait for them.
 class Jobs {
  public:
   void submit(std::function<void()> job, bool background) {
     std::lock_guard lk(mu_);
-    (background ? later_ : jobs_).push_back(std::move(job));
-    if (idle_ == 0 && started_ < limit_) {
-      ++started_;
-      std::thread([this] { work(); }).detach();
+    Pool& p = background ? later_ : now_;
+    p.queue.push_back(std::move(job));
+    ++unfinished_;
+    if (p.idle == 0 && p.started < p.limit) {
+      ++p.started;
+      std::thread([this, &p, background] { work(p, background); }).detach();
     }
-    cv_.notify_all();
+    p.cv.notify_one();
+  }
+  // Waits until every job submitted so far has finished.
+  void wait() {
+    std::unique_lock lk(mu_);
+    done_.wait(lk, [&] { return unfinished_ == 0; });
   }
 
  private:
-  bool may_run_later() const { return !later_.empty() && in_background_ < background_limit_; }
-  void work() {
+  struct Pool {
+    explicit Pool(int n) : limit(n) {}
+    std::condition_variable cv;
+    std::deque<std::function<void()>> queue;
+    int idle = 0, started = 0;
+    const int limit;
+  };
+  void work(Pool& p, bool background) {
+#if defined(__linux__)
+    if (background) setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);  // this thread
+#endif
     std::unique_lock lk(mu_);
     for (;;) {
-      ++idle_;
-      cv_.wait(lk, [&] { return !jobs_.empty() || may_run_later(); });
-      --idle_;
-      bool background = jobs_.empty();
-      auto& from = background ? later_ : jobs_;
-      std::function<void()> job = std::move(from.front());
-      from.pop_front();
-      in_background_ += background;
+      ++p.idle;
+      p.cv.wait(lk, [&] { return !p.queue.empty(); });
+      --p.idle;
+      std::function<void()> job = std::move(p.queue.front());
+      p.queue.pop_front();
       lk.unlock();
       job();  // a packaged task: its exception goes to the future
       lk.lock();
-      if (background) {
-        --in_background_;
-        cv_.notify_all();  // a background job may wait for this slot
-      }
+      if (--unfinished_ == 0) done_.notify_all();
     }
   }
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_, later_;  // later_: background compiles
-  int idle_ = 0, started_ = 0, in_background_ = 0;
-  const int limit_ = worker_count();
-  const int background_limit_ = std::max(1, limit_ - std::max(1, limit_ / 4));
+  std::condition_variable done_;
+  Pool now_{worker_count()}, later_{std::max(1, worker_count() / 2)};
+  int64_t unfinished_ = 0;
 };
 
 Jobs& jobs() {
@@ -109,5 +124,7 @@ std::shared_future<std::shared_ptr<Module>> compile_async(std::string source, st
   jobs().submit([task] { (*task)(); }, background);
   return f;
 }
+
+void wait_for_compiles() { jobs().wait(); }
 
 }  // namespace ember::cuda::detail

@@ -14,10 +14,14 @@ namespace ember::cuda::detail {
 
 /// Compiles `source` (entry point `name`, through the kernel cache) and loads it into `ctx` on a
 /// worker thread; the future holds the module or the error (NVRTC's log, the driver's). A
-/// `background` compile (a tuning candidate nothing waits for yet) starts only when no other
-/// compile is queued.
+/// `background` compile (a tuning candidate nothing waits for yet) runs on a worker of lower
+/// priority, of which there are half as many.
 std::shared_future<std::shared_ptr<Module>> compile_async(std::string source, std::string name,
                                                           kernel::CudaCompileOptions options,
                                                           CuContext* ctx, bool background = false);
+
+/// Blocks until every compile queued so far has finished (a benchmark times its steady steps
+/// after the JIT's).
+void wait_for_compiles();
 
 }  // namespace ember::cuda::detail
