@@ -14,7 +14,7 @@ namespace ember::cpu {
 
 namespace {
 
-constexpr size_t kLarge = size_t{1} << 20;  // buffers from 1 MiB on go through the cache
+constexpr size_t kLarge = size_t{128} << 10;  // buffers from 128 KiB on go through the cache
 constexpr size_t kAlign = 64;
 
 std::atomic<int64_t> g_live_buffers{0};

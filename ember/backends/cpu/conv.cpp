@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ember/backends/cpu/direct_conv.h"
 #include "ember/backends/cpu/gemm.h"
 #include "ember/backends/cpu/simd.h"
 #include "ember/backends/cpu/spatial.h"
@@ -313,6 +314,7 @@ void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
   const T *X = x.data<T>(), *W = w.data<T>();
   T* Y = y.data<T>();
   if constexpr (std::is_same_v<T, float>) {
+    if (direct_conv_fits(g, G, c_in, c_out)) return direct_conv_f32(X, W, Y, N, c_in, c_out, g);
     if (winograd_fits(g, G, c_in, c_out)) return winograd_conv_f32(X, W, Y, N, c_in, c_out, g);
   }
   if (ImageColumns<T> cc(g); int64_t nb = batch_images(N, cc.width, ck)) {
@@ -376,6 +378,15 @@ void conv_transpose_forward(const CpuTensor& x, const CpuTensor& w, const CpuTen
     // With stride 1 this is a convolution of x (padded by 2 - p) with the window flipped and
     // its channel axes swapped: Winograd's where that fits.
     Geom f = flipped_geom(g);
+    if (G == 1 && direct_conv_fits(f, 1, c_in, c_out)) {
+      const int64_t K = g.k_numel();
+      Scratch<float> wf(c_out * c_in * K);
+      for (int64_t ci = 0; ci < c_in; ++ci)
+        for (int64_t co = 0; co < c_out; ++co)
+          for (int64_t t = 0; t < K; ++t)
+            wf.get()[(co * c_in + ci) * K + t] = W[(ci * c_out + co) * K + K - 1 - t];
+      return direct_conv_f32(X, wf.get(), Y, N, c_in, c_out, f);
+    }
     if (G == 1 && winograd_fits(f, 1, c_in, c_out)) {
       Scratch<float> wf(c_out * c_in * 9);
       for (int64_t ci = 0; ci < c_in; ++ci)

@@ -1,0 +1,33 @@
+// Internal: direct 2-d convolutions for few channels on AVX-512. im2col's column matrix and a
+// GEMM whose small dimension is the channel count leave the micro-kernel's tile mostly idle
+// when there are few channels, and Winograd's products are tiny there too. Here each task holds
+// 8 output channels x 32 positions of one output row in registers and accumulates over every
+// input channel and tap, reading the input rows themselves (a zero-padded copy of the batch)
+// as vectors and the weights as broadcasts; nothing is packed but the weights, once a call.
+//
+//   cpu::Geom g;  // 2D: in {1, 28, 28}, out {1, 28, 28}, a 3x3 window, padding 1
+//   g.in[1] = g.in[2] = g.out[1] = g.out[2] = 28;
+//   g.k[1] = g.k[2] = 3;
+//   g.p[1] = g.p[2] = 1;
+//   std::vector<float> x(2 * 16 * 784, 1.0f), w(16 * 16 * 9, 0.5f), y(2 * 16 * 784);
+//   if (cpu::direct_conv_fits(g, 1, 16, 16))   // two images, 16 -> 16 channels
+//     cpu::direct_conv_f32(x.data(), w.data(), y.data(), 2, 16, 16, g);
+#pragma once
+#include <cstdint>
+
+#include "ember/backends/cpu/spatial.h"
+
+namespace ember::cpu {
+
+/// Whether a conv of geometry `g` with `groups`, `c_in` and `c_out` channels takes the direct
+/// path: 2D, stride and dilation 1, one group, at most 32 x 9 input taps per output and 64
+/// output channels, output rows of at least 8, on a CPU with AVX-512 (cpu_isa());
+/// EMBER_CPU_DIRECT_CONV=0 turns it off.
+bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
+
+/// y [n, c_out, H', W'] = conv2d(x [n, c_in, H, W], w [c_out, c_in, kh, kw]) with g's padding;
+/// all dense. Multithreaded over images, channel blocks and output rows.
+void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
+                     int64_t c_out, const Geom& g);
+
+}  // namespace ember::cpu

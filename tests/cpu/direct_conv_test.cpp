@@ -1,0 +1,143 @@
+// The CPU's direct convolution for few channels against a convolution in double precision:
+// windows 1 to 5, paddings 0 to k - 1, output rows shorter and longer than one 32-wide pass,
+// channel counts that are not multiples of the 8-channel blocks, several images; the conv and
+// transposed-conv ops taking the path; and where it is not taken. Skipped (saying so) on a
+// CPU without AVX-512, where the path is never taken.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ember/backends/cpu/direct_conv.h"
+#include "ember/backends/cpu/isa.h"
+#include "ember/ember.h"
+
+using namespace ember;
+
+namespace {
+
+struct Case {
+  int64_t n, c_in, c_out, h, w, k, pad;
+  int64_t ho() const { return h + 2 * pad - k + 1; }
+  int64_t wo() const { return w + 2 * pad - k + 1; }
+};
+
+cpu::Geom geom(const Case& c) {
+  cpu::Geom g;
+  g.in[1] = c.h, g.in[2] = c.w;
+  g.out[1] = c.ho(), g.out[2] = c.wo();
+  g.k[1] = g.k[2] = c.k;
+  g.p[1] = g.p[2] = c.pad;
+  return g;
+}
+
+std::vector<double> reference(const Case& c, const std::vector<float>& x,
+                              const std::vector<float>& w) {
+  const int64_t ho = c.ho(), wo = c.wo();
+  std::vector<double> y(size_t(c.n * c.c_out * ho * wo), 0.0);
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t o = 0; o < c.c_out; ++o)
+      for (int64_t i = 0; i < ho; ++i)
+        for (int64_t j = 0; j < wo; ++j) {
+          double s = 0;
+          for (int64_t ci = 0; ci < c.c_in; ++ci)
+            for (int64_t a = 0; a < c.k; ++a)
+              for (int64_t b = 0; b < c.k; ++b) {
+                int64_t yy = i + a - c.pad, xx = j + b - c.pad;
+                if (yy < 0 || yy >= c.h || xx < 0 || xx >= c.w) continue;
+                s += double(x[size_t(((n * c.c_in + ci) * c.h + yy) * c.w + xx)]) *
+                     double(w[size_t(((o * c.c_in + ci) * c.k + a) * c.k + b)]);
+              }
+          y[size_t(((n * c.c_out + o) * ho + i) * wo + j)] = s;
+        }
+  return y;
+}
+
+std::vector<float> uniform(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (float& e : v) e = u(gen);
+  return v;
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<double>& want, double tol,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::abs(double(got[i]) - want[i]) <= tol) && bad++ < 5)
+      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << want[i];
+  EXPECT_EQ(bad, 0) << what;
+}
+
+class CpuDirectConv : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cpu::cpu_isa() != cpu::CpuIsa::Avx512)
+      GTEST_SKIP() << "the direct convolution runs on AVX-512 only; this CPU runs "
+                   << cpu::name(cpu::cpu_isa());
+  }
+};
+
+}  // namespace
+
+TEST_F(CpuDirectConv, MatchesAConvolutionInDoubles) {
+  for (Case c :
+       {Case{2, 1, 8, 28, 28, 3, 0}, Case{3, 8, 16, 13, 13, 3, 0}, Case{2, 16, 16, 28, 28, 3, 1},
+        Case{1, 3, 32, 32, 32, 3, 1}, Case{2, 5, 13, 9, 40, 5, 2}, Case{1, 32, 64, 10, 17, 1, 0},
+        Case{2, 4, 7, 6, 8, 3, 1}, Case{1, 2, 9, 5, 70, 3, 2}, Case{1, 1, 1, 4, 9, 2, 1}}) {
+    cpu::Geom g = geom(c);
+    std::string what = std::to_string(c.n) + "x" + std::to_string(c.c_in) + "->" +
+                       std::to_string(c.c_out) + " " + std::to_string(c.h) + "x" +
+                       std::to_string(c.w) + " k" + std::to_string(c.k) + " pad " +
+                       std::to_string(c.pad);
+    ASSERT_TRUE(cpu::direct_conv_fits(g, 1, c.c_in, c.c_out)) << what;
+    auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 31 + c.c_in));
+    auto w = uniform(size_t(c.c_out * c.c_in * c.k * c.k), uint32_t(c.k * 7 + c.c_out));
+    std::vector<float> got(size_t(c.n * c.c_out * c.ho() * c.wo()), NAN);
+    cpu::direct_conv_f32(x.data(), w.data(), got.data(), c.n, c.c_in, c.c_out, g);
+    // Sums of c_in k^2 products of numbers in [-1, 1], each rounded once in f32.
+    expect_near(got, reference(c, x, w), 2e-6 * double(c.c_in * c.k * c.k), what);
+  }
+}
+
+TEST_F(CpuDirectConv, TakenOnlyWhereItApplies) {
+  cpu::Geom g = geom({1, 16, 16, 12, 12, 3, 1});
+  EXPECT_TRUE(cpu::direct_conv_fits(g, 1, 16, 16));
+  EXPECT_FALSE(cpu::direct_conv_fits(g, 2, 16, 16));   // groups
+  EXPECT_FALSE(cpu::direct_conv_fits(g, 1, 64, 16));   // 64 x 9 taps: Winograd's or im2col's
+  EXPECT_FALSE(cpu::direct_conv_fits(g, 1, 16, 128));  // many output channels
+  cpu::Geom s = g;
+  s.s[2] = 2;
+  EXPECT_FALSE(cpu::direct_conv_fits(s, 1, 16, 16));  // stride
+  cpu::Geom d = g;
+  d.d[1] = 2;
+  EXPECT_FALSE(cpu::direct_conv_fits(d, 1, 16, 16));  // dilation
+  cpu::Geom narrow = geom({1, 16, 16, 12, 5, 3, 1});
+  EXPECT_FALSE(cpu::direct_conv_fits(narrow, 1, 16, 16));  // rows under 8 outputs
+}
+
+TEST_F(CpuDirectConv, TheConvAndTransposedConvOpsMatch) {
+  // The main job's second convolution, [4, 8, 13, 13] -> [4, 16, 11, 11], through conv2d, and
+  // its input gradient's shape of transposed convolution (stride 1: a flipped window).
+  Case c{4, 8, 16, 13, 13, 3, 0};
+  auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), 3);
+  auto w = uniform(size_t(c.c_out * c.c_in * 9), 4);
+  auto tx = Tensor<Cpu, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
+  auto tw = Tensor<Cpu, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3}));
+  expect_near(conv2d(tx, tw, {}).to_data().to_vec<float>(), reference(c, x, w), 2e-4, "conv2d");
+  // conv_transpose2d(g [4, 16, 11, 11], w [16 -> 8]) is the convolution of g, padded by 2, with
+  // the window flipped and the channel axes swapped.
+  Case t{4, 16, 8, 11, 11, 3, 2};
+  auto gy = uniform(size_t(t.n * t.c_in * t.h * t.w), 5);
+  std::vector<float> flipped(w.size());
+  for (int64_t o = 0; o < 16; ++o)
+    for (int64_t i = 0; i < 8; ++i)
+      for (int64_t k = 0; k < 9; ++k)
+        flipped[size_t((i * 16 + o) * 9 + k)] = w[size_t((o * 8 + i) * 9 + 8 - k)];
+  auto tg = Tensor<Cpu, 4>::from_data(TensorData::from<float>(gy, {t.n, t.c_in, t.h, t.w}));
+  expect_near(conv_transpose2d(tg, tw, {}).to_data().to_vec<float>(), reference(t, gy, flipped),
+              4e-4, "conv_transpose2d");
+}
