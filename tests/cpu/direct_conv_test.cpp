@@ -12,16 +12,13 @@
 #include "ember/backends/cpu/direct_conv.h"
 #include "ember/backends/cpu/isa.h"
 #include "ember/ember.h"
+#include "tests/support/conv_reference.h"
 
 using namespace ember;
 
 namespace {
 
-struct Case {
-  int64_t n, c_in, c_out, h, w, k, pad;
-  int64_t ho() const { return h + 2 * pad - k + 1; }
-  int64_t wo() const { return w + 2 * pad - k + 1; }
-};
+using Case = test::ConvCase;
 
 cpu::Geom geom(const Case& c) {
   cpu::Geom g;
@@ -30,28 +27,6 @@ cpu::Geom geom(const Case& c) {
   g.k[1] = g.k[2] = c.k;
   g.p[1] = g.p[2] = c.pad;
   return g;
-}
-
-std::vector<double> reference(const Case& c, const std::vector<float>& x,
-                              const std::vector<float>& w) {
-  const int64_t ho = c.ho(), wo = c.wo();
-  std::vector<double> y(size_t(c.n * c.c_out * ho * wo), 0.0);
-  for (int64_t n = 0; n < c.n; ++n)
-    for (int64_t o = 0; o < c.c_out; ++o)
-      for (int64_t i = 0; i < ho; ++i)
-        for (int64_t j = 0; j < wo; ++j) {
-          double s = 0;
-          for (int64_t ci = 0; ci < c.c_in; ++ci)
-            for (int64_t a = 0; a < c.k; ++a)
-              for (int64_t b = 0; b < c.k; ++b) {
-                int64_t yy = i + a - c.pad, xx = j + b - c.pad;
-                if (yy < 0 || yy >= c.h || xx < 0 || xx >= c.w) continue;
-                s += double(x[size_t(((n * c.c_in + ci) * c.h + yy) * c.w + xx)]) *
-                     double(w[size_t(((o * c.c_in + ci) * c.k + a) * c.k + b)]);
-              }
-          y[size_t(((n * c.c_out + o) * ho + i) * wo + j)] = s;
-        }
-  return y;
 }
 
 std::vector<float> uniform(size_t n, uint32_t seed) {
@@ -99,7 +74,7 @@ TEST_F(CpuDirectConv, MatchesAConvolutionInDoubles) {
     std::vector<float> got(size_t(c.n * c.c_out * c.ho() * c.wo()), NAN);
     cpu::direct_conv_f32(x.data(), w.data(), got.data(), c.n, c.c_in, c.c_out, g);
     // Sums of c_in k^2 products of numbers in [-1, 1], each rounded once in f32.
-    expect_near(got, reference(c, x, w), 2e-6 * double(c.c_in * c.k * c.k), what);
+    expect_near(got, test::conv2d_reference(c, x, w), 2e-6 * double(c.c_in * c.k * c.k), what);
   }
 }
 
@@ -127,7 +102,8 @@ TEST_F(CpuDirectConv, TheConvAndTransposedConvOpsMatch) {
   auto w = uniform(size_t(c.c_out * c.c_in * 9), 4);
   auto tx = Tensor<Cpu, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
   auto tw = Tensor<Cpu, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3}));
-  expect_near(conv2d(tx, tw, {}).to_data().to_vec<float>(), reference(c, x, w), 2e-4, "conv2d");
+  expect_near(conv2d(tx, tw, {}).to_data().to_vec<float>(), test::conv2d_reference(c, x, w), 2e-4,
+              "conv2d");
   // conv_transpose2d(g [4, 16, 11, 11], w [16 -> 8]) is the convolution of g, padded by 2, with
   // the window flipped and the channel axes swapped.
   Case t{4, 16, 8, 11, 11, 3, 2};
@@ -138,6 +114,6 @@ TEST_F(CpuDirectConv, TheConvAndTransposedConvOpsMatch) {
       for (int64_t k = 0; k < 9; ++k)
         flipped[size_t((i * 16 + o) * 9 + k)] = w[size_t((o * 8 + i) * 9 + 8 - k)];
   auto tg = Tensor<Cpu, 4>::from_data(TensorData::from<float>(gy, {t.n, t.c_in, t.h, t.w}));
-  expect_near(conv_transpose2d(tg, tw, {}).to_data().to_vec<float>(), reference(t, gy, flipped),
-              4e-4, "conv_transpose2d");
+  expect_near(conv_transpose2d(tg, tw, {}).to_data().to_vec<float>(),
+              test::conv2d_reference(t, gy, flipped), 4e-4, "conv_transpose2d");
 }

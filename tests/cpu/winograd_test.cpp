@@ -9,6 +9,7 @@
 
 #include "ember/backends/cpu/winograd.h"
 #include "ember/ember.h"
+#include "tests/support/conv_reference.h"
 
 using namespace ember;
 
@@ -27,27 +28,10 @@ cpu::Geom geom(const Case& c) {
   return g;
 }
 
-// y[n][o][i][j] = sum_c,a,b x[n][c][i + a - pad][j + b - pad] w[o][c][a][b], in doubles.
+// The 3x3 convolution of case c in doubles.
 std::vector<double> direct(const Case& c, const std::vector<float>& x,
                            const std::vector<float>& w) {
-  int64_t ho = c.h + 2 * c.pad - 2, wo = c.w + 2 * c.pad - 2;
-  std::vector<double> y(size_t(c.n * c.c_out * ho * wo), 0.0);
-  for (int64_t n = 0; n < c.n; ++n)
-    for (int64_t o = 0; o < c.c_out; ++o)
-      for (int64_t i = 0; i < ho; ++i)
-        for (int64_t j = 0; j < wo; ++j) {
-          double s = 0;
-          for (int64_t ci = 0; ci < c.c_in; ++ci)
-            for (int64_t a = 0; a < 3; ++a)
-              for (int64_t b = 0; b < 3; ++b) {
-                int64_t yy = i + a - c.pad, xx = j + b - c.pad;
-                if (yy < 0 || yy >= c.h || xx < 0 || xx >= c.w) continue;
-                s += double(x[size_t(((n * c.c_in + ci) * c.h + yy) * c.w + xx)]) *
-                     double(w[size_t(((o * c.c_in + ci) * 3 + a) * 3 + b)]);
-              }
-          y[size_t(((n * c.c_out + o) * ho + i) * wo + j)] = s;
-        }
-  return y;
+  return test::conv2d_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, c.pad}, x, w);
 }
 
 }  // namespace
