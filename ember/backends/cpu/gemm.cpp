@@ -245,7 +245,6 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
       // there are panels enough, so that row blocks that do not divide among the threads
       // (3 blocks of a 256-row product on 2) still share the work evenly.
       int64_t pgroups = std::clamp<int64_t>((8 * threads + mblocks - 1) / mblocks, 1, npanels);
-      if (threads == 1) pgroups = 1;
       int64_t per_group = (npanels + pgroups - 1) / pgroups;
       for_range(mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
         Aligned<T> apack(static_cast<size_t>(Bk::kMC * kc));

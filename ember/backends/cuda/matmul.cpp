@@ -225,10 +225,6 @@ void tune(LtDevice& ld, DeviceState& d, Plan& p, const GemmCall& g, DevicePtr a,
   p.algo = p.candidates[pick];
 }
 
-}  // namespace
-
-namespace {
-
 // The device's plan for `g` on these addresses, made (and timed, with EMBER_CUBLASLT_TUNE)
 // the first time; nullptr for dtypes cuBLASLt does not take.
 Plan* find_plan(DeviceState& d, const GemmCall& g, DevicePtr a, DevicePtr b, DevicePtr c,
@@ -286,9 +282,10 @@ void preload_cublaslt(DeviceState& d) {
   if (e && std::string_view(e) == "0") return;
   // The library's loading and the handle's set-up take about 0.1 s, and a first GEMM as long
   // again (warm_up): done while the program builds its model and data, not in its first step.
-  // A failure shows at the first matmul. (cuDNN's handle is made at the first convolution,
-  // on the caller's thread: in a trial that made it here, the CNN's steps took twice the host
-  // time on an H200.)
+  // A failure shows at the first matmul. (cuDNN's handle is made at the first convolution, on
+  // the caller's thread: making it here too left the CNN's warm-cache first step on an H200 at
+  // 0.12 s against 0.14 without, within the runs' spread, at the cost of loading cuDNN in
+  // programs that never convolve.)
   std::thread([&d] {
     try {
       d.bind();
