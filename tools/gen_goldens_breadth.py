@@ -334,3 +334,24 @@ def add_cases(interp_case):
     case("lstsq", lambda a, b: torch.linalg.lstsq(a, b).solution, [In(6, 3), In(6, 2)], rtol=1e-3, atol=1e-4)
     case("lstsq", lambda a, b: torch.linalg.lstsq(a, b).solution, [In(2, 5, 4), In(2, 5, 1)], tag="batched",
          rtol=1e-3, atol=1e-4)
+
+    # the fused optimizer updates (lerp, addcmul, adaptive_step), last: the cases above keep
+    # their inputs
+    case("lerp", lambda a, b, weight: torch.lerp(a, b, weight), [In(2, 3, 4), In(1, 3, 1)],
+         {"weight": 0.8}, tag="far_broadcast")
+    case("lerp", lambda a, b, weight: torch.lerp(a, b, weight),
+         [In(2, 3, 4, layout="transposed"), In(2, 3, 4)], {"weight": 0.1}, tag="noncontig")
+    case("lerp", lambda a, b, weight: torch.lerp(a, b, weight),
+         [In(5, 7, dtype="f64"), In(5, 7, dtype="f64")], {"weight": 0.999}, tag="f64", rtol=1e-12)
+    case("addcmul_scaled", lambda x, a, b, value, scale: x * scale + value * a * b,
+         [In(4, 9), In(4, 9), In(4, 9)], {"value": 0.001, "scale": 0.999})
+    case("addcmul_scaled", lambda x, a, b, value, scale: x * scale + value * a * b,
+         [In(2, 3, 4), In(1, 3, 4), In(2, 1, 4)], {"value": -0.5, "scale": 2.0}, tag="broadcast")
+    case("adaptive_step", lambda x, m, v, step, eps: torch.addcdiv(x, m, v.sqrt() + eps, value=-step),
+         [In(4, 9), In(4, 9), In(4, 9, lo=0.01, hi=2)], {"step": 0.01, "eps": 1e-3})
+    case("adaptive_step", lambda x, m, v, step, eps: torch.addcdiv(x, m, v.sqrt() + eps, value=-step),
+         [In(2, 3, 4), In(2, 3, 4, layout="transposed"), In(1, 3, 1, lo=0.01, hi=2)],
+         {"step": 0.5, "eps": 1e-8}, tag="broadcast_noncontig")
+    case("adaptive_step", lambda x, m, v, step, eps: torch.addcdiv(x, m, v.sqrt() + eps, value=-step),
+         [In(3, 5, dtype="bf16"), In(3, 5, dtype="bf16"), In(3, 5, dtype="bf16", lo=0.01, hi=2)],
+         {"step": 0.1, "eps": 1e-8}, tag="bf16", rtol=1e-2, atol=1e-2)

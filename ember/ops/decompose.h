@@ -182,6 +182,17 @@ typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
     }
     case C::Relu:
       return T::run(C::Maximum, {x, x.scalar(0.0)}).handle();
+    case C::Lerp: {  // as torch.lerp: from the nearer end, so that weight 1 gives b exactly
+      const double w = a.scalar.f;
+      const T b(in[1]), d = b - x;
+      return (w < 0.5 ? x + d * w : b - d * (1.0 - w)).handle();
+    }
+    case C::Addcmul: {
+      const T ab = T(in[1]) * T(in[2]) * a.scalar.f;
+      return (a.scalar2.f == 1.0 ? x + ab : x * a.scalar2.f + ab).handle();
+    }
+    case C::AdaptiveStep:
+      return (x - T(in[1]) / (T(in[2]).sqrt() + a.scalar2.f) * a.scalar.f).handle();
     case C::LogSumExp: {  // max + log(sum(exp(x - max))), with an infinite max taken as 0
       T m = x.reduce(C::Max, a.dims, true);
       T finite = m.isinf().select(m.scalar(0.0), m);

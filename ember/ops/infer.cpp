@@ -730,6 +730,13 @@ TensorMeta infer_rule(Op& op, Metas in) {
       if (op.code == OpCode::Attention) return attention_rule(op, in);
       if (op.code == OpCode::LayerNorm || op.code == OpCode::RmsNorm) return norm_rule(op, in);
       if (op.code == OpCode::Pad) return pad_rule(op, x);
+      if (op.code == OpCode::Lerp || op.code == OpCode::Addcmul ||
+          op.code == OpCode::AdaptiveStep) {
+        check_same_dtype(op, in, 0);
+        Shape s = x.shape;
+        for (size_t i = 1; i < in.size(); ++i) s = broadcast_shapes(s, in[i]->shape, name(op.code));
+        return {s, x.dtype};
+      }
       if (op.code == OpCode::Softmax || op.code == OpCode::LogSoftmax)
         a.dim = wrap(op, a.dim, x.shape.rank());
       return x;

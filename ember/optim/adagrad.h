@@ -50,10 +50,10 @@ class AdaGrad : public Optimizer<AdaGrad<B>, B> {
     if (c_.maximize) g = -g;
     if (ctx.weight_decay != 0) g = g + x * ctx.weight_decay;
     auto s0 = st.template get<D>("sum");
-    Tensor<Inner, D> s = (s0 ? *s0 : g.full_like(c_.initial_accumulator_value)) + g * g;
+    Tensor<Inner, D> s = (s0 ? *s0 : g.full_like(c_.initial_accumulator_value)).addcmul(g, g);
     st.set("sum", s);
     double clr = ctx.lr / (1 + static_cast<double>(st.step - 1) * c_.lr_decay);
-    return x - g / (s.sqrt() + c_.eps) * clr;
+    return x.adaptive_step(g, s, clr, c_.eps);
   }
 
  private:

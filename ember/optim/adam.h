@@ -26,22 +26,24 @@ Tensor<I, D> adam_update(Tensor<I, D> x, Tensor<I, D> g, ParamState<I>& st, doub
     else
       g = g + x * weight_decay;
   }
+  // Three fused passes, as torch's Adam: m lerps toward g, v takes g² with addcmul, and the
+  // step divides by sqrt(v) + eps. The bias corrections fold into the step and eps:
+  // m/bc1 / (sqrt(v/bc2) + eps) = (sqrt(bc2)/bc1) m / (sqrt(v) + eps sqrt(bc2)).
   auto m0 = st.template get<D>("exp_avg");
   auto v0 = st.template get<D>("exp_avg_sq");
-  Tensor<I, D> m = (m0 ? *m0 : g.zeros_like()) * beta1 + g * (1 - beta1);
-  Tensor<I, D> v = (v0 ? *v0 : g.zeros_like()) * beta2 + g * g * (1 - beta2);
+  Tensor<I, D> m = (m0 ? *m0 : g.zeros_like()).lerp(g, 1 - beta1);
+  Tensor<I, D> v = (v0 ? *v0 : g.zeros_like()).addcmul(g, g, 1 - beta2, beta2);
   st.set("exp_avg", m);
   st.set("exp_avg_sq", v);
   const double t = static_cast<double>(st.step);
-  const double bc1 = 1 - std::pow(beta1, t), bc2 = 1 - std::pow(beta2, t);
+  const double bc1 = 1 - std::pow(beta1, t), sqrt_bc2 = std::sqrt(1 - std::pow(beta2, t));
   Tensor<I, D> vhat = v;
   if (amsgrad) {
     auto mx = st.template get<D>("max_exp_avg_sq");
     vhat = mx ? mx->max_pair(v) : v;
     st.set("max_exp_avg_sq", vhat);
   }
-  Tensor<I, D> denom = vhat.sqrt() / std::sqrt(bc2) + eps;
-  return x - m / denom * (lr / bc1);
+  return x.adaptive_step(m, vhat, lr * sqrt_bc2 / bc1, eps * sqrt_bc2);
 }
 inline std::vector<std::string> adam_slots(bool amsgrad) {
   if (amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};

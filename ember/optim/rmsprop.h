@@ -55,23 +55,20 @@ class RmsProp : public Optimizer<RmsProp<B>, B> {
     if (c_.maximize) g = -g;
     if (ctx.weight_decay != 0) g = g + x * ctx.weight_decay;
     auto s0 = st.template get<D>("square_avg");
-    T s = (s0 ? *s0 : g.zeros_like()) * c_.alpha + g * g * (1 - c_.alpha);
+    T s = (s0 ? *s0 : g.zeros_like()).addcmul(g, g, 1 - c_.alpha, c_.alpha);
     st.set("square_avg", s);
     T avg = s;
     if (c_.centered) {
       auto a0 = st.template get<D>("grad_avg");
-      T a = (a0 ? *a0 : g.zeros_like()) * c_.alpha + g * (1 - c_.alpha);
+      T a = (a0 ? *a0 : g.zeros_like()).lerp(g, 1 - c_.alpha);
       st.set("grad_avg", a);
-      avg = s - a * a;
+      avg = s.addcmul(a, a, -1.0);
     }
-    T denom = avg.sqrt() + c_.eps;
-    if (c_.momentum > 0) {
-      auto b0 = st.template get<D>("momentum_buffer");
-      T b = (b0 ? *b0 : g.zeros_like()) * c_.momentum + g / denom;
-      st.set("momentum_buffer", b);
-      return x - b * ctx.lr;
-    }
-    return x - g / denom * ctx.lr;
+    if (c_.momentum == 0) return x.adaptive_step(g, avg, ctx.lr, c_.eps);
+    auto b0 = st.template get<D>("momentum_buffer");
+    T b = (b0 ? *b0 : g.zeros_like()) * c_.momentum + g / (avg.sqrt() + c_.eps);
+    st.set("momentum_buffer", b);
+    return x - b * ctx.lr;
   }
 
  private:

@@ -105,6 +105,8 @@ void add_breadth_ops(std::map<std::string, OpFn<B>>& ops) {
   OP("lerp", FLT, x.lerp(Y, Scalar(a.fa("weight"))));
   OP("lerp_tensor", FLT, x.lerp(Y, Z));
   OP("addcmul", FLT, x.addcmul(Y, Z, a.fa("value")));
+  OP("addcmul_scaled", FLT, x.addcmul(Y, Z, a.fa("value"), a.fa("scale")));
+  OP("adaptive_step", FLT, x.adaptive_step(Y, Z, a.fa("step"), a.fa("eps")));
   OP("addcdiv", FLT, x.addcdiv(Y, Z, a.fa("value")));
   OP("logaddexp", FLT, x.logaddexp(Y));
   OP("xlogy", FLT, x.xlogy(Y));

@@ -40,6 +40,10 @@ CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out);
 bool has_composite_kernel(OpCode c);
 /// The attention op, fused (attention.cpp).
 CpuTensor attention(const Op& op, Inputs in, const TensorMeta& out);
+/// lerp, addcmul and adaptive_step in one pass (update_ops.cpp); T a float type.
+bool is_update_op(OpCode c);
+template <class T>
+CpuTensor update_op(const Op& op, Inputs in, const TensorMeta& out);
 
 /// Runs an op on the kernel the program's table has for it (what Cpu::run does); kernels call
 /// it for the ops they are made of, so a left-out kernel fails with its name there too.
