@@ -64,11 +64,21 @@ void check(CpuIsa isa, const Case& c, bool packed) {
 }
 
 const Case kCases[] = {
-    {1, 1, 1, false, false, false},       {7, 5, 3, false, false, false},
-    {12, 32, 16, false, false, false},    {13, 33, 17, true, false, true},
-    {37, 70, 530, false, true, false},    {250, 97, 300, true, true, true},
-    {130, 2100, 40, false, false, false}, {64, 784, 256, false, true, false},
-    {5, 0, 3, false, false, false},       {4, 6, 0, false, false, true},
+    {1, 1, 1, false, false, false},
+    {7, 5, 3, false, false, false},
+    {12, 32, 16, false, false, false},
+    {13, 33, 17, true, false, true},
+    {37, 70, 530, false, true, false},
+    {250, 97, 300, true, true, true},
+    {130, 2100, 40, false, false, false},
+    {64, 784, 256, false, true, false},
+    {5, 0, 3, false, false, false},
+    {4, 6, 0, false, false, true},
+    // A packed once for all work items: several K blocks and several N blocks at once, rows
+    // that do not fill the last panel
+    {20, 2100, 600, false, false, true},
+    {64, 256, 784, false, false, false},
+    {500, 40, 700, true, false, false},
 };
 
 std::vector<CpuIsa> levels() {

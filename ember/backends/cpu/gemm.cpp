@@ -163,10 +163,22 @@ struct Variants<double> {
 };
 
 // Packs A[ic.., pc..] (mc x kc) into MR-row panels, k-major within a panel, zero-padded.
+// Row-major A (the usual x of a linear layer) is read along its rows, each row written into
+// its lane of the panel: reading down the columns instead touched a new cache line per element.
 template <class T, int MR>
 void pack_a(MatRef<T> a, int64_t ic, int64_t pc, int64_t mc, int64_t kc, T* dst) {
   for (int64_t i0 = 0; i0 < mc; i0 += MR) {
     int64_t rows = std::min<int64_t>(MR, mc - i0);
+    if (a.cs == 1 && a.rs != 1) {
+      for (int64_t i = 0; i < rows; ++i) {
+        const T* src = a.p + (ic + i0 + i) * a.rs + pc;
+        for (int64_t p = 0; p < kc; ++p) dst[p * MR + i] = src[p];
+      }
+      for (int64_t i = rows; i < MR; ++i)
+        for (int64_t p = 0; p < kc; ++p) dst[p * MR + i] = T(0);
+      dst += MR * kc;
+      continue;
+    }
     for (int64_t p = 0; p < kc; ++p) {
       const T* src = a.p + (ic + i0) * a.rs + (pc + p) * a.cs;
       for (int64_t i = 0; i < rows; ++i) dst[i] = src[i * a.rs];
@@ -180,6 +192,15 @@ void pack_a(MatRef<T> a, int64_t ic, int64_t pc, int64_t mc, int64_t kc, T* dst)
 template <class T>
 void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, int64_t width,
                   T* dst) {
+  if (b.rs == 1 && b.cs != 1) {  // column-major B (a transposed weight): down its columns
+    for (int64_t q = 0; q < cols; ++q) {
+      const T* src = b.p + pc + (j + q) * b.cs;
+      for (int64_t p = 0; p < kc; ++p) dst[p * width + q] = src[p];
+    }
+    for (int64_t p = 0; p < kc; ++p)
+      for (int64_t q = cols; q < width; ++q) dst[p * width + q] = T(0);
+    return;
+  }
   for (int64_t p = 0; p < kc; ++p) {
     const T* src = b.p + (pc + p) * b.rs + j * b.cs;
     if (b.cs == 1 && cols == width) {
@@ -226,9 +247,15 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
   // them (into a panel that stays in L1) instead of all threads packing a shared buffer first:
   // packing a panel up to 4 times costs less than the extra round of the thread pool (a 256^3
   // product on 2 threads: 0.134 -> 0.110 ms).
+  // A is then packed once for all of them, by all threads, before the work items start:
+  // packed per item, as the larger products do, the same rows were packed by every item of
+  // their block (16 times over at 64 x 784 x 256, a third of its time).
   const int64_t mblocks = (m + Bk::kMC - 1) / Bk::kMC;
   const bool lazy_b = mblocks <= 4;
+  static_assert(Bk::kMC % MR == 0);
+  const int64_t mpanels = (m + MR - 1) / MR;
   Aligned<T> bpack(lazy_b ? 0 : static_cast<size_t>(nc_max * kc_max));
+  Aligned<T> ashared(lazy_b ? static_cast<size_t>(mpanels * MR * kc_max) : 0);
   for (int64_t jc = 0; jc < n; jc += Bk::kNC) {
     int64_t nc = std::min<int64_t>(Bk::kNC, n - jc);
     int64_t npanels = (nc + NR - 1) / NR;
@@ -241,20 +268,27 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
             pack_b(pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR), int64_t(NR),
                    bpack.p + jp * NR * kc);
         });
+      else
+        for_range(mpanels, 4, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r)
+            pack_a<T, MR>(a, r * MR, pc, std::min<int64_t>(MR, m - r * MR), kc,
+                          ashared.p + r * MR * kc);
+        });
       // Work items: (MC block of rows) x (group of B panels), at least 8 per thread where
       // there are panels enough, so that row blocks that do not divide among the threads
       // (3 blocks of a 256-row product on 2) still share the work evenly.
       int64_t pgroups = std::clamp<int64_t>((8 * threads + mblocks - 1) / mblocks, 1, npanels);
       int64_t per_group = (npanels + pgroups - 1) / pgroups;
       for_range(mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
-        Aligned<T> apack(static_cast<size_t>(Bk::kMC * kc));
+        Aligned<T> apack(lazy_b ? 0 : static_cast<size_t>(Bk::kMC * kc));
         Aligned<T> bpanel(lazy_b ? static_cast<size_t>(NR * kc) : 0);
         alignas(64) T tile[MR * NR] = {};
         int64_t packed_block = -1;
         for (int64_t w = w0; w < w1; ++w) {
           int64_t mb = w / pgroups, g = w % pgroups;
           int64_t ic = mb * Bk::kMC, mc = std::min<int64_t>(Bk::kMC, m - ic);
-          if (packed_block != mb) {
+          const T* ablock = lazy_b ? ashared.p + ic * kc : apack.p;
+          if (!lazy_b && packed_block != mb) {
             pack_a<T, MR>(a, ic, pc, mc, kc, apack.p);
             packed_block = mb;
           }
@@ -269,7 +303,7 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
             for (int64_t i0 = 0; i0 < mc; i0 += MR) {
               int64_t rows = std::min<int64_t>(MR, mc - i0);
               T* cp = c + (ic + i0) * ldc + j;
-              const T* ap = apack.p + i0 * kc;
+              const T* ap = ablock + i0 * kc;
               if (rows == MR && cols == NR) {
                 Bk::micro(kc, ap, bp, cp, ldc, accumulate);
               } else {  // edge tile: compute into a buffer, copy the valid part
