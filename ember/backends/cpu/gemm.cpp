@@ -36,13 +36,13 @@ struct Blocking {
 };
 
 // The micro-kernel: C tile (MR x 2W) = (accumulate ? C : 0) + Ap * Bp over kc, for MR of 6 or
-// 12, written once as a macro and expanded inside each variant's function below, so that every
-// operation in it is compiled for that variant's instruction set (a helper function would be
-// compiled for the file's level first: its vectors split into pieces, or refused inlining).
-// V: the vector type, W: its lanes, BCAST(p): every lane = *p, from memory (a load-port op,
-// where a register broadcast would take a shuffle slot from the FMA pipes). The accumulators
-// are named variables, not an array: GCC kept an array's rows in memory and stored them back
-// on every step of the loop.
+// 12, B's rows ldb apart (a packed panel's 2W, or a row-major B read in place), written once as a
+// macro and expanded inside each variant's function below, so that every operation in it is
+// compiled for that variant's instruction set (a helper function would be compiled for the file's
+// level first: its vectors split into pieces, or refused inlining). V: the vector type, W: its
+// lanes, BCAST(p): every lane = *p, from memory (a load-port op, where a register broadcast would
+// take a shuffle slot from the FMA pipes). The accumulators are named variables, not an array: GCC
+// kept an array's rows in memory and stored them back on every step of the loop.
 #define EMBER_GEMM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define EMBER_GEMM_DECL(i) V c##i##0 {}, c##i##1 {};
 #define EMBER_GEMM_ROWS_WITH(X, B) \
@@ -74,7 +74,7 @@ struct Blocking {
     __builtin_prefetch(c + i * ldc + W - 1, 1, 3);     \
     __builtin_prefetch(c + i * ldc + 2 * W - 1, 1, 3); \
   }
-#define EMBER_GEMM_MICRO(T_, V_, MR_, BCAST_)                  \
+#define EMBER_GEMM_MICRO(T_, V_, MR_, AS_, BCAST_)             \
   {                                                            \
     using T = T_;                                              \
     using V = V_;                                              \
@@ -87,8 +87,8 @@ struct Blocking {
       std::memcpy(&b0, bp, sizeof(V));                         \
       std::memcpy(&b1, bp + W, sizeof(V));                     \
       EMBER_GEMM_ROWS_WITH(EMBER_GEMM_STEP, BCAST_)            \
-      ap += MR;                                                \
-      bp += 2 * W;                                             \
+      ap += AS_;                                               \
+      bp += ldb;                                               \
     }                                                          \
     EMBER_GEMM_ROWS(EMBER_GEMM_OUT)                            \
   }
@@ -98,69 +98,144 @@ struct Blocking {
 typedef float vf32_portable __attribute__((vector_size(32)));
 typedef double vf64_portable __attribute__((vector_size(32)));
 #define EMBER_BCAST_GENERIC(p) (*(p)-V{})  // x - 0 is x for every x (x + 0 is not: -0.0)
+// Each is a template over the rows it computes, R, of a panel packed MR (6 or 12) rows wide:
+// R = MR for full tiles, 4 and 8 for the last rows of a product (a batch of 64 is 5 x 12 + 4).
+template <int R>
 void micro_portable_f32(int64_t kc, const float* __restrict ap, const float* __restrict bp,
-                        float* c, int64_t ldc, bool accumulate) {
+                        int64_t ldb, float* c, int64_t ldc, bool accumulate) {
 #if defined(__AVX__)
 #define EMBER_BCAST_256PS(p) _mm256_broadcast_ss(p)
-  EMBER_GEMM_MICRO(float, __m256, 6, EMBER_BCAST_256PS)
+  EMBER_GEMM_MICRO(float, __m256, R, 6, EMBER_BCAST_256PS)
 #else
-  EMBER_GEMM_MICRO(float, vf32_portable, 6, EMBER_BCAST_GENERIC)
+  EMBER_GEMM_MICRO(float, vf32_portable, R, 6, EMBER_BCAST_GENERIC)
 #endif
 }
+template <int R>
 void micro_portable_f64(int64_t kc, const double* __restrict ap, const double* __restrict bp,
-                        double* c, int64_t ldc, bool accumulate) {
+                        int64_t ldb, double* c, int64_t ldc, bool accumulate) {
 #if defined(__AVX__)
 #define EMBER_BCAST_256PD(p) _mm256_broadcast_sd(p)
-  EMBER_GEMM_MICRO(double, __m256d, 6, EMBER_BCAST_256PD)
+  EMBER_GEMM_MICRO(double, __m256d, R, 6, EMBER_BCAST_256PD)
 #else
-  EMBER_GEMM_MICRO(double, vf64_portable, 6, EMBER_BCAST_GENERIC)
+  EMBER_GEMM_MICRO(double, vf64_portable, R, 6, EMBER_BCAST_GENERIC)
 #endif
 }
 #if defined(__x86_64__)
 #define EMBER_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define EMBER_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
-EMBER_TARGET_AVX2 void micro_avx2_f32(int64_t kc, const float* __restrict ap,
-                                      const float* __restrict bp, float* c, int64_t ldc,
-                                      bool accumulate){
-    EMBER_GEMM_MICRO(float, __m256, 6, _mm256_broadcast_ss)} EMBER_TARGET_AVX2
-    void micro_avx2_f64(int64_t kc, const double* __restrict ap, const double* __restrict bp,
-                        double* c, int64_t ldc,
-                        bool accumulate){EMBER_GEMM_MICRO(double, __m256d, 6, _mm256_broadcast_sd)}
 #define EMBER_BCAST_512PS(p) _mm512_set1_ps(*(p))
 #define EMBER_BCAST_512PD(p) _mm512_set1_pd(*(p))
-EMBER_TARGET_AVX512
-    void micro_avx512_f32(int64_t kc, const float* __restrict ap, const float* __restrict bp,
-                          float* c, int64_t ldc, bool accumulate){
-        EMBER_GEMM_MICRO(float, __m512, 12, EMBER_BCAST_512PS)} EMBER_TARGET_AVX512
-    void micro_avx512_f64(int64_t kc, const double* __restrict ap, const double* __restrict bp,
-                          double* c, int64_t ldc, bool accumulate) {
-  EMBER_GEMM_MICRO(double, __m512d, 12, EMBER_BCAST_512PD)
+// clang-format off
+template <int R>
+EMBER_TARGET_AVX2 void micro_avx2_f32(int64_t kc, const float* __restrict ap,
+                                      const float* __restrict bp, int64_t ldb, float* c,
+                                      int64_t ldc, bool accumulate) {
+  EMBER_GEMM_MICRO(float, __m256, R, 6, _mm256_broadcast_ss)
 }
+template <int R>
+EMBER_TARGET_AVX2 void micro_avx2_f64(int64_t kc, const double* __restrict ap,
+                                      const double* __restrict bp, int64_t ldb, double* c,
+                                      int64_t ldc, bool accumulate) {
+  EMBER_GEMM_MICRO(double, __m256d, R, 6, _mm256_broadcast_sd)
+}
+template <int R>
+EMBER_TARGET_AVX512 void micro_avx512_f32(int64_t kc, const float* __restrict ap,
+                                          const float* __restrict bp, int64_t ldb, float* c,
+                                          int64_t ldc, bool accumulate) {
+  EMBER_GEMM_MICRO(float, __m512, R, 12, EMBER_BCAST_512PS)
+}
+template <int R>
+EMBER_TARGET_AVX512 void micro_avx512_f64(int64_t kc, const double* __restrict ap,
+                                          const double* __restrict bp, int64_t ldb, double* c,
+                                          int64_t ldc, bool accumulate) {
+  EMBER_GEMM_MICRO(double, __m512d, R, 12, EMBER_BCAST_512PD)
+}
+// clang-format on
 #endif
 
-// A variant: its blocking and micro-kernel.
-template <class T, class Bk, void (*Micro)(int64_t, const T*, const T*, T*, int64_t, bool)>
+// A variant: its blocking and micro-kernels (K<MR> for R rows of an MR-row panel).
+template <class T, class Bk, template <int> class K>
 struct Variant : Bk {
-  static constexpr auto micro = Micro;
+  static constexpr auto micro = K<Bk::kMR>::f;
+  static constexpr auto micro4 = K<4>::f;
+  static constexpr auto micro8 = K<(Bk::kMR >= 8 ? 8 : Bk::kMR)>::f;
 };
+#define EMBER_GEMM_KERNEL(name)        \
+  template <int R>                     \
+  struct K_##name {                    \
+    static constexpr auto f = name<R>; \
+  };
+EMBER_GEMM_KERNEL(micro_portable_f32)
+EMBER_GEMM_KERNEL(micro_portable_f64)
+#if defined(__x86_64__)
+EMBER_GEMM_KERNEL(micro_avx2_f32)
+EMBER_GEMM_KERNEL(micro_avx2_f64)
+EMBER_GEMM_KERNEL(micro_avx512_f32)
+EMBER_GEMM_KERNEL(micro_avx512_f64)
+#endif
 template <class T>
 struct Variants;
 template <>
 struct Variants<float> {
-  using Portable = Variant<float, Blocking<float, 32, 6, 320, 120>, micro_portable_f32>;
+  using Portable = Variant<float, Blocking<float, 32, 6, 320, 120>, K_micro_portable_f32>;
 #if defined(__x86_64__)
-  using Avx2 = Variant<float, Blocking<float, 32, 6, 320, 120>, micro_avx2_f32>;
-  using Avx512 = Variant<float, Blocking<float, 64, 12, 512, 120>, micro_avx512_f32>;
+  using Avx2 = Variant<float, Blocking<float, 32, 6, 320, 120>, K_micro_avx2_f32>;
+  using Avx512 = Variant<float, Blocking<float, 64, 12, 512, 120>, K_micro_avx512_f32>;
 #endif
 };
 template <>
 struct Variants<double> {
-  using Portable = Variant<double, Blocking<double, 32, 6, 320, 120>, micro_portable_f64>;
+  using Portable = Variant<double, Blocking<double, 32, 6, 320, 120>, K_micro_portable_f64>;
 #if defined(__x86_64__)
-  using Avx2 = Variant<double, Blocking<double, 32, 6, 320, 120>, micro_avx2_f64>;
-  using Avx512 = Variant<double, Blocking<double, 64, 12, 192, 240>, micro_avx512_f64>;
+  using Avx2 = Variant<double, Blocking<double, 32, 6, 320, 120>, K_micro_avx2_f64>;
+  using Avx512 = Variant<double, Blocking<double, 64, 12, 192, 240>, K_micro_avx512_f64>;
 #endif
 };
+
+// dst[i * ldd + r] = src[r * lds + i] for an 8 x 8 block: the packers' transposes, in eight
+// loads, 24 shuffles and eight stores where element by element it took a store each.
+template <class T>
+bool transpose8(const T* src, int64_t lds, T* dst, int64_t ldd) {
+#if defined(__AVX__)
+  if constexpr (std::is_same_v<T, float>) {
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) {  // rows h..h+3 of each 128-bit half
+      r[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+      r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+      r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+      r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; ++i) {
+      _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+      _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    }
+    return true;
+  }
+#endif
+  (void)src, (void)lds, (void)dst, (void)ldd;
+  return false;
+}
+
+// dst[p * ldd + r] = src[r * lds + p] for r < rows, p < kc: 8 x 8 blocks where it can, the
+// rest element by element.
+template <class T>
+void transpose_into(const T* src, int64_t lds, int64_t rows, int64_t kc, T* dst, int64_t ldd) {
+  int64_t r0 = 0;
+  for (; r0 + 8 <= rows; r0 += 8) {
+    int64_t p = 0;
+    for (; p + 8 <= kc && transpose8(src + r0 * lds + p, lds, dst + p * ldd + r0, ldd); p += 8) {
+    }
+    for (; p < kc; ++p)
+      for (int64_t r = r0; r < r0 + 8; ++r) dst[p * ldd + r] = src[r * lds + p];
+  }
+  for (int64_t r = r0; r < rows; ++r)
+    for (int64_t p = 0; p < kc; ++p) dst[p * ldd + r] = src[r * lds + p];
+}
 
 // Packs A[ic.., pc..] (mc x kc) into MR-row panels, k-major within a panel, zero-padded.
 // Row-major A (the usual x of a linear layer) is read along its rows, each row written into
@@ -170,10 +245,7 @@ void pack_a(MatRef<T> a, int64_t ic, int64_t pc, int64_t mc, int64_t kc, T* dst)
   for (int64_t i0 = 0; i0 < mc; i0 += MR) {
     int64_t rows = std::min<int64_t>(MR, mc - i0);
     if (a.cs == 1 && a.rs != 1) {
-      for (int64_t i = 0; i < rows; ++i) {
-        const T* src = a.p + (ic + i0 + i) * a.rs + pc;
-        for (int64_t p = 0; p < kc; ++p) dst[p * MR + i] = src[p];
-      }
+      transpose_into(a.p + (ic + i0) * a.rs + pc, a.rs, rows, kc, dst, int64_t(MR));
       for (int64_t i = rows; i < MR; ++i)
         for (int64_t p = 0; p < kc; ++p) dst[p * MR + i] = T(0);
       dst += MR * kc;
@@ -193,10 +265,7 @@ template <class T>
 void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, int64_t width,
                   T* dst) {
   if (b.rs == 1 && b.cs != 1) {  // column-major B (a transposed weight): down its columns
-    for (int64_t q = 0; q < cols; ++q) {
-      const T* src = b.p + pc + (j + q) * b.cs;
-      for (int64_t p = 0; p < kc; ++p) dst[p * width + q] = src[p];
-    }
+    transpose_into(b.p + pc + j * b.cs, b.cs, cols, kc, dst, width);
     for (int64_t p = 0; p < kc; ++p)
       for (int64_t q = cols; q < width; ++q) dst[p * width + q] = T(0);
     return;
@@ -223,10 +292,97 @@ struct Aligned {
   T* p;
 };
 
-// pack_b(pc, j, kc, cols, NR, dst) packs B[pc.., j..] (kc x cols) into one NR-column panel.
+// Runs the micro-kernel down one MR-panelled block of A (mc rows) against one B panel (cols <=
+// NR of C's columns). Edge tiles are computed into a buffer and the valid part copied.
+template <class Bk, class T>
+void run_panel(int64_t kc, int64_t mc, int64_t cols, const T* ablock, const T* bp, int64_t ldb,
+               T* c, int64_t ldc, bool accumulate) {
+  constexpr int MR = Bk::kMR, NR = Bk::kNR;
+  alignas(64) T tile[MR * NR];
+  for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+    const int64_t rows = std::min<int64_t>(MR, mc - i0);
+    T* cp = c + i0 * ldc;
+    const T* ap = ablock + i0 * kc;
+    // the last rows of a product take the smallest kernel that covers them
+    const auto micro = rows <= 4 ? Bk::micro4 : rows <= 8 ? Bk::micro8 : Bk::micro;
+    const int64_t covered = rows <= 4 ? 4 : rows <= 8 && MR > 8 ? 8 : MR;
+    if (rows == covered && cols == NR) {
+      micro(kc, ap, bp, ldb, cp, ldc, accumulate);
+    } else {
+      for (int64_t i = 0; i < rows && accumulate; ++i)
+        std::memcpy(tile + i * NR, cp + i * ldc, cols * sizeof(T));
+      micro(kc, ap, bp, ldb, tile, NR, accumulate);
+      for (int64_t i = 0; i < rows; ++i) std::memcpy(cp + i * ldc, tile + i * NR, cols * sizeof(T));
+    }
+  }
+}
+
+template <class F>
+void for_range(bool parallel, int64_t count, int64_t grain, F&& f) {
+  if (parallel)
+    parallel_for(count, grain, f);
+  else if (count > 0)
+    f(int64_t{0}, count);
+}
+
+// Products of few rows (up to 4 blocks of MC): the skinny GEMMs of training. All of A, every K
+// block, is packed once by all threads; then one round of work items, each a block of rows x a
+// group of B panels, runs the whole K loop with its B panels packed where it uses them (into a
+// panel that stays in L1). Two rounds of the thread pool in all: a round per K block cost
+// 64 x 784 x 256 13% of its time, and packing A per item (every item of a block packing the
+// same rows again) a third.
 template <class Bk, class T, class PackB>
-void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* c, int64_t ldc,
-          bool add_to_c, bool parallel) {
+void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b,
+                   MatRef<T> direct_b, T* c, int64_t ldc, bool add_to_c, bool parallel) {
+  constexpr int MR = Bk::kMR, NR = Bk::kNR;
+  static_assert(Bk::kMC % MR == 0);
+  const int64_t threads = parallel ? num_threads() : 1;
+  const int64_t mblocks = (m + Bk::kMC - 1) / Bk::kMC, mpanels = (m + MR - 1) / MR;
+  const int64_t kblocks = (k + Bk::kKC - 1) / Bk::kKC, npanels = (n + NR - 1) / NR;
+  // K block pc's panels start at pc * mpanels * MR; panel r of it at r * MR * kc further.
+  Aligned<T> apack(static_cast<size_t>(mpanels * MR * k));
+  for_range(parallel, mpanels * kblocks, 4, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r = t % mpanels, pc = t / mpanels * Bk::kKC;
+      const int64_t kc = std::min<int64_t>(Bk::kKC, k - pc);
+      pack_a<T, MR>(a, r * MR, pc, std::min<int64_t>(MR, m - r * MR), kc,
+                    apack.p + pc * mpanels * MR + r * MR * kc);
+    }
+  });
+  // At least 8 items per thread where there are panels enough, so that row blocks that do
+  // not divide among the threads (3 blocks of a 256-row product on 2) still share evenly.
+  const int64_t pgroups = std::clamp<int64_t>((8 * threads + mblocks - 1) / mblocks, 1, npanels);
+  const int64_t per_group = (npanels + pgroups - 1) / pgroups;
+  for_range(parallel, mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
+    Aligned<T> bpanel(static_cast<size_t>(NR * std::min<int64_t>(Bk::kKC, k)));
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t ic = w / pgroups * Bk::kMC, mc = std::min<int64_t>(Bk::kMC, m - ic);
+      const int64_t g = w % pgroups, p_end = std::min(npanels, (g + 1) * per_group);
+      for (int64_t jp = g * per_group; jp < p_end; ++jp) {
+        const int64_t j = jp * NR, cols = std::min<int64_t>(NR, n - j);
+        for (int64_t pc = 0; pc < k; pc += Bk::kKC) {
+          const int64_t kc = std::min<int64_t>(Bk::kKC, k - pc);
+          const T* bp = bpanel.p;
+          int64_t ldb = NR;
+          if (direct_b.p && cols == NR) {  // a row-major B's panel is read where it lies
+            bp = direct_b.p + pc * direct_b.rs + j;
+            ldb = direct_b.rs;
+          } else {
+            pack_b(pc, j, kc, cols, int64_t(NR), bpanel.p);
+          }
+          run_panel<Bk>(kc, mc, cols, apack.p + pc * mpanels * MR + ic * kc, bp, ldb,
+                        c + ic * ldc + j, ldc, add_to_c || pc > 0);
+        }
+      }
+    }
+  });
+}
+
+// pack_b(pc, j, kc, cols, NR, dst) packs B[pc.., j..] (kc x cols) into one NR-column panel.
+// direct_b: B itself when it is row-major (p null otherwise), for the few-rows path to read.
+template <class Bk, class T, class PackB>
+void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, MatRef<T> direct_b,
+          T* c, int64_t ldc, bool add_to_c, bool parallel) {
   constexpr int MR = Bk::kMR, NR = Bk::kNR;
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -234,86 +390,42 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
       for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
-  auto for_range = [parallel](int64_t count, int64_t grain, auto&& f) {
-    if (parallel)
-      parallel_for(count, grain, f);
-    else if (count > 0)
-      f(int64_t{0}, count);
-  };
+  const int64_t mblocks = (m + Bk::kMC - 1) / Bk::kMC;
+  // The few-rows path packs all of A at once: up to 16 MiB of it.
+  if (mblocks <= 4 && m * k <= (int64_t{16} << 20) / int64_t(sizeof(T)))
+    return gemm_few_rows<Bk>(m, n, k, a, pack_b, direct_b, c, ldc, add_to_c, parallel);
+  // Otherwise, per K block: B packed into a buffer shared by all threads, then work items of
+  // (MC block of rows) x (group of B panels), each packing its block of A.
   const int64_t threads = parallel ? num_threads() : 1;
   const int64_t nc_max = std::min<int64_t>(Bk::kNC, (n + NR - 1) / NR * NR);
-  const int64_t kc_max = std::min<int64_t>(Bk::kKC, k);
-  // With few blocks of rows, each work item packs the B panels it uses right where it uses
-  // them (into a panel that stays in L1) instead of all threads packing a shared buffer first:
-  // packing a panel up to 4 times costs less than the extra round of the thread pool (a 256^3
-  // product on 2 threads: 0.134 -> 0.110 ms).
-  // A is then packed once for all of them, by all threads, before the work items start:
-  // packed per item, as the larger products do, the same rows were packed by every item of
-  // their block (16 times over at 64 x 784 x 256, a third of its time).
-  const int64_t mblocks = (m + Bk::kMC - 1) / Bk::kMC;
-  const bool lazy_b = mblocks <= 4;
-  static_assert(Bk::kMC % MR == 0);
-  const int64_t mpanels = (m + MR - 1) / MR;
-  Aligned<T> bpack(lazy_b ? 0 : static_cast<size_t>(nc_max * kc_max));
-  Aligned<T> ashared(lazy_b ? static_cast<size_t>(mpanels * MR * kc_max) : 0);
+  Aligned<T> bpack(static_cast<size_t>(nc_max * std::min<int64_t>(Bk::kKC, k)));
   for (int64_t jc = 0; jc < n; jc += Bk::kNC) {
-    int64_t nc = std::min<int64_t>(Bk::kNC, n - jc);
-    int64_t npanels = (nc + NR - 1) / NR;
+    const int64_t nc = std::min<int64_t>(Bk::kNC, n - jc), npanels = (nc + NR - 1) / NR;
     for (int64_t pc = 0; pc < k; pc += Bk::kKC) {
-      int64_t kc = std::min<int64_t>(Bk::kKC, k - pc);
-      bool accumulate = add_to_c || pc > 0;
-      if (!lazy_b)
-        for_range(npanels, 8, [&](int64_t b0, int64_t b1) {
-          for (int64_t jp = b0; jp < b1; ++jp)
-            pack_b(pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR), int64_t(NR),
-                   bpack.p + jp * NR * kc);
-        });
-      else
-        for_range(mpanels, 4, [&](int64_t r0, int64_t r1) {
-          for (int64_t r = r0; r < r1; ++r)
-            pack_a<T, MR>(a, r * MR, pc, std::min<int64_t>(MR, m - r * MR), kc,
-                          ashared.p + r * MR * kc);
-        });
-      // Work items: (MC block of rows) x (group of B panels), at least 8 per thread where
-      // there are panels enough, so that row blocks that do not divide among the threads
-      // (3 blocks of a 256-row product on 2) still share the work evenly.
-      int64_t pgroups = std::clamp<int64_t>((8 * threads + mblocks - 1) / mblocks, 1, npanels);
-      int64_t per_group = (npanels + pgroups - 1) / pgroups;
-      for_range(mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
-        Aligned<T> apack(lazy_b ? 0 : static_cast<size_t>(Bk::kMC * kc));
-        Aligned<T> bpanel(lazy_b ? static_cast<size_t>(NR * kc) : 0);
-        alignas(64) T tile[MR * NR] = {};
+      const int64_t kc = std::min<int64_t>(Bk::kKC, k - pc);
+      for_range(parallel, npanels, 8, [&](int64_t b0, int64_t b1) {
+        for (int64_t jp = b0; jp < b1; ++jp)
+          pack_b(pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR), int64_t(NR),
+                 bpack.p + jp * NR * kc);
+      });
+      const int64_t pgroups =
+          std::clamp<int64_t>((8 * threads + mblocks - 1) / mblocks, 1, npanels);
+      const int64_t per_group = (npanels + pgroups - 1) / pgroups;
+      for_range(parallel, mblocks * pgroups, 1, [&](int64_t w0, int64_t w1) {
+        Aligned<T> apack(static_cast<size_t>(Bk::kMC * kc));
         int64_t packed_block = -1;
         for (int64_t w = w0; w < w1; ++w) {
-          int64_t mb = w / pgroups, g = w % pgroups;
-          int64_t ic = mb * Bk::kMC, mc = std::min<int64_t>(Bk::kMC, m - ic);
-          const T* ablock = lazy_b ? ashared.p + ic * kc : apack.p;
-          if (!lazy_b && packed_block != mb) {
+          const int64_t mb = w / pgroups, g = w % pgroups;
+          const int64_t ic = mb * Bk::kMC, mc = std::min<int64_t>(Bk::kMC, m - ic);
+          if (packed_block != mb) {
             pack_a<T, MR>(a, ic, pc, mc, kc, apack.p);
             packed_block = mb;
           }
-          int64_t p_end = std::min(npanels, (g + 1) * per_group);
+          const int64_t p_end = std::min(npanels, (g + 1) * per_group);
           for (int64_t jp = g * per_group; jp < p_end; ++jp) {
-            int64_t j = jc + jp * NR, cols = std::min<int64_t>(NR, n - j);
-            const T* bp = bpack.p + jp * NR * kc;
-            if (lazy_b) {
-              pack_b(pc, j, kc, cols, int64_t(NR), bpanel.p);
-              bp = bpanel.p;
-            }
-            for (int64_t i0 = 0; i0 < mc; i0 += MR) {
-              int64_t rows = std::min<int64_t>(MR, mc - i0);
-              T* cp = c + (ic + i0) * ldc + j;
-              const T* ap = ablock + i0 * kc;
-              if (rows == MR && cols == NR) {
-                Bk::micro(kc, ap, bp, cp, ldc, accumulate);
-              } else {  // edge tile: compute into a buffer, copy the valid part
-                for (int64_t i = 0; i < rows && accumulate; ++i)
-                  std::memcpy(tile + i * NR, cp + i * ldc, cols * sizeof(T));
-                Bk::micro(kc, ap, bp, tile, NR, accumulate);
-                for (int64_t i = 0; i < rows; ++i)
-                  std::memcpy(cp + i * ldc, tile + i * NR, cols * sizeof(T));
-              }
-            }
+            const int64_t j = jc + jp * NR;
+            run_panel<Bk>(kc, mc, std::min<int64_t>(NR, n - j), apack.p, bpack.p + jp * NR * kc,
+                          int64_t(NR), c + ic * ldc + j, ldc, add_to_c || pc > 0);
           }
         }
       });
@@ -323,20 +435,20 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* 
 
 // The variant for the CPU's instruction set (cpu_isa()).
 template <class T, class PackB>
-void dispatch(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, T* c, int64_t ldc,
-              bool accumulate, bool parallel) {
+void dispatch(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, MatRef<T> direct_b,
+              T* c, int64_t ldc, bool accumulate, bool parallel) {
   using V = Variants<T>;
 #if defined(__x86_64__)
   switch (cpu_isa()) {
     case CpuIsa::Avx512:
-      return gemm<typename V::Avx512>(m, n, k, a, pack_b, c, ldc, accumulate, parallel);
+      return gemm<typename V::Avx512>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
     case CpuIsa::Avx2:
-      return gemm<typename V::Avx2>(m, n, k, a, pack_b, c, ldc, accumulate, parallel);
+      return gemm<typename V::Avx2>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
     default:
       break;
   }
 #endif
-  gemm<typename V::Portable>(m, n, k, a, pack_b, c, ldc, accumulate, parallel);
+  gemm<typename V::Portable>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
 }
 
 template <class T>
@@ -345,7 +457,8 @@ void gemm_matrix(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c
   auto pack = [b](int64_t pc, int64_t j, int64_t kc, int64_t cols, int64_t width, T* dst) {
     pack_b_panel(b, pc, j, kc, cols, width, dst);
   };
-  dispatch<T>(m, n, k, a, pack, c, ldc, accumulate, parallel);
+  const MatRef<T> direct = b.cs == 1 ? b : MatRef<T>{nullptr, 0, 0};
+  dispatch<T>(m, n, k, a, pack, direct, c, ldc, accumulate, parallel);
 }
 
 }  // namespace
@@ -360,11 +473,11 @@ void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> 
 }
 void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, const PackB<float>& b, float* c,
               int64_t ldc, bool accumulate, bool parallel) {
-  dispatch<float>(m, n, k, a, b, c, ldc, accumulate, parallel);
+  dispatch<float>(m, n, k, a, b, MatRef<float>{nullptr, 0, 0}, c, ldc, accumulate, parallel);
 }
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, const PackB<double>& b, double* c,
               int64_t ldc, bool accumulate, bool parallel) {
-  dispatch<double>(m, n, k, a, b, c, ldc, accumulate, parallel);
+  dispatch<double>(m, n, k, a, b, MatRef<double>{nullptr, 0, 0}, c, ldc, accumulate, parallel);
 }
 
 }  // namespace ember::cpu
