@@ -2,7 +2,8 @@
 // windows 1 to 5, paddings 0 to k - 1, output rows shorter and longer than one 32-wide pass,
 // channel counts that are not multiples of the 8-channel blocks, several images; the conv and
 // transposed-conv ops taking the path; and where it is not taken. Skipped (saying so) on a
-// CPU without AVX-512, where the path is never taken.
+// CPU without AVX-512, where the path is never taken. The direct weight gradient likewise,
+// also through Autodiff.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -116,4 +117,52 @@ TEST_F(CpuDirectConv, TheConvAndTransposedConvOpsMatch) {
   auto tg = Tensor<Cpu, 4>::from_data(TensorData::from<float>(gy, {t.n, t.c_in, t.h, t.w}));
   expect_near(conv_transpose2d(tg, tw, {}).to_data().to_vec<float>(),
               test::conv2d_reference(t, gy, flipped), 4e-4, "conv_transpose2d");
+}
+
+TEST_F(CpuDirectConv, WeightGradientMatchesOneInDoubles) {
+  // The main job's two, padded windows, 5x5, rows longer and shorter than a vector, odd output
+  // channel counts (a last task of one channel), more images than chunks and fewer; 16 output
+  // channels or more take the channels-across-lanes kernel: a partial second block of 16, input
+  // channels that do not divide into threes.
+  for (Case c :
+       {Case{64, 1, 8, 28, 28, 3, 0}, Case{64, 8, 16, 13, 13, 3, 0}, Case{2, 16, 16, 28, 28, 3, 1},
+        Case{3, 5, 13, 9, 40, 5, 2}, Case{1, 3, 7, 6, 8, 3, 1}, Case{5, 2, 9, 5, 70, 3, 2},
+        Case{1, 64, 3, 7, 7, 3, 1}, Case{3, 4, 20, 10, 12, 3, 1}, Case{2, 2, 32, 7, 30, 3, 2}}) {
+    cpu::Geom g = geom(c);
+    std::string what = std::to_string(c.n) + "x" + std::to_string(c.c_in) + "->" +
+                       std::to_string(c.c_out) + " " + std::to_string(c.h) + "x" +
+                       std::to_string(c.w) + " k" + std::to_string(c.k) + " pad " +
+                       std::to_string(c.pad);
+    ASSERT_TRUE(cpu::direct_weight_grad_fits(g, 1, c.c_in, c.c_out)) << what;
+    auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 29 + c.c_in));
+    auto gy = uniform(size_t(c.n * c.c_out * c.ho() * c.wo()), uint32_t(c.k * 5 + c.c_out));
+    std::vector<float> got(size_t(c.c_out * c.c_in * c.k * c.k), NAN);
+    cpu::direct_weight_grad_f32(x.data(), gy.data(), got.data(), c.n, c.c_in, c.c_out, g);
+    // Sums of n * ho * wo products of numbers in [-1, 1], in f32 partial sums.
+    expect_near(got, test::conv2d_weight_grad_reference(c, x, gy),
+                2e-6 * double(c.n * c.ho() * c.wo()), what);
+  }
+  cpu::Geom s = geom({1, 4, 4, 12, 12, 3, 1});
+  s.s[1] = 2;
+  EXPECT_FALSE(cpu::direct_weight_grad_fits(s, 1, 4, 4));                              // stride
+  EXPECT_FALSE(cpu::direct_weight_grad_fits(geom({1, 4, 4, 12, 12, 2, 0}), 1, 4, 4));  // 2x2
+  EXPECT_FALSE(cpu::direct_weight_grad_fits(geom({1, 4, 4, 12, 12, 3, 1}), 2, 4, 4));  // groups
+}
+
+TEST_F(CpuDirectConv, TheWeightGradientOfTheConvOpMatches) {
+  // Through Autodiff<Cpu>: the gradient of sum(conv2d(x, w) * gy) with respect to w.
+  for (Case c : {Case{6, 1, 8, 28, 28, 3, 0}, Case{6, 8, 16, 13, 13, 3, 1}}) {
+    using AD = Autodiff<Cpu>;
+    auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), 7);
+    auto w = uniform(size_t(c.c_out * c.c_in * 9), 8);
+    auto gy = uniform(size_t(c.n * c.c_out * c.ho() * c.wo()), 9);
+    auto tx = Tensor<AD, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
+    auto tw = Tensor<AD, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3}))
+                  .require_grad();
+    auto tg = Tensor<AD, 4>::from_data(TensorData::from<float>(gy, {c.n, c.c_out, c.ho(), c.wo()}));
+    auto grads = (conv2d(tx, tw, {.padding = {c.pad}}) * tg).sum().backward();
+    expect_near(tw.grad(grads)->to_data().to_vec<float>(),
+                test::conv2d_weight_grad_reference(c, x, gy), 2e-6 * double(c.n * 28 * 28),
+                "conv2d weight gradient");
+  }
 }

@@ -544,6 +544,12 @@ CpuTensor conv_family(const Op& op, Inputs in, const TensorMeta& out) {
     const Shape& small = tr ? xs : op.code == OpCode::Conv ? out.shape : in[1].meta.shape;
     return make_geom(w, spatial_of(big), spatial_of(small));
   };
+  if (op.code == OpCode::ConvWeightGrad && out.dtype == DType::F32 &&
+      direct_weight_grad_fits(conv_geom(), G, xs[1], c_out)) {
+    direct_weight_grad_f32(in[0].data<float>(), in[1].data<float>(), o.data<float>(), xs[0],
+                           xs[1], c_out, conv_geom());
+    return o;
+  }
   if (one_input_channel) {
     depthwise_conv(op.code, in, o, conv_geom(), c_out / G);
     return o;

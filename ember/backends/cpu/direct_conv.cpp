@@ -22,14 +22,6 @@ constexpr int64_t kRows = 8;           // output channels a task holds
 constexpr int64_t kLanes = 16;         // an AVX-512 vector of floats
 constexpr int64_t kSpan = 2 * kLanes;  // output positions a task holds per row pass
 
-bool disabled() {
-  static const bool off = [] {
-    const char* e = std::getenv("EMBER_CPU_DIRECT_CONV");
-    return e && std::string_view(e) == "0";
-  }();
-  return off;
-}
-
 #if defined(__x86_64__)
 // Two vectors of outputs for 8 channels: y[r][ow] for ow in [0, ow_n), r < rows, summing over
 // `taps` = c_in * kh * kw inputs: tap t reads the padded input at base + offsets[t] + ow (its
@@ -89,9 +81,17 @@ __attribute__((target("avx512f"))) void row_block(const float* base, const int64
 
 }  // namespace
 
+bool direct_conv_disabled() {
+  static const bool off = [] {
+    const char* e = std::getenv("EMBER_CPU_DIRECT_CONV");
+    return e && std::string_view(e) == "0";
+  }();
+  return off;
+}
+
 bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
 #if defined(__x86_64__)
-  if (disabled() || cpu_isa() != CpuIsa::Avx512 || groups != 1) return false;
+  if (direct_conv_disabled() || cpu_isa() != CpuIsa::Avx512 || groups != 1) return false;
   if (g.in[0] != 1 || g.k[0] != 1 || g.out[2] < 8 || c_out > 64) return false;
   if (c_in * g.k[1] * g.k[2] > 32 * 9) return false;
   for (int i = 1; i < 3; ++i)

@@ -30,4 +30,18 @@ bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out
 void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                      int64_t c_out, const Geom& g);
 
+/// Whether conv_weight_grad of geometry `g` (the conv's input to its output) takes the direct
+/// path (direct_weight_grad.cpp): 2D, a 3x3 or 5x5 window, stride and dilation 1, one group, at
+/// most 64 channels each side, AVX-512; EMBER_CPU_DIRECT_CONV=0 turns it off too.
+bool direct_weight_grad_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
+
+/// dw [c_out, c_in, kh, kw] = the weight gradient of conv2d(x [n, c_in, H, W]) given its output
+/// gradient gy [n, c_out, H', W'], with g's padding; all dense. Multithreaded over channel
+/// pairs, input channels and chunks of images, summed in a fixed order.
+void direct_weight_grad_f32(const float* x, const float* gy, float* dw, int64_t n, int64_t c_in,
+                            int64_t c_out, const Geom& g);
+
+/// EMBER_CPU_DIRECT_CONV=0: the direct paths are off.
+bool direct_conv_disabled();
+
 }  // namespace ember::cpu

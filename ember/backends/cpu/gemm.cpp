@@ -192,51 +192,6 @@ struct Variants<double> {
 #endif
 };
 
-// dst[i * ldd + r] = src[r * lds + i] for an 8 x 8 block: the packers' transposes, in eight
-// loads, 24 shuffles and eight stores where element by element it took a store each.
-template <class T>
-bool transpose8(const T* src, int64_t lds, T* dst, int64_t ldd) {
-#if defined(__AVX__)
-  if constexpr (std::is_same_v<T, float>) {
-    __m256 r[8], t[8];
-    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
-    for (int i = 0; i < 8; i += 2) {
-      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int h = 0; h < 8; h += 4) {  // rows h..h+3 of each 128-bit half
-      r[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
-      r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
-      r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
-      r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; ++i) {
-      _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-      _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
-    }
-    return true;
-  }
-#endif
-  (void)src, (void)lds, (void)dst, (void)ldd;
-  return false;
-}
-
-// dst[p * ldd + r] = src[r * lds + p] for r < rows, p < kc: 8 x 8 blocks where it can, the
-// rest element by element.
-template <class T>
-void transpose_into(const T* src, int64_t lds, int64_t rows, int64_t kc, T* dst, int64_t ldd) {
-  int64_t r0 = 0;
-  for (; r0 + 8 <= rows; r0 += 8) {
-    int64_t p = 0;
-    for (; p + 8 <= kc && transpose8(src + r0 * lds + p, lds, dst + p * ldd + r0, ldd); p += 8) {
-    }
-    for (; p < kc; ++p)
-      for (int64_t r = r0; r < r0 + 8; ++r) dst[p * ldd + r] = src[r * lds + p];
-  }
-  for (int64_t r = r0; r < rows; ++r)
-    for (int64_t p = 0; p < kc; ++p) dst[p * ldd + r] = src[r * lds + p];
-}
-
 // Packs A[ic.., pc..] (mc x kc) into MR-row panels, k-major within a panel, zero-padded.
 // Row-major A (the usual x of a linear layer) is read along its rows, each row written into
 // its lane of the panel: reading down the columns instead touched a new cache line per element.
