@@ -189,10 +189,67 @@ Reduction reduce_input(const Op& op, const CpuTensor& x0) {
   return red;
 }
 
+// The kept dims one block in the middle of a contiguous x, [P, K, Q] with P and Q reduced (a
+// bias gradient over [N, C, H, W], say): out[k] = the reduction of the P runs of Q elements at
+// k, read in place. Through reduce_input, x was first copied into [K, P, Q] order, a pass that
+// cost three times the reduction itself.
+struct Middle {
+  int64_t p = 0, k = 0, q = 0;
+};
+Middle middle_kept(const Op& op, const CpuTensor& x) {
+  const Shape& s = x.meta.shape;
+  const int64_t rank = static_cast<int64_t>(s.rank());
+  std::vector<bool> reduced(static_cast<size_t>(rank), op.attrs.dims.empty());
+  for (int64_t d : op.attrs.dims) reduced[static_cast<size_t>(d)] = true;
+  int64_t first = 0, last = rank - 1;
+  while (first < rank && reduced[size_t(first)]) ++first;
+  while (last >= 0 && reduced[size_t(last)]) --last;
+  if (first == 0 || last == rank - 1 || first > last || !x.is_contiguous()) return {};
+  for (int64_t d = first; d <= last; ++d)
+    if (reduced[size_t(d)]) return {};
+  Middle m{1, 1, 1};
+  for (int64_t d = 0; d < rank; ++d) (d < first ? m.p : d <= last ? m.k : m.q) *= s[size_t(d)];
+  return m;
+}
+
+template <class R, class T, class O>
+void reduce_middle(const T* x, O* out, const Middle& m) {
+  using A = typename R::A;
+  parallel_for(m.k, std::max<int64_t>(1, kGrain / std::max<int64_t>(m.p * m.q, 1)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t k = b; k < e; ++k) {
+                   std::conditional_t<wide_merge<R>(), double, A> acc = R::init();
+                   for (int64_t p = 0; p < m.p; ++p) {
+                     const A run = reduce_run<R>(x + (p * m.k + k) * m.q, m.q, 0);
+                     if constexpr (wide_merge<R>())
+                       acc += static_cast<double>(run);
+                     else
+                       acc = R::merge(acc, run);
+                   }
+                   out[k] = R::final(static_cast<A>(acc));
+                 }
+               });
+}
+
 }  // namespace
 
 template <class T>
 CpuTensor reduce(const Op& op, Inputs in, const TensorMeta& out) {
+  if (const Middle m = middle_kept(op, in[0]);
+      m.k >= num_threads() &&
+      (op.code == OpCode::Sum || op.code == OpCode::Max || op.code == OpCode::Min)) {
+    CpuTensor o = empty(out);
+    const T* xp = in[0].data<T>();
+    if (op.code == OpCode::Max)
+      reduce_middle<ExtR<T, true>>(xp, o.data<T>(), m);
+    else if (op.code == OpCode::Min)
+      reduce_middle<ExtR<T, false>>(xp, o.data<T>(), m);
+    else if constexpr (!std::is_same_v<T, bool>)
+      reduce_middle<SumR<T>>(xp, o.data<T>(), m);
+    else
+      throw Error("[sum] not a reduction for bool");
+    return o;
+  }
   const Reduction red = reduce_input(op, in[0]);
   const CpuTensor& x = red.x;
   const int64_t outer = red.outer, r = red.r, inner = red.inner;
