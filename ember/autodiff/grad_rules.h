@@ -102,6 +102,11 @@ Grads<I> grad_minimum(const Ctx<I>& c) {
 }
 
 template <Backend I>
+Grads<I> grad_relu(const Ctx<I>& c) {
+  return {T<I>::run(OpCode::ReluBackward, {c.g, c.xs[0]})};
+}
+
+template <Backend I>
 Grads<I> grad_cast(const Ctx<I>& c) {
   if (!is_float(c.in[0].dtype)) return {T<I>{}};
   return {c.g.cast(c.in[0].dtype)};

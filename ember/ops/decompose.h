@@ -182,6 +182,8 @@ typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
     }
     case C::Relu:
       return T::run(C::Maximum, {x, x.scalar(0.0)}).handle();
+    case C::ReluBackward:
+      return T(in[1]).gt(0.0).select(x, x.scalar(0.0)).handle();
     case C::Lerp: {  // as torch.lerp: from the nearer end, so that weight 1 gives b exactly
       const double w = a.scalar.f;
       const T b(in[1]), d = b - x;

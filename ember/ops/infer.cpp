@@ -731,7 +731,7 @@ TensorMeta infer_rule(Op& op, Metas in) {
       if (op.code == OpCode::LayerNorm || op.code == OpCode::RmsNorm) return norm_rule(op, in);
       if (op.code == OpCode::Pad) return pad_rule(op, x);
       if (op.code == OpCode::Lerp || op.code == OpCode::Addcmul ||
-          op.code == OpCode::AdaptiveStep) {
+          op.code == OpCode::AdaptiveStep || op.code == OpCode::ReluBackward) {
         check_same_dtype(op, in, 0);
         Shape s = x.shape;
         for (size_t i = 1; i < in.size(); ++i) s = broadcast_shapes(s, in[i]->shape, name(op.code));

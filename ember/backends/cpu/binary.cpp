@@ -1,4 +1,4 @@
-// Binary elementwise ops and comparisons (with broadcasting), where, and cast.
+// Binary elementwise ops and comparisons (with broadcasting), where, cast, and relu's gradient.
 #include <cmath>
 #include <limits>
 
@@ -238,6 +238,24 @@ CpuTensor cast(const Op& op, Inputs in, const TensorMeta& out) {
   });
   return o;
 }
+
+template <class T>
+CpuTensor relu_backward(const Op&, Inputs in, const TensorMeta& out) {
+  CpuTensor o = reusable(in[0], out) ? in[0] : empty(out);
+  map2<T, T>(in[0], in[1], o, [](compute_t<T> g, compute_t<T> x) {
+    return x > compute_t<T>(0) ? g : compute_t<T>(0);
+  });
+  return o;
+}
+template CpuTensor relu_backward<double>(const Op&, Inputs, const TensorMeta&);
+template CpuTensor relu_backward<float>(const Op&, Inputs, const TensorMeta&);
+template CpuTensor relu_backward<f16>(const Op&, Inputs, const TensorMeta&);
+template CpuTensor relu_backward<bf16>(const Op&, Inputs, const TensorMeta&);
+template CpuTensor relu_backward<int64_t>(const Op&, Inputs, const TensorMeta&);
+template CpuTensor relu_backward<int32_t>(const Op&, Inputs, const TensorMeta&);
+template CpuTensor relu_backward<int16_t>(const Op&, Inputs, const TensorMeta&);
+template CpuTensor relu_backward<int8_t>(const Op&, Inputs, const TensorMeta&);
+template CpuTensor relu_backward<uint8_t>(const Op&, Inputs, const TensorMeta&);
 
 EMBER_CPU_DEFINE_KERNELS(Binary, binary)
 EMBER_CPU_DEFINE_KERNELS(Compare, binary)

@@ -73,7 +73,7 @@ void softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, 
 
 bool has_composite_kernel(OpCode c) {
   return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::Attention ||
-         c == OpCode::Gelu || is_update_op(c);
+         c == OpCode::Gelu || c == OpCode::ReluBackward || is_update_op(c);
 }
 
 namespace {
@@ -106,6 +106,9 @@ CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   if (op.code == OpCode::Attention) return attention(op, in, out);
   if (op.code == OpCode::Gelu) {
     if constexpr (std::is_floating_point_v<T> || is_half_v<T>) return gelu<T>(in, out);
+  }
+  if (op.code == OpCode::ReluBackward) {
+    if constexpr (!std::is_same_v<T, bool>) return relu_backward<T>(op, in, out);
   }
   if (is_update_op(op.code)) {
     if constexpr (std::is_floating_point_v<T> || is_half_v<T>) return update_op<T>(op, in, out);

@@ -40,6 +40,9 @@ CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out);
 bool has_composite_kernel(OpCode c);
 /// The attention op, fused (attention.cpp).
 CpuTensor attention(const Op& op, Inputs in, const TensorMeta& out);
+/// relu's gradient, g where x > 0 else 0, in one pass (binary.cpp); T not bool.
+template <class T>
+CpuTensor relu_backward(const Op& op, Inputs in, const TensorMeta& out);
 /// lerp, addcmul and adaptive_step in one pass (update_ops.cpp); T a float type.
 bool is_update_op(OpCode c);
 template <class T>
