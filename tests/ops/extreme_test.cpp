@@ -398,6 +398,33 @@ std::vector<Case> composite_cases(OpCode c, Accepts acc) {
     case OpCode::Softmax:
     case OpCode::LogSoftmax:
       return dim_cases(c, acc);
+    case OpCode::ReluBackward:
+    case OpCode::Lerp:
+    case OpCode::Addcmul:
+    case OpCode::AdaptiveStep: {  // elementwise on 2 or 3 broadcast inputs, extreme scalars
+      std::vector<Case> out;
+      const std::vector<Shape> shapes = {Shape{},     Shape{0},    Shape{3},       Shape{0, 3},
+                                         Shape{3, 0}, Shape{2, 3}, Shape{2, 1, 1}, ones_rank(16)};
+      const auto types = dtypes_for(acc);
+      const size_t arity = static_cast<size_t>(info(c).arity);
+      for (const Shape& a : shapes)
+        for (const Shape& b : shapes)
+          for (size_t t = 0; t < types.size(); ++t) {
+            DType ta = types[t], tb = t % 2 ? types[0] : types[t];  // some mismatched
+            std::vector<Input> in{{a, ta}, {b, tb}};
+            if (arity == 3) in.push_back({a, ta});
+            add(out, c, {}, in);
+          }
+      for (double v : {0.0, 0.5, -1.0, std::numeric_limits<double>::infinity(),
+                       std::numeric_limits<double>::quiet_NaN()}) {
+        OpAttrs a;
+        a.scalar = Scalar(v);  // the weight, the value, the step
+        a.scalar2 = Scalar(v);
+        std::vector<Input> in(arity, Input{Shape{2, 3}, DType::F32});
+        add(out, c, a, in);
+      }
+      return out;
+    }
     case OpCode::Attention: {
       std::vector<Case> out;
       const std::vector<Shape> shapes = {Shape{2, 3},    Shape{0, 3},    Shape{2, 0},
