@@ -88,9 +88,12 @@ int64_t tile_argmax(const T* x, const Geom& g, int64_t at) {
 // A row pair of 2x2 windows: each input gets gy where it is its window's first maximum
 // (inputs a, b on row r0 and c, d on r1, in window order), branch-free: which input wins is
 // data, and mispredicted branches cost more than the selects. The last windows of a row run
-// through the same vector code on copies padded to a whole vector.
+// through the same vector code: on the inputs in place where a vector's reads past the row stay
+// inside the buffers (`overread`: they read the next rows, whose windows' results are dropped),
+// else on copies padded to a whole vector.
 template <class T>
-void tiles_2x2_backward_rows(const T* r0, const T* r1, const T* gy, T* g0, T* g1, int64_t n) {
+void tiles_2x2_backward_rows(const T* r0, const T* r1, const T* gy, T* g0, T* g1, int64_t n,
+                             bool overread) {
   using V = Vec<T>;
   constexpr int64_t L = kLanes<T>;
   auto windows = [](const T* r0, const T* r1, const T* gy, T* g0, T* g1) {
@@ -115,7 +118,12 @@ void tiles_2x2_backward_rows(const T* r0, const T* r1, const T* gy, T* g0, T* g1
   if (ow < n && n >= L) {
     ow = n - L;
     windows(r0 + 2 * ow, r1 + 2 * ow, gy + ow, g0 + 2 * ow, g1 + 2 * ow);
-  } else if (const int64_t rest = n - ow; rest > 0) {
+  } else if (const int64_t rest = n - ow; rest > 0 && overread) {
+    T o0[2 * L], o1[2 * L];
+    windows(r0 + 2 * ow, r1 + 2 * ow, gy + ow, o0, o1);
+    copy_short(o0, g0 + 2 * ow, 2 * rest);
+    copy_short(o1, g1 + 2 * ow, 2 * rest);
+  } else if (rest > 0) {
     T t0[2 * L] = {}, t1[2 * L] = {}, tg[L] = {}, o0[2 * L], o1[2 * L];
     copy_short(r0 + 2 * ow, t0, 2 * rest);
     copy_short(r1 + 2 * ow, t1, 2 * rest);
@@ -128,7 +136,7 @@ void tiles_2x2_backward_rows(const T* r0, const T* r1, const T* gy, T* g0, T* g1
 
 // The maxima of a row pair of 2x2 windows (NaN sticks), the same way.
 template <class T>
-void tiles_2x2_rows(const T* r0, const T* r1, T* y, int64_t n) {
+void tiles_2x2_rows(const T* r0, const T* r1, T* y, int64_t n, bool overread) {
   using V = Vec<T>;
   constexpr int64_t L = kLanes<T>;
   auto windows = [](const T* r0, const T* r1, T* y) {
@@ -141,7 +149,11 @@ void tiles_2x2_rows(const T* r0, const T* r1, T* y, int64_t n) {
   for (; ow + L <= n; ow += L) windows(r0 + 2 * ow, r1 + 2 * ow, y + ow);
   if (ow < n && n >= L) {  // the tail as in the backward pass
     windows(r0 + 2 * (n - L), r1 + 2 * (n - L), y + n - L);
-  } else if (const int64_t rest = n - ow; rest > 0) {
+  } else if (const int64_t rest = n - ow; rest > 0 && overread) {
+    T o[L];
+    windows(r0 + 2 * ow, r1 + 2 * ow, o);
+    copy_short(o, y + ow, rest);
+  } else if (rest > 0) {
     T t0[2 * L] = {}, t1[2 * L] = {}, o[L];
     copy_short(r0 + 2 * ow, t0, 2 * rest);
     copy_short(r1 + 2 * ow, t1, 2 * rest);
@@ -155,11 +167,12 @@ void max_pool_tiles(const T* X, T* Y, int64_t planes, const Geom& g) {
   const int64_t Lin = g.in_numel(), L = g.out_numel();
   if (g.k[0] == 1 && g.k[1] == 2 && g.k[2] == 2) {  // a row pair at a time, vectorizable
     const int64_t w = g.in[2];
+    const T* x_end = X + planes * Lin;
     for_planes(planes, Lin, [&](int64_t p) {
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
         const T* r0 = X + p * Lin + 2 * oh * w;
         const T* r1 = r0 + w;
-        tiles_2x2_rows(r0, r1, Y + p * L + oh * g.out[2], g.out[2]);
+        tiles_2x2_rows(r0, r1, Y + p * L + oh * g.out[2], g.out[2], r1 + 2 * kLanes<T> <= x_end);
       }
     });
     return;
@@ -184,9 +197,14 @@ void max_pool_tiles_backward(const T* X, const T* GY, T* GX, int64_t planes, con
     if (!covered || !k2x2) std::fill(gx, gx + Lin, T(0));
     if (k2x2) {
       const int64_t w = g.in[2];
-      for (int64_t oh = 0; oh < g.out[1]; ++oh)
-        tiles_2x2_backward_rows(x + 2 * oh * w, x + (2 * oh + 1) * w, gy + oh * g.out[2],
-                                gx + 2 * oh * w, gx + (2 * oh + 1) * w, g.out[2]);
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const T* r1 = x + (2 * oh + 1) * w;
+        const T* gr = gy + oh * g.out[2];
+        const bool overread =
+            r1 + 2 * kLanes<T> <= X + planes * Lin && gr + kLanes<T> <= GY + planes * L;
+        tiles_2x2_backward_rows(x + 2 * oh * w, r1, gr, gx + 2 * oh * w, gx + (2 * oh + 1) * w,
+                                g.out[2], overread);
+      }
       return;
     }
     for_tiles(g, [&](int64_t o, int64_t at) { gx[tile_argmax(x, g, at)] = gy[o]; });
