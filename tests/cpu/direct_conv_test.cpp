@@ -123,11 +123,12 @@ TEST_F(CpuDirectConv, WeightGradientMatchesOneInDoubles) {
   // The main job's two, padded windows, 5x5, rows longer and shorter than a vector, odd output
   // channel counts (a last task of one channel), more images than chunks and fewer; 16 output
   // channels or more take the channels-across-lanes kernel: a partial second block of 16, input
-  // channels that do not divide into threes.
+  // channels that do not divide into threes; no images at all (a zero gradient).
   for (Case c :
        {Case{64, 1, 8, 28, 28, 3, 0}, Case{64, 8, 16, 13, 13, 3, 0}, Case{2, 16, 16, 28, 28, 3, 1},
         Case{3, 5, 13, 9, 40, 5, 2}, Case{1, 3, 7, 6, 8, 3, 1}, Case{5, 2, 9, 5, 70, 3, 2},
-        Case{1, 64, 3, 7, 7, 3, 1}, Case{3, 4, 20, 10, 12, 3, 1}, Case{2, 2, 32, 7, 30, 3, 2}}) {
+        Case{1, 64, 3, 7, 7, 3, 1}, Case{3, 4, 20, 10, 12, 3, 1}, Case{2, 2, 32, 7, 30, 3, 2}, Case{0, 8, 16, 13, 13, 3, 0},
+        Case{0, 1, 8, 28, 28, 3, 1}}) {
     cpu::Geom g = geom(c);
     std::string what = std::to_string(c.n) + "x" + std::to_string(c.c_in) + "->" +
                        std::to_string(c.c_out) + " " + std::to_string(c.h) + "x" +

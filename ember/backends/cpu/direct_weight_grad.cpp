@@ -168,6 +168,10 @@ void direct_weight_grad_f32(const float* x, const float* gy, float* dw, int64_t 
 #if defined(__x86_64__)
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t KH = g.k[1], KW = g.k[2], ph = g.p[1], pw = g.p[2];
+  if (n == 0 || OH == 0 || OW == 0) {  // no products: a zero gradient
+    std::fill(dw, dw + c_out * c_in * KH * KW, 0.0f);
+    return;
+  }
   // With padding, a zero-padded copy of x: every tap of every output position inside it.
   const bool padded = ph > 0 || pw > 0;
   const int64_t Hp = OH + KH - 1, Wp = padded ? OW + KW - 1 : W;
