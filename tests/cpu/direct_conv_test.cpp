@@ -48,6 +48,12 @@ void expect_near(const std::vector<float>& got, const std::vector<double>& want,
   EXPECT_EQ(bad, 0) << what;
 }
 
+std::string describe(const Case& c) {
+  return std::to_string(c.n) + "x" + std::to_string(c.c_in) + "->" + std::to_string(c.c_out) + " " +
+         std::to_string(c.h) + "x" + std::to_string(c.w) + " k" + std::to_string(c.k) + " pad " +
+         std::to_string(c.pad);
+}
+
 class CpuDirectConv : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -65,10 +71,7 @@ TEST_F(CpuDirectConv, MatchesAConvolutionInDoubles) {
         Case{1, 3, 32, 32, 32, 3, 1}, Case{2, 5, 13, 9, 40, 5, 2}, Case{1, 32, 64, 10, 17, 1, 0},
         Case{2, 4, 7, 6, 8, 3, 1}, Case{1, 2, 9, 5, 70, 3, 2}, Case{1, 1, 1, 4, 9, 2, 1}}) {
     cpu::Geom g = geom(c);
-    std::string what = std::to_string(c.n) + "x" + std::to_string(c.c_in) + "->" +
-                       std::to_string(c.c_out) + " " + std::to_string(c.h) + "x" +
-                       std::to_string(c.w) + " k" + std::to_string(c.k) + " pad " +
-                       std::to_string(c.pad);
+    const std::string what = describe(c);
     ASSERT_TRUE(cpu::direct_conv_fits(g, 1, c.c_in, c.c_out)) << what;
     auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 31 + c.c_in));
     auto w = uniform(size_t(c.c_out * c.c_in * c.k * c.k), uint32_t(c.k * 7 + c.c_out));
@@ -127,13 +130,10 @@ TEST_F(CpuDirectConv, WeightGradientMatchesOneInDoubles) {
   for (Case c :
        {Case{64, 1, 8, 28, 28, 3, 0}, Case{64, 8, 16, 13, 13, 3, 0}, Case{2, 16, 16, 28, 28, 3, 1},
         Case{3, 5, 13, 9, 40, 5, 2}, Case{1, 3, 7, 6, 8, 3, 1}, Case{5, 2, 9, 5, 70, 3, 2},
-        Case{1, 64, 3, 7, 7, 3, 1}, Case{3, 4, 20, 10, 12, 3, 1}, Case{2, 2, 32, 7, 30, 3, 2}, Case{0, 8, 16, 13, 13, 3, 0},
-        Case{0, 1, 8, 28, 28, 3, 1}}) {
+        Case{1, 64, 3, 7, 7, 3, 1}, Case{3, 4, 20, 10, 12, 3, 1}, Case{2, 2, 32, 7, 30, 3, 2},
+        Case{0, 8, 16, 13, 13, 3, 0}, Case{0, 1, 8, 28, 28, 3, 1}}) {
     cpu::Geom g = geom(c);
-    std::string what = std::to_string(c.n) + "x" + std::to_string(c.c_in) + "->" +
-                       std::to_string(c.c_out) + " " + std::to_string(c.h) + "x" +
-                       std::to_string(c.w) + " k" + std::to_string(c.k) + " pad " +
-                       std::to_string(c.pad);
+    const std::string what = describe(c);
     ASSERT_TRUE(cpu::direct_weight_grad_fits(g, 1, c.c_in, c.c_out)) << what;
     auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 29 + c.c_in));
     auto gy = uniform(size_t(c.n * c.c_out * c.ho() * c.wo()), uint32_t(c.k * 5 + c.c_out));

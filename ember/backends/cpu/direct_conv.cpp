@@ -89,18 +89,35 @@ bool direct_conv_disabled() {
   return off;
 }
 
-bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
+bool direct_geometry_fits(const Geom& g, int64_t groups) {
 #if defined(__x86_64__)
   if (direct_conv_disabled() || cpu_isa() != CpuIsa::Avx512 || groups != 1) return false;
-  if (g.in[0] != 1 || g.k[0] != 1 || g.out[2] < 8 || c_out > 64) return false;
-  if (c_in * g.k[1] * g.k[2] > 32 * 9) return false;
+  if (g.in[0] != 1 || g.k[0] != 1) return false;
   for (int i = 1; i < 3; ++i)
     if (g.s[i] != 1 || g.d[i] != 1 || g.p[i] < 0 || g.p[i] >= g.k[i]) return false;
   return true;
 #else
-  (void)g, (void)groups, (void)c_in, (void)c_out;
+  (void)g, (void)groups;
   return false;
 #endif
+}
+
+void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t Hp, int64_t Wp,
+                int64_t ph, int64_t pw, float* dst) {
+  parallel_for(planes, std::max<int64_t>(1, kGrain / (Hp * Wp)), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      float* d = dst + p * Hp * Wp;
+      std::memset(d, 0, sizeof(float) * size_t(Hp * Wp));
+      for (int64_t h = 0; h < H && h + ph < Hp; ++h)
+        std::memcpy(d + (h + ph) * Wp + pw, x + (p * H + h) * W,
+                    sizeof(float) * size_t(std::min(W, Wp - pw)));
+    }
+  });
+}
+
+bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
+  return direct_geometry_fits(g, groups) && g.out[2] >= 8 && c_out <= 64 &&
+         c_in * g.k[1] * g.k[2] <= 32 * 9;
 }
 
 void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
@@ -117,18 +134,7 @@ void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_
   const int64_t ow_pad = (OW + span - 1) / span * span;
   const int64_t Wp = ow_pad + KW - 1, Hp = OH + KH - 1 + (two_rows ? 1 : 0);
   Scratch<float> xp(n * c_in * Hp * Wp);
-  parallel_for(n * c_in, std::max<int64_t>(1, kGrain / (Hp * Wp)), [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      float* dst = xp.get() + p * Hp * Wp;
-      std::memset(dst, 0, sizeof(float) * size_t(Hp * Wp));
-      for (int64_t h = 0; h < H; ++h) {
-        int64_t r = h + ph;
-        if (r < 0 || r >= Hp) continue;
-        int64_t cols = std::min(W, Wp - pw);
-        std::memcpy(dst + r * Wp + pw, x + (p * H + h) * W, sizeof(float) * size_t(cols));
-      }
-    }
-  });
+  pad_planes(x, n * c_in, H, W, Hp, Wp, ph, pw, xp.get());
   // Weights packed per block of 8 output channels: [block][c_in * KH * KW][8], zero-padded.
   const int64_t taps = c_in * KH * KW, blocks = (c_out + kRows - 1) / kRows;
   Scratch<float> wp(blocks * taps * kRows);

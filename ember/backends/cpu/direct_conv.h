@@ -43,5 +43,12 @@ void direct_weight_grad_f32(const float* x, const float* gy, float* dw, int64_t 
 
 /// EMBER_CPU_DIRECT_CONV=0: the direct paths are off.
 bool direct_conv_disabled();
+/// What both direct paths need: AVX-512, not switched off, one group, 2D, stride and dilation
+/// 1, 0 <= padding < window.
+bool direct_geometry_fits(const Geom& g, int64_t groups);
+/// Copies `planes` planes of H x W floats into Hp x Wp ones at row ph and column pw, zeros
+/// around them (what fits: rows or columns past Hp or Wp are dropped). Multithreaded.
+void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t Hp, int64_t Wp,
+                int64_t ph, int64_t pw, float* dst);
 
 }  // namespace ember::cpu

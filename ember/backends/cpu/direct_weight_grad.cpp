@@ -31,13 +31,14 @@ constexpr int64_t kLanes = 16;
 // back after every FMA), written out by the TAPS list of (row, column, index) of the window.
 #define EMBER_WG_TAPS3(X) \
   X(0, 0, 0) X(0, 1, 1) X(0, 2, 2) X(1, 0, 3) X(1, 1, 4) X(1, 2, 5) X(2, 0, 6) X(2, 1, 7) X(2, 2, 8)
-#define EMBER_WG_TAPS5(X)                                                                  \
-  X(0, 0, 0)                                                                               \
-  X(0, 1, 1)                                                                               \
-  X(0, 2, 2)                                                                               \
-  X(0, 3, 3) X(0, 4, 4) X(1, 0, 5) X(1, 1, 6) X(1, 2, 7) X(1, 3, 8) X(1, 4, 9) X(2, 0, 10) \
-      X(2, 1, 11) X(2, 2, 12) X(2, 3, 13) X(2, 4, 14) X(3, 0, 15) X(3, 1, 16) X(3, 2, 17)  \
-          X(3, 3, 18) X(3, 4, 19) X(4, 0, 20) X(4, 1, 21) X(4, 2, 22) X(4, 3, 23) X(4, 4, 24)
+#define EMBER_WG_TAPS5(X)                                                                   \
+  X(0, 0, 0)                                                                                \
+  X(0, 1, 1)                                                                                \
+  X(0, 2, 2)                                                                                \
+  X(0, 3, 3)                                                                                \
+  X(0, 4, 4) X(1, 0, 5) X(1, 1, 6) X(1, 2, 7) X(1, 3, 8) X(1, 4, 9) X(2, 0, 10) X(2, 1, 11) \
+      X(2, 2, 12) X(2, 3, 13) X(2, 4, 14) X(3, 0, 15) X(3, 1, 16) X(3, 2, 17) X(3, 3, 18)   \
+          X(3, 4, 19) X(4, 0, 20) X(4, 1, 21) X(4, 2, 22) X(4, 3, 23) X(4, 4, 24)
 #define EMBER_WG_DECL(kh, kw, t) __m512 a0_##t = _mm512_setzero_ps(), a1_##t = a0_##t;
 #define EMBER_WG_STEP(kh, kw, t)                                        \
   {                                                                     \
@@ -151,12 +152,8 @@ int channels_per_task(int64_t kh, int64_t kw) { return kh * kw * 2 <= 18 ? 2 : 1
 
 bool direct_weight_grad_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
 #if defined(__x86_64__)
-  if (direct_conv_disabled() || cpu_isa() != CpuIsa::Avx512 || groups != 1) return false;
-  if (g.in[0] != 1 || g.k[0] != 1 || !task_for(g.k[1], g.k[2], 1)) return false;
-  if (c_in > 64 || c_out > 64) return false;
-  for (int i = 1; i < 3; ++i)
-    if (g.s[i] != 1 || g.d[i] != 1 || g.p[i] < 0 || g.p[i] >= g.k[i]) return false;
-  return true;
+  return direct_geometry_fits(g, groups) && task_for(g.k[1], g.k[2], 1) && c_in <= 64 &&
+         c_out <= 64;
 #else
   (void)g, (void)groups, (void)c_in, (void)c_out;
   return false;
@@ -176,19 +173,7 @@ void direct_weight_grad_f32(const float* x, const float* gy, float* dw, int64_t 
   const bool padded = ph > 0 || pw > 0;
   const int64_t Hp = OH + KH - 1, Wp = padded ? OW + KW - 1 : W;
   Scratch<float> xp(padded ? n * c_in * Hp * Wp : 0);
-  if (padded)
-    parallel_for(n * c_in, std::max<int64_t>(1, kGrain / (Hp * Wp)), [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; ++p) {
-        float* dst = xp.get() + p * Hp * Wp;
-        std::memset(dst, 0, sizeof(float) * size_t(Hp * Wp));
-        for (int64_t h = 0; h < H; ++h) {
-          const int64_t r = h + ph;
-          if (r >= Hp) break;
-          const int64_t cols = std::min(W, Wp - pw);
-          std::memcpy(dst + r * Wp + pw, x + (p * H + h) * W, sizeof(float) * size_t(cols));
-        }
-      }
-    });
+  if (padded) pad_planes(x, n * c_in, H, W, Hp, Wp, ph, pw, xp.get());
   const float* X = padded ? xp.get() : x;
   const int64_t x_img = c_in * (padded ? Hp : H) * Wp, plane = (padded ? Hp : H) * Wp;
   const int64_t T = KH * KW;
