@@ -24,6 +24,12 @@ namespace {
 #if defined(__x86_64__)
 constexpr int64_t kLanes = 16;
 
+#if defined(__GNUC__) && !defined(__clang__)
+#define EMBER_NO_PREDICTIVE_COMMONING __attribute__((optimize("no-predictive-commoning")))
+#else
+#define EMBER_NO_PREDICTIVE_COMMONING
+#endif
+
 // out[c * KH * KW + t] = sum over `imgs` images and every output position of
 // g[c][pos] * x[pos + tap t's shift], for the CO output channels at g (g_co apart) and the input
 // channel at x; images are x_img and g_img apart, input rows Wp apart. The accumulators are
@@ -31,14 +37,15 @@ constexpr int64_t kLanes = 16;
 // back after every FMA), written out by the TAPS list of (row, column, index) of the window.
 #define EMBER_WG_TAPS3(X) \
   X(0, 0, 0) X(0, 1, 1) X(0, 2, 2) X(1, 0, 3) X(1, 1, 4) X(1, 2, 5) X(2, 0, 6) X(2, 1, 7) X(2, 2, 8)
-#define EMBER_WG_TAPS5(X)                                                                   \
-  X(0, 0, 0)                                                                                \
-  X(0, 1, 1)                                                                                \
-  X(0, 2, 2)                                                                                \
-  X(0, 3, 3)                                                                                \
-  X(0, 4, 4) X(1, 0, 5) X(1, 1, 6) X(1, 2, 7) X(1, 3, 8) X(1, 4, 9) X(2, 0, 10) X(2, 1, 11) \
-      X(2, 2, 12) X(2, 3, 13) X(2, 4, 14) X(3, 0, 15) X(3, 1, 16) X(3, 2, 17) X(3, 3, 18)   \
-          X(3, 4, 19) X(4, 0, 20) X(4, 1, 21) X(4, 2, 22) X(4, 3, 23) X(4, 4, 24)
+#define EMBER_WG_TAPS5(X)                                                                    \
+  X(0, 0, 0)                                                                                 \
+  X(0, 1, 1)                                                                                 \
+  X(0, 2, 2)                                                                                 \
+  X(0, 3, 3)                                                                                 \
+  X(0, 4, 4)                                                                                 \
+  X(1, 0, 5) X(1, 1, 6) X(1, 2, 7) X(1, 3, 8) X(1, 4, 9) X(2, 0, 10) X(2, 1, 11) X(2, 2, 12) \
+      X(2, 3, 13) X(2, 4, 14) X(3, 0, 15) X(3, 1, 16) X(3, 2, 17) X(3, 3, 18) X(3, 4, 19)    \
+          X(4, 0, 20) X(4, 1, 21) X(4, 2, 22) X(4, 3, 23) X(4, 4, 24)
 #define EMBER_WG_DECL(kh, kw, t) __m512 a0_##t = _mm512_setzero_ps(), a1_##t = a0_##t;
 #define EMBER_WG_STEP(kh, kw, t)                                        \
   {                                                                     \
@@ -108,7 +115,7 @@ __attribute__((target("avx512f"))) void wgrad5(const float* x, int64_t x_img, in
 // (Without predictive commoning: GCC saw that a tap's input at the next position is the next
 // tap's here, kept those broadcasts for the next iteration and spilled the accumulators.)
 template <int CI>
-__attribute__((target("avx512f"), optimize("no-predictive-commoning"))) void wlanes3(
+__attribute__((target("avx512f"))) EMBER_NO_PREDICTIVE_COMMONING void wlanes3(
     const float* x, int64_t x_img, int64_t plane, int64_t Wp, const float* gt, int64_t imgs,
     int64_t OH, int64_t OW, float* out) {
   constexpr int kTaps = 9;
