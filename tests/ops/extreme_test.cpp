@@ -218,10 +218,15 @@ std::vector<Case> unary_cases(OpCode c, Accepts acc) {
   return out;
 }
 
+// Shapes for elementwise ops with broadcasting: empty, rank 0 to 16, broadcastable or not.
+std::vector<Shape> elementwise_shapes() {
+  return {Shape{},     Shape{0},    Shape{3},       Shape{0, 3},
+          Shape{3, 0}, Shape{2, 3}, Shape{2, 1, 1}, ones_rank(16)};
+}
+
 std::vector<Case> binary_cases(OpCode c, Accepts acc, int arity) {
   std::vector<Case> out;
-  const std::vector<Shape> shapes = {Shape{},     Shape{0},    Shape{3},       Shape{0, 3},
-                                     Shape{3, 0}, Shape{2, 3}, Shape{2, 1, 1}, ones_rank(16)};
+  const std::vector<Shape> shapes = elementwise_shapes();
   const auto types = dtypes_for(acc);
   for (const Shape& a : shapes)
     for (const Shape& b : shapes)
@@ -403,8 +408,7 @@ std::vector<Case> composite_cases(OpCode c, Accepts acc) {
     case OpCode::Addcmul:
     case OpCode::AdaptiveStep: {  // elementwise on 2 or 3 broadcast inputs, extreme scalars
       std::vector<Case> out;
-      const std::vector<Shape> shapes = {Shape{},     Shape{0},    Shape{3},       Shape{0, 3},
-                                         Shape{3, 0}, Shape{2, 3}, Shape{2, 1, 1}, ones_rank(16)};
+      const std::vector<Shape> shapes = elementwise_shapes();
       const auto types = dtypes_for(acc);
       const size_t arity = static_cast<size_t>(info(c).arity);
       for (const Shape& a : shapes)

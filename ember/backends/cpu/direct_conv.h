@@ -36,8 +36,8 @@ void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_
 bool direct_weight_grad_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
 
 /// dw [c_out, c_in, kh, kw] = the weight gradient of conv2d(x [n, c_in, H, W]) given its output
-/// gradient gy [n, c_out, H', W'], with g's padding; all dense. Multithreaded over channel
-/// pairs, input channels and chunks of images, summed in a fixed order.
+/// gradient gy [n, c_out, H', W'], with g's padding; all dense. Multithreaded over chunks of
+/// images (sum_in_chunks: summed in a fixed order, whatever the thread count).
 void direct_weight_grad_f32(const float* x, const float* gy, float* dw, int64_t n, int64_t c_in,
                             int64_t c_out, const Geom& g);
 

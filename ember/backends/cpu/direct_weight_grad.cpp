@@ -37,15 +37,16 @@ constexpr int64_t kLanes = 16;
 // back after every FMA), written out by the TAPS list of (row, column, index) of the window.
 #define EMBER_WG_TAPS3(X) \
   X(0, 0, 0) X(0, 1, 1) X(0, 2, 2) X(1, 0, 3) X(1, 1, 4) X(1, 2, 5) X(2, 0, 6) X(2, 1, 7) X(2, 2, 8)
-#define EMBER_WG_TAPS5(X)                                                                    \
-  X(0, 0, 0)                                                                                 \
-  X(0, 1, 1)                                                                                 \
-  X(0, 2, 2)                                                                                 \
-  X(0, 3, 3)                                                                                 \
-  X(0, 4, 4)                                                                                 \
-  X(1, 0, 5) X(1, 1, 6) X(1, 2, 7) X(1, 3, 8) X(1, 4, 9) X(2, 0, 10) X(2, 1, 11) X(2, 2, 12) \
-      X(2, 3, 13) X(2, 4, 14) X(3, 0, 15) X(3, 1, 16) X(3, 2, 17) X(3, 3, 18) X(3, 4, 19)    \
-          X(4, 0, 20) X(4, 1, 21) X(4, 2, 22) X(4, 3, 23) X(4, 4, 24)
+#define EMBER_WG_TAPS5(X)                                                                     \
+  X(0, 0, 0)                                                                                  \
+  X(0, 1, 1)                                                                                  \
+  X(0, 2, 2)                                                                                  \
+  X(0, 3, 3)                                                                                  \
+  X(0, 4, 4)                                                                                  \
+  X(1, 0, 5)                                                                                  \
+  X(1, 1, 6) X(1, 2, 7) X(1, 3, 8) X(1, 4, 9) X(2, 0, 10) X(2, 1, 11) X(2, 2, 12) X(2, 3, 13) \
+      X(2, 4, 14) X(3, 0, 15) X(3, 1, 16) X(3, 2, 17) X(3, 3, 18) X(3, 4, 19) X(4, 0, 20)     \
+          X(4, 1, 21) X(4, 2, 22) X(4, 3, 23) X(4, 4, 24)
 #define EMBER_WG_DECL(kh, kw, t) __m512 a0_##t = _mm512_setzero_ps(), a1_##t = a0_##t;
 #define EMBER_WG_STEP(kh, kw, t)                                        \
   {                                                                     \
@@ -184,7 +185,6 @@ void direct_weight_grad_f32(const float* x, const float* gy, float* dw, int64_t 
   const float* X = padded ? xp.get() : x;
   const int64_t x_img = c_in * (padded ? Hp : H) * Wp, plane = (padded ? Hp : H) * Wp;
   const int64_t T = KH * KW;
-  const int64_t threads = num_threads();
   if (by_lanes(KH, KW, c_out)) {
     // The gradient as [channel block][image][position][16 channels], zero past c_out.
     const int64_t P = OH * OW, blocks = (c_out + kLanes - 1) / kLanes;
@@ -199,59 +199,42 @@ void direct_weight_grad_f32(const float* x, const float* gy, float* dw, int64_t 
           for (int64_t lane = rows; lane < kLanes; ++lane) dst[p * kLanes + lane] = 0.0f;
       }
     });
-    const int64_t ci_groups = (c_in + 2) / 3;
-    const int64_t chunks =
-        std::clamp<int64_t>((8 * threads + blocks * ci_groups - 1) / (blocks * ci_groups), 1, n);
-    const int64_t size = c_in * T * blocks * kLanes;  // [ci][t][block][lane]
-    Scratch<float> parts(chunks * size);
-    parallel_for(chunks * blocks * ci_groups, 1, [&](int64_t b, int64_t e) {
+    // Images in chunks summed apart and then in order (sum_in_chunks): the result does not
+    // depend on the threads. A chunk's part is [ci][t][block][lane].
+    const int64_t size = c_in * T * blocks * kLanes;
+    Scratch<float> grad(size);
+    sum_in_chunks<float>(n, size, grad.get(), [&](int64_t i0, int64_t i1, float* part) {
       alignas(64) float sums[3 * 9 * kLanes];
-      for (int64_t task = b; task < e; ++task) {
-        const int64_t cgp = task % ci_groups, cb = task / ci_groups % blocks;
-        const int64_t ch = task / ci_groups / blocks;
-        const int64_t i0 = ch * n / chunks, i1 = (ch + 1) * n / chunks;
-        const int64_t ci0 = cgp * 3, cis = std::min<int64_t>(3, c_in - ci0);
-        lanes_for(int(cis))(X + i0 * x_img + ci0 * plane, x_img, plane, Wp,
-                            gt.get() + (cb * n + i0) * P * kLanes, i1 - i0, OH, OW, sums);
-        for (int64_t c = 0; c < cis; ++c)
-          for (int64_t t = 0; t < T; ++t)
-            std::memcpy(parts.get() + ch * size + (((ci0 + c) * T + t) * blocks + cb) * kLanes,
-                        sums + (c * T + t) * kLanes, sizeof(float) * kLanes);
-      }
+      for (int64_t cb = 0; cb < blocks; ++cb)
+        for (int64_t ci0 = 0; ci0 < c_in; ci0 += 3) {
+          const int64_t cis = std::min<int64_t>(3, c_in - ci0);
+          lanes_for(int(cis))(X + i0 * x_img + ci0 * plane, x_img, plane, Wp,
+                              gt.get() + (cb * n + i0) * P * kLanes, i1 - i0, OH, OW, sums);
+          for (int64_t c = 0; c < cis; ++c)
+            for (int64_t t = 0; t < T; ++t)
+              std::memcpy(part + (((ci0 + c) * T + t) * blocks + cb) * kLanes,
+                          sums + (c * T + t) * kLanes, sizeof(float) * kLanes);
+        }
     });
-    for (int64_t ch = 1; ch < chunks; ++ch)
-      for (int64_t i = 0; i < size; ++i) parts.get()[i] += parts.get()[ch * size + i];
     for (int64_t co = 0; co < c_out; ++co)
       for (int64_t ci = 0; ci < c_in; ++ci)
         for (int64_t t = 0; t < T; ++t)
-          dw[(co * c_in + ci) * T + t] = parts.get()[((ci * T + t) * blocks) * kLanes + co];
+          dw[(co * c_in + ci) * T + t] = grad.get()[((ci * T + t) * blocks) * kLanes + co];
     return;
   }
   const int64_t per = channels_per_task(KH, KW);
-  const int64_t co_groups = (c_out + per - 1) / per;
-  // Images in chunks, summed apart and then in order (the result does not depend on the
-  // threads), enough of them for 8 tasks a thread.
-  const int64_t chunks =
-      std::clamp<int64_t>((8 * threads + co_groups * c_in - 1) / (co_groups * c_in), 1, n);
-  const int64_t size = c_out * c_in * T;
-  Scratch<float> parts(chunks * size);
-  parallel_for(chunks * co_groups * c_in, 1, [&](int64_t b, int64_t e) {
+  sum_in_chunks<float>(n, c_out * c_in * T, dw, [&](int64_t i0, int64_t i1, float* part) {
     float sums[2 * 25];
-    for (int64_t task = b; task < e; ++task) {
-      const int64_t ci = task % c_in, cg = task / c_in % co_groups, ch = task / c_in / co_groups;
-      const int64_t i0 = ch * n / chunks, i1 = (ch + 1) * n / chunks;
-      const int64_t co0 = cg * per, cos = std::min(per, c_out - co0);
-      task_for(KH, KW, int(cos))(X + i0 * x_img + ci * plane, x_img, Wp,
-                                 gy + (i0 * c_out + co0) * OH * OW, c_out * OH * OW, OH * OW,
-                                 i1 - i0, OH, OW, sums);
-      for (int64_t c = 0; c < cos; ++c)
-        std::memcpy(parts.get() + ch * size + ((co0 + c) * c_in + ci) * T, sums + c * T,
-                    sizeof(float) * size_t(T));
-    }
+    for (int64_t co0 = 0; co0 < c_out; co0 += per)
+      for (int64_t ci = 0; ci < c_in; ++ci) {
+        const int64_t cos = std::min(per, c_out - co0);
+        task_for(KH, KW, int(cos))(X + i0 * x_img + ci * plane, x_img, Wp,
+                                   gy + (i0 * c_out + co0) * OH * OW, c_out * OH * OW, OH * OW,
+                                   i1 - i0, OH, OW, sums);
+        for (int64_t c = 0; c < cos; ++c)
+          std::memcpy(part + ((co0 + c) * c_in + ci) * T, sums + c * T, sizeof(float) * size_t(T));
+      }
   });
-  std::memcpy(dw, parts.get(), sizeof(float) * size_t(size));
-  for (int64_t ch = 1; ch < chunks; ++ch)
-    for (int64_t i = 0; i < size; ++i) dw[i] += parts.get()[ch * size + i];
 #else
   (void)x, (void)gy, (void)dw, (void)n, (void)c_in, (void)c_out, (void)g;
 #endif

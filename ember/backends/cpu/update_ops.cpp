@@ -8,43 +8,47 @@ namespace ember::cpu {
 
 namespace {
 
-// One element of each op in the compute type C (float for halves); the scalars are taken in C
-// as well, as the decomposition's rank-0 operands are.
+// One element of each op in the compute type C (float for halves), the scalars taken in C as
+// the decomposition's rank-0 operands are. Every choice (the op, the lerp's nearer end, whether
+// x is scaled) is a functor of its own, chosen once a call, so that each loop vectorizes.
 template <class C>
-struct Update {
-  OpCode code;
-  C s, s2;
-  C lerp(C a, C b) const { return s < C(0.5) ? a + (b - a) * s : b - (b - a) * (C(1) - s); }
-  C addcmul(C x, C a, C b) const { return s2 == C(1) ? x + a * b * s : x * s2 + a * b * s; }
-  C step(C x, C m, C v) const { return x - m / (std::sqrt(v) + s2) * s; }
+struct LerpNear {  // weight < 0.5: from a
+  C w;
+  C operator()(C a, C b, C) const { return a + (b - a) * w; }
+};
+template <class C>
+struct LerpFar {  // from b, so that weight 1 gives b exactly (as torch.lerp)
+  C w1;           // 1 - weight
+  C operator()(C a, C b, C) const { return b - (b - a) * w1; }
+};
+template <class C>
+struct Addcmul {
+  C value;
+  C operator()(C x, C a, C b) const { return x + a * b * value; }
+};
+template <class C>
+struct AddcmulScaled {
+  C value, scale;
+  C operator()(C x, C a, C b) const { return x * scale + a * b * value; }
+};
+template <class C>
+struct Step {
+  C step, eps;
+  C operator()(C x, C m, C v) const { return x - m / (std::sqrt(v) + eps) * step; }
 };
 
-// The loop over contiguous operands of the output's shape, with every choice (the op, the lerp's
-// end, whether x is scaled) made outside the loops so that each one vectorizes.
-template <class T, class C>
-void dense(const Update<C>& u, const T* a, const T* b, const T* c, T* y, int64_t n) {
-  auto cv = [](T v) { return static_cast<C>(v); };
-  const C s = u.s, s2 = u.s2, s1 = C(1) - u.s;
-  parallel_for(n, kGrain, [&](int64_t lo, int64_t hi) {
-    if (u.code == OpCode::Lerp && s < C(0.5)) {
-#pragma omp simd
-      for (int64_t i = lo; i < hi; ++i) y[i] = static_cast<T>(cv(a[i]) + (cv(b[i]) - cv(a[i])) * s);
-    } else if (u.code == OpCode::Lerp) {
-#pragma omp simd
-      for (int64_t i = lo; i < hi; ++i)
-        y[i] = static_cast<T>(cv(b[i]) - (cv(b[i]) - cv(a[i])) * s1);
-    } else if (u.code == OpCode::Addcmul && s2 == C(1)) {
-#pragma omp simd
-      for (int64_t i = lo; i < hi; ++i) y[i] = static_cast<T>(cv(a[i]) + cv(b[i]) * cv(c[i]) * s);
-    } else if (u.code == OpCode::Addcmul) {
-#pragma omp simd
-      for (int64_t i = lo; i < hi; ++i)
-        y[i] = static_cast<T>(cv(a[i]) * s2 + cv(b[i]) * cv(c[i]) * s);
-    } else {
-#pragma omp simd
-      for (int64_t i = lo; i < hi; ++i) y[i] = static_cast<T>(u.step(cv(a[i]), cv(b[i]), cv(c[i])));
-    }
-  });
+// Calls f(functor) with the op's element function.
+template <class C, class F>
+void with_update(const Op& op, F&& f) {
+  const C s = static_cast<C>(op.attrs.scalar.f), s2 = static_cast<C>(op.attrs.scalar2.f);
+  switch (op.code) {
+    case OpCode::Lerp:
+      return s < C(0.5) ? f(LerpNear<C>{s}) : f(LerpFar<C>{C(1) - s});
+    case OpCode::Addcmul:
+      return s2 == C(1) ? f(Addcmul<C>{s}) : f(AddcmulScaled<C>{s, s2});
+    default:
+      return f(Step<C>{s, s2});
+  }
 }
 
 }  // namespace
@@ -56,15 +60,23 @@ bool is_update_op(OpCode c) {
 template <class T>
 CpuTensor update_op(const Op& op, Inputs in, const TensorMeta& out) {
   using C = compute_t<T>;
-  const Update<C> u{op.code, static_cast<C>(op.attrs.scalar.f), static_cast<C>(op.attrs.scalar2.f)};
   const CpuTensor& third = in.size() > 2 ? in[2] : in[1];  // lerp has two operands
   CpuTensor y = empty(out);
   const Shape& s = out.shape;
   if (s.numel() == 0) return y;
-  bool dense_in = true;
-  for (const CpuTensor& t : in) dense_in = dense_in && t.meta.shape == s && t.is_contiguous();
-  if (dense_in) {
-    dense<T, C>(u, in[0].data<T>(), in[1].data<T>(), third.data<T>(), y.data<T>(), s.numel());
+  bool dense = true;
+  for (const CpuTensor& t : in) dense = dense && t.meta.shape == s && t.is_contiguous();
+  T* d = y.data<T>();
+  if (dense) {  // contiguous operands of the output's shape
+    const T *a = in[0].data<T>(), *b = in[1].data<T>(), *c = third.data<T>();
+    with_update<C>(op, [&](auto f) {
+      parallel_for(s.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+#pragma omp simd
+        for (int64_t i = lo; i < hi; ++i)
+          d[i] =
+              static_cast<T>(f(static_cast<C>(a[i]), static_cast<C>(b[i]), static_cast<C>(c[i])));
+      });
+    });
     return y;
   }
   // Broadcast or strided operands: element by element along the loop's runs.
@@ -73,19 +85,17 @@ CpuTensor update_op(const Op& op, Inputs in, const TensorMeta& out) {
   auto L = make_loop<4>(s, {&y.strides, &s0, &s1, &s2},
                         {y.offset, in[0].offset, in[1].offset, third.offset});
   const int64_t i0 = L.inner(0), i1 = L.inner(1), i2 = L.inner(2), i3 = L.inner(3);
-  T* d = reinterpret_cast<T*>(y.storage.get());
+  T* base = reinterpret_cast<T*>(y.storage.get());
   const T* pa = reinterpret_cast<const T*>(in[0].storage.get());
   const T* pb = reinterpret_cast<const T*>(in[1].storage.get());
   const T* pc = reinterpret_cast<const T*>(third.storage.get());
-  run_loop(L, [&](const std::array<int64_t, 4>& o, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-      const C a = static_cast<C>(pa[o[1] + i * i1]), b = static_cast<C>(pb[o[2] + i * i2]),
-              c = static_cast<C>(pc[o[3] + i * i3]);
-      const C r = op.code == OpCode::Lerp      ? u.lerp(a, b)
-                  : op.code == OpCode::Addcmul ? u.addcmul(a, b, c)
-                                               : u.step(a, b, c);
-      d[o[0] + i * i0] = static_cast<T>(r);
-    }
+  with_update<C>(op, [&](auto f) {
+    run_loop(L, [&](const std::array<int64_t, 4>& o, int64_t n) {
+      for (int64_t i = 0; i < n; ++i)
+        base[o[0] + i * i0] =
+            static_cast<T>(f(static_cast<C>(pa[o[1] + i * i1]), static_cast<C>(pb[o[2] + i * i2]),
+                             static_cast<C>(pc[o[3] + i * i3])));
+    });
   });
   return y;
 }
