@@ -287,7 +287,7 @@ void for_range(bool parallel, int64_t count, int64_t grain, F&& f) {
 // time, and packing A per item (every item of a block packing the same rows) a third.
 // With one block of rows, each thread packs all of A for itself and takes one item, an equal
 // share of the panels: A then stays in the thread's own cache (read across from the other
-// core's, 64 x 784 x 256 on 2 threads took 0.116 ms, 0.102 this way), and there is no round
+// core's, 64 x 784 x 256 on 2 threads took 0.114 ms, 0.102 this way), and there is no round
 // for the packing. With more, the threads pack A together first and take at least 8 items
 // each, so that row blocks that do not divide among them (3 on 2) still share evenly.
 template <class Bk, class T, class PackB>
