@@ -228,6 +228,19 @@ using C2 = Tensor<Dispatch, 2>;
 using C1 = Tensor<Dispatch, 1>;
 using I1 = Tensor<Dispatch, 1, Int>;
 
+// A bad class target is found by the gather and told in the loss's terms; the ignored index
+// and class weights do not change that.
+TEST(LossErrors, NllTargets) {
+  auto logp = C2::zeros({3, 4});
+  auto nll = NllLossConfig{}.with_weights({1, 2, 1, 1}).init();
+  expect_error<IndexError>(
+      [&] {
+        nll.forward(logp, I1::from_values<int64_t>({0, 4, -100}, Shape{3}));
+      },
+      "[nll_loss]", {"class target 4", "4 classes"});
+  EXPECT_NO_THROW(nll.forward(logp, I1::from_values<int64_t>({0, -100, 3}, Shape{3})));
+}
+
 TEST(LossErrors, CrossEntropy) {
   auto x = C2::zeros({4, 3});
   auto ce = CrossEntropyLossConfig{}.init();
@@ -237,12 +250,12 @@ TEST(LossErrors, CrossEntropy) {
       [&] {
         ce.forward(x, I1::from_values<int64_t>({0, 1, 3, 2}, Shape{4}));
       },
-      "[cross_entropy]", {"3", "[4, 3]"});
+      "[cross_entropy]", {"class target 3", "[4, 3]"});
   expect_error<IndexError>(
       [&] {
         ce.forward(x, I1::from_values<int64_t>({0, -1, 1, 2}, Shape{4}));
       },
-      "[cross_entropy]", {"-1"});
+      "[cross_entropy]", {"class target -1"});
   expect_error<ValueError>([] { CrossEntropyLossConfig{}.with_smoothing(-0.1).init(); },
                            "[cross_entropy]", {"smoothing"});
   expect_error<ValueError>([] { CrossEntropyLossConfig{}.with_smoothing(1.5).init(); },
