@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "backend_fixture.h"
+#include "ember/kernel/cache.h"
 
 using namespace ember;
 using namespace ember::cuda_test;
@@ -205,6 +206,28 @@ TEST_F(CudnnConv, UsedWhereFound) {
     EXPECT_EQ(cuda::cudnn_conv_calls() - before, 2) << (tf32 ? "tf32" : "f32");
   }
   cuda::set_allow_tf32(false);
+}
+
+// A choice is kept on disk: after the plans are forgotten (as in a new process) the same conv
+// takes its algorithm from disk, searches nothing, and gives the CPU's result again.
+TEST_F(CudnnConv, ChoiceKeptOnDisk) {
+  std::string why;
+  if (cuda::cudnn_version(&why) == 0) GTEST_SKIP() << "cuDNN not used: " << why;
+  if (kernel::KernelCache::default_dir().empty()) GTEST_SKIP() << "the disk cache is off";
+  ConvCase c{"3x3 stride 2", {3, 24, 15, 9}, 20, 1, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}};
+  Op conv = conv_op(OpCode::Conv, window_of(c, false));
+  std::vector<TensorData> in = {random(c.x, DType::F32, -1, 1),
+                                random(weight_shape(c), DType::F32, -1, 1)};
+  cuda::CudnnChoiceStats s0 = cuda::cudnn_choice_stats();
+  expect_same(conv, in, {}, 1e-4, 1e-4, "first process");
+  cuda::CudnnChoiceStats s1 = cuda::cudnn_choice_stats();
+  // searched now, or stored by an earlier run of this suite over the same cache
+  EXPECT_EQ(s1.from_disk + s1.searched - s0.from_disk - s0.searched, 1);
+  cuda::forget_cudnn_plans();
+  expect_same(conv, in, {}, 1e-4, 1e-4, "second process");
+  cuda::CudnnChoiceStats s2 = cuda::cudnn_choice_stats();
+  EXPECT_EQ(s2.from_disk - s1.from_disk, 1);
+  EXPECT_EQ(s2.searched, s1.searched);
 }
 
 // No GPU needed: the library is looked for and EMBER_CUDNN=0 turns it off, saying so.

@@ -18,6 +18,7 @@
 //   std::string why;
 //   int version = ember::cuda::cudnn_version(&why);     // e.g. 91400; 0: why says why
 //   int64_t runs = ember::cuda::cudnn_conv_calls();     // conv-family ops cuDNN ran so far
+//   auto c = ember::cuda::cudnn_choice_stats();          // algorithms from disk / searched
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,15 @@ EMBER_API int cudnn_version(std::string* why = nullptr);
 /// How many conv-family ops ran through cuDNN in this process (the others took the direct
 /// kernel or unfold + GEMM: cases cuDNN does not take fall back to them).
 EMBER_API int64_t cudnn_conv_calls();
+/// Where cuDNN's algorithm choices came from: stored on disk by an earlier process (beside the
+/// compiled kernels; nothing is searched then) or searched for in this one (and stored).
+struct CudnnChoiceStats {
+  int64_t from_disk = 0, searched = 0;
+};
+EMBER_API CudnnChoiceStats cudnn_choice_stats();
+/// Drops this process's cuDNN plans and the choices it holds in memory, as a new process
+/// starts without them: the next conv of each shape takes its choice from disk or searches.
+EMBER_API void forget_cudnn_plans();
 /// What the devices' command queues did (docs/fusion.md, "Graph replay"): batches submitted and
 /// the commands in them, batches captured as CUDA graphs and replayed, kernel nodes whose
 /// scalar arguments were patched for a replay, and captures given up (not one node a launch).

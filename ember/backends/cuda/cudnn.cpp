@@ -2,20 +2,30 @@
 // conv_weight_grad (backward filter). Descriptors and the chosen algorithm are cached per
 // device, op, dtype, math mode, shapes, window and pointer alignment; large convs time the
 // algorithms once (Find*Ex) on the first call's buffers, others take the heuristics' first.
+// The choice is also kept on disk beside the compiled kernels (kernel::KernelCache's
+// directory, under cudnn/), keyed by cuDNN's version, the architecture and that key: a later
+// process skips the search, and cuDNN's heuristics, whose first use in a process takes about
+// 0.1 s on an H200's host.
 #include "ember/backends/cuda/cudnn.h"
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "ember/backends/cuda/runtime.h"
 #include "ember/backends/gpu/ops.h"
 #include "ember/core/error.h"
+#include "ember/kernel/cache.h"
 #include "ember/kernel/dynlib.h"
 
 namespace ember::cuda::dnn {
@@ -94,7 +104,7 @@ namespace ember::cuda::detail {
 
 namespace {
 
-std::atomic<int64_t> g_calls{0};
+std::atomic<int64_t> g_calls{0}, g_from_disk{0}, g_searched{0};
 
 enum Pass : int { kForward, kBackwardData, kBackwardFilter };
 
@@ -109,6 +119,21 @@ int find_mode() {  // -1: by size, 0: never, 1: always
   if (!e) return -1;
   std::string_view v(e);
   return v == "1" ? 1 : v == "0" ? 0 : -1;
+}
+
+// EMBER_CUDNN_TRACE=1: each new plan's set-up and first call, timed on the host (stderr), to
+// see where a first step's time goes.
+bool trace() {
+  static const bool on = [] {
+    const char* e = std::getenv("EMBER_CUDNN_TRACE");
+    return e && *e && std::string_view(e) != "0";
+  }();
+  return on;
+}
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 int alignment(DevicePtr p) {
@@ -184,6 +209,7 @@ struct Plan {
   int algo = 0;
   size_t workspace = 0;
   bool ok = false;
+  bool from_disk = false;  // an earlier process's choice
   Plan() = default;
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -204,11 +230,19 @@ struct DnnDevice {
   std::mutex mu;
 };
 
+struct DnnDevices {
+  std::mutex mu;
+  std::map<int, DnnDevice*> devs;  // kept for the process, like the device state
+};
+DnnDevices& dnn_devices() {
+  static DnnDevices* all = new DnnDevices();
+  return *all;
+}
+
 DnnDevice& dnn_device(DeviceState& d) {
-  static std::mutex mu;
-  static std::map<int, DnnDevice*> devs;  // kept for the process, like the device state
-  std::lock_guard lk(mu);
-  DnnDevice*& p = devs[d.index];
+  DnnDevices& all = dnn_devices();
+  std::lock_guard lk(all.mu);
+  DnnDevice*& p = all.devs[d.index];
   if (!p) {
     p = new DnnDevice();
     const dnn::Api& A = dnn::api();
@@ -299,9 +333,47 @@ bool choose(DnnDevice& dd, DeviceState& d, Plan& p, const Geometry& g, bool tf32
   return true;
 }
 
-// Descriptors and algorithm for `g`; `ok` false when cuDNN does not take the case.
+// The choices of earlier processes: {algorithm, math type, workspace bytes} by cuDNN version,
+// architecture and plan key.
+kernel::KernelCache& choices() {
+  static kernel::KernelCache c = [] {
+    std::filesystem::path dir = kernel::KernelCache::default_dir();
+    return kernel::KernelCache(dir.empty() ? dir : dir / "cudnn");
+  }();
+  return c;
+}
+
+std::string choice_key(const DeviceState& d, const PlanKey& k) {
+  std::string s =
+      "cudnn-choice " + std::to_string(dnn::api().version) + " sm" + std::to_string(d.arch);
+  for (int64_t v : k) s += " " + std::to_string(v);
+  return s;
+}
+
+struct Choice {
+  int32_t algo, math;
+  uint64_t memory;
+};
+
+std::optional<dnn::AlgoPerf> stored_choice(const std::string& key) {
+  std::optional<std::vector<char>> v = choices().get(key);
+  if (!v || v->size() != sizeof(Choice)) return std::nullopt;
+  Choice c;
+  std::memcpy(&c, v->data(), sizeof c);
+  dnn::AlgoPerf p{};
+  p.algo = c.algo, p.math_type = c.math, p.memory = c.memory;
+  return p;
+}
+
+void store_choice(const std::string& key, const dnn::AlgoPerf& p) {
+  Choice c{p.algo, p.math_type, p.memory};
+  choices().put(key, std::span<const char>(reinterpret_cast<const char*>(&c), sizeof c));
+}
+
+// Descriptors and algorithm for `g`; `ok` false when cuDNN does not take the case. A choice
+// stored by an earlier process (`key`) is taken when cuDNN still accepts it for `g`.
 std::unique_ptr<Plan> make_plan(DnnDevice& dd, DeviceState& d, const Geometry& g, bool tf32,
-                                const Buffers& buf) {
+                                const Buffers& buf, const std::string& key) {
   const dnn::Api& A = dnn::api();
   auto p = std::make_unique<Plan>();
   int type = g.dtype == DType::F32   ? dnn::kFloat
@@ -330,22 +402,46 @@ std::unique_ptr<Plan> make_plan(DnnDevice& dd, DeviceState& d, const Geometry& g
       A.SetConvolutionGroupCount(p->conv, static_cast<int>(g.groups)) != 0 ||
       A.SetConvolutionMathType(p->conv, math) != 0)
     return p;
-  dnn::AlgoPerf pick{};
-  if (!choose(dd, d, *p, g, tf32, buf, pick)) return p;
   // cuDNN runs an algorithm in the math mode its search reported, so the descriptor takes it.
-  if (A.SetConvolutionMathType(p->conv, pick.math_type) != 0) return p;
-  size_t ws = 0;
-  dnn::Status st =
-      g.pass == kForward
-          ? A.GetForwardWorkspaceSize(dd.handle, p->x, p->w, p->conv, p->y, pick.algo, &ws)
-      : g.pass == kBackwardData
-          ? A.GetBackwardDataWorkspaceSize(dd.handle, p->w, p->y, p->conv, p->x, pick.algo, &ws)
-          : A.GetBackwardFilterWorkspaceSize(dd.handle, p->x, p->y, p->conv, p->w, pick.algo, &ws);
-  if (st != 0) return p;
-  p->algo = pick.algo;
-  p->workspace = std::max(ws, pick.memory);
-  p->ok = true;
+  auto take = [&](const dnn::AlgoPerf& pick) {
+    if (!math_ok(g.dtype, tf32, pick.math_type) ||
+        A.SetConvolutionMathType(p->conv, pick.math_type) != 0)
+      return false;
+    size_t ws = 0;
+    dnn::Status st =
+        g.pass == kForward
+            ? A.GetForwardWorkspaceSize(dd.handle, p->x, p->w, p->conv, p->y, pick.algo, &ws)
+        : g.pass == kBackwardData
+            ? A.GetBackwardDataWorkspaceSize(dd.handle, p->w, p->y, p->conv, p->x, pick.algo, &ws)
+            : A.GetBackwardFilterWorkspaceSize(dd.handle, p->x, p->y, p->conv, p->w, pick.algo,
+                                               &ws);
+    if (st != 0) return false;
+    p->algo = pick.algo;
+    p->workspace = std::max(ws, size_t(pick.memory));
+    p->ok = true;
+    return true;
+  };
+  if (std::optional<dnn::AlgoPerf> stored = stored_choice(key); stored && take(*stored)) {
+    p->from_disk = true;
+    g_from_disk++;
+    return p;
+  }
+  dnn::AlgoPerf pick{};
+  if (choose(dd, d, *p, g, tf32, buf, pick) && take(pick)) {
+    g_searched++;
+    store_choice(key, pick);
+  }
   return p;
+}
+
+void forget_plans() {
+  DnnDevices& all = dnn_devices();
+  std::lock_guard lk(all.mu);
+  for (auto& [index, dd] : all.devs) {
+    std::lock_guard plk(dd->mu);
+    dd->plans.clear();
+  }
+  choices().clear_memory();
 }
 
 const char* call_name(Pass p) {
@@ -383,7 +479,13 @@ bool cudnn_conv(const Op& op, const CudaTensor& a0, const CudaTensor& b0, const 
   k[i++] = alignment(buf.a), k[i++] = alignment(buf.b), k[i++] = alignment(buf.out);
   std::lock_guard lk(dd.mu);
   auto it = dd.plans.find(k);
-  if (it == dd.plans.end()) it = dd.plans.emplace(k, make_plan(dd, d, g, tf32, buf)).first;
+  double t0 = 0, t1 = 0;
+  bool first = it == dd.plans.end();
+  if (first) {
+    t0 = trace() ? now_ms() : 0;
+    it = dd.plans.emplace(k, make_plan(dd, d, g, tf32, buf, choice_key(d, k))).first;
+    t1 = trace() ? now_ms() : 0;
+  }
   const Plan& p = *it->second;
   if (!p.ok) return false;
   const dnn::Api& A = dnn::api();
@@ -410,6 +512,12 @@ bool cudnn_conv(const Op& op, const CudaTensor& a0, const CudaTensor& b0, const 
                       dnn::describe(st) + " for inputs " + gpu::describe(ins) + ", output " +
                       out.meta.shape.to_string() + " (algorithm " + std::to_string(p.algo) + ")");
   }
+  if (first && trace())
+    std::fprintf(stderr,
+                 "[cudnn] %s x%s w%s y%s: plan %.2f ms%s, first call %.2f ms (algorithm %d)\n",
+                 call_name(g.pass), Shape(g.x).to_string().c_str(), Shape(g.w).to_string().c_str(),
+                 Shape(g.y).to_string().c_str(), t1 - t0, p.from_disk ? " (from disk)" : "",
+                 now_ms() - t1, p.algo);
   g_calls.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -432,5 +540,11 @@ int cudnn_version(std::string* why) {
 }
 
 int64_t cudnn_conv_calls() { return detail::g_calls.load(std::memory_order_relaxed); }
+
+CudnnChoiceStats cudnn_choice_stats() {
+  return {detail::g_from_disk.load(), detail::g_searched.load()};
+}
+
+void forget_cudnn_plans() { detail::forget_plans(); }
 
 }  // namespace ember::cuda
