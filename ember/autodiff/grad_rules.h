@@ -164,8 +164,22 @@ Grads<I> grad_slice_assign(const Ctx<I>& c) {
   return {gx, T<I>::run(OpCode::Slice, c.op.attrs, {c.g})};
 }
 
+// gather's gradient adds g where each value came from: a scatter-add into zeros. With one
+// index per row along dim (cross-entropy's pick of each row's class) it is the elementwise
+// where(positions == index, g, 0): nothing to check again (the forward's gather did), fusible
+// with what follows, and no wait on a GPU for the scatter's index check.
 template <Backend I>
 Grads<I> grad_gather(const Ctx<I>& c) {
+  const Shape &xs = c.in[0].shape, &is = c.in[1].shape;
+  const int64_t dim = c.op.attrs.dim;
+  bool one_per_row = is.rank() == xs.rank() && is[dim] == 1;
+  for (size_t d = 0; d < xs.rank(); ++d)
+    one_per_row = one_per_row && (int64_t(d) == dim || is[d] == xs[d]);
+  if (one_per_row) {
+    T<I> idx = c.xs[1].dtype() == DType::I64 ? c.xs[1] : c.xs[1].cast(DType::I64);
+    T<I> hit = positions<I>(xs, dim, c.g.device()).eq(idx);
+    return {hit.select(c.g, c.g.zeros_like()), T<I>{}};
+  }
   OpAttrs a;
   a.dim = c.op.attrs.dim;
   a.flag = true;
