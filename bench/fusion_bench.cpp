@@ -129,10 +129,12 @@ struct TransformerTrainer {
 
 // The vendor libraries' one-time loading and set-up in a process: cuBLASLt by a small matmul,
 // cuDNN by a small convolution (about 0.1 s each on an H200's host). No kernel cache removes it,
-// so it is paid and reported before the training steps, whose warm-up is then the JIT's.
+// so it is paid and reported before the training steps, whose warm-up is then the JIT's. The
+// convolution has 8 input channels: with fewer channels times taps than 32 it would take
+// ember's direct kernel and leave cuDNN unloaded.
 void load_libraries() {
-  auto x = Tensor<Dispatch, 4>::random({1, 1, 8, 8}, Distribution::normal(0, 1), kGpu);
-  auto w = Tensor<Dispatch, 4>::random({1, 1, 3, 3}, Distribution::normal(0, 1), kGpu);
+  auto x = Tensor<Dispatch, 4>::random({1, 8, 8, 8}, Distribution::normal(0, 1), kGpu);
+  auto w = Tensor<Dispatch, 4>::random({4, 8, 3, 3}, Distribution::normal(0, 1), kGpu);
   (void)conv2d(x, w, {}).to_data();
   auto m = Tensor<Dispatch, 2>::random({8, 8}, Distribution::normal(0, 1), kGpu);
   (void)m.matmul(m).to_data();
