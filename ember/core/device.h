@@ -30,6 +30,11 @@ struct EMBER_API Device {
   friend bool operator==(const Device&, const Device&) = default;
 };
 
+/// Whether ops on `d` raise the errors that depend on tensor values (an index out of range) from
+/// the call that made them. A remote device raises them at the next read or sync
+/// (docs/remote.md), so code that wants such an error at the call reads the values itself there.
+constexpr bool reports_data_errors_at_call(Device d) { return d.kind != DeviceKind::Remote; }
+
 /// The endpoint ("HOST:PORT") of the remote device with this index; throws DeviceError when
 /// no endpoint has it.
 EMBER_API std::string remote_endpoint(int index);

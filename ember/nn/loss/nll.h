@@ -44,20 +44,26 @@ ClassNll<B, D> class_nll(const char* name, const Tensor<B, D>& logp,
                           std::to_string(c) + " classes (input " + logp.shape().to_string() + ")");
   auto ignored = targets.equal_elem(ignore_index);
   auto safe = targets.mask_fill(ignored, int64_t{0});
-  // The gather checks the targets against [0, C) itself, so the values are read back only when
-  // it finds one outside: on a GPU, reading them up front would wait for the device twice a
-  // step. Its error is then told in the loss's terms.
-  Tensor<B, D> picked = [&] {
-    try {
-      return logp.gather(1, safe.template unsqueeze_dim<D>(1));
-    } catch (const IndexError&) {
-      int64_t lo = safe.min().template into_scalar<int64_t>();
-      int64_t hi = safe.max().template into_scalar<int64_t>();
-      if (lo >= 0 && hi < c) throw;
+  auto check_range = [&] {
+    int64_t lo = safe.min().template into_scalar<int64_t>();
+    int64_t hi = safe.max().template into_scalar<int64_t>();
+    if (lo < 0 || hi >= c)
       throw IndexError("[" + std::string(name) + "] class target " +
                        std::to_string(lo < 0 ? lo : hi) + " out of range for " + std::to_string(c) +
                        " classes (input " + logp.shape().to_string() + ", targets " +
                        targets.shape().to_string() + ")");
+  };
+  // The gather checks the targets against [0, C) itself, so the values are read back only when
+  // it finds one outside (on a GPU, reading them up front would wait for the device twice a
+  // step), and its error is then told in the loss's terms. A device that raises such errors
+  // later (remote) has them read here.
+  if (safe.numel() > 0 && !reports_data_errors_at_call(logp.device())) check_range();
+  Tensor<B, D> picked = [&] {
+    try {
+      return logp.gather(1, safe.template unsqueeze_dim<D>(1));
+    } catch (const IndexError&) {
+      check_range();
+      throw;
     }
   }();
   Tensor<B, D - 1> per = picked.template squeeze<D - 1>(1).neg();
