@@ -1,6 +1,6 @@
 #include "ember/kernel/codegen/nvrtc.h"
 
-#include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
@@ -115,12 +115,6 @@ bool nvrtc_available(std::string* why) {
   return nvrtc().ok();
 }
 
-namespace {
-constexpr nvrtcResult kInvalidOption = 5;  // NVRTC_ERROR_INVALID_OPTION
-std::atomic<bool> g_no_minimal{false};     // this NVRTC refused -minimal
-struct MinimalRefused {};
-}  // namespace
-
 int nvrtc_version() {
   const Nvrtc& n = loaded();
   return n.major * 1000 + n.minor * 10;
@@ -157,9 +151,8 @@ CudaBinary compile_cuda(const std::string& source, const std::string& kernel,
   if (!n.include_dir.empty()) opts.push_back("-I" + n.include_dir);
   // -minimal (NVRTC 12.4 and later) leaves out the CUDA runtime's declarations, which the
   // kernels do not use: about a third less compile time (a transformer layer's first step on
-  // an H200: 0.55-0.62 s against 0.80-0.98 s). An NVRTC that refuses it compiles without.
-  const bool minimal = nvrtc_version() >= 12040 && !g_no_minimal.load();
-  if (minimal) opts.push_back("-minimal");
+  // an H200: 0.55-0.62 s against 0.80-0.98 s).
+  if (nvrtc_version() >= 12040) opts.push_back("-minimal");
   for (const std::string& s : o.options) opts.push_back(s);
 
   std::string key = "cuda nvrtc " + std::to_string(nvrtc_version()) + " " + kernel;
@@ -167,49 +160,40 @@ CudaBinary compile_cuda(const std::string& source, const std::string& kernel,
   key += "\n" + source;
   KernelCache& cache = o.cache ? *o.cache : KernelCache::global();
   bool hit = false;
-  try {
-    bin.data = cache.get_or_build(
-        key,
-        [&] {
-          nvrtcProgram prog = nullptr;
-          n.check(
-              n.CreateProgram(&prog, source.c_str(), (kernel + ".cu").c_str(), 0, nullptr, nullptr),
-              "nvrtcCreateProgram", kernel);
-          std::vector<const char*> argv;
-          for (const std::string& s : opts) argv.push_back(s.c_str());
-          nvrtcResult r = n.CompileProgram(prog, static_cast<int>(argv.size()), argv.data());
-          if (r == kInvalidOption && minimal) {
-            n.DestroyProgram(&prog);
-            throw MinimalRefused{};
-          }
-          if (r != 0) {
-            size_t size = 0;
-            n.GetProgramLogSize(prog, &size);
-            std::string log(size, '\0');
-            if (size) n.GetProgramLog(prog, log.data());
-            n.DestroyProgram(&prog);
-            throw ValueError("[kernel " + kernel + "] NVRTC could not compile it (" +
-                             n.GetErrorString(r) + "):\n" + log);
-          }
+  bin.data = cache.get_or_build(
+      key,
+      [&] {
+        nvrtcProgram prog = nullptr;
+        n.check(
+            n.CreateProgram(&prog, source.c_str(), (kernel + ".cu").c_str(), 0, nullptr, nullptr),
+            "nvrtcCreateProgram", kernel);
+        std::vector<const char*> argv;
+        for (const std::string& s : opts) argv.push_back(s.c_str());
+        nvrtcResult r = n.CompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+        if (r != 0) {
           size_t size = 0;
-          std::vector<char> out;
-          if (bin.format == CudaBinary::Cubin) {
-            n.GetCUBINSize(prog, &size);
-            out.resize(size);
-            if (size) n.GetCUBIN(prog, out.data());
-          } else {
-            n.GetPTXSize(prog, &size);
-            out.resize(size);
-            if (size) n.GetPTX(prog, out.data());
-          }
+          n.GetProgramLogSize(prog, &size);
+          std::string log(size, '\0');
+          if (size) n.GetProgramLog(prog, log.data());
           n.DestroyProgram(&prog);
-          return out;
-        },
-        &hit);
-  } catch (const MinimalRefused&) {
-    g_no_minimal.store(true);
-    return compile_cuda(source, kernel, o);
-  }
+          throw ValueError("[kernel " + kernel + "] NVRTC could not compile it (" +
+                           n.GetErrorString(r) + "):\n" + log);
+        }
+        size_t size = 0;
+        std::vector<char> out;
+        if (bin.format == CudaBinary::Cubin) {
+          n.GetCUBINSize(prog, &size);
+          out.resize(size);
+          if (size) n.GetCUBIN(prog, out.data());
+        } else {
+          n.GetPTXSize(prog, &size);
+          out.resize(size);
+          if (size) n.GetPTX(prog, out.data());
+        }
+        n.DestroyProgram(&prog);
+        return out;
+      },
+      &hit);
   bin.cached = hit;
   return bin;
 }
