@@ -69,7 +69,12 @@ TEST_F(CpuDirectConv, MatchesAConvolutionInDoubles) {
   for (Case c :
        {Case{2, 1, 8, 28, 28, 3, 0}, Case{3, 8, 16, 13, 13, 3, 0}, Case{2, 16, 16, 28, 28, 3, 1},
         Case{1, 3, 32, 32, 32, 3, 1}, Case{2, 5, 13, 9, 40, 5, 2}, Case{1, 32, 64, 10, 17, 1, 0},
-        Case{2, 4, 7, 6, 8, 3, 1}, Case{1, 2, 9, 5, 70, 3, 2}, Case{1, 1, 1, 4, 9, 2, 1}}) {
+        Case{2, 4, 7, 6, 8, 3, 1}, Case{1, 2, 9, 5, 70, 3, 2}, Case{1, 1, 1, 4, 9, 2, 1},
+        // 16 output channels or more (the lanes kernel): a partial second block, runs of one
+        // to three per row (57 wide: 3 x 20 with the last short), odd run lengths, 5x5, more
+        // rows than a band.
+        Case{2, 7, 17, 11, 57, 3, 1}, Case{1, 3, 24, 20, 9, 5, 2}, Case{2, 16, 48, 9, 29, 3, 1},
+        Case{1, 10, 16, 3, 8, 1, 0}, Case{2, 9, 33, 12, 30, 3, 2}}) {
     cpu::Geom g = geom(c);
     const std::string what = describe(c);
     ASSERT_TRUE(cpu::direct_conv_fits(g, 1, c.c_in, c.c_out)) << what;

@@ -30,6 +30,11 @@ bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out
 void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                      int64_t c_out, const Geom& g);
 
+/// direct_conv_f32's kernel for 16 to 31 output channels (direct_conv_lanes.cpp): the channels
+/// across a vector's lanes, up to 28 positions of a row per kernel call. Any c_out works.
+void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
+                           int64_t c_out, const Geom& g);
+
 /// Whether conv_weight_grad of geometry `g` (the conv's input to its output) takes the direct
 /// path (direct_weight_grad.cpp): 2D, a 3x3 or 5x5 window, stride and dilation 1, one group, at
 /// most 64 channels each side, AVX-512; EMBER_CPU_DIRECT_CONV=0 turns it off too.
