@@ -123,10 +123,9 @@ bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out
 void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                      int64_t c_out, const Geom& g) {
 #if defined(__x86_64__)
-  // 16 to 31 output channels: the lanes kernel (one vector of channels, no lanes idle at 16).
-  // From 32 on the two kernels measured even, and with 3 input channels this one was ahead.
-  if (c_out >= kLanes && c_out < 2 * kLanes)
-    return direct_conv_lanes_f32(x, w, y, n, c_in, c_out, g);
+  // 16 output channels or more: the lanes kernel (direct_conv_lanes.cpp), measured ahead of
+  // the row kernel at 16 and 32 (docs/cpu.md).
+  if (c_out >= kLanes) return direct_conv_lanes_f32(x, w, y, n, c_in, c_out, g);
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t KH = g.k[1], KW = g.k[2], ph = g.p[1], pw = g.p[2];
   // The padded copy: rows of Wp floats, the image at column pw, zeros around it and past the

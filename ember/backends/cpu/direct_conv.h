@@ -4,6 +4,8 @@
 // 8 output channels x 32 positions of one output row in registers and accumulates over every
 // input channel and tap, reading the input rows themselves (a zero-padded copy of the batch)
 // as vectors and the weights as broadcasts; nothing is packed but the weights, once a call.
+// With 16 output channels or more a second kernel lays the channels across the lanes instead
+// (direct_conv_lanes.cpp).
 //
 //   cpu::Geom g;  // 2D: in {1, 28, 28}, out {1, 28, 28}, a 3x3 window, padding 1
 //   g.in[1] = g.in[2] = g.out[1] = g.out[2] = 28;
@@ -30,8 +32,9 @@ bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out
 void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                      int64_t c_out, const Geom& g);
 
-/// direct_conv_f32's kernel for 16 to 31 output channels (direct_conv_lanes.cpp): the channels
-/// across a vector's lanes, up to 28 positions of a row per kernel call. Any c_out works.
+/// direct_conv_f32's kernel for 16 output channels or more (direct_conv_lanes.cpp): the
+/// channels across a vector's lanes, up to 28 positions of a row per kernel call. Any c_out
+/// works.
 void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                            int64_t c_out, const Geom& g);
 

@@ -1,10 +1,11 @@
-// The direct convolution with the output channels across a vector's lanes, for 16 to 31 output
-// channels (direct_conv.cpp's row kernel takes the rest). A kernel call holds up to 28 output
-// positions of one row for 16 channels, one register each, and accumulates over every input
-// channel and tap: per tap one vector load of the 16 channels' weights and one FMA per
-// position with the input broadcast from memory, the pattern of oneDNN's direct kernels. The
-// inputs are read from a zero-padded copy of a band of rows, made per task in the core's cache;
-// the sums leave through 16 x 16 transposes into the NCHW output.
+// The direct convolution with the output channels across a vector's lanes, for 16 output
+// channels or more (direct_conv.cpp's row kernel takes fewer). A kernel call holds up to 28
+// output positions of one row for 16 channels, one register each, and accumulates over every
+// input channel and tap. Windows 3 wide broadcast each input into a register once for the three
+// taps that read it; other windows take one FMA per position and tap with the input broadcast
+// from memory, the pattern of oneDNN's direct kernels. The inputs are read from a zero-padded
+// copy of a band of rows, made per task in the core's cache; the sums leave through 16 x 16
+// transposes into the NCHW output.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -57,6 +58,35 @@ __attribute__((target("avx512f"))) void run_kernel(const float* in, int64_t plan
   for (int p = 0; p < R; ++p) _mm512_storeu_ps(sums + p * kLanes, acc[p]);
 }
 
+// The same sums for windows 3 wide, each input broadcast into a register once for the three
+// taps of its row that read it: x[j] feeds position j with tap 0, j - 1 with tap 1 and j - 2
+// with tap 2. Per row of the window: 3 weight loads, R + 2 broadcasts and 3R FMAs on registers.
+template <int R>
+__attribute__((target("avx512f"))) void run_kernel3(const float* in, int64_t plane,
+                                                    int64_t row_stride, int64_t c_in, int64_t KH,
+                                                    int64_t /*KW: 3*/, const float* w,
+                                                    float* sums) {
+  __m512 acc[R];
+#pragma GCC unroll 32
+  for (int p = 0; p < R; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t ic = 0; ic < c_in; ++ic, in += plane)
+    for (int64_t kh = 0; kh < KH; ++kh, w += 3 * kLanes) {
+      const float* x = in + kh * row_stride;
+      const __m512 w0 = _mm512_loadu_ps(w), w1 = _mm512_loadu_ps(w + kLanes),
+                   w2 = _mm512_loadu_ps(w + 2 * kLanes);
+#pragma GCC unroll 32
+      for (int j = 0; j < R + 2; ++j) {
+        __m512 b;
+        asm("vbroadcastss %[x], %[b]" : [b] "=v"(b) : [x] "m"(x[j]));
+        if (j < R) acc[j] = _mm512_fmadd_ps(b, w0, acc[j]);
+        if (j >= 1 && j <= R) acc[j - 1] = _mm512_fmadd_ps(b, w1, acc[j - 1]);
+        if (j >= 2) acc[j - 2] = _mm512_fmadd_ps(b, w2, acc[j - 2]);
+      }
+    }
+#pragma GCC unroll 32
+  for (int p = 0; p < R; ++p) _mm512_storeu_ps(sums + p * kLanes, acc[p]);
+}
+
 using RunKernel = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*,
                            float*);
 
@@ -64,8 +94,15 @@ template <int... I>
 constexpr auto kernel_table(std::integer_sequence<int, I...>) {
   return std::array<RunKernel, sizeof...(I)>{&run_kernel<(I + 1) * kRunStep>...};
 }
-// kKernels[i] holds (i + 1) * 2 positions.
+template <int... I>
+constexpr auto kernel3_table(std::integer_sequence<int, I...>) {
+  return std::array<RunKernel, sizeof...(I)>{&run_kernel3<(I + 1) * kRunStep>...};
+}
+// kKernels[i] holds (i + 1) * 2 positions; kKernels3[i] likewise, for windows 3 wide, up to 26
+// positions (the sums, 3 weight vectors and a broadcast take 30 of the 32 registers).
 constexpr auto kKernels = kernel_table(std::make_integer_sequence<int, kMaxRun / kRunStep>{});
+constexpr int64_t kMaxRun3 = 26;
+constexpr auto kKernels3 = kernel3_table(std::make_integer_sequence<int, kMaxRun3 / kRunStep>{});
 
 // GCC 12's unpack and shuffle intrinsics pass an undefined vector as the unused merge source,
 // which -Wmaybe-uninitialized reports once inlined here.
@@ -122,9 +159,10 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t KH = g.k[1], KW = g.k[2], ph = g.p[1], pw = g.p[2];
   // Each output row is `runs` runs of `run` positions (the last may be shorter).
-  const int64_t runs = (OW + kMaxRun - 1) / kMaxRun;
+  const bool three = KW == 3;
+  const int64_t most = three ? kMaxRun3 : kMaxRun, runs = (OW + most - 1) / most;
   const int64_t run = ((OW + runs - 1) / runs + kRunStep - 1) / kRunStep * kRunStep;
-  const RunKernel kernel = kKernels[size_t(run / kRunStep - 1)];
+  const RunKernel kernel = (three ? kKernels3.data() : kKernels.data())[run / kRunStep - 1];
   // A band's padded copy: per input channel, the band's rows and the window's extra rows, each
   // row the image's at column pw with zeros around it and past the last run's reads.
   const int64_t band = std::min(OH, kBandRows), bands = (OH + band - 1) / band;
