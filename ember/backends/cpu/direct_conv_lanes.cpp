@@ -106,8 +106,10 @@ constexpr auto kKernels3 = kernel3_table(std::make_integer_sequence<int, kMaxRun
 
 // GCC 12's unpack and shuffle intrinsics pass an undefined vector as the unused merge source,
 // which -Wmaybe-uninitialized reports once inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // r[i] (position i, lanes = channels) becomes r[j] (channel j, lanes = positions).
 __attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
   __m512 a[16], b[16];
@@ -134,7 +136,9 @@ __attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
   }
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 // y[j * channel_stride + p] = sums[p][j] for p < positions, j < channels.
 __attribute__((target("avx512f"))) void store_transposed(const float* sums, int64_t positions,
