@@ -8,12 +8,13 @@
 #include <deque>
 #include <functional>
 #include <mutex>
-#include <string_view>
 #include <thread>
 
 #if defined(__linux__)
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include "ember/backends/cuda/env.h"
 #endif
 
 namespace ember::cuda::detail {
@@ -90,10 +91,7 @@ Jobs& jobs() {
 
 // EMBER_CUDA_COMPILE_LOG=1: each compile's times (ms since the first compile was queued).
 bool log_compiles() {
-  static const bool on = [] {
-    const char* e = std::getenv("EMBER_CUDA_COMPILE_LOG");
-    return e && *e && std::string_view(e) != "0";
-  }();
+  static const bool on = env_switch("EMBER_CUDA_COMPILE_LOG");
   return on;
 }
 

@@ -1,4 +1,5 @@
 // cuDNN's legacy convolution API for conv (forward), conv_transpose (backward data) and
+
 // conv_weight_grad (backward filter). Descriptors and the chosen algorithm are cached per
 // device, op, dtype, math mode, shapes, window and pointer alignment; large convs time the
 // algorithms once (Find*Ex) on the first call's buffers, others take the heuristics' first.
@@ -21,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ember/backends/cuda/env.h"
 #include "ember/backends/cuda/runtime.h"
 #include "ember/backends/gpu/ops.h"
 #include "ember/core/error.h"
@@ -123,10 +125,7 @@ int find_mode() {  // -1: by size, 0: never, 1: always
 // EMBER_CUDNN_TRACE=1: each new plan's set-up and first call, timed on the host (stderr), to
 // see where a first step's time goes.
 bool trace() {
-  static const bool on = [] {
-    const char* e = std::getenv("EMBER_CUDNN_TRACE");
-    return e && *e && std::string_view(e) != "0";
-  }();
+  static const bool on = env_switch("EMBER_CUDNN_TRACE");
   return on;
 }
 double now_ms() {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "ember/backends/cuda/env.h"
 #include "ember/backends/cuda/runtime.h"
 
 namespace ember::cuda::detail {
@@ -196,10 +197,7 @@ void CommandQueue::run(const std::function<void(const Gemm&)>& run_gemm, Graph* 
 }
 
 bool CommandQueue::debug() {
-  static const bool on = [] {
-    const char* e = std::getenv("EMBER_CUDA_GRAPHS_DEBUG");
-    return e && *e && std::string_view(e) != "0";
-  }();
+  static const bool on = env_switch("EMBER_CUDA_GRAPHS_DEBUG");
   return on;
 }
 
