@@ -115,6 +115,18 @@ void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t Hp
   });
 }
 
+Scratch<float> pack_channel_blocks(const float* w, int64_t c_out, int64_t taps, int64_t width) {
+  const int64_t blocks = (c_out + width - 1) / width;
+  Scratch<float> dst(blocks * taps * width);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t t = 0; t < taps; ++t)
+      for (int64_t l = 0; l < width; ++l) {
+        const int64_t oc = b * width + l;
+        dst.get()[(b * taps + t) * width + l] = oc < c_out ? w[oc * taps + t] : 0.0f;
+      }
+  return dst;
+}
+
 bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
   return direct_geometry_fits(g, groups) && g.out[2] >= 8 && c_out <= 64 &&
          c_in * g.k[1] * g.k[2] <= 32 * 9;
@@ -138,15 +150,9 @@ void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_
   const int64_t Wp = ow_pad + KW - 1, Hp = OH + KH - 1 + (two_rows ? 1 : 0);
   Scratch<float> xp(n * c_in * Hp * Wp);
   pad_planes(x, n * c_in, H, W, Hp, Wp, ph, pw, xp.get());
-  // Weights packed per block of 8 output channels: [block][c_in * KH * KW][8], zero-padded.
+  // Weights per block of 8 output channels: [block][c_in * KH * KW][8].
   const int64_t taps = c_in * KH * KW, blocks = (c_out + kRows - 1) / kRows;
-  Scratch<float> wp(blocks * taps * kRows);
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int64_t t = 0; t < taps; ++t)
-      for (int64_t r = 0; r < kRows; ++r) {
-        int64_t oc = b * kRows + r;
-        wp.get()[(b * taps + t) * kRows + r] = oc < c_out ? w[oc * taps + t] : 0.0f;
-      }
+  const Scratch<float> wp = pack_channel_blocks(w, c_out, taps, kRows);
   // Where each tap reads, from an output row's first input row: its channel's plane, the
   // window's row and column.
   std::vector<int64_t> offsets(static_cast<size_t>(taps));

@@ -54,6 +54,9 @@ bool direct_conv_disabled();
 /// What both direct paths need: AVX-512, not switched off, one group, 2D, stride and dilation
 /// 1, 0 <= padding < window.
 bool direct_geometry_fits(const Geom& g, int64_t groups);
+/// The weights w [c_out][taps] in blocks of `width` output channels, as the direct kernels read
+/// them: dst [ceil(c_out / width)][taps][width], zeros past c_out. Returns the packed buffer.
+Scratch<float> pack_channel_blocks(const float* w, int64_t c_out, int64_t taps, int64_t width);
 /// Copies `planes` planes of H x W floats into Hp x Wp ones at row ph and column pw, zeros
 /// around them (what fits: rows or columns past Hp or Wp are dropped). Multithreaded.
 void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t Hp, int64_t Wp,

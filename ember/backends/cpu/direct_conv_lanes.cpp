@@ -46,7 +46,7 @@ __attribute__((target("avx512f"))) void run_kernel(const float* in, int64_t plan
         const float* x = row + kw;
         // The broadcast stays a memory operand of the FMA. Written with intrinsics, GCC keeps
         // the broadcasts in registers to reuse them at the next tap (x + 1) and spills the
-        // sums instead, at 40% of the speed. (Unrolling the 3x3 window was slower too.)
+        // sums instead, at about half the speed. (Unrolling the 3x3 window was slower too.)
 #pragma GCC unroll 32
         for (int p = 0; p < R; ++p)
           asm("vfmadd231ps %[x]%{1to16%}, %[w], %[acc]"
@@ -171,15 +171,9 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
   // row the image's at column pw with zeros around it and past the last run's reads.
   const int64_t band = std::min(OH, kBandRows), bands = (OH + band - 1) / band;
   const int64_t Wp = runs * run + KW - 1, band_in = band + KH - 1, plane = band_in * Wp;
-  // Weights per block of 16 output channels: [block][c_in][KH][KW][16], zero past c_out.
+  // Weights per block of 16 output channels: [block][c_in][KH][KW][16].
   const int64_t taps = c_in * KH * KW, blocks = (c_out + kLanes - 1) / kLanes;
-  Scratch<float> wp(blocks * taps * kLanes);
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int64_t t = 0; t < taps; ++t)
-      for (int64_t l = 0; l < kLanes; ++l) {
-        const int64_t oc = b * kLanes + l;
-        wp.get()[(b * taps + t) * kLanes + l] = oc < c_out ? w[oc * taps + t] : 0.0f;
-      }
+  const Scratch<float> wp = pack_channel_blocks(w, c_out, taps, kLanes);
   const int64_t work = blocks * taps * band * runs * run;  // FMAs a task issues
   parallel_for(n * bands, std::max<int64_t>(1, kGrain * 4 / std::max<int64_t>(work, 1)),
                [&](int64_t t0, int64_t t1) {
