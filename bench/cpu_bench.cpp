@@ -116,6 +116,18 @@ void bm_matmul(State& st, bench::MatmulSize s) {
   bench::set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
 }
 
+void bm_matmul_bf16(State& st, bench::MatmulSize s) {
+  auto a = (s.ta ? uniform<Cpu, 2>({s.k, s.m}).transpose() : uniform<Cpu, 2>({s.m, s.k}))
+               .cast(DType::BF16);
+  auto b = (s.tb ? uniform<Cpu, 2>({s.n, s.k}).cast(DType::BF16).transpose()
+                 : uniform<Cpu, 2>({s.k, s.n}).cast(DType::BF16));
+  for (auto _ : st) {
+    auto c = a.matmul(b);
+    benchmark::DoNotOptimize(c);
+  }
+  bench::set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
+}
+
 void bm_conv2d(State& st, bench::Conv2dSize c) {
   auto x = uniform<Cpu, 4>({c.n, c.c_in, c.hw, c.hw});
   auto w = uniform<Cpu, 4>({c.c_out, c.c_in, c.k, c.k});
@@ -195,6 +207,11 @@ void register_ember_conv_benchmarks() {
 void register_ember_matmul_benchmarks() {
   for (const bench::MatmulSize& m : bench::kMatmulSizes)
     benchmark::RegisterBenchmark((std::string("cpu/matmul/") + m.name).c_str(), bm_matmul, m)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  for (const bench::MatmulSize& m : bench::kMatmulBf16Sizes)
+    benchmark::RegisterBenchmark((std::string("cpu/matmul_bf16/") + m.name).c_str(), bm_matmul_bf16,
+                                 m)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
 }

@@ -34,6 +34,16 @@ inline constexpr MatmulSize kMatmulSizes[] = {
     {"train_dgrad_64x256x784_tb", 64, 256, 784, false, true},
 };
 
+/// bf16 matmuls (inputs and output bf16, sums in f32): "matmul_bf16/<name>" on every side. AMX
+/// tiles where the CPU has them, on both sides.
+inline constexpr MatmulSize kMatmulBf16Sizes[] = {
+    {"512", 512, 512, 512, false, false},
+    {"1024", 1024, 1024, 1024, false, false},
+    {"2048", 2048, 2048, 2048, false, false},
+    {"train_fwd_64x784x256", 64, 784, 256, false, false},
+    {"train_dgrad_64x256x784_tb", 64, 256, 784, false, true},
+};
+
 /// A conv2d benchmark: x [n, c_in, hw, hw] with w [c_out, c_in, k, k], stride 1, padding
 /// (k - 1) / 2 (the size is kept). Named "conv2d/<name>" on both sides.
 struct Conv2dSize {

@@ -83,6 +83,61 @@ void onednn_matmul(State& st, MatmulSize s) {
   set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
 }
 
+// oneDNN's matmul primitive on bf16 (bf16 out, its AMX or AVX-512 kernels), operands in plain
+// row-major or transposed layouts as ember's: the primitive's execution only.
+void onednn_matmul_bf16(State& st, MatmulSize s) {
+  auto fail = [&](const char* what) { st.SkipWithError(what); };
+  dnnl_engine_t eng = nullptr;
+  dnnl_stream_t stream = nullptr;
+  if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success ||
+      dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) != dnnl_success)
+    return fail("oneDNN engine");
+  dnnl_dims_t a_dims = {s.m, s.k}, b_dims = {s.k, s.n}, c_dims = {s.m, s.n};
+  dnnl_memory_desc_t a_md, b_md, c_md;
+  dnnl_memory_desc_init_by_tag(&a_md, 2, a_dims, dnnl_bf16, s.ta ? dnnl_ba : dnnl_ab);
+  dnnl_memory_desc_init_by_tag(&b_md, 2, b_dims, dnnl_bf16, s.tb ? dnnl_ba : dnnl_ab);
+  dnnl_memory_desc_init_by_tag(&c_md, 2, c_dims, dnnl_bf16, dnnl_ab);
+  dnnl_matmul_desc_t md;
+  dnnl_primitive_desc_t pd = nullptr;
+  if (dnnl_matmul_desc_init(&md, &a_md, &b_md, nullptr, &c_md) != dnnl_success ||
+      dnnl_primitive_desc_create(&pd, &md, nullptr, eng, nullptr) != dnnl_success)
+    return fail("oneDNN bf16 matmul descriptor");
+  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr;
+  dnnl_memory_create(&a, &a_md, eng, DNNL_MEMORY_ALLOCATE);
+  dnnl_memory_create(&b, &b_md, eng, DNNL_MEMORY_ALLOCATE);
+  dnnl_memory_create(&c, &c_md, eng, DNNL_MEMORY_ALLOCATE);
+  std::mt19937 g(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto [mem, desc] :
+       {std::pair<dnnl_memory_t, const dnnl_memory_desc_t*>{a, &a_md}, {b, &b_md}}) {
+    void* p = nullptr;
+    dnnl_memory_get_data_handle(mem, &p);
+    auto* h = static_cast<uint16_t*>(p);
+    for (size_t i = 0; i < dnnl_memory_desc_get_size(desc) / 2; ++i) {
+      const float f = u(g);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      h[i] = uint16_t(bits >> 16);
+    }
+  }
+  dnnl_primitive_t mm = nullptr;
+  dnnl_primitive_create(&mm, pd);
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+  for (auto _ : st) {
+    if (dnnl_primitive_execute(mm, stream, 3, args) != dnnl_success) {
+      fail("dnnl_primitive_execute failed");
+      break;
+    }
+    dnnl_stream_wait(stream);
+  }
+  set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
+  dnnl_primitive_destroy(mm);
+  for (dnnl_memory_t mem : {a, b, c}) dnnl_memory_destroy(mem);
+  dnnl_primitive_desc_destroy(pd);
+  dnnl_stream_destroy(stream);
+  dnnl_engine_destroy(eng);
+}
+
 // oneDNN's convolution forward (inference, its algorithm of choice), the weight already in the
 // layout oneDNN picks (a model's weight is reordered once): the primitive's execution only. The
 // input and output in NCHW, as ember takes them, or (`blocked`) in the layouts oneDNN picks
@@ -172,6 +227,8 @@ void register_blas_benchmarks() {
 #ifdef EMBER_BENCH_ONEDNN
   for (const MatmulSize& m : kMatmulSizes)
     reg(std::string("onednn/matmul/") + m.name, kMillisecond, onednn_matmul, m);
+  for (const MatmulSize& m : kMatmulBf16Sizes)
+    reg(std::string("onednn/matmul_bf16/") + m.name, kMillisecond, onednn_matmul_bf16, m);
   for (const Conv2dSize& c : kConv2dSizes) {
     reg(std::string("onednn/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, false);
     reg(std::string("onednn_blocked/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, true);

@@ -83,7 +83,7 @@ const Case kCases[] = {
 
 std::vector<CpuIsa> levels() {
   std::vector<CpuIsa> v;
-  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512})
+  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512})  // the f32/f64 variants
     if (i <= cpu_isa_available()) v.push_back(i);
   return v;
 }
@@ -106,10 +106,85 @@ TEST(CpuIsaLevels, CapAndNames) {
   CpuIsa have = cpu_isa_available();
   set_cpu_isa_cap(CpuIsa::Portable);
   EXPECT_EQ(cpu_isa(), CpuIsa::Portable);
-  set_cpu_isa_cap(CpuIsa::Avx512);
+  set_cpu_isa_cap(CpuIsa::Amx);
   EXPECT_EQ(cpu_isa(), have);  // a cap above what the CPU has changes nothing
   set_cpu_isa_cap(std::nullopt);
-  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512})
+  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Amx})
     EXPECT_EQ(parse_cpu_isa(name(i)), i);
   EXPECT_THROW(parse_cpu_isa("sse9"), ValueError);
+}
+
+// The bf16 GEMM on AMX tiles against the same products in double precision: bf16 inputs are
+// exact in f32 and double, so the f32 sums differ from the reference only by their rounding.
+namespace {
+
+struct Bf16Case {
+  int64_t m, n, k;
+  bool a_transposed, b_transposed;
+};
+
+void check_bf16(const Bf16Case& c) {
+  std::mt19937 g(uint32_t(c.m * 31 + c.n * 17 + c.k));
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<bf16> a(size_t(c.m * c.k)), b(size_t(c.k * c.n));
+  for (bf16& v : a) v = bf16(u(g));
+  for (bf16& v : b) v = bf16(u(g));
+  MatRef<bf16> ar =
+      c.a_transposed ? MatRef<bf16>{a.data(), 1, c.m} : MatRef<bf16>{a.data(), c.k, 1};
+  MatRef<bf16> br =
+      c.b_transposed ? MatRef<bf16>{b.data(), 1, c.k} : MatRef<bf16>{b.data(), c.n, 1};
+  const int64_t ldc = c.n + 3;  // a row stride wider than the row
+  std::vector<float> out(size_t(c.m * ldc), -7.f);
+  std::vector<bf16> out16(size_t(c.m * ldc), bf16(-7.f));
+  ASSERT_TRUE(gemm_bf16_amx(c.m, c.n, c.k, ar, br, out.data(), ldc));
+  ASSERT_TRUE(gemm_bf16_amx(c.m, c.n, c.k, ar, br, out16.data(), ldc));
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      const size_t at = size_t(i * ldc + j);
+      if (j >= c.n) {  // past the row: untouched
+        if (out[at] != -7.f || float(out16[at]) != -7.f) ++wrong;
+        continue;
+      }
+      double want = 0, mag = 0;
+      for (int64_t p = 0; p < c.k; ++p) {
+        const double x =
+            double(float(ar.p[i * ar.rs + p * ar.cs])) * double(float(br.p[p * br.rs + j * br.cs]));
+        want += x;
+        mag += std::abs(x);
+      }
+      // f32 sums: k roundings of at most half an ulp of the running magnitude
+      const double tol = 1e-6 * mag + 1e-30;
+      // bf16 output: the f32 result rounded to 8 bits of mantissa
+      const double tol16 = tol + std::abs(want) * (1.0 / 256);
+      if (!(std::abs(double(out[at]) - want) <= tol) ||
+          !(std::abs(double(float(out16[at])) - want) <= tol16))
+        if (wrong++ < 3)
+          ADD_FAILURE() << c.m << "x" << c.n << "x" << c.k << " (" << i << ", " << j
+                        << "): " << out[at] << " / " << float(out16[at]) << " vs " << want;
+    }
+  EXPECT_EQ(wrong, 0) << c.m << "x" << c.n << "x" << c.k;
+}
+
+}  // namespace
+
+TEST(CpuGemmBf16, AmxTilesMatchProductsInDouble) {
+  if (cpu_isa() < CpuIsa::Amx)
+    GTEST_SKIP() << "no AMX tiles on this CPU (or not usable by this process): " << name(cpu_isa());
+  const Bf16Case cases[] = {
+      {1, 1, 1, false, false},     {16, 16, 32, false, false},  {32, 32, 32, false, false},
+      {33, 47, 31, false, false},  {5, 300, 70, true, false},   {130, 40, 600, false, true},
+      {129, 257, 257, true, true}, {64, 784, 256, false, true}, {300, 520, 33, false, false},
+      {7, 9, 0, false, false},
+  };
+  for (const Bf16Case& c : cases) check_bf16(c);
+}
+
+TEST(CpuGemmBf16, BelowAmxItDeclines) {
+  set_cpu_isa_cap(CpuIsa::Avx512);
+  std::vector<bf16> a(4, bf16(1.f)), b(4, bf16(1.f));
+  std::vector<float> c(4, -1.f);
+  EXPECT_FALSE(gemm_bf16_amx(2, 2, 2, {a.data(), 2, 1}, {b.data(), 2, 1}, c.data(), 2));
+  set_cpu_isa_cap(std::nullopt);
+  EXPECT_EQ(c, std::vector<float>(4, -1.f));
 }

@@ -91,7 +91,7 @@ bool direct_conv_disabled() {
 
 bool direct_geometry_fits(const Geom& g, int64_t groups) {
 #if defined(__x86_64__)
-  if (direct_conv_disabled() || cpu_isa() != CpuIsa::Avx512 || groups != 1) return false;
+  if (direct_conv_disabled() || cpu_isa() < CpuIsa::Avx512 || groups != 1) return false;
   if (g.in[0] != 1 || g.k[0] != 1) return false;
   for (int i = 1; i < 3; ++i)
     if (g.s[i] != 1 || g.d[i] != 1 || g.p[i] < 0 || g.p[i] >= g.k[i]) return false;

@@ -407,14 +407,11 @@ void dispatch(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b,
               T* c, int64_t ldc, bool accumulate, bool parallel) {
   using V = Variants<T>;
 #if defined(__x86_64__)
-  switch (cpu_isa()) {
-    case CpuIsa::Avx512:
-      return gemm<typename V::Avx512>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
-    case CpuIsa::Avx2:
-      return gemm<typename V::Avx2>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
-    default:
-      break;
-  }
+  const CpuIsa isa = cpu_isa();
+  if (isa >= CpuIsa::Avx512)
+    return gemm<typename V::Avx512>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
+  if (isa >= CpuIsa::Avx2)
+    return gemm<typename V::Avx2>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
 #endif
   gemm<typename V::Portable>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
 }

@@ -8,6 +8,8 @@
 #include <functional>
 #include <type_traits>
 
+#include "ember/core/half.h"
+
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -28,6 +30,14 @@ void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b,
               int64_t ldc, bool accumulate = false, bool parallel = true);
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> b, double* c,
               int64_t ldc, bool accumulate = false, bool parallel = true);
+
+/// C[m, n] (row stride ldc, f32 or bf16 rounded to nearest even) = A[m, k] * B[k, n] for bf16 A
+/// and B on AMX tiles (cpu/gemm_amx.cpp): products exact, sums in f32. Multithreaded on the
+/// worker pool. False, with C untouched, when cpu_isa() is below CpuIsa::Amx.
+bool gemm_bf16_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, float* c,
+                   int64_t ldc);
+bool gemm_bf16_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, bf16* c,
+                   int64_t ldc);
 
 /// B given by what packs it, for operands that are never stored as a matrix (conv's columns,
 /// read straight from the image): pack(p0, j0, kc, cols, width, dst) writes B[p0 + p, j0 + q]

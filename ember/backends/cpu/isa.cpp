@@ -7,16 +7,45 @@
 
 #include "ember/core/error.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace ember::cpu {
 
 namespace {
+
+// AMX tiles with bf16 products, their state enabled by the OS (XCR0) and this process allowed
+// to use it: Linux hands the 8 KiB of tile data only to processes that ask (arch_prctl), and
+// an AMX instruction without that permission is a fatal signal.
+bool amx_usable() {
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool tile = d & (1u << 24), bf16 = d & (1u << 22);
+  if (!tile || !bf16) return false;
+  __cpuid(1, a, b, c, d);
+  if (!(c & (1u << 27))) return false;  // OSXSAVE: xgetbv is there
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 0x60000u) != 0x60000u) return false;  // XTILECFG and XTILEDATA state
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 CpuIsa detect() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
-    return CpuIsa::Avx512;
+    return amx_usable() ? CpuIsa::Amx : CpuIsa::Avx512;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuIsa::Avx2;
 #endif
   return CpuIsa::Portable;
@@ -52,7 +81,7 @@ std::atomic<int> g_cap{-1};
 CpuIsa env_cap() {
   static const CpuIsa cap = [] {
     const char* e = std::getenv("EMBER_CPU_ISA");
-    if (!e || !*e) return CpuIsa::Avx512;
+    if (!e || !*e) return CpuIsa::Amx;
     try {
       return parse_cpu_isa(e);
     } catch (const ValueError&) {
@@ -86,16 +115,18 @@ std::string_view name(CpuIsa isa) {
       return "avx2";
     case CpuIsa::Avx512:
       return "avx512";
+    case CpuIsa::Amx:
+      return "amx";
     default:
       return "portable";
   }
 }
 
 CpuIsa parse_cpu_isa(std::string_view s) {
-  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512})
+  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Amx})
     if (s == name(i)) return i;
   throw ValueError("[cpu] unknown instruction set '" + std::string(s) +
-                   "' (EMBER_CPU_ISA: portable, avx2 or avx512)");
+                   "' (EMBER_CPU_ISA: portable, avx2, avx512 or amx)");
 }
 
 }  // namespace ember::cpu

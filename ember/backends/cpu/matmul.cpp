@@ -1,5 +1,6 @@
 // Batched matmul with broadcast batch dims. f32/f64 use ember's blocked GEMM (gemm.cpp), or
-// BLAS when built with EMBER_BLAS=ON; halves go through f32; integers use a simple kernel.
+// BLAS when built with EMBER_BLAS=ON; bf16 runs on AMX tiles where the CPU has them
+// (gemm_amx.cpp), halves otherwise go through f32; integers use a simple kernel.
 #include <cstring>
 #include <vector>
 
@@ -65,6 +66,19 @@ void gemm_portable(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t
                });
 }
 
+// Halves without a GEMM of their own: widened to f32, multiplied there, rounded back.
+template <class T>
+void gemm_via_f32(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64_t n,
+                  int64_t k) {
+  std::vector<float> a(m * k), b(k * n), c(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) a[i * k + p] = ma.trans ? A[p * ma.ld + i] : A[i * ma.ld + p];
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) b[p * n + j] = mb.trans ? B[j * mb.ld + p] : B[p * mb.ld + j];
+  gemm_f32(m, n, k, {a.data(), k, 1}, {b.data(), n, 1}, c.data(), n);
+  for (int64_t i = 0; i < m * n; ++i) C[i] = T(c[i]);
+}
+
 template <class T>
 void gemm(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64_t n, int64_t k) {
   if (m == 0 || n == 0) return;
@@ -92,14 +106,11 @@ void gemm(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64
     gemm_f32(m, n, k, ref(A, ma), ref(B, mb), C, n);
   } else if constexpr (std::is_same_v<T, double>) {
     gemm_f64(m, n, k, ref(A, ma), ref(B, mb), C, n);
-  } else if constexpr (is_half_v<T>) {  // through f32
-    std::vector<float> a(m * k), b(k * n), c(m * n);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t p = 0; p < k; ++p) a[i * k + p] = ma.trans ? A[p * ma.ld + i] : A[i * ma.ld + p];
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t j = 0; j < n; ++j) b[p * n + j] = mb.trans ? B[j * mb.ld + p] : B[p * mb.ld + j];
-    gemm_f32(m, n, k, {a.data(), k, 1}, {b.data(), n, 1}, c.data(), n);
-    for (int64_t i = 0; i < m * n; ++i) C[i] = T(c[i]);
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    if (gemm_bf16_amx(m, n, k, ref(A, ma), ref(B, mb), C, n)) return;
+    gemm_via_f32(A, ma, B, mb, C, m, n, k);
+  } else if constexpr (is_half_v<T>) {
+    gemm_via_f32(A, ma, B, mb, C, m, n, k);
   } else {
     gemm_portable<T, T>(A, ma, B, mb, C, m, n, k);
   }

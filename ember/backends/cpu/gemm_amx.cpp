@@ -1,0 +1,316 @@
+// bf16 GEMM on AMX tiles (cpu/isa.h's CpuIsa::Amx): C (f32 or bf16) = A * B with bf16 A and B,
+// products exact and sums in f32, as the f32 GEMM computes them on widened inputs.
+//
+// A tile register holds 16 rows of 64 bytes. One TDPBF16PS multiplies a 16 x 32 bf16 tile of A
+// by a 32 x 16 tile of B, stored as 16 rows of 16 (even k, odd k) pairs, into a 16 x 16 f32
+// tile of C. The kernel keeps a 32 x 32 block of C in four tile registers, and per 32 values
+// of k loads two tiles of A and two of B (2 KiB each, contiguous in the packed copies) for four
+// products.
+//
+// Both operands are packed first, zero-padded to whole tiles: A as [32-row block][32-k
+// group][32 rows][32 k], B as [32-column panel][32-k group][16 k pairs][32 columns][2]. A work
+// item is up to 128 rows x 256 columns of C in f32 (128 KiB, in L2): per 256 values of k (KC) it
+// runs each 32-row block of A (16 KiB, kept in L1) against each of its panels of B (16 KiB from
+// L2), loading and storing the C tiles once per KC. Packed B for 256 columns x KC (128 KiB) is
+// read once per 32-row block.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "ember/backends/cpu/gemm.h"
+#include "ember/backends/cpu/isa.h"
+#include "ember/backends/cpu/transpose16.h"
+#include "ember/core/thread_pool.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define EMBER_HAVE_AMX_KERNEL 1
+#endif
+
+namespace ember::cpu {
+
+#if defined(EMBER_HAVE_AMX_KERNEL)
+
+namespace {
+
+constexpr int64_t kKC = 256;         // k per pass over a C block (8 groups of 32)
+constexpr int64_t kBlockRows = 128;  // rows of C per work item (4 blocks of 32)
+constexpr int64_t kBlockCols = 256;  // columns of C per work item (8 panels of 32)
+constexpr int64_t kGroup = 32 * 32;  // elements of one packed 32-k group of a block or panel
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// The tile shapes, set per thread (ldtilecfg) before its first tile instruction: all eight 16
+// rows x 64 bytes. Loaded from memory the compiler cannot see into, so written with a memory
+// operand of all 64 bytes (GCC 12 dropped part of the zeroing before _tile_loadconfig).
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+__attribute__((target("amx-tile"))) void load_tile_config() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+__attribute__((target("amx-tile"))) void release_tiles() { __asm__ volatile("tilerelease"); }
+
+// C block (32 x 32 f32, row stride ldc floats) = (accumulate ? C : 0) + A block * B panel over
+// `groups` packed 32-k groups.
+__attribute__((target("amx-tile,amx-bf16"))) void tile_block(const bf16* ap, const bf16* bp,
+                                                             int64_t groups, float* c, int64_t ldc,
+                                                             bool accumulate) {
+  const int64_t cs = ldc * int64_t(sizeof(float));
+  if (accumulate) {
+    _tile_loadd(0, c, cs);
+    _tile_loadd(1, c + 16, cs);
+    _tile_loadd(2, c + 16 * ldc, cs);
+    _tile_loadd(3, c + 16 * ldc + 16, cs);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int64_t g = 0; g < groups; ++g, ap += kGroup, bp += kGroup) {
+    _tile_loadd(4, ap, 64);        // rows 0..15 of A, 32 k each
+    _tile_loadd(5, ap + 512, 64);  // rows 16..31
+    _tile_loadd(6, bp, 128);       // columns 0..15: 16 k pairs x 16 columns
+    _tile_loadd(7, bp + 32, 128);  // columns 16..31
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, cs);
+  _tile_stored(1, c + 16, cs);
+  _tile_stored(2, c + 16 * ldc, cs);
+  _tile_stored(3, c + 16 * ldc + 16, cs);
+}
+
+// Packs rows [i0, i0 + 32) of A (rows past m and k past its end as zeros) into one block:
+// [group][32 rows][32 k].
+void pack_a_block(MatRef<bf16> a, int64_t m, int64_t k, int64_t i0, int64_t kp, bf16* dst) {
+  const int64_t rows = std::min<int64_t>(32, m - i0);
+  for (int64_t g = 0; g < kp / 32; ++g) {
+    bf16* out = dst + g * kGroup;
+    const int64_t k0 = g * 32, kn = std::min<int64_t>(32, k - k0);
+    for (int64_t r = 0; r < 32; ++r, out += 32) {
+      if (r >= rows) {
+        std::fill(out, out + 32, bf16{});
+        continue;
+      }
+      const bf16* src = a.p + (i0 + r) * a.rs + k0 * a.cs;
+      if (a.cs == 1) {
+        std::memcpy(out, src, size_t(kn) * sizeof(bf16));
+      } else {
+        for (int64_t q = 0; q < kn; ++q) out[q] = src[q * a.cs];
+      }
+      std::fill(out + kn, out + 32, bf16{});
+    }
+  }
+}
+
+// Rows [p0, p1) (p0, p1 even, p1 <= k) of 32 columns of a row-major B into a panel: each two
+// rows interleaved into (even k, odd k) pairs by two permutes.
+__attribute__((target("avx512f,avx512bw"))) void interleave_rows(const bf16* b, int64_t ld,
+                                                                 int64_t p0, int64_t p1,
+                                                                 bf16* dst) {
+  const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                      39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  for (int64_t p = p0; p < p1; p += 2) {
+    bf16* out = dst + (p / 32) * kGroup + (p % 32) / 2 * 64;
+    const __m512i x0 = _mm512_loadu_si512(b + p * ld), x1 = _mm512_loadu_si512(b + (p + 1) * ld);
+    _mm512_storeu_si512(out, _mm512_permutex2var_epi16(x0, lo, x1));
+    _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi16(x0, hi, x1));
+  }
+}
+
+// out[kk * 64 + q] (32 bits) = src[q * ld + 2 kk] (32 bits) for 16 x 16 words: 16 columns of a
+// B stored transposed (k along its rows), each (even k, odd k) pair one word, into a panel's rows.
+__attribute__((target("avx512f"))) void transpose_pairs16(const bf16* src, int64_t ld, bf16* out) {
+  __m512 r[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_castsi512_ps(_mm512_loadu_si512(src + i * ld));
+  transpose16(r);
+  for (int i = 0; i < 16; ++i) _mm512_storeu_si512(out + i * 64, _mm512_castps_si512(r[i]));
+}
+
+// Packs rows [p0, p1) (multiples of 32; p1 <= kp, past k as zeros) of columns [j0, j0 + 32) of B
+// into its panel: [group][16 k pairs][32 columns][2].
+void pack_b_panel(MatRef<bf16> b, int64_t n, int64_t k, int64_t j0, int64_t p0, int64_t p1,
+                  bf16* panel) {
+  const int64_t cols = std::min<int64_t>(32, n - j0);
+  int64_t p = p0;
+  if (b.rs == 1 && b.cs != 1 && cols == 32)  // B transposed: whole groups by word transposes
+    for (; p + 32 <= std::min(k, p1); p += 32)
+      for (int h = 0; h < 2; ++h)
+        transpose_pairs16(b.p + (j0 + 16 * h) * b.cs + p, b.cs, panel + p / 32 * kGroup + 32 * h);
+  if (b.cs == 1 && cols == 32) {  // row-major B: pairs of whole rows
+    const int64_t pairs_end = std::max(p, std::min(k, p1) / 2 * 2);
+    interleave_rows(b.p + j0, b.rs, p, pairs_end, panel);
+    p = pairs_end;
+  }
+  for (; p < p1; p += 2) {
+    bf16* out = panel + (p / 32) * kGroup + (p % 32) / 2 * 64;
+    const bool has0 = p < k, has1 = p + 1 < k;
+    for (int64_t q = 0; q < 32; ++q) {
+      const bool col = q < cols;
+      out[2 * q] = col && has0 ? b.p[p * b.rs + (j0 + q) * b.cs] : bf16{};
+      out[2 * q + 1] = col && has1 ? b.p[(p + 1) * b.rs + (j0 + q) * b.cs] : bf16{};
+    }
+  }
+}
+
+// d[j] = bf16(s[j]) for j < n, rounded to nearest even, NaN kept quiet (as ember::bf16 does).
+__attribute__((target("avx512f"))) void round_to_bf16(const float* s, bf16* d, int64_t n) {
+  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+    const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, s + j));
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, odd)), 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    _mm512_mask_cvtepi32_storeu_epi16(d + j, m, r);
+  }
+}
+
+template <class Out>
+void store_out(const float* src, int64_t ld, int64_t rows, int64_t cols, Out* c, int64_t ldc) {
+  for (int64_t i = 0; i < rows; ++i) {
+    if constexpr (std::is_same_v<Out, float>)
+      std::memcpy(c + i * ldc, src + i * ld, size_t(cols) * sizeof(float));
+    else
+      round_to_bf16(src + i * ld, c + i * ldc, cols);
+  }
+}
+
+struct Packed {
+  explicit Packed(int64_t n)
+      : p(static_cast<bf16*>(::operator new (size_t(n) * sizeof(bf16), std::align_val_t{64}))) {}
+  ~Packed() { ::operator delete (p, std::align_val_t{64}); }
+  Packed(const Packed&) = delete;
+  Packed& operator=(const Packed&) = delete;
+  bf16* p;
+};
+
+// One work item: C[rows, cols] (rows <= kBlockRows, cols <= kBlockCols) from packed A blocks
+// (ap, 32 * kp apart) and B panels (bp, likewise), summed in acc and stored into c.
+template <class Out>
+void run_item(const bf16* ap, const bf16* bp, int64_t kp, int64_t rows, int64_t cols, float* acc,
+              Out* c, int64_t ldc) {
+  const int64_t rb = (rows + 31) / 32, cb = (cols + 31) / 32;
+  for (int64_t p0 = 0; p0 < kp; p0 += kKC) {
+    const int64_t groups = std::min(kKC, kp - p0) / 32;
+    for (int64_t i = 0; i < rb; ++i)
+      for (int64_t j = 0; j < cb; ++j)
+        tile_block(ap + i * 32 * kp + p0 * 32, bp + j * 32 * kp + p0 * 32, groups,
+                   acc + i * 32 * kBlockCols + j * 32, kBlockCols, p0 > 0);
+  }
+  store_out(acc, kBlockCols, rows, cols, c, ldc);
+}
+
+// Up to kBlockRows rows (the skinny products of training): one round, each thread packing all
+// of A for itself and its share of B's panels as it uses them, so that neither crosses to the
+// other core's cache and no round of the pool goes to packing alone.
+template <class Out>
+void gemm_amx_few_rows(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, Out* c,
+                       int64_t ldc, int64_t kp) {
+  const int64_t mblocks = (m + 31) / 32, npanels = (n + 31) / 32;
+  const int64_t parts = std::min<int64_t>(num_threads(), npanels);
+  parallel_for(parts, 1, [&](int64_t t0, int64_t t1) {
+    Packed ap(mblocks * 32 * kp), bp(kBlockCols * kp);
+    std::unique_ptr<float[]> acc(new float[kBlockRows * kBlockCols]);
+    for (int64_t i = 0; i < mblocks; ++i) pack_a_block(a, m, k, i * 32, kp, ap.p + i * 32 * kp);
+    load_tile_config();
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t j_end = (t + 1) * npanels / parts;
+      for (int64_t j0 = t * npanels / parts; j0 < j_end; j0 += kBlockCols / 32) {
+        const int64_t panels = std::min(kBlockCols / 32, j_end - j0);
+        for (int64_t j = 0; j < panels; ++j)
+          pack_b_panel(b, n, k, (j0 + j) * 32, 0, kp, bp.p + j * 32 * kp);
+        run_item(ap.p, bp.p, kp, m, std::min(panels * 32, n - j0 * 32), acc.get(), c + j0 * 32,
+                 ldc);
+      }
+    }
+    release_tiles();
+  });
+}
+
+template <class Out>
+void gemm_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, Out* c,
+              int64_t ldc) {
+  const int64_t kp = round_up(std::max<int64_t>(k, 1), 32);
+  if (m <= kBlockRows) return gemm_amx_few_rows(m, n, k, a, b, c, ldc, kp);
+  // Both operands packed once, shared by the threads, then work items of up to kBlockRows x
+  // kBlockCols, smaller (columns first, down to one block) until every thread has about four.
+  const int64_t mblocks = (m + 31) / 32, npanels = (n + 31) / 32;
+  Packed ap(mblocks * 32 * kp), bp(npanels * 32 * kp);
+  // B by bands of KC rows across all its panels: a row-major B's rows are often a page each,
+  // and a panel packed alone down all of k touched a page per row pair (a TLB miss each).
+  const int64_t bands = (kp + kKC - 1) / kKC;
+  parallel_for(mblocks + bands, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      if (t < mblocks) {
+        pack_a_block(a, m, k, t * 32, kp, ap.p + t * 32 * kp);
+        continue;
+      }
+      const int64_t p0 = (t - mblocks) * kKC, p1 = std::min(kp, p0 + kKC);
+      for (int64_t j = 0; j < npanels; ++j)
+        pack_b_panel(b, n, k, j * 32, p0, p1, bp.p + j * 32 * kp);
+    }
+  });
+  int64_t block_rows = kBlockRows, block_cols = kBlockCols;
+  auto items = [&] {
+    return (m + block_rows - 1) / block_rows * ((n + block_cols - 1) / block_cols);
+  };
+  while (items() < 4 * num_threads() && (block_cols > 32 || block_rows > 32))
+    (block_cols > 32 ? block_cols : block_rows) /= 2;
+  const int64_t col_items = (n + block_cols - 1) / block_cols;
+  parallel_for(items(), 1, [&](int64_t w0, int64_t w1) {
+    load_tile_config();
+    std::unique_ptr<float[]> acc(new float[kBlockRows * kBlockCols]);
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t r0 = w / col_items * block_rows, c0 = w % col_items * block_cols;
+      run_item(ap.p + r0 * kp, bp.p + c0 * kp, kp, std::min(block_rows, m - r0),
+               std::min(block_cols, n - c0), acc.get(), c + r0 * ldc + c0, ldc);
+    }
+    release_tiles();
+  });
+}
+
+}  // namespace
+
+bool gemm_bf16_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, float* c,
+                   int64_t ldc) {
+  if (cpu_isa() < CpuIsa::Amx) return false;
+  if (m > 0 && n > 0) gemm_amx(m, n, k, a, b, c, ldc);
+  return true;
+}
+bool gemm_bf16_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, bf16* c,
+                   int64_t ldc) {
+  if (cpu_isa() < CpuIsa::Amx) return false;
+  if (m > 0 && n > 0) gemm_amx(m, n, k, a, b, c, ldc);
+  return true;
+}
+
+#else
+
+bool gemm_bf16_amx(int64_t, int64_t, int64_t, MatRef<bf16>, MatRef<bf16>, float*, int64_t) {
+  return false;
+}
+bool gemm_bf16_amx(int64_t, int64_t, int64_t, MatRef<bf16>, MatRef<bf16>, bf16*, int64_t) {
+  return false;
+}
+
+#endif
+
+}  // namespace ember::cpu
