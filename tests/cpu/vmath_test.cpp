@@ -179,3 +179,52 @@ TEST(VectorMath, SinAndCosWithinTwoUlpsAndLibmPastTheReductionRange) {
   for (int i : {0, 1, 2, 7, 8}) EXPECT_EQ(out[i], float(std::cos(double(big[i])))) << big[i];
   EXPECT_EQ(out[5], 1.0f);
 }
+
+// pow over dense positive bases (subnormals to the largest floats) against pow in double, at
+// exponents that keep the result anywhere from float's subnormals past its largest (overflow
+// to inf, underflow to 0 and subnormals checked as such); an array of exponents and a single
+// one; and the special cases (bases <= 0, infinities, NaN) exactly as libm's powf gives them.
+TEST(VectorMath, PowWithinOneUlpAndLibmsSpecialCases) {
+  const std::vector<float> xs = dense(1e-45f, 3.4e38f, 4099);
+  const float exponents[] = {0.0f, 1.0f, -1.0f, 2.0f, 0.5f, -0.5f, 3.0f, 1.0f / 3, 7.25f,
+                             -2.75f, 0.013f, 31.5f, -100.0f, 1e-7f, 150.0f};
+  double worst = 0;
+  float worst_x = 0, worst_y = 0;
+  for (CpuIsa isa : {CpuIsa::Portable, CpuIsa::Avx512}) {
+    if (isa > cpu_isa_available()) continue;
+    set_cpu_isa_cap(isa);
+    std::vector<float> ys(xs.size()), out(xs.size()), out1(xs.size());
+    for (float e : exponents) {
+      std::fill(ys.begin(), ys.end(), e);
+      vmath::pow_f32(xs.data(), ys.data(), 1, out.data(), int64_t(xs.size()));
+      vmath::pow_f32(xs.data(), &e, 0, out1.data(), int64_t(xs.size()));
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const double want = std::pow(double(xs[i]), double(e));
+        const double u = ulps(out[i], want);
+        if (u > worst) worst = u, worst_x = xs[i], worst_y = e;
+        ASSERT_EQ(out[i], out1[i]) << xs[i] << "^" << e;  // one exponent for all: the same
+      }
+    }
+  }
+  set_cpu_isa_cap(std::nullopt);
+  EXPECT_LE(worst, 1.0) << "at " << worst_x << "^" << worst_y;
+  RecordProperty("pow_max_ulps", std::to_string(worst));
+
+  const float bases[] = {0.0f, -0.0f, -2.0f, -8.0f, INFINITY, -INFINITY, NAN, 1.0f, 2.0f, 0.5f};
+  const float pows[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, 3.0f, 0.5f, -3.0f, INFINITY, -INFINITY,
+                        NAN, 1e30f};
+  std::vector<float> x, y;
+  for (float b : bases)
+    for (float p : pows) x.push_back(b), y.push_back(p);
+  std::vector<float> out(x.size());
+  vmath::pow_f32(x.data(), y.data(), 1, out.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = std::pow(x[i], y[i]);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(out[i])) << x[i] << "^" << y[i];
+    } else {
+      EXPECT_EQ(out[i], want) << x[i] << "^" << y[i];
+      EXPECT_EQ(std::signbit(out[i]), std::signbit(want)) << x[i] << "^" << y[i];
+    }
+  }
+}

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ember/backends/cpu/elementwise.h"
+#include "ember/backends/cpu/vmath.h"
 #include "ember/backends/cpu/kernels.h"
 #include "ember/backends/cpu/simd.h"
 
@@ -166,9 +167,28 @@ void bool_binary(OpCode c, const CpuTensor& a, const CpuTensor& b, const CpuTens
 
 }  // namespace
 
+// f32 pow on contiguous data, the exponent an array of the same size or one value:
+// vmath::pow_f32 (vectorized in double), where libm's powf ran element by element.
+bool pow_f32_fast(const CpuTensor& a, const CpuTensor& b, const CpuTensor& o) {
+  const int64_t n = o.meta.shape.numel();
+  if (!a.is_contiguous() || !b.is_contiguous() || !o.is_contiguous() || a.meta.shape.numel() != n)
+    return false;
+  const int64_t b_n = b.meta.shape.numel();
+  if (b_n != n && b_n != 1) return false;
+  const float *x = a.data<float>(), *y = b.data<float>();
+  float* r = o.data<float>();
+  const int64_t step = b_n == n ? 1 : 0;
+  parallel_for(n, kGrain / 8, [&](int64_t s, int64_t e) {
+    vmath::pow_f32(x + s, y + s * step, step, r + s, e - s);
+  });
+  return true;
+}
+
 template <class T>
 CpuTensor binary(const Op& op, Inputs in, const TensorMeta& out) {
   CpuTensor o = reusable(in[0], out) ? in[0] : reusable(in[1], out) ? in[1] : empty(out);
+  if constexpr (std::is_same_v<T, float>)
+    if (op.code == OpCode::Pow && pow_f32_fast(in[0], in[1], o)) return o;
   if (info(op.code).family == OpFamily::Compare)
     compare<T>(op.code, in[0], in[1], o);
   else if constexpr (std::is_same_v<T, bool>)

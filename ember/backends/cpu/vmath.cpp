@@ -37,6 +37,7 @@ int64_t erf16(const float*, float*, int64_t) { return 0; }
 int64_t gelu16(const float*, float*, int64_t) { return 0; }
 int64_t sin8d(const float*, float*, int64_t) { return 0; }
 int64_t cos8d(const float*, float*, int64_t) { return 0; }
+int64_t pow8d(const float*, const float*, int64_t, float*, int64_t) { return 0; }
 #endif
 
 }  // namespace
@@ -86,6 +87,21 @@ void sin_f32(const float* x, float* y, int64_t n) {
 void cos_f32(const float* x, float* y, int64_t n) {
   int64_t i = wide() ? cos8d(x, y, n) : 0;
   sincos4<1>(x + i, y + i, n - i);
+}
+// pow works in double too: 4 lanes below AVX-512, as sin and cos.
+void pow_f32(const float* x, const float* y, int64_t y_step, float* out, int64_t n) {
+  int64_t i = wide() ? pow8d(x, y, y_step, out, n) : 0;
+  for (; i + 4 <= n; i += 4) {
+    vf4 a, b;
+    std::memcpy(&a, x + i, sizeof a);
+    if (y_step)
+      std::memcpy(&b, y + i, sizeof b);
+    else
+      b = vf4{} + y[0];
+    vf4 r = pow_full_v<vf4, vi4, vd4, vl4>(a, b);
+    std::memcpy(out + i, &r, sizeof r);
+  }
+  for (; i < n; ++i) out[i] = std::pow(x[i], y[i * y_step]);
 }
 
 void exp_f32(const float* x, float* y, int64_t n) {

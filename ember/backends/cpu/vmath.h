@@ -269,6 +269,81 @@ template <class VF, class VI, class VD, class VL>
   return r;
 }
 
+/// pow(x, y) for x > 0 and finite, y finite, as exp2(y log2 x) in double and rounded once to
+/// float: log2 x = e + log(m) / ln 2 with m in [sqrt(1/2), sqrt(2)) and log(m) = 2 atanh(s),
+/// s = (m - 1) / (m + 1), to s^17; exp2(t) = 2^n e^(f ln 2), n = t rounded, Taylor to degree 11.
+/// Both are within about 1e-13 relative, so the double result is that close to pow's and the
+/// float rounds as the exact value does but in the rarest near-ties. Other lanes (x <= 0,
+/// infinities, NaN) are left to the caller (libm). VD, VL: double and int64 vectors of as many
+/// lanes; no conversion between int64 and double (AVX2 has none): exponents go through the
+/// 2^52 bit tricks.
+template <class VF, class VD, class VL>
+[[gnu::always_inline]] inline VF pow_v(VF x, VF y) {
+  constexpr int64_t kMagicBits = 0x4338000000000000;  // 1.5 * 2^52: its low bits hold an integer
+  constexpr double kMagic = 6755399441055744.0;
+  VD xd = __builtin_convertvector(x, VD), yd = __builtin_convertvector(y, VD);
+  VL bits;
+  std::memcpy(&bits, &xd, sizeof bits);
+  VL e = ((bits >> 52) & 0x7ff) - 1023;
+  VL mbits = (bits & 0xfffffffffffff) | (int64_t{1023} << 52);
+  VD m;
+  std::memcpy(&m, &mbits, sizeof m);
+  VL big = m > 1.4142135623730951;  // all ones where m is past sqrt 2
+  m = big != 0 ? m * 0.5 : m;
+  e -= big;  // -(-1)
+  VL ebits = e + kMagicBits;
+  VD ed;
+  std::memcpy(&ed, &ebits, sizeof ed);
+  ed -= kMagic;
+  VD sv = (m - 1.0) / (m + 1.0), s2 = sv * sv;
+  VD q = VD{} + 1.0 / 17;
+  q = q * s2 + 1.0 / 15;
+  q = q * s2 + 1.0 / 13;
+  q = q * s2 + 1.0 / 11;
+  q = q * s2 + 1.0 / 9;
+  q = q * s2 + 1.0 / 7;
+  q = q * s2 + 1.0 / 5;
+  q = q * s2 + 1.0 / 3;
+  q = q * s2 + 1.0;
+  VD t = yd * (ed + (2.0 * 1.4426950408889634) * sv * q);  // y (e + log(m) / ln 2)
+  t = t > 200.0 ? VD{} + 200.0 : t;                         // past float's range either way
+  t = t < -200.0 ? VD{} - 200.0 : t;
+  VD tn = t + kMagic;
+  VL n;
+  std::memcpy(&n, &tn, sizeof n);
+  n -= kMagicBits;
+  VD u = (t - (tn - kMagic)) * 0.6931471805599453;  // f ln 2, |f| <= 1/2
+  VD p = VD{} + 1.0 / 39916800;
+  p = p * u + 1.0 / 3628800;
+  p = p * u + 1.0 / 362880;
+  p = p * u + 1.0 / 40320;
+  p = p * u + 1.0 / 5040;
+  p = p * u + 1.0 / 720;
+  p = p * u + 1.0 / 120;
+  p = p * u + 1.0 / 24;
+  p = p * u + 1.0 / 6;
+  p = p * u + 0.5;
+  p = p * u + 1.0;
+  p = p * u + 1.0;
+  VL scale_bits = (n + 1023) << 52;
+  VD scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  return __builtin_convertvector(p * scale, VF);
+}
+
+/// pow_v where it applies; libm's powf on the other lanes (x <= 0, infinities, NaN), so the
+/// IEEE special cases are libm's.
+template <class VF, class VI, class VD, class VL>
+[[gnu::always_inline]] inline VF pow_full_v(VF x, VF y) {
+  VF r = pow_v<VF, VD, VL>(x, y);
+  VF ya = y < 0 ? -y : y;
+  VI other = (x <= 0) | (x != x) | (x == INFINITY) | (y != y) | (ya == INFINITY);
+  if (any_lane(other))
+    for (size_t l = 0; l < sizeof(VF) / sizeof(float); ++l)
+      if (other[l]) r[l] = std::pow(x[l], y[l]);
+  return r;
+}
+
 #ifndef EMBER_VMATH_TEMPLATES_ONLY  // (vmath_avx512.cpp takes the templates alone)
 // The functions on arrays, y[i] = f(x[i]) (exp_shifted: exp(x[i] - m)), with the widest
 // vectors the CPU has (cpu/isa.h: 16 lanes with AVX-512, 8 otherwise); vmath.cpp.
@@ -282,6 +357,8 @@ void erf_f32(const float* x, float* y, int64_t n);
 void gelu_f32(const float* x, float* y, int64_t n);
 void sin_f32(const float* x, float* y, int64_t n);
 void cos_f32(const float* x, float* y, int64_t n);
+/// out[i] = pow(x[i], y[i * y_step]) (y_step 0: one exponent for all).
+void pow_f32(const float* x, const float* y, int64_t y_step, float* out, int64_t n);
 #endif
 
 }  // namespace ember::cpu::vmath

@@ -83,6 +83,20 @@ int64_t sincos8(const float* x, float* y, int64_t n) {
 }  // namespace
 int64_t sin8d(const float* x, float* y, int64_t n) { return sincos8<0>(x, y, n); }
 int64_t cos8d(const float* x, float* y, int64_t n) { return sincos8<1>(x, y, n); }
+int64_t pow8d(const float* x, const float* y, int64_t y_step, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v::vf8 a, b;
+    std::memcpy(&a, x + i, sizeof a);
+    if (y_step)
+      std::memcpy(&b, y + i, sizeof b);
+    else
+      b = v::vf8{} + y[0];
+    v::vf8 r = v::pow_full_v<v::vf8, v::vi8, v::vd8, v::vl8>(a, b);
+    std::memcpy(out + i, &r, sizeof r);
+  }
+  return i;
+}
 
 }  // namespace ember::cpu::vmath::wide16
 #endif
