@@ -67,6 +67,16 @@ Tensor<Cpu, 1> erf_of(const Tensor<Cpu, 1>& x) { return x.erf(); }
 Tensor<Cpu, 1> sin_of(const Tensor<Cpu, 1>& x) { return (x * 100.0).sin(); }
 Tensor<Cpu, 1> log1p_of(const Tensor<Cpu, 1>& x) { return x.log1p(); }
 
+// pow of 16M positive floats (|u| + 0.01) to 16M exponents in [-3, 3).
+void bm_pow(State& st) {
+  auto x = uniform<Cpu, 1>({kElems}).abs() + 0.01, y = uniform<Cpu, 1>({kElems}) * 3.0;
+  for (auto _ : st) {
+    auto z = x.pow(y);
+    benchmark::DoNotOptimize(z);
+  }
+  bench::set_bytes(st, 3 * kF32 * kElems);
+}
+
 void bm_sum(State& st) {
   auto x = uniform<Cpu, 1>({bench::kSumElems});
   for (auto _ : st) {
@@ -181,6 +191,7 @@ void register_ember_benchmarks() {
   reg("cpu/erf/" + big, bm_unary<erf_of>, kMillisecond);
   reg("cpu/sin100x/" + big, bm_unary<sin_of>, kMillisecond);
   reg("cpu/log1p/" + big, bm_unary<log1p_of>, kMillisecond);
+  reg("cpu/pow/" + big, bm_pow, kMillisecond);
   reg("cpu/sum/" + std::to_string(bench::kSumElems >> 20) + "M", bm_sum, kMillisecond);
   reg("cpu/sum_dim/" + sq, bm_sum_dim, kMillisecond);
   reg("cpu/softmax/" + std::to_string(bench::kSoftmaxRows) + "x" +

@@ -67,6 +67,10 @@ def cases():
         x = uniform(ELEMS)
         return lambda: f(x)
 
+    def pow_():
+        x, y = uniform(ELEMS).abs() + 0.01, uniform(ELEMS) * 3.0
+        return lambda: torch.pow(x, y)
+
     def total():
         x = uniform(SUM_ELEMS)
         return lambda: torch.sum(x)
@@ -118,6 +122,7 @@ def cases():
     yield f"erf/{ELEMS >> 20}M", lambda: unary(torch.erf)
     yield f"sin100x/{ELEMS >> 20}M", lambda: unary(lambda x: torch.sin(x * 100.0))
     yield f"log1p/{ELEMS >> 20}M", lambda: unary(torch.log1p)
+    yield f"pow/{ELEMS >> 20}M", pow_
     yield f"sum/{SUM_ELEMS >> 20}M", total
     yield f"sum_dim/{sq}", sum_dim
     yield f"softmax/{SOFTMAX_ROWS}x{SOFTMAX_COLS}", softmax

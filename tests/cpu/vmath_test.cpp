@@ -186,8 +186,8 @@ TEST(VectorMath, SinAndCosWithinTwoUlpsAndLibmPastTheReductionRange) {
 // one; and the special cases (bases <= 0, infinities, NaN) exactly as libm's powf gives them.
 TEST(VectorMath, PowWithinOneUlpAndLibmsSpecialCases) {
   const std::vector<float> xs = dense(1e-45f, 3.4e38f, 4099);
-  const float exponents[] = {0.0f, 1.0f, -1.0f, 2.0f, 0.5f, -0.5f, 3.0f, 1.0f / 3, 7.25f,
-                             -2.75f, 0.013f, 31.5f, -100.0f, 1e-7f, 150.0f};
+  const float exponents[] = {0.0f,  1.0f,   -1.0f,  2.0f,  0.5f,    -0.5f, 3.0f,  1.0f / 3,
+                             7.25f, -2.75f, 0.013f, 31.5f, -100.0f, 1e-7f, 150.0f};
   double worst = 0;
   float worst_x = 0, worst_y = 0;
   for (CpuIsa isa : {CpuIsa::Portable, CpuIsa::Avx512}) {
@@ -211,8 +211,8 @@ TEST(VectorMath, PowWithinOneUlpAndLibmsSpecialCases) {
   RecordProperty("pow_max_ulps", std::to_string(worst));
 
   const float bases[] = {0.0f, -0.0f, -2.0f, -8.0f, INFINITY, -INFINITY, NAN, 1.0f, 2.0f, 0.5f};
-  const float pows[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, 3.0f, 0.5f, -3.0f, INFINITY, -INFINITY,
-                        NAN, 1e30f};
+  const float pows[] = {0.0f, -0.0f, 1.0f,     -1.0f,     2.0f, 3.0f,
+                        0.5f, -3.0f, INFINITY, -INFINITY, NAN,  1e30f};
   std::vector<float> x, y;
   for (float b : bases)
     for (float p : pows) x.push_back(b), y.push_back(p);

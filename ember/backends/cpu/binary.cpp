@@ -3,9 +3,9 @@
 #include <limits>
 
 #include "ember/backends/cpu/elementwise.h"
-#include "ember/backends/cpu/vmath.h"
 #include "ember/backends/cpu/kernels.h"
 #include "ember/backends/cpu/simd.h"
+#include "ember/backends/cpu/vmath.h"
 
 namespace ember::cpu {
 

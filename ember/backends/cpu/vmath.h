@@ -306,7 +306,7 @@ template <class VF, class VD, class VL>
   q = q * s2 + 1.0 / 3;
   q = q * s2 + 1.0;
   VD t = yd * (ed + (2.0 * 1.4426950408889634) * sv * q);  // y (e + log(m) / ln 2)
-  t = t > 200.0 ? VD{} + 200.0 : t;                         // past float's range either way
+  t = t > 200.0 ? VD{} + 200.0 : t;                        // past float's range either way
   t = t < -200.0 ? VD{} - 200.0 : t;
   VD tn = t + kMagic;
   VL n;
