@@ -109,13 +109,14 @@ TEST(CpuIsaLevels, CapAndNames) {
   set_cpu_isa_cap(CpuIsa::Amx);
   EXPECT_EQ(cpu_isa(), have);  // a cap above what the CPU has changes nothing
   set_cpu_isa_cap(std::nullopt);
-  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Amx})
+  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16, CpuIsa::Amx})
     EXPECT_EQ(parse_cpu_isa(name(i)), i);
   EXPECT_THROW(parse_cpu_isa("sse9"), ValueError);
 }
 
-// The bf16 GEMM on AMX tiles against the same products in double precision: bf16 inputs are
-// exact in f32 and double, so the f32 sums differ from the reference only by their rounding.
+// The bf16 GEMM (AMX tiles, AVX-512 BF16) against the same products in double precision: bf16
+// inputs are exact in f32 and double, so the f32 sums differ from the reference only by their
+// rounding.
 namespace {
 
 struct Bf16Case {
@@ -136,8 +137,8 @@ void check_bf16(const Bf16Case& c) {
   const int64_t ldc = c.n + 3;  // a row stride wider than the row
   std::vector<float> out(size_t(c.m * ldc), -7.f);
   std::vector<bf16> out16(size_t(c.m * ldc), bf16(-7.f));
-  ASSERT_TRUE(gemm_bf16_amx(c.m, c.n, c.k, ar, br, out.data(), ldc));
-  ASSERT_TRUE(gemm_bf16_amx(c.m, c.n, c.k, ar, br, out16.data(), ldc));
+  ASSERT_TRUE(gemm_bf16(c.m, c.n, c.k, ar, br, out.data(), ldc));
+  ASSERT_TRUE(gemm_bf16(c.m, c.n, c.k, ar, br, out16.data(), ldc));
   int64_t wrong = 0;
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < ldc; ++j) {
@@ -158,31 +159,40 @@ void check_bf16(const Bf16Case& c) {
       // bf16 output: the same f32 sums (same kernel, same order), rounded as ember::bf16 does
       if (!(std::abs(double(out[at]) - want) <= tol) || out16[at].bits != bf16(out[at]).bits)
         if (wrong++ < 3)
-          ADD_FAILURE() << c.m << "x" << c.n << "x" << c.k << " (" << i << ", " << j
-                        << "): " << out[at] << " / " << float(out16[at]) << " vs " << want;
+          ADD_FAILURE() << name(cpu_isa()) << " " << c.m << "x" << c.n << "x" << c.k << " (" << i
+                        << ", " << j << "): " << out[at] << " / " << float(out16[at]) << " vs "
+                        << want;
     }
   EXPECT_EQ(wrong, 0) << c.m << "x" << c.n << "x" << c.k;
 }
 
 }  // namespace
 
-TEST(CpuGemmBf16, AmxTilesMatchProductsInDouble) {
-  if (cpu_isa() < CpuIsa::Amx)
-    GTEST_SKIP() << "no AMX tiles on this CPU (or not usable by this process): " << name(cpu_isa());
+// Each bf16 kernel the machine has (AMX tiles, AVX-512 BF16 dot products).
+TEST(CpuGemmBf16, EveryKernelMatchesProductsInDouble) {
   const Bf16Case cases[] = {
       {1, 1, 1, false, false},     {16, 16, 32, false, false},  {32, 32, 32, false, false},
       {33, 47, 31, false, false},  {5, 300, 70, true, false},   {130, 40, 600, false, true},
       {129, 257, 257, true, true}, {64, 784, 256, false, true}, {300, 520, 33, false, false},
       {7, 9, 0, false, false},
   };
-  for (const Bf16Case& c : cases) check_bf16(c);
+  int levels = 0;
+  for (CpuIsa isa : {CpuIsa::Avx512Bf16, CpuIsa::Amx}) {
+    if (isa > cpu_isa_available()) continue;
+    ++levels;
+    set_cpu_isa_cap(isa);
+    for (const Bf16Case& c : cases) check_bf16(c);
+    set_cpu_isa_cap(std::nullopt);
+  }
+  if (levels == 0)
+    GTEST_SKIP() << "no bf16 products in hardware on this CPU: " << name(cpu_isa_available());
 }
 
-TEST(CpuGemmBf16, BelowAmxItDeclines) {
+TEST(CpuGemmBf16, BelowAvx512Bf16ItDeclines) {
   set_cpu_isa_cap(CpuIsa::Avx512);
   std::vector<bf16> a(4, bf16(1.f)), b(4, bf16(1.f));
   std::vector<float> c(4, -1.f);
-  EXPECT_FALSE(gemm_bf16_amx(2, 2, 2, {a.data(), 2, 1}, {b.data(), 2, 1}, c.data(), 2));
+  EXPECT_FALSE(gemm_bf16(2, 2, 2, {a.data(), 2, 1}, {b.data(), 2, 1}, c.data(), 2));
   set_cpu_isa_cap(std::nullopt);
   EXPECT_EQ(c, std::vector<float>(4, -1.f));
 }

@@ -32,12 +32,13 @@ void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, MatRef<double> 
               int64_t ldc, bool accumulate = false, bool parallel = true);
 
 /// C[m, n] (row stride ldc, f32 or bf16 rounded to nearest even) = A[m, k] * B[k, n] for bf16 A
-/// and B on AMX tiles (cpu/gemm_amx.cpp): products exact, sums in f32. Multithreaded on the
-/// worker pool. False, with C untouched, when cpu_isa() is below CpuIsa::Amx.
-bool gemm_bf16_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, float* c,
-                   int64_t ldc);
-bool gemm_bf16_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, bf16* c,
-                   int64_t ldc);
+/// and B in hardware (cpu/gemm_bf16.cpp): AMX tiles, or AVX-512 BF16 dot products; products
+/// exact, sums in f32. Multithreaded on the worker pool. False, with C untouched, when cpu_isa()
+/// is below CpuIsa::Avx512Bf16.
+bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, float* c,
+               int64_t ldc);
+bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, bf16* c,
+               int64_t ldc);
 
 /// B given by what packs it, for operands that are never stored as a matrix (conv's columns,
 /// read straight from the image): pack(p0, j0, kc, cols, width, dst) writes B[p0 + p, j0 + q]

@@ -19,6 +19,16 @@ namespace ember::cpu {
 
 namespace {
 
+// AVX-512 BF16 (CPUID leaf 7, sub-leaf 1: EAX bit 5).
+bool avx512_bf16() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+#else
+  return false;
+#endif
+}
+
 // AMX tiles with bf16 products, their state enabled by the OS (XCR0) and this process allowed
 // to use it: Linux hands the 8 KiB of tile data only to processes that ask (arch_prctl), and
 // an AMX instruction without that permission is a fatal signal.
@@ -45,7 +55,7 @@ CpuIsa detect() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
-    return amx_usable() ? CpuIsa::Amx : CpuIsa::Avx512;
+    return !avx512_bf16() ? CpuIsa::Avx512 : amx_usable() ? CpuIsa::Amx : CpuIsa::Avx512Bf16;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuIsa::Avx2;
 #endif
   return CpuIsa::Portable;
@@ -115,6 +125,8 @@ std::string_view name(CpuIsa isa) {
       return "avx2";
     case CpuIsa::Avx512:
       return "avx512";
+    case CpuIsa::Avx512Bf16:
+      return "avx512_bf16";
     case CpuIsa::Amx:
       return "amx";
     default:
@@ -123,10 +135,10 @@ std::string_view name(CpuIsa isa) {
 }
 
 CpuIsa parse_cpu_isa(std::string_view s) {
-  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Amx})
+  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16, CpuIsa::Amx})
     if (s == name(i)) return i;
   throw ValueError("[cpu] unknown instruction set '" + std::string(s) +
-                   "' (EMBER_CPU_ISA: portable, avx2, avx512 or amx)");
+                   "' (EMBER_CPU_ISA: portable, avx2, avx512, avx512_bf16 or amx)");
 }
 
 }  // namespace ember::cpu

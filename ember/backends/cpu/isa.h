@@ -1,7 +1,7 @@
 // The CPU's vector instruction sets, for kernels compiled for several of them and chosen at run
 // time (the GEMM's micro-kernels: docs/cpu.md). The highest level the CPU has is used, capped
-// by EMBER_CPU_ISA (portable, avx2, avx512, amx; read once) or set_cpu_isa_cap, so a binary runs
-// everywhere and each variant can be tested on a machine that has the highest.
+// by EMBER_CPU_ISA (portable, avx2, avx512, avx512_bf16, amx; read once) or set_cpu_isa_cap, so a
+// binary runs everywhere and each variant can be tested on a machine that has the highest.
 //
 //   ember::cpu::CpuIsa isa = ember::cpu::cpu_isa();          // e.g. CpuIsa::Avx512
 //   ember::cpu::set_cpu_isa_cap(ember::cpu::CpuIsa::Avx2);   // the AVX2 kernels from now on
@@ -16,11 +16,12 @@ namespace ember::cpu {
 
 /// Ordered: each level has what the ones before it have.
 enum class CpuIsa {
-  Portable,  // what the library was compiled for (no run-time-selected instructions)
-  Avx2,      // AVX2 and FMA (x86-64-v3)
-  Avx512,    // AVX-512 F, VL, BW, DQ (x86-64-v4)
-  Amx,       // and AMX tiles with bf16 products (Sapphire Rapids on), the OS letting this
-             // process use them (Linux 5.16 on)
+  Portable,    // what the library was compiled for (no run-time-selected instructions)
+  Avx2,        // AVX2 and FMA (x86-64-v3)
+  Avx512,      // AVX-512 F, VL, BW, DQ (x86-64-v4)
+  Avx512Bf16,  // and AVX-512 BF16 dot products (Cooper Lake, Sapphire Rapids, AMD Zen 4 on)
+  Amx,         // and AMX tiles with bf16 products (Sapphire Rapids on), the OS letting this
+               // process use them (Linux 5.16 on)
 };
 
 /// The level the CPU has, below the cap (EMBER_CPU_ISA or set_cpu_isa_cap).
@@ -29,7 +30,7 @@ EMBER_API CpuIsa cpu_isa();
 EMBER_API CpuIsa cpu_isa_available();
 /// Caps the level kernels are chosen at (nullopt: EMBER_CPU_ISA's cap, or none).
 EMBER_API void set_cpu_isa_cap(std::optional<CpuIsa> cap);
-/// "portable", "avx2", "avx512", "amx".
+/// "portable", "avx2", "avx512", "avx512_bf16", "amx".
 EMBER_API std::string_view name(CpuIsa isa);
 /// The level named `s` (ValueError for other names).
 EMBER_API CpuIsa parse_cpu_isa(std::string_view s);

@@ -1,6 +1,6 @@
 // Batched matmul with broadcast batch dims. f32/f64 use ember's blocked GEMM (gemm.cpp), or
-// BLAS when built with EMBER_BLAS=ON; bf16 runs on AMX tiles where the CPU has them
-// (gemm_amx.cpp), halves otherwise go through f32; integers use a simple kernel.
+// BLAS when built with EMBER_BLAS=ON; bf16 runs on AMX tiles or AVX-512 BF16 where the CPU has
+// them (gemm_bf16.cpp), halves otherwise go through f32; integers use a simple kernel.
 #include <cstring>
 #include <vector>
 
@@ -107,7 +107,7 @@ void gemm(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t m, int64
   } else if constexpr (std::is_same_v<T, double>) {
     gemm_f64(m, n, k, ref(A, ma), ref(B, mb), C, n);
   } else if constexpr (std::is_same_v<T, bf16>) {
-    if (gemm_bf16_amx(m, n, k, ref(A, ma), ref(B, mb), C, n)) return;
+    if (gemm_bf16(m, n, k, ref(A, ma), ref(B, mb), C, n)) return;
     gemm_via_f32(A, ma, B, mb, C, m, n, k);
   } else if constexpr (is_half_v<T>) {
     gemm_via_f32(A, ma, B, mb, C, m, n, k);

@@ -1,18 +1,22 @@
-// bf16 GEMM on AMX tiles (cpu/isa.h's CpuIsa::Amx): C (f32 or bf16) = A * B with bf16 A and B,
-// products exact and sums in f32, as the f32 GEMM computes them on widened inputs.
+// bf16 GEMM in hardware: C (f32 or bf16) = A * B with bf16 A and B, products exact and sums in
+// f32, as the f32 GEMM computes them on widened inputs. Two kernels for a 32 x 32 block of C over
+// the same packed operands (cpu/isa.h):
 //
-// A tile register holds 16 rows of 64 bytes. One TDPBF16PS multiplies a 16 x 32 bf16 tile of A
-// by a 32 x 16 tile of B, stored as 16 rows of 16 (even k, odd k) pairs, into a 16 x 16 f32
-// tile of C. The kernel keeps a 32 x 32 block of C in four tile registers, and per 32 values
-// of k loads two tiles of A and two of B (2 KiB each, contiguous in the packed copies) for four
-// products.
+// - CpuIsa::Amx: a tile register holds 16 rows of 64 bytes. One TDPBF16PS multiplies a
+//   16 x 32 bf16 tile of A by a 32 x 16 tile of B, stored as 16 rows of 16 (even k, odd k)
+//   pairs, into a 16 x 16 f32 tile of C. The block is four C tiles; per 32 values of k it loads
+//   two tiles of A and two of B (2 KiB each, contiguous in the packed copies) for four products.
+// - CpuIsa::Avx512Bf16 (no tiles: Cooper Lake, AMD Zen 4): VDPBF16PS adds the two products of
+//   16 (even k, odd k) pairs of B with one pair of A broadcast, into 16 f32 lanes. The block is
+//   run 12, 12 and 8 rows at a time, each row's 32 columns in two registers (24 for C), per
+//   pair of k one row of the packed B panel (two registers) and a broadcast of A per row.
 //
-// Both operands are packed first, zero-padded to whole tiles: A as [32-row block][32-k
+// Both operands are packed first, zero-padded to whole blocks: A as [32-row block][32-k
 // group][32 rows][32 k], B as [32-column panel][32-k group][16 k pairs][32 columns][2]. A work
 // item is up to 128 rows x 256 columns of C in f32 (128 KiB, in L2): per 256 values of k (KC) it
 // runs each 32-row block of A (16 KiB, kept in L1) against each of its panels of B (16 KiB from
-// L2), loading and storing the C tiles once per KC. Packed B for 256 columns x KC (128 KiB) is
-// read once per 32-row block.
+// L2), loading and storing C once per KC. Packed B for 256 columns x KC (128 KiB) is read once
+// per 32-row block.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -25,12 +29,12 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#define EMBER_HAVE_AMX_KERNEL 1
+#define EMBER_HAVE_BF16_KERNELS 1
 #endif
 
 namespace ember::cpu {
 
-#if defined(EMBER_HAVE_AMX_KERNEL)
+#if defined(EMBER_HAVE_BF16_KERNELS)
 
 namespace {
 
@@ -93,6 +97,59 @@ __attribute__((target("amx-tile,amx-bf16"))) void tile_block(const bf16* ap, con
   _tile_stored(2, c + 16 * ldc, cs);
   _tile_stored(3, c + 16 * ldc + 16, cs);
 }
+
+// Rows [r0, r0 + R) of a C block (32 columns, row stride ldc) = (accumulate ? C : 0) + those
+// rows of the A block * the B panel over `groups` packed 32-k groups, with VDPBF16PS.
+template <int R>
+__attribute__((target("avx512f,avx512bf16"))) void dp_rows(const bf16* ap, const bf16* bp,
+                                                           int64_t groups, float* c, int64_t ldc,
+                                                           bool accumulate) {
+  __m512 lo[R], hi[R];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    lo[r] = accumulate ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+    hi[r] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t g = 0; g < groups; ++g, ap += kGroup, bp += kGroup)
+    for (int kk = 0; kk < 16; ++kk) {
+      const __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + kk * 64);
+      const __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + kk * 64 + 32);
+#pragma GCC unroll 12
+      for (int r = 0; r < R; ++r) {
+        int32_t pair;
+        std::memcpy(&pair, ap + r * 32 + 2 * kk, sizeof pair);
+        const __m512bh a = (__m512bh)_mm512_set1_epi32(pair);
+        lo[r] = _mm512_dpbf16_ps(lo[r], a, b0);
+        hi[r] = _mm512_dpbf16_ps(hi[r], a, b1);
+      }
+    }
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    _mm512_storeu_ps(c + r * ldc, lo[r]);
+    _mm512_storeu_ps(c + r * ldc + 16, hi[r]);
+  }
+}
+
+// A 32 x 32 block of C as tile_block computes it, on AVX-512 BF16: rows 0-11, 12-23, 24-31.
+void dp_block(const bf16* ap, const bf16* bp, int64_t groups, float* c, int64_t ldc,
+              bool accumulate) {
+  dp_rows<12>(ap, bp, groups, c, ldc, accumulate);
+  dp_rows<12>(ap + 12 * 32, bp, groups, c + 12 * ldc, ldc, accumulate);
+  dp_rows<8>(ap + 24 * 32, bp, groups, c + 24 * ldc, ldc, accumulate);
+}
+
+// The kernel of a 32 x 32 block of C, and whether it runs on tiles (which each thread
+// configures before it starts and releases when done).
+struct BlockKernel {
+  void (*block)(const bf16*, const bf16*, int64_t, float*, int64_t, bool);
+  bool tiles;
+  void begin() const {
+    if (tiles) load_tile_config();
+  }
+  void end() const {
+    if (tiles) release_tiles();
+  }
+};
 
 // Packs rows [i0, i0 + 32) of A (rows past m and k past its end as zeros) into one block:
 // [group][32 rows][32 k].
@@ -208,14 +265,14 @@ struct Packed {
 // One work item: C[rows, cols] (rows <= kBlockRows, cols <= kBlockCols) from packed A blocks
 // (ap, 32 * kp apart) and B panels (bp, likewise), summed in acc and stored into c.
 template <class Out>
-void run_item(const bf16* ap, const bf16* bp, int64_t kp, int64_t rows, int64_t cols, float* acc,
-              Out* c, int64_t ldc) {
+void run_item(const BlockKernel& kern, const bf16* ap, const bf16* bp, int64_t kp, int64_t rows,
+              int64_t cols, float* acc, Out* c, int64_t ldc) {
   const int64_t rb = (rows + 31) / 32, cb = (cols + 31) / 32;
   for (int64_t p0 = 0; p0 < kp; p0 += kKC) {
     const int64_t groups = std::min(kKC, kp - p0) / 32;
     for (int64_t i = 0; i < rb; ++i)
       for (int64_t j = 0; j < cb; ++j)
-        tile_block(ap + i * 32 * kp + p0 * 32, bp + j * 32 * kp + p0 * 32, groups,
+        kern.block(ap + i * 32 * kp + p0 * 32, bp + j * 32 * kp + p0 * 32, groups,
                    acc + i * 32 * kBlockCols + j * 32, kBlockCols, p0 > 0);
   }
   store_out(acc, kBlockCols, rows, cols, c, ldc);
@@ -225,34 +282,34 @@ void run_item(const bf16* ap, const bf16* bp, int64_t kp, int64_t rows, int64_t 
 // of A for itself and its share of B's panels as it uses them, so that neither crosses to the
 // other core's cache and no round of the pool goes to packing alone.
 template <class Out>
-void gemm_amx_few_rows(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, Out* c,
-                       int64_t ldc, int64_t kp) {
+void gemm_few_rows(const BlockKernel& kern, int64_t m, int64_t n, int64_t k, MatRef<bf16> a,
+                   MatRef<bf16> b, Out* c, int64_t ldc, int64_t kp) {
   const int64_t mblocks = (m + 31) / 32, npanels = (n + 31) / 32;
   const int64_t parts = std::min<int64_t>(num_threads(), npanels);
   parallel_for(parts, 1, [&](int64_t t0, int64_t t1) {
     Packed ap(mblocks * 32 * kp), bp(kBlockCols * kp);
     std::unique_ptr<float[]> acc(new float[kBlockRows * kBlockCols]);
     for (int64_t i = 0; i < mblocks; ++i) pack_a_block(a, m, k, i * 32, kp, ap.p + i * 32 * kp);
-    load_tile_config();
+    kern.begin();
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t j_end = (t + 1) * npanels / parts;
       for (int64_t j0 = t * npanels / parts; j0 < j_end; j0 += kBlockCols / 32) {
         const int64_t panels = std::min(kBlockCols / 32, j_end - j0);
         for (int64_t j = 0; j < panels; ++j)
           pack_b_panel(b, n, k, (j0 + j) * 32, 0, kp, bp.p + j * 32 * kp);
-        run_item(ap.p, bp.p, kp, m, std::min(panels * 32, n - j0 * 32), acc.get(), c + j0 * 32,
-                 ldc);
+        run_item(kern, ap.p, bp.p, kp, m, std::min(panels * 32, n - j0 * 32), acc.get(),
+                 c + j0 * 32, ldc);
       }
     }
-    release_tiles();
+    kern.end();
   });
 }
 
 template <class Out>
-void gemm_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, Out* c,
-              int64_t ldc) {
+void gemm_blocks(const BlockKernel& kern, int64_t m, int64_t n, int64_t k, MatRef<bf16> a,
+                 MatRef<bf16> b, Out* c, int64_t ldc) {
   const int64_t kp = round_up(std::max<int64_t>(k, 1), 32);
-  if (m <= kBlockRows) return gemm_amx_few_rows(m, n, k, a, b, c, ldc, kp);
+  if (m <= kBlockRows) return gemm_few_rows(kern, m, n, k, a, b, c, ldc, kp);
   // Both operands packed once, shared by the threads, then work items of up to kBlockRows x
   // kBlockCols, smaller (columns first, down to one block) until every thread has about four.
   const int64_t mblocks = (m + 31) / 32, npanels = (n + 31) / 32;
@@ -279,38 +336,45 @@ void gemm_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, O
     (block_cols > 32 ? block_cols : block_rows) /= 2;
   const int64_t col_items = (n + block_cols - 1) / block_cols;
   parallel_for(items(), 1, [&](int64_t w0, int64_t w1) {
-    load_tile_config();
+    kern.begin();
     std::unique_ptr<float[]> acc(new float[kBlockRows * kBlockCols]);
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t r0 = w / col_items * block_rows, c0 = w % col_items * block_cols;
-      run_item(ap.p + r0 * kp, bp.p + c0 * kp, kp, std::min(block_rows, m - r0),
+      run_item(kern, ap.p + r0 * kp, bp.p + c0 * kp, kp, std::min(block_rows, m - r0),
                std::min(block_cols, n - c0), acc.get(), c + r0 * ldc + c0, ldc);
     }
-    release_tiles();
+    kern.end();
   });
+}
+
+template <class Out>
+bool gemm_bf16_any(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, Out* c,
+                   int64_t ldc) {
+  const CpuIsa isa = cpu_isa();
+  if (isa < CpuIsa::Avx512Bf16) return false;
+  const BlockKernel kern =
+      isa >= CpuIsa::Amx ? BlockKernel{tile_block, true} : BlockKernel{dp_block, false};
+  if (m > 0 && n > 0) gemm_blocks(kern, m, n, k, a, b, c, ldc);
+  return true;
 }
 
 }  // namespace
 
-bool gemm_bf16_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, float* c,
-                   int64_t ldc) {
-  if (cpu_isa() < CpuIsa::Amx) return false;
-  if (m > 0 && n > 0) gemm_amx(m, n, k, a, b, c, ldc);
-  return true;
+bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, float* c,
+               int64_t ldc) {
+  return gemm_bf16_any(m, n, k, a, b, c, ldc);
 }
-bool gemm_bf16_amx(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, bf16* c,
-                   int64_t ldc) {
-  if (cpu_isa() < CpuIsa::Amx) return false;
-  if (m > 0 && n > 0) gemm_amx(m, n, k, a, b, c, ldc);
-  return true;
+bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, bf16* c,
+               int64_t ldc) {
+  return gemm_bf16_any(m, n, k, a, b, c, ldc);
 }
 
 #else
 
-bool gemm_bf16_amx(int64_t, int64_t, int64_t, MatRef<bf16>, MatRef<bf16>, float*, int64_t) {
+bool gemm_bf16(int64_t, int64_t, int64_t, MatRef<bf16>, MatRef<bf16>, float*, int64_t) {
   return false;
 }
-bool gemm_bf16_amx(int64_t, int64_t, int64_t, MatRef<bf16>, MatRef<bf16>, bf16*, int64_t) {
+bool gemm_bf16(int64_t, int64_t, int64_t, MatRef<bf16>, MatRef<bf16>, bf16*, int64_t) {
   return false;
 }
 
