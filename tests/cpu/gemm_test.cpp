@@ -188,6 +188,27 @@ TEST(CpuGemmBf16, EveryKernelMatchesProductsInDouble) {
     GTEST_SKIP() << "no bf16 products in hardware on this CPU: " << name(cpu_isa_available());
 }
 
+// Both instructions flush subnormal inputs and results to zero (the f32 path keeps them): pinned
+// here, as docs/cpu.md says it.
+TEST(CpuGemmBf16, SubnormalsFlushToZero) {
+  bool any = false;
+  for (CpuIsa isa : {CpuIsa::Avx512Bf16, CpuIsa::Amx}) {
+    if (isa > cpu_isa_available()) continue;
+    any = true;
+    set_cpu_isa_cap(isa);
+    const bf16 a[2] = {bf16(1e-39f), bf16(1e-20f)}, b[2] = {bf16(1.0f), bf16(1e-20f)};
+    float sub_in = -1, sub_out = -1, normal = -1;
+    ASSERT_TRUE(gemm_bf16(1, 1, 1, {a, 1, 1}, {b, 1, 1}, &sub_in, 1));           // 1e-39 * 1
+    ASSERT_TRUE(gemm_bf16(1, 1, 1, {a + 1, 1, 1}, {b + 1, 1, 1}, &sub_out, 1));  // 1e-40
+    ASSERT_TRUE(gemm_bf16(1, 1, 1, {a + 1, 1, 1}, {b, 1, 1}, &normal, 1));
+    set_cpu_isa_cap(std::nullopt);
+    EXPECT_EQ(sub_in, 0.0f) << name(isa);
+    EXPECT_EQ(sub_out, 0.0f) << name(isa);
+    EXPECT_EQ(normal, float(bf16(1e-20f))) << name(isa);
+  }
+  if (!any) GTEST_SKIP() << "no bf16 products in hardware on this CPU";
+}
+
 TEST(CpuGemmBf16, BelowAvx512Bf16ItDeclines) {
   set_cpu_isa_cap(CpuIsa::Avx512);
   std::vector<bf16> a(4, bf16(1.f)), b(4, bf16(1.f));
