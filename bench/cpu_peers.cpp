@@ -83,15 +83,46 @@ void onednn_matmul(State& st, MatmulSize s) {
   set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
 }
 
+// A CPU engine and its stream, for one benchmark.
+struct Engine {
+  Engine() {
+    if (dnnl_engine_create(&eng, dnnl_cpu, 0) == dnnl_success)
+      dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
+  }
+  ~Engine() {
+    if (stream) dnnl_stream_destroy(stream);
+    if (eng) dnnl_engine_destroy(eng);
+  }
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  bool ok() const { return stream != nullptr; }
+  dnnl_engine_t eng = nullptr;
+  dnnl_stream_t stream = nullptr;
+};
+
+// Runs a primitive of `pd` per iteration (its execution only, to completion).
+void time_primitive(State& st, dnnl_primitive_desc_t pd, dnnl_stream_t stream,
+                    std::vector<dnnl_exec_arg_t> args) {
+  dnnl_primitive_t prim = nullptr;
+  if (dnnl_primitive_create(&prim, pd) != dnnl_success) return st.SkipWithError("oneDNN primitive");
+  for (auto _ : st) {
+    if (dnnl_primitive_execute(prim, stream, int(args.size()), args.data()) != dnnl_success) {
+      st.SkipWithError("dnnl_primitive_execute failed");
+      break;
+    }
+    dnnl_stream_wait(stream);
+  }
+  dnnl_primitive_destroy(prim);
+}
+
 // oneDNN's matmul primitive on bf16 (bf16 out, its AMX or AVX-512 kernels), operands in plain
 // row-major or transposed layouts as ember's: the primitive's execution only.
 void onednn_matmul_bf16(State& st, MatmulSize s) {
   auto fail = [&](const char* what) { st.SkipWithError(what); };
-  dnnl_engine_t eng = nullptr;
-  dnnl_stream_t stream = nullptr;
-  if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success ||
-      dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) != dnnl_success)
-    return fail("oneDNN engine");
+  const Engine engine;
+  if (!engine.ok()) return fail("oneDNN engine");
+  dnnl_engine_t eng = engine.eng;
+  dnnl_stream_t stream = engine.stream;
   dnnl_dims_t a_dims = {s.m, s.k}, b_dims = {s.k, s.n}, c_dims = {s.m, s.n};
   dnnl_memory_desc_t a_md, b_md, c_md;
   dnnl_memory_desc_init_by_tag(&a_md, 2, a_dims, dnnl_bf16, s.ta ? dnnl_ba : dnnl_ab);
@@ -120,22 +151,10 @@ void onednn_matmul_bf16(State& st, MatmulSize s) {
       h[i] = uint16_t(bits >> 16);
     }
   }
-  dnnl_primitive_t mm = nullptr;
-  dnnl_primitive_create(&mm, pd);
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
-  for (auto _ : st) {
-    if (dnnl_primitive_execute(mm, stream, 3, args) != dnnl_success) {
-      fail("dnnl_primitive_execute failed");
-      break;
-    }
-    dnnl_stream_wait(stream);
-  }
+  time_primitive(st, pd, stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
   set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
-  dnnl_primitive_destroy(mm);
   for (dnnl_memory_t mem : {a, b, c}) dnnl_memory_destroy(mem);
   dnnl_primitive_desc_destroy(pd);
-  dnnl_stream_destroy(stream);
-  dnnl_engine_destroy(eng);
 }
 
 // oneDNN's convolution forward (inference, its algorithm of choice), the weight already in the
@@ -144,11 +163,10 @@ void onednn_matmul_bf16(State& st, MatmulSize s) {
 // (channel-blocked: its best case, a network kept in them throughout, reorders not counted).
 void onednn_conv2d(State& st, Conv2dSize c, bool blocked) {
   auto fail = [&](const char* what) { st.SkipWithError(what); };
-  dnnl_engine_t eng = nullptr;
-  dnnl_stream_t stream = nullptr;
-  if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success ||
-      dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) != dnnl_success)
-    return fail("oneDNN engine");
+  const Engine engine;
+  if (!engine.ok()) return fail("oneDNN engine");
+  dnnl_engine_t eng = engine.eng;
+  dnnl_stream_t stream = engine.stream;
   const int64_t pad = (c.k - 1) / 2;
   dnnl_dims_t src_dims = {c.n, c.c_in, c.hw, c.hw}, dst_dims = {c.n, c.c_out, c.hw, c.hw};
   dnnl_dims_t w_dims = {c.c_out, c.c_in, c.k, c.k}, strides = {1, 1}, padding = {pad, pad};
@@ -180,22 +198,10 @@ void onednn_conv2d(State& st, Conv2dSize c, bool blocked) {
     float* f = static_cast<float*>(p);
     for (size_t i = 0; i < dnnl_memory_desc_get_size(md) / sizeof(float); ++i) f[i] = u(g);
   }
-  dnnl_primitive_t conv = nullptr;
-  dnnl_primitive_create(&conv, pd);
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
-  for (auto _ : st) {
-    if (dnnl_primitive_execute(conv, stream, 3, args) != dnnl_success) {
-      fail("dnnl_primitive_execute failed");
-      break;
-    }
-    dnnl_stream_wait(stream);
-  }
+  time_primitive(st, pd, stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}});
   set_flop(st, 2.0 * c.n * c.c_out * c.hw * c.hw * c.c_in * c.k * c.k);
-  dnnl_primitive_destroy(conv);
   for (dnnl_memory_t m : {src, w, dst}) dnnl_memory_destroy(m);
   dnnl_primitive_desc_destroy(pd);
-  dnnl_stream_destroy(stream);
-  dnnl_engine_destroy(eng);
 }
 #endif
 

@@ -269,6 +269,14 @@ template <class VF, class VI, class VD, class VL>
   return r;
 }
 
+/// c[0] x^(N-1) + ... + c[N-1] by Horner's rule (coefficients from the highest power).
+template <class V, size_t N>
+[[gnu::always_inline]] inline V horner(V x, const double (&c)[N]) {
+  V r = V{} + c[0];
+  for (size_t i = 1; i < N; ++i) r = r * x + c[i];
+  return r;
+}
+
 /// pow(x, y) for x > 0 and finite, y finite, as exp2(y log2 x) in double and rounded once to
 /// float: log2 x = e + log(m) / ln 2 with m in [sqrt(1/2), sqrt(2)) and log(m) = 2 atanh(s),
 /// s = (m - 1) / (m + 1), to s^17; exp2(t) = 2^n e^(f ln 2), n = t rounded, Taylor to degree 11.
@@ -296,15 +304,9 @@ template <class VF, class VD, class VL>
   std::memcpy(&ed, &ebits, sizeof ed);
   ed -= kMagic;
   VD sv = (m - 1.0) / (m + 1.0), s2 = sv * sv;
-  VD q = VD{} + 1.0 / 17;
-  q = q * s2 + 1.0 / 15;
-  q = q * s2 + 1.0 / 13;
-  q = q * s2 + 1.0 / 11;
-  q = q * s2 + 1.0 / 9;
-  q = q * s2 + 1.0 / 7;
-  q = q * s2 + 1.0 / 5;
-  q = q * s2 + 1.0 / 3;
-  q = q * s2 + 1.0;
+  static constexpr double kAtanh[] = {1.0 / 17, 1.0 / 15, 1.0 / 13, 1.0 / 11, 1.0 / 9,
+                                      1.0 / 7,  1.0 / 5,  1.0 / 3,  1.0};
+  VD q = horner(s2, kAtanh);
   VD t = yd * (ed + (2.0 * 1.4426950408889634) * sv * q);  // y (e + log(m) / ln 2)
   t = t > 200.0 ? VD{} + 200.0 : t;                        // past float's range either way
   t = t < -200.0 ? VD{} - 200.0 : t;
@@ -313,18 +315,10 @@ template <class VF, class VD, class VL>
   std::memcpy(&n, &tn, sizeof n);
   n -= kMagicBits;
   VD u = (t - (tn - kMagic)) * 0.6931471805599453;  // f ln 2, |f| <= 1/2
-  VD p = VD{} + 1.0 / 39916800;
-  p = p * u + 1.0 / 3628800;
-  p = p * u + 1.0 / 362880;
-  p = p * u + 1.0 / 40320;
-  p = p * u + 1.0 / 5040;
-  p = p * u + 1.0 / 720;
-  p = p * u + 1.0 / 120;
-  p = p * u + 1.0 / 24;
-  p = p * u + 1.0 / 6;
-  p = p * u + 0.5;
-  p = p * u + 1.0;
-  p = p * u + 1.0;
+  static constexpr double kExp[] = {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320,
+                                    1.0 / 5040,     1.0 / 720,     1.0 / 120,    1.0 / 24,
+                                    1.0 / 6,        0.5,           1.0,          1.0};
+  VD p = horner(u, kExp);
   VL scale_bits = (n + 1023) << 52;
   VD scale;
   std::memcpy(&scale, &scale_bits, sizeof scale);
