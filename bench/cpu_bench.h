@@ -41,6 +41,7 @@ inline constexpr MatmulSize kMatmulBf16Sizes[] = {
     {"1024", 1024, 1024, 1024, false, false},
     {"2048", 2048, 2048, 2048, false, false},
     {"train_fwd_64x784x256", 64, 784, 256, false, false},
+    {"train_wgrad_784x64x256_ta", 784, 64, 256, true, false},
     {"train_dgrad_64x256x784_tb", 64, 256, 784, false, true},
 };
 

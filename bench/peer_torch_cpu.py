@@ -35,6 +35,7 @@ MATMUL_SIZES = (("256", 256, 256, 256, False, False), ("512", 512, 512, 512, Fal
 MATMUL_BF16_SIZES = (("512", 512, 512, 512, False, False), ("1024", 1024, 1024, 1024, False, False),
                      ("2048", 2048, 2048, 2048, False, False),
                      ("train_fwd_64x784x256", 64, 784, 256, False, False),
+                     ("train_wgrad_784x64x256_ta", 784, 64, 256, True, False),
                      ("train_dgrad_64x256x784_tb", 64, 256, 784, False, True))
 # conv2d: (name, n, c_in, c_out, hw, k), stride 1, padding (k - 1) // 2; as bench/cpu_bench.h
 CONV2D_SIZES = (("resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3),

@@ -151,6 +151,50 @@ struct BlockKernel {
   }
 };
 
+// Two rows of 32 bf16 as 32 (x0[q], x1[q]) pairs: pairs 0-15 in lo, 16-31 in hi.
+__attribute__((target("avx512f,avx512bw"))) inline void interleave(__m512i x0, __m512i x1,
+                                                                   __m512i& lo, __m512i& hi) {
+  const __m512i first = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40,
+                                         8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  lo = _mm512_permutex2var_epi16(x0, first, x1);
+  hi = _mm512_permutex2var_epi16(x0, _mm512_add_epi16(first, _mm512_set1_epi16(16)), x1);
+}
+
+// Rows [p0, p1) (p0, p1 even, p1 <= k) of 32 columns of a row-major B into a panel: each two
+// rows interleaved into (even k, odd k) pairs.
+__attribute__((target("avx512f,avx512bw"))) void interleave_rows(const bf16* b, int64_t ld,
+                                                                 int64_t p0, int64_t p1,
+                                                                 bf16* dst) {
+  for (int64_t p = p0; p < p1; p += 2) {
+    bf16* out = dst + (p / 32) * kGroup + (p % 32) / 2 * 64;
+    __m512i lo, hi;
+    interleave(_mm512_loadu_si512(b + p * ld), _mm512_loadu_si512(b + (p + 1) * ld), lo, hi);
+    _mm512_storeu_si512(out, lo);
+    _mm512_storeu_si512(out + 32, hi);
+  }
+}
+
+// One 32 x 32 group of a transposed A (k along its rows, ld apart) into its block's
+// [32 rows][32 k]: pairs of k rows interleaved into (even k, odd k) words for 32 rows of A,
+// then 16 x 16 word transposes put each row's 16 words together.
+__attribute__((target("avx512f,avx512bw"))) void pack_a_group_transposed(const bf16* src,
+                                                                         int64_t ld, bf16* out) {
+  __m512 lo[16], hi[16];  // [k pair]: the rows 0-15, 16-31
+  for (int kk = 0; kk < 16; ++kk) {
+    __m512i l, h;
+    interleave(_mm512_loadu_si512(src + 2 * kk * ld), _mm512_loadu_si512(src + (2 * kk + 1) * ld),
+               l, h);
+    lo[kk] = _mm512_castsi512_ps(l);
+    hi[kk] = _mm512_castsi512_ps(h);
+  }
+  transpose16(lo);  // now [row]: its 16 k pairs
+  transpose16(hi);
+  for (int r = 0; r < 16; ++r) {
+    _mm512_storeu_si512(out + r * 32, _mm512_castps_si512(lo[r]));
+    _mm512_storeu_si512(out + (16 + r) * 32, _mm512_castps_si512(hi[r]));
+  }
+}
+
 // Packs rows [i0, i0 + 32) of A (rows past m and k past its end as zeros) into one block:
 // [group][32 rows][32 k].
 void pack_a_block(MatRef<bf16> a, int64_t m, int64_t k, int64_t i0, int64_t kp, bf16* dst) {
@@ -158,6 +202,10 @@ void pack_a_block(MatRef<bf16> a, int64_t m, int64_t k, int64_t i0, int64_t kp, 
   for (int64_t g = 0; g < kp / 32; ++g) {
     bf16* out = dst + g * kGroup;
     const int64_t k0 = g * 32, kn = std::min<int64_t>(32, k - k0);
+    if (a.rs == 1 && a.cs != 1 && rows == 32 && kn == 32) {  // A transposed (x^T of x^T g)
+      pack_a_group_transposed(a.p + i0 + k0 * a.cs, a.cs, out);
+      continue;
+    }
     for (int64_t r = 0; r < 32; ++r, out += 32) {
       if (r >= rows) {
         std::fill(out, out + 32, bf16{});
@@ -171,22 +219,6 @@ void pack_a_block(MatRef<bf16> a, int64_t m, int64_t k, int64_t i0, int64_t kp, 
       }
       std::fill(out + kn, out + 32, bf16{});
     }
-  }
-}
-
-// Rows [p0, p1) (p0, p1 even, p1 <= k) of 32 columns of a row-major B into a panel: each two
-// rows interleaved into (even k, odd k) pairs by two permutes.
-__attribute__((target("avx512f,avx512bw"))) void interleave_rows(const bf16* b, int64_t ld,
-                                                                 int64_t p0, int64_t p1,
-                                                                 bf16* dst) {
-  const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
-                                      39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
-  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-  for (int64_t p = p0; p < p1; p += 2) {
-    bf16* out = dst + (p / 32) * kGroup + (p % 32) / 2 * 64;
-    const __m512i x0 = _mm512_loadu_si512(b + p * ld), x1 = _mm512_loadu_si512(b + (p + 1) * ld);
-    _mm512_storeu_si512(out, _mm512_permutex2var_epi16(x0, lo, x1));
-    _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi16(x0, hi, x1));
   }
 }
 
