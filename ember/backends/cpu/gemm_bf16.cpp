@@ -212,6 +212,10 @@ void pack_a_block(MatRef<bf16> a, int64_t m, int64_t k, int64_t i0, int64_t kp, 
         continue;
       }
       const bf16* src = a.p + (i0 + r) * a.rs + k0 * a.cs;
+      if (a.cs == 1 && kn == 32) {
+        std::memcpy(out, src, 64);  // a constant size: a move, not a call
+        continue;
+      }
       if (a.cs == 1) {
         std::memcpy(out, src, size_t(kn) * sizeof(bf16));
       } else {
@@ -249,6 +253,10 @@ void pack_b_panel(MatRef<bf16> b, int64_t n, int64_t k, int64_t j0, int64_t p0, 
   for (; p < p1; p += 2) {
     bf16* out = panel + (p / 32) * kGroup + (p % 32) / 2 * 64;
     const bool has0 = p < k, has1 = p + 1 < k;
+    if (!has0) {  // the padding past k
+      std::fill(out, out + 64, bf16{});
+      continue;
+    }
     for (int64_t q = 0; q < 32; ++q) {
       const bool col = q < cols;
       out[2 * q] = col && has0 ? b.p[p * b.rs + (j0 + q) * b.cs] : bf16{};
