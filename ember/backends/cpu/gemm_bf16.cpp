@@ -138,17 +138,24 @@ void dp_block(const bf16* ap, const bf16* bp, int64_t groups, float* c, int64_t 
   dp_rows<8>(ap + 24 * 32, bp, groups, c + 24 * ldc, ldc, accumulate);
 }
 
-// The kernel of a 32 x 32 block of C, and whether it runs on tiles (which each thread
-// configures before it starts and releases when done).
+// The kernel of a 32 x 32 block of C, and whether it runs on tiles.
 struct BlockKernel {
   void (*block)(const bf16*, const bf16*, int64_t, float*, int64_t, bool);
   bool tiles;
-  void begin() const {
+};
+
+// While it lives, this thread's tiles are configured for the kernel (and released after, also
+// when a work item throws).
+struct TileScope {
+  explicit TileScope(const BlockKernel& k) : tiles(k.tiles) {
     if (tiles) load_tile_config();
   }
-  void end() const {
+  ~TileScope() {
     if (tiles) release_tiles();
   }
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+  bool tiles;
 };
 
 // Two rows of 32 bf16 as 32 (x0[q], x1[q]) pairs: pairs 0-15 in lo, 16-31 in hi.
@@ -207,7 +214,7 @@ void pack_a_block(MatRef<bf16> a, int64_t m, int64_t k, int64_t i0, int64_t kp, 
       continue;
     }
     for (int64_t r = 0; r < 32; ++r, out += 32) {
-      if (r >= rows) {
+      if (r >= rows || kn <= 0) {  // (k = 0: no A at all, maybe not even a pointer)
         std::fill(out, out + 32, bf16{});
         continue;
       }
@@ -247,7 +254,7 @@ void pack_b_panel(MatRef<bf16> b, int64_t n, int64_t k, int64_t j0, int64_t p0, 
         transpose_pairs16(b.p + (j0 + 16 * h) * b.cs + p, b.cs, panel + p / 32 * kGroup + 32 * h);
   if (b.cs == 1 && cols == 32) {  // row-major B: pairs of whole rows
     const int64_t pairs_end = std::max(p, std::min(k, p1) / 2 * 2);
-    interleave_rows(b.p + j0, b.rs, p, pairs_end, panel);
+    if (pairs_end > p) interleave_rows(b.p + j0, b.rs, p, pairs_end, panel);
     p = pairs_end;
   }
   for (; p < p1; p += 2) {
@@ -330,7 +337,7 @@ void gemm_few_rows(const BlockKernel& kern, int64_t m, int64_t n, int64_t k, Mat
     Packed ap(mblocks * 32 * kp), bp(kBlockCols * kp);
     std::unique_ptr<float[]> acc(new float[kBlockRows * kBlockCols]);
     for (int64_t i = 0; i < mblocks; ++i) pack_a_block(a, m, k, i * 32, kp, ap.p + i * 32 * kp);
-    kern.begin();
+    const TileScope tiles(kern);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t j_end = (t + 1) * npanels / parts;
       for (int64_t j0 = t * npanels / parts; j0 < j_end; j0 += kBlockCols / 32) {
@@ -341,7 +348,6 @@ void gemm_few_rows(const BlockKernel& kern, int64_t m, int64_t n, int64_t k, Mat
                  c + j0 * 32, ldc);
       }
     }
-    kern.end();
   });
 }
 
@@ -376,14 +382,13 @@ void gemm_blocks(const BlockKernel& kern, int64_t m, int64_t n, int64_t k, MatRe
     (block_cols > 32 ? block_cols : block_rows) /= 2;
   const int64_t col_items = (n + block_cols - 1) / block_cols;
   parallel_for(items(), 1, [&](int64_t w0, int64_t w1) {
-    kern.begin();
+    const TileScope tiles(kern);
     std::unique_ptr<float[]> acc(new float[kBlockRows * kBlockCols]);
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t r0 = w / col_items * block_rows, c0 = w % col_items * block_cols;
       run_item(kern, ap.p + r0 * kp, bp.p + c0 * kp, kp, std::min(block_rows, m - r0),
                std::min(block_cols, n - c0), acc.get(), c + r0 * ldc + c0, ldc);
     }
-    kern.end();
   });
 }
 
