@@ -175,6 +175,7 @@ TEST(CpuGemmBf16, EveryKernelMatchesProductsInDouble) {
       {33, 47, 31, false, false},  {5, 300, 70, true, false},   {130, 40, 600, false, true},
       {129, 257, 257, true, true}, {64, 784, 256, false, true}, {300, 520, 33, false, false},
       {7, 9, 0, false, false},     {96, 64, 100, true, false},  // a weight gradient, x^T g
+      {200, 64, 300, true, true},  // few panels: A and B packed once for all the threads
   };
   int levels = 0;
   for (CpuIsa isa : {CpuIsa::Avx512Bf16, CpuIsa::Amx}) {
