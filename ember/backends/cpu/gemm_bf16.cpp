@@ -12,12 +12,11 @@
 //   pair of k one row of the packed B panel (two registers) and a broadcast of A per row.
 //
 // Both operands are packed, zero-padded to whole blocks: A as [32-row block][32-k group][32
-// rows][32 k] (by each thread for itself, gemm_own_a, or once for all), B as [32-column
-// panel][32-k group][16 k pairs][32 columns][2]. A work
-// item is up to 128 rows x 256 columns of C in f32 (128 KiB, in L2): per 256 values of k (KC) it
-// runs each 32-row block of A (16 KiB, kept in L1) against each of its panels of B (16 KiB from
-// L2), loading and storing C once per KC. Packed B for 256 columns x KC (128 KiB) is read once
-// per 32-row block.
+// rows][32 k] (by each thread for itself, gemm_own_a, or once for all), B as [32-column panel]
+// [32-k group][16 k pairs][32 columns][2]. A work item is up to 128 rows x 256 columns of C in
+// f32 (128 KiB, in L2): per 256 values of k (KC) it runs each 32-row block of A (16 KiB, kept in
+// L1) against each of its panels of B (16 KiB from L2), loading and storing C once per KC.
+// Packed B for 256 columns x KC (128 KiB) is read once per 32-row block.
 #include <algorithm>
 #include <cstring>
 #include <memory>
