@@ -220,7 +220,7 @@ void register_ember_matmul_benchmarks() {
     benchmark::RegisterBenchmark((std::string("cpu/matmul/") + m.name).c_str(), bm_matmul, m)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
-  for (const bench::MatmulSize& m : bench::kMatmulBf16Sizes)
+  for (const bench::MatmulSize& m : bench::kMatmulSizes)
     benchmark::RegisterBenchmark((std::string("cpu/matmul_bf16/") + m.name).c_str(), bm_matmul_bf16,
                                  m)
         ->UseRealTime()

@@ -18,7 +18,9 @@ inline constexpr int64_t kSquare = 4096;  // sum_dim and transpose copy: [4096, 
 /// A matmul benchmark: c [m, n] = a [m, k] b [k, n], with a stored transposed ([k, m], read
 /// through a transposed view) when `ta`, b likewise when `tb`. Named "matmul/<name>" on every
 /// side. The squares, and the three GEMMs of a training step of the main job's MLP layer
-/// 784 -> 256 at batch 64: forward x w, the weight's gradient x^T g, the input's g w^T.
+/// 784 -> 256 at batch 64: forward x w, the weight's gradient x^T g, the input's g w^T. Run in
+/// f32 ("matmul/<name>") and in bf16 ("matmul_bf16/<name>": inputs and output bf16, sums in
+/// f32; AMX tiles where the CPU has them, on every side).
 struct MatmulSize {
   const char* name;
   int64_t m, k, n;
@@ -26,17 +28,6 @@ struct MatmulSize {
 };
 inline constexpr MatmulSize kMatmulSizes[] = {
     {"256", 256, 256, 256, false, false},
-    {"512", 512, 512, 512, false, false},
-    {"1024", 1024, 1024, 1024, false, false},
-    {"2048", 2048, 2048, 2048, false, false},
-    {"train_fwd_64x784x256", 64, 784, 256, false, false},
-    {"train_wgrad_784x64x256_ta", 784, 64, 256, true, false},
-    {"train_dgrad_64x256x784_tb", 64, 256, 784, false, true},
-};
-
-/// bf16 matmuls (inputs and output bf16, sums in f32): "matmul_bf16/<name>" on every side. AMX
-/// tiles where the CPU has them, on both sides.
-inline constexpr MatmulSize kMatmulBf16Sizes[] = {
     {"512", 512, 512, 512, false, false},
     {"1024", 1024, 1024, 1024, false, false},
     {"2048", 2048, 2048, 2048, false, false},

@@ -233,7 +233,7 @@ void register_blas_benchmarks() {
 #ifdef EMBER_BENCH_ONEDNN
   for (const MatmulSize& m : kMatmulSizes)
     reg(std::string("onednn/matmul/") + m.name, kMillisecond, onednn_matmul, m);
-  for (const MatmulSize& m : kMatmulBf16Sizes)
+  for (const MatmulSize& m : kMatmulSizes)
     reg(std::string("onednn/matmul_bf16/") + m.name, kMillisecond, onednn_matmul_bf16, m);
   for (const Conv2dSize& c : kConv2dSizes) {
     reg(std::string("onednn/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, false);

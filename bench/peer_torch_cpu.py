@@ -32,11 +32,6 @@ MATMUL_SIZES = (("256", 256, 256, 256, False, False), ("512", 512, 512, 512, Fal
                 ("train_fwd_64x784x256", 64, 784, 256, False, False),
                 ("train_wgrad_784x64x256_ta", 784, 64, 256, True, False),
                 ("train_dgrad_64x256x784_tb", 64, 256, 784, False, True))
-MATMUL_BF16_SIZES = (("512", 512, 512, 512, False, False), ("1024", 1024, 1024, 1024, False, False),
-                     ("2048", 2048, 2048, 2048, False, False),
-                     ("train_fwd_64x784x256", 64, 784, 256, False, False),
-                     ("train_wgrad_784x64x256_ta", 784, 64, 256, True, False),
-                     ("train_dgrad_64x256x784_tb", 64, 256, 784, False, True))
 # conv2d: (name, n, c_in, c_out, hw, k), stride 1, padding (k - 1) // 2; as bench/cpu_bench.h
 CONV2D_SIZES = (("resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3),
                 ("cifar_3x3_32x3x32x32", 32, 3, 32, 32, 3),
@@ -131,7 +126,7 @@ def cases():
     yield f"max_pool2d/{POOL_N}x{POOL_C}x{POOL_HW}x{POOL_HW}_k3s2", max_pool2d
     for name, *size in MATMUL_SIZES:
         yield f"matmul/{name}", lambda size=size: matmul(*size)
-    for name, *size in MATMUL_BF16_SIZES:
+    for name, *size in MATMUL_SIZES:
         yield f"matmul_bf16/{name}", lambda size=size: matmul(*size, dtype=torch.bfloat16)
     for name, *size in CONV2D_SIZES:
         yield f"conv2d/{name}", lambda size=size: conv2d(*size)

@@ -165,8 +165,6 @@ void bool_binary(OpCode c, const CpuTensor& a, const CpuTensor& b, const CpuTens
   }
 }
 
-}  // namespace
-
 // f32 pow on contiguous data, the exponent an array of the same size or one value:
 // vmath::pow_f32 (vectorized in double), where libm's powf ran element by element.
 bool pow_f32_fast(const CpuTensor& a, const CpuTensor& b, const CpuTensor& o) {
@@ -183,6 +181,8 @@ bool pow_f32_fast(const CpuTensor& a, const CpuTensor& b, const CpuTensor& o) {
   });
   return true;
 }
+
+}  // namespace
 
 template <class T>
 CpuTensor binary(const Op& op, Inputs in, const TensorMeta& out) {

@@ -237,16 +237,6 @@ void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, 
   }
 }
 
-template <class T>
-struct Aligned {
-  explicit Aligned(size_t n)
-      : p(static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}))) {}
-  ~Aligned() { ::operator delete (p, std::align_val_t{64}); }
-  Aligned(const Aligned&) = delete;
-  Aligned& operator=(const Aligned&) = delete;
-  T* p;
-};
-
 // Runs the micro-kernel down one MR-panelled block of A (mc rows) against one B panel (cols <=
 // NR of C's columns). Edge tiles are computed into a buffer and the valid part copied.
 template <class Bk, class T>

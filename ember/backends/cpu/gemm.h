@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <type_traits>
 
 #include "ember/core/half.h"
@@ -52,6 +53,17 @@ void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, const PackB<floa
               int64_t ldc, bool accumulate = false, bool parallel = true);
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, const PackB<double>& b, double* c,
               int64_t ldc, bool accumulate = false, bool parallel = true);
+
+/// n elements of scratch, 64-byte aligned: the GEMMs' packed operands.
+template <class T>
+struct Aligned {
+  explicit Aligned(size_t n)
+      : p(static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}))) {}
+  ~Aligned() { ::operator delete (p, std::align_val_t{64}); }
+  Aligned(const Aligned&) = delete;
+  Aligned& operator=(const Aligned&) = delete;
+  T* p;
+};
 
 /// Copies one row of a B panel, `width` (the micro-kernel's NR: 64 or 128 bytes) elements:
 /// with the width a constant in each branch, the copy is a few vector moves, not a call.
