@@ -18,7 +18,9 @@
 // L1) against each of its panels of B (16 KiB from L2), loading and storing C once per KC.
 // Packed B for 256 columns x KC (128 KiB) is read once per 32-row block.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <memory>
 
 #include "ember/backends/cpu/gemm.h"
 #include "ember/backends/cpu/isa.h"
@@ -295,6 +297,35 @@ void store_out(const float* src, int64_t ld, int64_t rows, int64_t cols, Out* c,
   }
 }
 
+// Scratch kept by each thread between calls and grown as needed, one per use (kScratchA, B and
+// C), up to 32 MiB each; larger ones are fresh and freed after. Fresh buffers of 128 KiB and
+// more come from mmap and go back with munmap: at 256² that paging and the other core's TLB
+// flushes took most of the call.
+enum { kScratchA, kScratchB, kScratchC, kScratchSlots };
+template <class T>
+class Scratch {
+ public:
+  Scratch(int slot, int64_t n) {
+    const size_t bytes = size_t(n) * sizeof(T);
+    if (bytes > (size_t{32} << 20)) {
+      own_ = std::make_unique<Aligned<std::byte>>(bytes);
+      p = reinterpret_cast<T*>(own_->p);
+      return;
+    }
+    thread_local struct Kept {
+      std::unique_ptr<Aligned<std::byte>> buf;
+      size_t bytes = 0;
+    } kept[kScratchSlots];
+    Kept& k = kept[slot];
+    if (k.bytes < bytes) k.buf = std::make_unique<Aligned<std::byte>>(k.bytes = bytes);
+    p = reinterpret_cast<T*>(k.buf->p);
+  }
+  T* p;
+
+ private:
+  std::unique_ptr<Aligned<std::byte>> own_;
+};
+
 // One work item: C[rows, cols] (rows <= kBlockRows, cols <= kBlockCols) from packed A blocks
 // (ap, 32 * kp apart) and B panels (bp, likewise), summed in acc and stored into c.
 template <class Out>
@@ -320,8 +351,8 @@ void gemm_own_a(const BlockKernel& kern, int64_t m, int64_t n, int64_t k, MatRef
   const int64_t mblocks = (m + 31) / 32, npanels = (n + 31) / 32;
   const int64_t parts = std::min<int64_t>(num_threads(), npanels);
   parallel_for(parts, 1, [&](int64_t t0, int64_t t1) {
-    Aligned<bf16> ap(size_t(mblocks * 32 * kp)), bp(size_t(kBlockCols * kp));
-    Aligned<float> acc(size_t(kBlockRows * kBlockCols));
+    Scratch<bf16> ap(kScratchA, mblocks * 32 * kp), bp(kScratchB, kBlockCols * kp);
+    Scratch<float> acc(kScratchC, kBlockRows * kBlockCols);
     for (int64_t i = 0; i < mblocks; ++i) pack_a_block(a, m, k, i * 32, kp, ap.p + i * 32 * kp);
     const TileScope tiles(kern);
     for (int64_t t = t0; t < t1; ++t) {
@@ -353,7 +384,7 @@ void gemm_blocks(const BlockKernel& kern, int64_t m, int64_t n, int64_t k, MatRe
   // Otherwise both operands packed once, shared by the threads, then work items of up to
   // kBlockRows x kBlockCols, smaller (columns first, down to one block) until every thread has
   // about four.
-  Aligned<bf16> ap(size_t(mblocks * 32 * kp)), bp(size_t(npanels * 32 * kp));
+  Scratch<bf16> ap(kScratchA, mblocks * 32 * kp), bp(kScratchB, npanels * 32 * kp);
   // B by bands of KC rows across all its panels: a row-major B's rows are often a page each,
   // and a panel packed alone down all of k touched a page per row pair (a TLB miss each).
   const int64_t bands = (kp + kKC - 1) / kKC;
@@ -377,7 +408,7 @@ void gemm_blocks(const BlockKernel& kern, int64_t m, int64_t n, int64_t k, MatRe
   const int64_t col_items = (n + block_cols - 1) / block_cols;
   parallel_for(items(), 1, [&](int64_t w0, int64_t w1) {
     const TileScope tiles(kern);
-    Aligned<float> acc(size_t(kBlockRows * kBlockCols));
+    Scratch<float> acc(kScratchC, kBlockRows * kBlockCols);
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t r0 = w / col_items * block_rows, c0 = w % col_items * block_cols;
       run_item(kern, ap.p + r0 * kp, bp.p + c0 * kp, kp, std::min(block_rows, m - r0),
