@@ -1,9 +1,9 @@
 // The CPU's direct convolution for few channels against a convolution in double precision:
 // windows 1 to 5, paddings 0 to k - 1, output rows shorter and longer than one 32-wide pass,
 // channel counts that are not multiples of the 8-channel blocks, several images; the conv and
-// transposed-conv ops taking the path; and where it is not taken. Skipped (saying so) on a
-// CPU without AVX-512, where the path is never taken. The direct weight gradient likewise,
-// also through Autodiff.
+// transposed-conv ops taking the path; and where it is not taken. Run at AVX-512 and at AVX2,
+// each skipped (saying so) where the CPU lacks it. The direct weight gradient likewise, also
+// through Autodiff.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,18 +54,23 @@ std::string describe(const Case& c) {
          std::to_string(c.pad);
 }
 
-class CpuDirectConv : public ::testing::Test {
+// Each test runs at AVX-512 (16 channels a vector, and the row kernels) and at AVX2 (8 channels
+// a vector), each where the CPU has it: the level is capped to the one under test.
+class CpuDirectConv : public ::testing::TestWithParam<cpu::CpuIsa> {
  protected:
   void SetUp() override {
-    if (cpu::cpu_isa() < cpu::CpuIsa::Avx512)
-      GTEST_SKIP() << "the direct convolution runs on AVX-512 only; this CPU runs "
-                   << cpu::name(cpu::cpu_isa());
+    if (cpu::cpu_isa_available() < GetParam())
+      GTEST_SKIP() << "this CPU lacks " << cpu::name(GetParam()) << " (it has "
+                   << cpu::name(cpu::cpu_isa_available()) << ")";
+    cpu::set_cpu_isa_cap(GetParam());
   }
+  void TearDown() override { cpu::set_cpu_isa_cap(std::nullopt); }
+  bool avx512() const { return GetParam() >= cpu::CpuIsa::Avx512; }
 };
 
 }  // namespace
 
-TEST_F(CpuDirectConv, MatchesAConvolutionInDoubles) {
+TEST_P(CpuDirectConv, MatchesAConvolutionInDoubles) {
   for (Case c :
        {Case{2, 1, 8, 28, 28, 3, 0}, Case{3, 8, 16, 13, 13, 3, 0}, Case{2, 16, 16, 28, 28, 3, 1},
         Case{1, 3, 32, 32, 32, 3, 1}, Case{2, 5, 13, 9, 40, 5, 2}, Case{1, 32, 64, 10, 17, 1, 0},
@@ -77,7 +82,11 @@ TEST_F(CpuDirectConv, MatchesAConvolutionInDoubles) {
         Case{1, 10, 16, 3, 8, 1, 0}, Case{2, 9, 33, 12, 30, 3, 2}}) {
     cpu::Geom g = geom(c);
     const std::string what = describe(c);
-    ASSERT_TRUE(cpu::direct_conv_fits(g, 1, c.c_in, c.c_out)) << what;
+    // AVX2 leaves one input channel and runs under 8 positions to other paths (the kernels
+    // compute them all the same, and are checked on them here too).
+    EXPECT_EQ(cpu::direct_conv_fits(g, 1, c.c_in, c.c_out),
+              avx512() || (c.c_in > 1 && cpu::lanes_run_length(c.wo(), c.k) >= 8))
+        << what;
     auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 31 + c.c_in));
     auto w = uniform(size_t(c.c_out * c.c_in * c.k * c.k), uint32_t(c.k * 7 + c.c_out));
     std::vector<float> got(size_t(c.n * c.c_out * c.ho() * c.wo()), NAN);
@@ -87,7 +96,7 @@ TEST_F(CpuDirectConv, MatchesAConvolutionInDoubles) {
   }
 }
 
-TEST_F(CpuDirectConv, TakenOnlyWhereItApplies) {
+TEST_P(CpuDirectConv, TakenOnlyWhereItApplies) {
   cpu::Geom g = geom({1, 16, 16, 12, 12, 3, 1});
   EXPECT_TRUE(cpu::direct_conv_fits(g, 1, 16, 16));
   EXPECT_FALSE(cpu::direct_conv_fits(g, 2, 16, 16));   // groups
@@ -101,9 +110,13 @@ TEST_F(CpuDirectConv, TakenOnlyWhereItApplies) {
   EXPECT_FALSE(cpu::direct_conv_fits(d, 1, 16, 16));  // dilation
   cpu::Geom narrow = geom({1, 16, 16, 12, 5, 3, 1});
   EXPECT_FALSE(cpu::direct_conv_fits(narrow, 1, 16, 16));  // rows under 8 outputs
+  // One input channel, and rows of 13 (two runs of 7 on AVX2): AVX-512 only.
+  EXPECT_EQ(cpu::direct_conv_fits(geom({1, 1, 8, 28, 28, 3, 0}), 1, 1, 8), avx512());
+  EXPECT_EQ(cpu::direct_conv_fits(geom({1, 16, 8, 13, 13, 3, 1}), 1, 16, 8), avx512());
+  EXPECT_TRUE(cpu::direct_conv_fits(geom({1, 16, 8, 16, 16, 3, 1}), 1, 16, 8));  // runs of 8
 }
 
-TEST_F(CpuDirectConv, TheConvAndTransposedConvOpsMatch) {
+TEST_P(CpuDirectConv, TheConvAndTransposedConvOpsMatch) {
   // The main job's second convolution, [4, 8, 13, 13] -> [4, 16, 11, 11], through conv2d, and
   // its input gradient's shape of transposed convolution (stride 1: a flipped window).
   Case c{4, 8, 16, 13, 13, 3, 0};
@@ -127,7 +140,7 @@ TEST_F(CpuDirectConv, TheConvAndTransposedConvOpsMatch) {
               test::conv2d_reference(t, gy, flipped), 4e-4, "conv_transpose2d");
 }
 
-TEST_F(CpuDirectConv, WeightGradientMatchesOneInDoubles) {
+TEST_P(CpuDirectConv, WeightGradientMatchesOneInDoubles) {
   // The main job's two, padded windows, 5x5, rows longer and shorter than a vector, odd output
   // channel counts (a last task of one channel), more images than chunks and fewer; 16 output
   // channels or more take the channels-across-lanes kernel: a partial second block of 16, input
@@ -139,6 +152,10 @@ TEST_F(CpuDirectConv, WeightGradientMatchesOneInDoubles) {
         Case{0, 8, 16, 13, 13, 3, 0}, Case{0, 1, 8, 28, 28, 3, 1}}) {
     cpu::Geom g = geom(c);
     const std::string what = describe(c);
+    if (c.k == 5 && !avx512()) {  // AVX2 has 3x3 kernels only
+      EXPECT_FALSE(cpu::direct_weight_grad_fits(g, 1, c.c_in, c.c_out)) << what;
+      continue;
+    }
     ASSERT_TRUE(cpu::direct_weight_grad_fits(g, 1, c.c_in, c.c_out)) << what;
     auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 29 + c.c_in));
     auto gy = uniform(size_t(c.n * c.c_out * c.ho() * c.wo()), uint32_t(c.k * 5 + c.c_out));
@@ -155,7 +172,7 @@ TEST_F(CpuDirectConv, WeightGradientMatchesOneInDoubles) {
   EXPECT_FALSE(cpu::direct_weight_grad_fits(geom({1, 4, 4, 12, 12, 3, 1}), 2, 4, 4));  // groups
 }
 
-TEST_F(CpuDirectConv, TheWeightGradientOfTheConvOpMatches) {
+TEST_P(CpuDirectConv, TheWeightGradientOfTheConvOpMatches) {
   // Through Autodiff<Cpu>: the gradient of sum(conv2d(x, w) * gy) with respect to w.
   for (Case c : {Case{6, 1, 8, 28, 28, 3, 0}, Case{6, 8, 16, 13, 13, 3, 1}}) {
     using AD = Autodiff<Cpu>;
@@ -172,3 +189,7 @@ TEST_F(CpuDirectConv, TheWeightGradientOfTheConvOpMatches) {
                 "conv2d weight gradient");
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Levels, CpuDirectConv,
+                         ::testing::Values(cpu::CpuIsa::Avx512, cpu::CpuIsa::Avx2),
+                         [](const auto& info) { return std::string(cpu::name(info.param)); });

@@ -91,7 +91,7 @@ bool direct_conv_disabled() {
 
 bool direct_geometry_fits(const Geom& g, int64_t groups) {
 #if defined(__x86_64__)
-  if (direct_conv_disabled() || cpu_isa() < CpuIsa::Avx512 || groups != 1) return false;
+  if (direct_conv_disabled() || cpu_isa() < CpuIsa::Avx2 || groups != 1) return false;
   if (g.in[0] != 1 || g.k[0] != 1) return false;
   for (int i = 1; i < 3; ++i)
     if (g.s[i] != 1 || g.d[i] != 1 || g.p[i] < 0 || g.p[i] >= g.k[i]) return false;
@@ -128,16 +128,24 @@ Scratch<float> pack_channel_blocks(const float* w, int64_t c_out, int64_t taps, 
 }
 
 bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
-  return direct_geometry_fits(g, groups) && g.out[2] >= 8 && c_out <= 64 &&
-         c_in * g.k[1] * g.k[2] <= 32 * 9;
+  if (!direct_geometry_fits(g, groups) || g.out[2] < 8 || c_out > 64 ||
+      c_in * g.k[1] * g.k[2] > 32 * 9)
+    return false;
+  if (cpu_isa() >= CpuIsa::Avx512) return true;
+  // AVX2's 8 lanes, measured on the main job's layers against the paths it replaces (docs/cpu.md):
+  // one input channel stays with the depthwise loops (0.21 against 0.25 ms at 64x1x28x28 -> 8),
+  // and rows cut into runs under 8 positions (13 or 14 wide) with im2col (the input gradient
+  // of 8 -> 16 on 13x13, 0.44-0.61 against 0.85 ms).
+  return c_in > 1 && lanes_run_length(g.out[2], g.k[2]) >= 8;
 }
 
 void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                      int64_t c_out, const Geom& g) {
 #if defined(__x86_64__)
   // 16 output channels or more: the lanes kernel (direct_conv_lanes.cpp), measured ahead of
-  // the row kernel at 16 and 32 (docs/cpu.md).
-  if (c_out >= kLanes) return direct_conv_lanes_f32(x, w, y, n, c_in, c_out, g);
+  // the row kernel at 16 and 32 (docs/cpu.md); AVX2 has only the lanes kernel.
+  if (c_out >= kLanes || cpu_isa() < CpuIsa::Avx512)
+    return direct_conv_lanes_f32(x, w, y, n, c_in, c_out, g);
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t KH = g.k[1], KW = g.k[2], ph = g.p[1], pw = g.p[2];
   // The padded copy: rows of Wp floats, the image at column pw, zeros around it and past the

@@ -5,7 +5,8 @@
 // taps that read it; other windows take one FMA per position and tap with the input broadcast
 // from memory, the pattern of oneDNN's direct kernels. The inputs are read from a zero-padded
 // copy of a band of rows, made per task in the core's cache; the sums leave through 16 x 16
-// transposes into the NCHW output.
+// transposes into the NCHW output. The driver below runs AVX2's kernels the same way, 8 channels
+// a vector (direct_conv_avx2.cpp).
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -16,6 +17,7 @@
 #endif
 
 #include "ember/backends/cpu/direct_conv.h"
+#include "ember/backends/cpu/isa.h"
 #include "ember/backends/cpu/strided.h"
 #include "ember/backends/cpu/transpose16.h"
 #include "ember/core/thread_pool.h"
@@ -88,16 +90,13 @@ __attribute__((target("avx512f"))) void run_kernel3(const float* in, int64_t pla
   for (int p = 0; p < R; ++p) _mm512_storeu_ps(sums + p * kLanes, acc[p]);
 }
 
-using RunKernel = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*,
-                           float*);
-
 template <int... I>
 constexpr auto kernel_table(std::integer_sequence<int, I...>) {
-  return std::array<RunKernel, sizeof...(I)>{&run_kernel<(I + 1) * kRunStep>...};
+  return std::array<LanesRun, sizeof...(I)>{&run_kernel<(I + 1) * kRunStep>...};
 }
 template <int... I>
 constexpr auto kernel3_table(std::integer_sequence<int, I...>) {
-  return std::array<RunKernel, sizeof...(I)>{&run_kernel3<(I + 1) * kRunStep>...};
+  return std::array<LanesRun, sizeof...(I)>{&run_kernel3<(I + 1) * kRunStep>...};
 }
 // kKernels[i] holds (i + 1) * 2 positions; kKernels3[i] likewise, for windows 3 wide, up to 26
 // positions (the sums, 3 weight vectors and a broadcast take 30 of the 32 registers).
@@ -121,25 +120,66 @@ __attribute__((target("avx512f"))) void store_transposed(const float* sums, int6
   }
 }
 
+// dst[0, Wp) = the W floats of src at pw, zeros around them.
+void copy_row(const float* src, int64_t W, int64_t pw, int64_t Wp, float* dst) {
+  std::fill(dst, dst + pw, 0.0f);
+  float* d = dst + pw;
+  int64_t j = 0;
+  for (; j + 8 <= W; j += 8) std::memcpy(d + j, src + j, 8 * sizeof(float));
+  for (; j < W; ++j) d[j] = src[j];
+  std::fill(d + W, dst + Wp, 0.0f);
+}
+
 }  // namespace
+
+const LanesKernels& lanes_kernels_avx512() {
+  static const LanesKernels k{
+      kLanes,
+      kMaxRun,
+      kMaxRun3,
+      kRunStep,
+      [](bool three, int64_t run) {
+        return (three ? kKernels3.data() : kKernels.data())[run / kRunStep - 1];
+      },
+      store_transposed};
+  return k;
+}
+
+namespace {
+const LanesKernels& lanes_kernels() {
+  return cpu_isa() >= CpuIsa::Avx512 ? lanes_kernels_avx512() : lanes_kernels_avx2();
+}
+// Each output row is `runs` runs of `run` positions (the last may be shorter).
+struct Runs {
+  int64_t runs, run;
+};
+Runs split_row(const LanesKernels& ks, int64_t OW, int64_t KW) {
+  const int64_t most = KW == 3 ? ks.max_run3 : ks.max_run, runs = (OW + most - 1) / most;
+  const int64_t run = (OW + runs - 1) / runs;
+  return {runs, (run + ks.run_step - 1) / ks.run_step * ks.run_step};
+}
+}  // namespace
+
+int64_t lanes_run_length(int64_t OW, int64_t KW) { return split_row(lanes_kernels(), OW, KW).run; }
 
 void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                            int64_t c_out, const Geom& g) {
+  const LanesKernels& ks = lanes_kernels();
+  const int64_t lanes = ks.lanes, step = ks.run_step;
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t KH = g.k[1], KW = g.k[2], ph = g.p[1], pw = g.p[2];
-  // Each output row is `runs` runs of `run` positions (the last may be shorter).
   const bool three = KW == 3;
-  const int64_t most = three ? kMaxRun3 : kMaxRun, runs = (OW + most - 1) / most;
-  const int64_t run = ((OW + runs - 1) / runs + kRunStep - 1) / kRunStep * kRunStep;
-  const RunKernel kernel = (three ? kKernels3.data() : kKernels.data())[run / kRunStep - 1];
+  const auto [runs, run] = split_row(ks, OW, KW);
+  auto round_up = [step](int64_t len) { return (len + step - 1) / step * step; };
+  const LanesRun kernel = ks.kernel(three, run);
   // A band's padded copy: per input channel, the band's rows and the window's extra rows, each
   // row the image's at column pw with zeros around it and past the last run's reads.
   const int64_t band = std::min(OH, kBandRows), bands = (OH + band - 1) / band;
   const int64_t Wp = runs * run + KW - 1, band_in = band + KH - 1, plane = band_in * Wp;
-  // Weights per block of 16 output channels: [block][c_in][KH][KW][16].
-  const int64_t taps = c_in * KH * KW, blocks = (c_out + kLanes - 1) / kLanes;
-  const Scratch<float> wp = pack_channel_blocks(w, c_out, taps, kLanes);
-  const int64_t work = blocks * taps * band * runs * run;  // FMAs a task issues
+  // Weights per block of `lanes` output channels: [block][c_in][KH][KW][lanes].
+  const int64_t taps = c_in * KH * KW, blocks = (c_out + lanes - 1) / lanes;
+  const Scratch<float> wp = pack_channel_blocks(w, c_out, taps, lanes);
+  const int64_t work = blocks * taps * band * runs * run * lanes / kLanes;  // in 16-lane FMAs
   parallel_for(n * bands, std::max<int64_t>(1, kGrain * 4 / std::max<int64_t>(work, 1)),
                [&](int64_t t0, int64_t t1) {
                  Scratch<float> in(c_in * plane);
@@ -148,23 +188,28 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
                    const int64_t img = task / bands, oh0 = task % bands * band;
                    const int64_t rows = std::min(band, OH - oh0);
                    float* buf = in.get();
-                   std::memset(buf, 0, sizeof(float) * size_t(c_in * plane));
+                   // Row by row, zeros only in the padding.
                    for (int64_t ic = 0; ic < c_in; ++ic)
                      for (int64_t r = 0; r < rows + KH - 1; ++r) {
                        const int64_t ih = oh0 - ph + r;
-                       if (ih < 0 || ih >= H) continue;
-                       std::memcpy(buf + ic * plane + r * Wp + pw,
-                                   x + ((img * c_in + ic) * H + ih) * W, sizeof(float) * size_t(W));
+                       float* dst = buf + ic * plane + r * Wp;
+                       if (ih < 0 || ih >= H) {
+                         std::fill(dst, dst + Wp, 0.0f);
+                         continue;
+                       }
+                       copy_row(x + ((img * c_in + ic) * H + ih) * W, W, pw, Wp, dst);
                      }
                    for (int64_t b = 0; b < blocks; ++b) {
-                     const int64_t channels = std::min(kLanes, c_out - b * kLanes);
-                     float* yb = y + (img * c_out + b * kLanes) * OH * OW;
+                     const int64_t channels = std::min(lanes, c_out - b * lanes);
+                     float* yb = y + (img * c_out + b * lanes) * OH * OW;
                      for (int64_t r = 0; r < rows; ++r)
                        for (int64_t ow = 0; ow < OW; ow += run) {
-                         kernel(buf + r * Wp + ow, plane, Wp, c_in, KH, KW,
-                                wp.get() + b * taps * kLanes, sums);
-                         store_transposed(sums, std::min(run, OW - ow), channels,
-                                          yb + (oh0 + r) * OW + ow, OH * OW);
+                         // the last run, where shorter, by the kernel of its own length
+                         const int64_t len = std::min(run, OW - ow);
+                         const LanesRun k = len == run ? kernel : ks.kernel(three, round_up(len));
+                         k(buf + r * Wp + ow, plane, Wp, c_in, KH, KW, wp.get() + b * taps * lanes,
+                           sums);
+                         ks.store(sums, len, channels, yb + (oh0 + r) * OW + ow, OH * OW);
                        }
                    }
                  }

@@ -5,7 +5,9 @@
 // tap, and an FMA for each. im2col's column matrix (the input nine times over) and the GEMM's
 // transposes it replaces moved several times the data the products need.
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -37,16 +39,17 @@ constexpr int64_t kLanes = 16;
 // back after every FMA), written out by the TAPS list of (row, column, index) of the window.
 #define EMBER_WG_TAPS3(X) \
   X(0, 0, 0) X(0, 1, 1) X(0, 2, 2) X(1, 0, 3) X(1, 1, 4) X(1, 2, 5) X(2, 0, 6) X(2, 1, 7) X(2, 2, 8)
-#define EMBER_WG_TAPS5(X)                                                                     \
-  X(0, 0, 0)                                                                                  \
-  X(0, 1, 1)                                                                                  \
-  X(0, 2, 2)                                                                                  \
-  X(0, 3, 3)                                                                                  \
-  X(0, 4, 4)                                                                                  \
-  X(1, 0, 5)                                                                                  \
-  X(1, 1, 6) X(1, 2, 7) X(1, 3, 8) X(1, 4, 9) X(2, 0, 10) X(2, 1, 11) X(2, 2, 12) X(2, 3, 13) \
-      X(2, 4, 14) X(3, 0, 15) X(3, 1, 16) X(3, 2, 17) X(3, 3, 18) X(3, 4, 19) X(4, 0, 20)     \
-          X(4, 1, 21) X(4, 2, 22) X(4, 3, 23) X(4, 4, 24)
+#define EMBER_WG_TAPS5(X)                                                                      \
+  X(0, 0, 0)                                                                                   \
+  X(0, 1, 1)                                                                                   \
+  X(0, 2, 2)                                                                                   \
+  X(0, 3, 3)                                                                                   \
+  X(0, 4, 4)                                                                                   \
+  X(1, 0, 5)                                                                                   \
+  X(1, 1, 6)                                                                                   \
+  X(1, 2, 7) X(1, 3, 8) X(1, 4, 9) X(2, 0, 10) X(2, 1, 11) X(2, 2, 12) X(2, 3, 13) X(2, 4, 14) \
+      X(3, 0, 15) X(3, 1, 16) X(3, 2, 17) X(3, 3, 18) X(3, 4, 19) X(4, 0, 20) X(4, 1, 21)      \
+          X(4, 2, 22) X(4, 3, 23) X(4, 4, 24)
 #define EMBER_WG_DECL(kh, kw, t) __m512 a0_##t = _mm512_setzero_ps(), a1_##t = a0_##t;
 #define EMBER_WG_STEP(kh, kw, t)                                        \
   {                                                                     \
@@ -136,18 +139,28 @@ __attribute__((target("avx512f"))) EMBER_NO_PREDICTIVE_COMMONING void wlanes3(
   EMBER_WG_TAPS3(EMBER_WL_OUT)
 }
 
-using Lanes = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                       int64_t, float*);
-Lanes lanes_for(int ci) { return ci == 3 ? wlanes3<3> : ci == 2 ? wlanes3<2> : wlanes3<1>; }
+template <int... CI>
+constexpr std::array<WgradLanesRun, 3> lanes_table(std::integer_sequence<int, CI...>) {
+  return {&wlanes3<CI + 1>...};
+}
+constexpr auto kLanesKernels = lanes_table(std::make_integer_sequence<int, 3>{});
 
-// The lanes kernel's way: 3x3 windows, 16 output channels or more.
-bool by_lanes(int64_t kh, int64_t kw, int64_t c_out) { return kh == 3 && kw == 3 && c_out >= 16; }
+// The lanes kernels of the CPU's instruction set (AVX2's in direct_conv_avx2.cpp).
+const WgradLanesKernels& lanes_kernels() {
+  return cpu_isa() >= CpuIsa::Avx512 ? wgrad_lanes_avx512() : wgrad_lanes_avx2();
+}
+
+// The lanes kernel's way: 3x3 windows, 16 output channels or more; on AVX2, every 3x3 window
+// (AVX2 has no other kernel).
+bool by_lanes(int64_t kh, int64_t kw, int64_t c_out) {
+  return kh == 3 && kw == 3 && (c_out >= kLanes || cpu_isa() < CpuIsa::Avx512);
+}
 
 using Task = void (*)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, int64_t,
                       int64_t, int64_t, float*);
 
 // The kernel for a window and 1 or 2 output channels at a time (two where their 2 x KH x KW
-// accumulators fit the 32 registers with room to spare).
+// accumulators fit the 32 registers with room to spare), on AVX-512.
 Task task_for(int64_t kh, int64_t kw, int co) {
   if (kh == 3 && kw == 3) return co == 2 ? wgrad3<2> : wgrad3<1>;
   if (kh == 5 && kw == 5) return wgrad5<1>;
@@ -158,10 +171,18 @@ int channels_per_task(int64_t kh, int64_t kw) { return kh * kw * 2 <= 18 ? 2 : 1
 
 }  // namespace
 
+#if defined(__x86_64__)
+const WgradLanesKernels& wgrad_lanes_avx512() {
+  static const WgradLanesKernels k{kLanes, 3, [](int64_t ci) { return kLanesKernels[ci - 1]; }};
+  return k;
+}
+#endif
+
 bool direct_weight_grad_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
 #if defined(__x86_64__)
-  return direct_geometry_fits(g, groups) && task_for(g.k[1], g.k[2], 1) && c_in <= 64 &&
-         c_out <= 64;
+  if (!direct_geometry_fits(g, groups) || c_in > 64 || c_out > 64) return false;
+  return cpu_isa() >= CpuIsa::Avx512 ? task_for(g.k[1], g.k[2], 1) != nullptr
+                                     : g.k[1] == 3 && g.k[2] == 3;
 #else
   (void)g, (void)groups, (void)c_in, (void)c_out;
   return false;
@@ -186,40 +207,42 @@ void direct_weight_grad_f32(const float* x, const float* gy, float* dw, int64_t 
   const int64_t x_img = c_in * (padded ? Hp : H) * Wp, plane = (padded ? Hp : H) * Wp;
   const int64_t T = KH * KW;
   if (by_lanes(KH, KW, c_out)) {
-    // The gradient as [channel block][image][position][16 channels], zero past c_out.
-    const int64_t P = OH * OW, blocks = (c_out + kLanes - 1) / kLanes;
-    Scratch<float> gt(blocks * n * P * kLanes);
+    const WgradLanesKernels& ks = lanes_kernels();
+    const int64_t lanes = ks.lanes;
+    // The gradient as [channel block][image][position][lanes channels], zero past c_out.
+    const int64_t P = OH * OW, blocks = (c_out + lanes - 1) / lanes;
+    Scratch<float> gt(blocks * n * P * lanes);
     parallel_for(blocks * n, 1, [&](int64_t b, int64_t e) {
       for (int64_t it = b; it < e; ++it) {
         const int64_t cb = it / n, img = it % n;
-        float* dst = gt.get() + it * P * kLanes;
-        const int64_t rows = std::min(kLanes, c_out - cb * kLanes);
-        transpose_into(gy + (img * c_out + cb * kLanes) * P, P, rows, P, dst, kLanes);
+        float* dst = gt.get() + it * P * lanes;
+        const int64_t rows = std::min(lanes, c_out - cb * lanes);
+        transpose_into(gy + (img * c_out + cb * lanes) * P, P, rows, P, dst, lanes);
         for (int64_t p = 0; p < P; ++p)
-          for (int64_t lane = rows; lane < kLanes; ++lane) dst[p * kLanes + lane] = 0.0f;
+          for (int64_t lane = rows; lane < lanes; ++lane) dst[p * lanes + lane] = 0.0f;
       }
     });
     // Images in chunks summed apart and then in order (sum_in_chunks): the result does not
     // depend on the threads. A chunk's part is [ci][t][block][lane].
-    const int64_t size = c_in * T * blocks * kLanes;
+    const int64_t size = c_in * T * blocks * lanes;
     Scratch<float> grad(size);
     sum_in_chunks<float>(n, size, grad.get(), [&](int64_t i0, int64_t i1, float* part) {
       alignas(64) float sums[3 * 9 * kLanes];
       for (int64_t cb = 0; cb < blocks; ++cb)
-        for (int64_t ci0 = 0; ci0 < c_in; ci0 += 3) {
-          const int64_t cis = std::min<int64_t>(3, c_in - ci0);
-          lanes_for(int(cis))(X + i0 * x_img + ci0 * plane, x_img, plane, Wp,
-                              gt.get() + (cb * n + i0) * P * kLanes, i1 - i0, OH, OW, sums);
+        for (int64_t ci0 = 0; ci0 < c_in; ci0 += ks.max_ci) {
+          const int64_t cis = std::min<int64_t>(ks.max_ci, c_in - ci0);
+          ks.kernel(cis)(X + i0 * x_img + ci0 * plane, x_img, plane, Wp,
+                         gt.get() + (cb * n + i0) * P * lanes, i1 - i0, OH, OW, sums);
           for (int64_t c = 0; c < cis; ++c)
             for (int64_t t = 0; t < T; ++t)
-              std::memcpy(part + (((ci0 + c) * T + t) * blocks + cb) * kLanes,
-                          sums + (c * T + t) * kLanes, sizeof(float) * kLanes);
+              std::memcpy(part + (((ci0 + c) * T + t) * blocks + cb) * lanes,
+                          sums + (c * T + t) * lanes, sizeof(float) * size_t(lanes));
         }
     });
     for (int64_t co = 0; co < c_out; ++co)
       for (int64_t ci = 0; ci < c_in; ++ci)
         for (int64_t t = 0; t < T; ++t)
-          dw[(co * c_in + ci) * T + t] = grad.get()[((ci * T + t) * blocks) * kLanes + co];
+          dw[(co * c_in + ci) * T + t] = grad.get()[((ci * T + t) * blocks) * lanes + co];
     return;
   }
   const int64_t per = channels_per_task(KH, KW);

@@ -1,0 +1,177 @@
+// The direct convolution's kernels for CPUs with AVX2 and without AVX-512 (AMD before Zen 4,
+// Intel client cores): the output channels across a vector's 8 lanes, as direct_conv_lanes.cpp
+// and direct_weight_grad.cpp do with 16, run by the same drivers. AVX2 has 16 vector registers
+// and no broadcast memory operand on an FMA, so:
+// - forward, windows 3 wide: each input broadcast into a register once for the three taps of
+//   its window row that read it, runs of up to 12 positions (12 sums, 3 weights, a broadcast);
+// - forward, other windows: one broadcast and one FMA per position and tap, runs of up to 14;
+// - weight gradient, 3x3: the 9 taps of one input channel in 9 registers; per position one
+//   load of the 8 channels' output gradient, 9 broadcasts of the input and 9 FMAs.
+// Runs of every length are compiled (step 1): with 8 lanes a wasted position costs as much as
+// with 16, and rows of 26 or 32 would waste up to 3 of 14.
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "ember/backends/cpu/direct_conv.h"
+
+namespace ember::cpu {
+
+#if defined(__x86_64__)
+namespace {
+
+#define EMBER_AVX2 __attribute__((target("avx2,fma")))
+
+constexpr int64_t kLanes = 8;
+constexpr int64_t kMaxRun = 14, kMaxRun3 = 12;
+
+// Every lane = *p, as a load (vbroadcastss from memory). Left to intrinsics, GCC keeps the
+// broadcasts of one tap in registers for the next (x + 1 is the next tap's x) and spills sums.
+EMBER_AVX2 inline __m256 bcast(const float* p) {
+  __m256 b;
+  asm("vbroadcastss %[x], %[b]" : [b] "=x"(b) : [x] "m"(*p));
+  return b;
+}
+
+template <int R>
+EMBER_AVX2 void run_kernel(const float* in, int64_t plane, int64_t row_stride, int64_t c_in,
+                           int64_t KH, int64_t KW, const float* w, float* sums) {
+  __m256 acc[R];
+#pragma GCC unroll 16
+  for (int p = 0; p < R; ++p) acc[p] = _mm256_setzero_ps();
+  for (int64_t ic = 0; ic < c_in; ++ic, in += plane)
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const float* row = in + kh * row_stride;
+      for (int64_t kw = 0; kw < KW; ++kw, w += kLanes) {
+        const __m256 wv = _mm256_loadu_ps(w);
+        const float* x = row + kw;
+#pragma GCC unroll 16
+        for (int p = 0; p < R; ++p) acc[p] = _mm256_fmadd_ps(bcast(x + p), wv, acc[p]);
+      }
+    }
+#pragma GCC unroll 16
+  for (int p = 0; p < R; ++p) _mm256_storeu_ps(sums + p * kLanes, acc[p]);
+}
+
+// Windows 3 wide: x[j] feeds position j through tap 0, j - 1 through tap 1, j - 2 through tap 2.
+template <int R>
+EMBER_AVX2 void run_kernel3(const float* in, int64_t plane, int64_t row_stride, int64_t c_in,
+                            int64_t KH, int64_t /*KW: 3*/, const float* w, float* sums) {
+  __m256 acc[R];
+#pragma GCC unroll 16
+  for (int p = 0; p < R; ++p) acc[p] = _mm256_setzero_ps();
+  for (int64_t ic = 0; ic < c_in; ++ic, in += plane)
+    for (int64_t kh = 0; kh < KH; ++kh, w += 3 * kLanes) {
+      const float* x = in + kh * row_stride;
+      const __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + kLanes),
+                   w2 = _mm256_loadu_ps(w + 2 * kLanes);
+#pragma GCC unroll 16
+      for (int j = 0; j < R + 2; ++j) {
+        const __m256 b = bcast(x + j);
+        if (j < R) acc[j] = _mm256_fmadd_ps(b, w0, acc[j]);
+        if (j >= 1 && j <= R) acc[j - 1] = _mm256_fmadd_ps(b, w1, acc[j - 1]);
+        if (j >= 2) acc[j - 2] = _mm256_fmadd_ps(b, w2, acc[j - 2]);
+      }
+    }
+#pragma GCC unroll 16
+  for (int p = 0; p < R; ++p) _mm256_storeu_ps(sums + p * kLanes, acc[p]);
+}
+
+template <int... I>
+constexpr auto kernel_table(std::integer_sequence<int, I...>) {
+  return std::array<LanesRun, sizeof...(I)>{&run_kernel<I + 1>...};
+}
+template <int... I>
+constexpr auto kernel3_table(std::integer_sequence<int, I...>) {
+  return std::array<LanesRun, sizeof...(I)>{&run_kernel3<I + 1>...};
+}
+constexpr auto kKernels = kernel_table(std::make_integer_sequence<int, kMaxRun>{});
+constexpr auto kKernels3 = kernel3_table(std::make_integer_sequence<int, kMaxRun3>{});
+
+// r[i][j] <- r[j][i] for an 8 x 8 block in registers.
+EMBER_AVX2 inline void transpose8x8(__m256 (&r)[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+// y[j * channel_stride + p] = sums[p][j]: 8 x 8 transposes, a short last group of positions by
+// masked stores.
+EMBER_AVX2 void store_transposed(const float* sums, int64_t positions, int64_t channels, float* y,
+                                 int64_t channel_stride) {
+  for (int64_t p0 = 0; p0 < positions; p0 += kLanes) {
+    const int64_t n = std::min(kLanes, positions - p0);
+    __m256 r[8];
+    for (int64_t i = 0; i < 8; ++i)
+      r[i] = i < n ? _mm256_loadu_ps(sums + (p0 + i) * kLanes) : _mm256_setzero_ps();
+    transpose8x8(r);
+    float* out = y + p0;
+    if (n == kLanes) {
+      for (int64_t j = 0; j < channels; ++j) _mm256_storeu_ps(out + j * channel_stride, r[j]);
+    } else {
+      const __m256i mask =
+          _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      for (int64_t j = 0; j < channels; ++j)
+        _mm256_maskstore_ps(out + j * channel_stride, mask, r[j]);
+    }
+  }
+}
+
+// The weight gradient's 9 taps of one input channel for 8 output channels.
+#define EMBER_WA_TAPS(X) \
+  X(0, 0, 0) X(0, 1, 1) X(0, 2, 2) X(1, 0, 3) X(1, 1, 4) X(1, 2, 5) X(2, 0, 6) X(2, 1, 7) X(2, 2, 8)
+#define EMBER_WA_DECL(kh, kw, t) __m256 c##t = _mm256_setzero_ps();
+#define EMBER_WA_STEP(kh, kw, t) c##t = _mm256_fmadd_ps(gv, bcast(x0 + kh * Wp + kw), c##t);
+#define EMBER_WA_OUT(kh, kw, t) _mm256_storeu_ps(out + t * kLanes, c##t);
+EMBER_AVX2 void wlanes3(const float* x, int64_t x_img, int64_t /*plane: one channel*/, int64_t Wp,
+                        const float* gt, int64_t imgs, int64_t OH, int64_t OW, float* out) {
+  EMBER_WA_TAPS(EMBER_WA_DECL)
+  for (int64_t img = 0; img < imgs; ++img)
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const float* xb = x + img * x_img + oh * Wp;
+      const float* gp = gt + (img * OH + oh) * OW * kLanes;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const __m256 gv = _mm256_loadu_ps(gp + ow * kLanes);
+        const float* x0 = xb + ow;
+        EMBER_WA_TAPS(EMBER_WA_STEP)
+      }
+    }
+  EMBER_WA_TAPS(EMBER_WA_OUT)
+}
+
+}  // namespace
+
+const LanesKernels& lanes_kernels_avx2() {
+  static const LanesKernels k{
+      kLanes,
+      kMaxRun,
+      kMaxRun3,
+      1,
+      [](bool three, int64_t run) { return (three ? kKernels3.data() : kKernels.data())[run - 1]; },
+      store_transposed};
+  return k;
+}
+
+const WgradLanesKernels& wgrad_lanes_avx2() {
+  static const WgradLanesKernels k{kLanes, 1, [](int64_t) { return &wlanes3; }};
+  return k;
+}
+#endif
+
+}  // namespace ember::cpu
