@@ -6,6 +6,7 @@
 // the same number of bytes (read + written) as the op: a memcpy of n bytes reads n and writes
 // n, so the reference for an op that moves B bytes copies B / 2 bytes. It runs on ember's own
 // thread pool (one chunk per thread), so it differs from ember's kernel only in the loop.
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -113,6 +114,23 @@ void time_primitive(State& st, dnnl_primitive_desc_t pd, dnnl_stream_t stream,
     dnnl_stream_wait(stream);
   }
   dnnl_primitive_destroy(prim);
+}
+
+// Whether oneDNN has a bf16 matmul for this CPU (it declines the descriptor without AVX-512
+// BF16 or AMX), asked once with a small product.
+bool onednn_has_bf16_matmul() {
+  const Engine engine;
+  if (!engine.ok()) return false;
+  dnnl_dims_t dims = {16, 16};
+  dnnl_memory_desc_t md;
+  dnnl_memory_desc_init_by_tag(&md, 2, dims, dnnl_bf16, dnnl_ab);
+  dnnl_matmul_desc_t mm;
+  dnnl_primitive_desc_t pd = nullptr;
+  const bool ok =
+      dnnl_matmul_desc_init(&mm, &md, &md, nullptr, &md) == dnnl_success &&
+      dnnl_primitive_desc_create(&pd, &mm, nullptr, engine.eng, nullptr) == dnnl_success;
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return ok;
 }
 
 // oneDNN's matmul primitive on bf16 (bf16 out, its AMX or AVX-512 kernels), operands in plain
@@ -233,8 +251,14 @@ void register_blas_benchmarks() {
 #ifdef EMBER_BENCH_ONEDNN
   for (const MatmulSize& m : kMatmulSizes)
     reg(std::string("onednn/matmul/") + m.name, kMillisecond, onednn_matmul, m);
-  for (const MatmulSize& m : kMatmulSizes)
-    reg(std::string("onednn/matmul_bf16/") + m.name, kMillisecond, onednn_matmul_bf16, m);
+  if (onednn_has_bf16_matmul()) {
+    for (const MatmulSize& m : kMatmulSizes)
+      reg(std::string("onednn/matmul_bf16/") + m.name, kMillisecond, onednn_matmul_bf16, m);
+  } else {
+    std::fprintf(stderr,
+                 "cpu_peers: oneDNN has no bf16 matmul on this CPU (it needs AVX-512 "
+                 "BF16 or AMX); onednn/matmul_bf16 is not run\n");
+  }
   for (const Conv2dSize& c : kConv2dSizes) {
     reg(std::string("onednn/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, false);
     reg(std::string("onednn_blocked/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, true);

@@ -26,11 +26,13 @@ WORK_COUNTERS = ("flop", "bytes", "ops")
 
 def gbench_medians(report):
     """{name: entry} with entry["ms"], from median aggregates (or single runs without them)."""
-    medians, singles = {}, {}
+    medians, singles, failed = {}, {}, set()
     for b in report["benchmarks"]:
         name = b.get("run_name", b["name"]).removesuffix("/real_time")
         if b.get("error_occurred"):
-            print(f"merge_bench: {name} failed: {b.get('error_message')}", file=sys.stderr)
+            if name not in failed:  # once, not once per repetition
+                print(f"merge_bench: {name} failed: {b.get('error_message')}", file=sys.stderr)
+            failed.add(name)
             continue
         entry = dict(b, ms=b["real_time"] * TO_MS[b["time_unit"]])
         if b.get("run_type") == "aggregate":
