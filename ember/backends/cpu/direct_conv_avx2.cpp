@@ -18,6 +18,7 @@
 #endif
 
 #include "ember/backends/cpu/direct_conv.h"
+#include "ember/backends/cpu/transpose16.h"
 
 namespace ember::cpu {
 
@@ -91,25 +92,6 @@ constexpr auto kernel3_table(std::integer_sequence<int, I...>) {
 }
 constexpr auto kKernels = kernel_table(std::make_integer_sequence<int, kMaxRun>{});
 constexpr auto kKernels3 = kernel3_table(std::make_integer_sequence<int, kMaxRun3>{});
-
-// r[i][j] <- r[j][i] for an 8 x 8 block in registers.
-EMBER_AVX2 inline void transpose8x8(__m256 (&r)[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
-    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-  }
-}
 
 // y[j * channel_stride + p] = sums[p][j]: 8 x 8 transposes, a short last group of positions by
 // masked stores.

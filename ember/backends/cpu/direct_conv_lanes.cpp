@@ -123,11 +123,8 @@ __attribute__((target("avx512f"))) void store_transposed(const float* sums, int6
 // dst[0, Wp) = the W floats of src at pw, zeros around them.
 void copy_row(const float* src, int64_t W, int64_t pw, int64_t Wp, float* dst) {
   std::fill(dst, dst + pw, 0.0f);
-  float* d = dst + pw;
-  int64_t j = 0;
-  for (; j + 8 <= W; j += 8) std::memcpy(d + j, src + j, 8 * sizeof(float));
-  for (; j < W; ++j) d[j] = src[j];
-  std::fill(d + W, dst + Wp, 0.0f);
+  std::memcpy(dst + pw, src, sizeof(float) * size_t(W));
+  std::fill(dst + pw + W, dst + Wp, 0.0f);
 }
 
 }  // namespace
@@ -149,14 +146,17 @@ namespace {
 const LanesKernels& lanes_kernels() {
   return cpu_isa() >= CpuIsa::Avx512 ? lanes_kernels_avx512() : lanes_kernels_avx2();
 }
+// The shortest run at least `len` positions long that has a kernel.
+int64_t run_with_kernel(const LanesKernels& ks, int64_t len) {
+  return (len + ks.run_step - 1) / ks.run_step * ks.run_step;
+}
 // Each output row is `runs` runs of `run` positions (the last may be shorter).
 struct Runs {
   int64_t runs, run;
 };
 Runs split_row(const LanesKernels& ks, int64_t OW, int64_t KW) {
   const int64_t most = KW == 3 ? ks.max_run3 : ks.max_run, runs = (OW + most - 1) / most;
-  const int64_t run = (OW + runs - 1) / runs;
-  return {runs, (run + ks.run_step - 1) / ks.run_step * ks.run_step};
+  return {runs, run_with_kernel(ks, (OW + runs - 1) / runs)};
 }
 }  // namespace
 
@@ -165,12 +165,11 @@ int64_t lanes_run_length(int64_t OW, int64_t KW) { return split_row(lanes_kernel
 void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                            int64_t c_out, const Geom& g) {
   const LanesKernels& ks = lanes_kernels();
-  const int64_t lanes = ks.lanes, step = ks.run_step;
+  const int64_t lanes = ks.lanes;
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t KH = g.k[1], KW = g.k[2], ph = g.p[1], pw = g.p[2];
   const bool three = KW == 3;
   const auto [runs, run] = split_row(ks, OW, KW);
-  auto round_up = [step](int64_t len) { return (len + step - 1) / step * step; };
   const LanesRun kernel = ks.kernel(three, run);
   // A band's padded copy: per input channel, the band's rows and the window's extra rows, each
   // row the image's at column pw with zeros around it and past the last run's reads.
@@ -180,40 +179,40 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
   const int64_t taps = c_in * KH * KW, blocks = (c_out + lanes - 1) / lanes;
   const Scratch<float> wp = pack_channel_blocks(w, c_out, taps, lanes);
   const int64_t work = blocks * taps * band * runs * run * lanes / kLanes;  // in 16-lane FMAs
-  parallel_for(n * bands, std::max<int64_t>(1, kGrain * 4 / std::max<int64_t>(work, 1)),
-               [&](int64_t t0, int64_t t1) {
-                 Scratch<float> in(c_in * plane);
-                 alignas(64) float sums[kMaxRun * kLanes];
-                 for (int64_t task = t0; task < t1; ++task) {
-                   const int64_t img = task / bands, oh0 = task % bands * band;
-                   const int64_t rows = std::min(band, OH - oh0);
-                   float* buf = in.get();
-                   // Row by row, zeros only in the padding.
-                   for (int64_t ic = 0; ic < c_in; ++ic)
-                     for (int64_t r = 0; r < rows + KH - 1; ++r) {
-                       const int64_t ih = oh0 - ph + r;
-                       float* dst = buf + ic * plane + r * Wp;
-                       if (ih < 0 || ih >= H) {
-                         std::fill(dst, dst + Wp, 0.0f);
-                         continue;
-                       }
-                       copy_row(x + ((img * c_in + ic) * H + ih) * W, W, pw, Wp, dst);
-                     }
-                   for (int64_t b = 0; b < blocks; ++b) {
-                     const int64_t channels = std::min(lanes, c_out - b * lanes);
-                     float* yb = y + (img * c_out + b * lanes) * OH * OW;
-                     for (int64_t r = 0; r < rows; ++r)
-                       for (int64_t ow = 0; ow < OW; ow += run) {
-                         // the last run, where shorter, by the kernel of its own length
-                         const int64_t len = std::min(run, OW - ow);
-                         const LanesRun k = len == run ? kernel : ks.kernel(three, round_up(len));
-                         k(buf + r * Wp + ow, plane, Wp, c_in, KH, KW, wp.get() + b * taps * lanes,
-                           sums);
-                         ks.store(sums, len, channels, yb + (oh0 + r) * OW + ow, OH * OW);
-                       }
-                   }
-                 }
-               });
+  parallel_for(
+      n * bands, std::max<int64_t>(1, kGrain * 4 / std::max<int64_t>(work, 1)),
+      [&](int64_t t0, int64_t t1) {
+        Scratch<float> in(c_in * plane);
+        alignas(64) float sums[kMaxRun * kLanes];
+        for (int64_t task = t0; task < t1; ++task) {
+          const int64_t img = task / bands, oh0 = task % bands * band;
+          const int64_t rows = std::min(band, OH - oh0);
+          float* buf = in.get();
+          // Row by row, zeros only in the padding.
+          for (int64_t ic = 0; ic < c_in; ++ic)
+            for (int64_t r = 0; r < rows + KH - 1; ++r) {
+              const int64_t ih = oh0 - ph + r;
+              float* dst = buf + ic * plane + r * Wp;
+              if (ih < 0 || ih >= H) {
+                std::fill(dst, dst + Wp, 0.0f);
+                continue;
+              }
+              copy_row(x + ((img * c_in + ic) * H + ih) * W, W, pw, Wp, dst);
+            }
+          for (int64_t b = 0; b < blocks; ++b) {
+            const int64_t channels = std::min(lanes, c_out - b * lanes);
+            float* yb = y + (img * c_out + b * lanes) * OH * OW;
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t ow = 0; ow < OW; ow += run) {
+                // the last run, where shorter, by the kernel of its own length
+                const int64_t len = std::min(run, OW - ow);
+                const LanesRun k = len == run ? kernel : ks.kernel(three, run_with_kernel(ks, len));
+                k(buf + r * Wp + ow, plane, Wp, c_in, KH, KW, wp.get() + b * taps * lanes, sums);
+                ks.store(sums, len, channels, yb + (oh0 + r) * OW + ow, OH * OW);
+              }
+          }
+        }
+      });
 }
 #else
 void direct_conv_lanes_f32(const float*, const float*, float*, int64_t, int64_t, int64_t,

@@ -9,6 +9,7 @@
 #include <new>
 #include <type_traits>
 
+#include "ember/backends/cpu/transpose16.h"
 #include "ember/core/half.h"
 
 #if defined(__AVX__)
@@ -83,22 +84,10 @@ template <class T>
 inline bool transpose8(const T* src, int64_t lds, T* dst, int64_t ldd) {
 #if defined(__AVX__)
   if constexpr (std::is_same_v<T, float>) {
-    __m256 r[8], t[8];
+    __m256 r[8];
     for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
-    for (int i = 0; i < 8; i += 2) {
-      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int h = 0; h < 8; h += 4) {  // rows h..h+3 of each 128-bit half
-      r[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
-      r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
-      r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
-      r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; ++i) {
-      _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-      _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
-    }
+    transpose8x8(r);
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * ldd, r[i]);
     return true;
   }
 #endif

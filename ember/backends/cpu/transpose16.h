@@ -1,6 +1,7 @@
-// Internal: a 16 x 16 transpose in AVX-512 registers, for kernels that are compiled with
-// target attributes and called only where cpu_isa() has AVX-512 (the direct convolution's
-// lanes kernels, the AMX GEMM's packing of a transposed B).
+// Internal: transposes in vector registers, for kernels that are compiled with target attributes
+// and called only where cpu_isa() has the instructions: 16 x 16 in AVX-512 registers (the direct
+// convolution's lanes kernels, the bf16 GEMM's packing of a transposed A), 8 x 8 in AVX ones (the
+// f32 GEMM's packers, AVX2's direct convolution).
 #pragma once
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -39,6 +40,25 @@ __attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
     r[8 + k] = _mm512_shuffle_f32x4(lo0, lo1, 0xdd);
     r[4 + k] = _mm512_shuffle_f32x4(hi0, hi1, 0x88);
     r[12 + k] = _mm512_shuffle_f32x4(hi0, hi1, 0xdd);
+  }
+}
+
+/// r[i] (lane j) becomes r[j] (lane i): an 8 x 8 transpose of floats in 8 AVX registers.
+__attribute__((target("avx"))) inline void transpose8x8(__m256 (&r)[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {  // rows h..h+3 of each 128-bit half
+    u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xee);
+    u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
   }
 }
 
