@@ -183,7 +183,9 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
       n * bands, std::max<int64_t>(1, kGrain * 4 / std::max<int64_t>(work, 1)),
       [&](int64_t t0, int64_t t1) {
         Scratch<float> in(c_in * plane);
-        alignas(64) float sums[kMaxRun * kLanes];
+        // One output row's sums, [position][lanes], stored once the row's runs are done: the
+        // row's groups of `lanes` positions leave by whole transposes, not the runs' groups.
+        Scratch<float> sums(runs * run * lanes);
         for (int64_t task = t0; task < t1; ++task) {
           const int64_t img = task / bands, oh0 = task % bands * band;
           const int64_t rows = std::min(band, OH - oh0);
@@ -202,14 +204,16 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
           for (int64_t b = 0; b < blocks; ++b) {
             const int64_t channels = std::min(lanes, c_out - b * lanes);
             float* yb = y + (img * c_out + b * lanes) * OH * OW;
-            for (int64_t r = 0; r < rows; ++r)
+            for (int64_t r = 0; r < rows; ++r) {
               for (int64_t ow = 0; ow < OW; ow += run) {
                 // the last run, where shorter, by the kernel of its own length
                 const int64_t len = std::min(run, OW - ow);
                 const LanesRun k = len == run ? kernel : ks.kernel(three, run_with_kernel(ks, len));
-                k(buf + r * Wp + ow, plane, Wp, c_in, KH, KW, wp.get() + b * taps * lanes, sums);
-                ks.store(sums, len, channels, yb + (oh0 + r) * OW + ow, OH * OW);
+                k(buf + r * Wp + ow, plane, Wp, c_in, KH, KW, wp.get() + b * taps * lanes,
+                  sums.get() + ow * lanes);
               }
+              ks.store(sums.get(), OW, channels, yb + (oh0 + r) * OW, OH * OW);
+            }
           }
         }
       });
