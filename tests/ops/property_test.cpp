@@ -98,6 +98,34 @@ TEST(Property, ReductionsMatchNaive) {
   }
 }
 
+// Long float and double sums: the CPU reads several rows, or several parts of one long run,
+// side by side, each in 4096-element blocks; lengths that leave a short tail in every part.
+TEST(Property, LongSumsMatchDouble) {
+  for (DType dt : {DType::F32, DType::F64}) {
+    for (int64_t cols : {int64_t{1}, int64_t{4095}, int64_t{16384}, int64_t{70001}}) {
+      const int64_t rows = 7;
+      std::uniform_real_distribution<double> u(-1, 1);
+      std::vector<double> v(static_cast<size_t>(rows * cols));
+      for (double& e : v) e = dt == DType::F32 ? double(float(u(rng_))) : u(rng_);
+      auto x =
+          Tensor<B, 2>::from_data(TensorData::from<double>(v, Shape({rows, cols})).convert(dt));
+      const auto by_row = x.sum_dim(1).to_data().to_vec<double>();
+      const double all = x.sum().to_data().to_vec<double>()[0];
+      const auto column = x.reshape<2>({rows * cols, 1}).sum_dim(0).to_data().to_vec<double>();
+      const double tol = dt == DType::F32 ? 2e-4 : 1e-9;
+      long double total = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        long double want = 0;
+        for (int64_t c = 0; c < cols; ++c) want += v[static_cast<size_t>(r * cols + c)];
+        total += want;
+        ASSERT_NEAR(by_row[static_cast<size_t>(r)], double(want), tol) << cols << " " << r;
+      }
+      EXPECT_NEAR(all, double(total), tol * rows) << cols;
+      EXPECT_NEAR(column[0], double(total), tol * rows) << cols;
+    }
+  }
+}
+
 TEST(Property, ViewsMatchNaive) {
   for (int trial = 0; trial < 200; ++trial) {
     Shape s = random_shape(3, trial % 7 == 0);

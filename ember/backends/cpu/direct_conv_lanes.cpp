@@ -179,44 +179,45 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
   const int64_t taps = c_in * KH * KW, blocks = (c_out + lanes - 1) / lanes;
   const Scratch<float> wp = pack_channel_blocks(w, c_out, taps, lanes);
   const int64_t work = blocks * taps * band * runs * run * lanes / kLanes;  // in 16-lane FMAs
-  parallel_for(
-      n * bands, std::max<int64_t>(1, kGrain * 4 / std::max<int64_t>(work, 1)),
-      [&](int64_t t0, int64_t t1) {
-        Scratch<float> in(c_in * plane);
-        // One output row's sums, [position][lanes], stored once the row's runs are done: the
-        // row's groups of `lanes` positions leave by whole transposes, not the runs' groups.
-        Scratch<float> sums(runs * run * lanes);
-        for (int64_t task = t0; task < t1; ++task) {
-          const int64_t img = task / bands, oh0 = task % bands * band;
-          const int64_t rows = std::min(band, OH - oh0);
-          float* buf = in.get();
-          // Row by row, zeros only in the padding.
-          for (int64_t ic = 0; ic < c_in; ++ic)
-            for (int64_t r = 0; r < rows + KH - 1; ++r) {
-              const int64_t ih = oh0 - ph + r;
-              float* dst = buf + ic * plane + r * Wp;
-              if (ih < 0 || ih >= H) {
-                std::fill(dst, dst + Wp, 0.0f);
-                continue;
-              }
-              copy_row(x + ((img * c_in + ic) * H + ih) * W, W, pw, Wp, dst);
-            }
-          for (int64_t b = 0; b < blocks; ++b) {
-            const int64_t channels = std::min(lanes, c_out - b * lanes);
-            float* yb = y + (img * c_out + b * lanes) * OH * OW;
-            for (int64_t r = 0; r < rows; ++r) {
-              for (int64_t ow = 0; ow < OW; ow += run) {
-                // the last run, where shorter, by the kernel of its own length
-                const int64_t len = std::min(run, OW - ow);
-                const LanesRun k = len == run ? kernel : ks.kernel(three, run_with_kernel(ks, len));
-                k(buf + r * Wp + ow, plane, Wp, c_in, KH, KW, wp.get() + b * taps * lanes,
-                  sums.get() + ow * lanes);
-              }
-              ks.store(sums.get(), OW, channels, yb + (oh0 + r) * OW, OH * OW);
-            }
-          }
-        }
-      });
+  parallel_for(n * bands, std::max<int64_t>(1, kGrain * 4 / std::max<int64_t>(work, 1)),
+               [&](int64_t t0, int64_t t1) {
+                 Scratch<float> in(c_in * plane);
+                 // One output row's sums, [position][lanes], stored once the row's runs are done:
+                 // the row's groups of `lanes` positions leave by whole transposes, not the runs'
+                 // groups.
+                 Scratch<float> sums(runs * run * lanes);
+                 for (int64_t task = t0; task < t1; ++task) {
+                   const int64_t img = task / bands, oh0 = task % bands * band;
+                   const int64_t rows = std::min(band, OH - oh0);
+                   float* buf = in.get();
+                   // Row by row, zeros only in the padding.
+                   for (int64_t ic = 0; ic < c_in; ++ic)
+                     for (int64_t r = 0; r < rows + KH - 1; ++r) {
+                       const int64_t ih = oh0 - ph + r;
+                       float* dst = buf + ic * plane + r * Wp;
+                       if (ih < 0 || ih >= H) {
+                         std::fill(dst, dst + Wp, 0.0f);
+                         continue;
+                       }
+                       copy_row(x + ((img * c_in + ic) * H + ih) * W, W, pw, Wp, dst);
+                     }
+                   for (int64_t b = 0; b < blocks; ++b) {
+                     const int64_t channels = std::min(lanes, c_out - b * lanes);
+                     float* yb = y + (img * c_out + b * lanes) * OH * OW;
+                     for (int64_t r = 0; r < rows; ++r) {
+                       for (int64_t ow = 0; ow < OW; ow += run) {
+                         // the last run, where shorter, by the kernel of its own length
+                         const int64_t len = std::min(run, OW - ow);
+                         const LanesRun k =
+                             len == run ? kernel : ks.kernel(three, run_with_kernel(ks, len));
+                         k(buf + r * Wp + ow, plane, Wp, c_in, KH, KW, wp.get() + b * taps * lanes,
+                           sums.get() + ow * lanes);
+                       }
+                       ks.store(sums.get(), OW, channels, yb + (oh0 + r) * OW, OH * OW);
+                     }
+                   }
+                 }
+               });
 }
 #else
 void direct_conv_lanes_f32(const float*, const float*, float*, int64_t, int64_t, int64_t,

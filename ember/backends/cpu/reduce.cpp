@@ -2,6 +2,7 @@
 // as [outer, r, inner] with the r elements reduced; 8 independent lanes let the compiler
 // vectorize, and float sums add 4096-element blocks in double for accuracy.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -92,7 +93,7 @@ constexpr int64_t kBlock = 4096;
 
 // Reduces x[0..n) (stride 1) into an accumulator; indices start at k0.
 template <class R, class T>
-typename R::A reduce_run(const T* x, int64_t n, int64_t k0) {
+typename R::A reduce_one_run(const T* x, int64_t n, int64_t k0) {
   using A = typename R::A;
   using C = acc_t<T>;
   using Total = std::conditional_t<wide_merge<R>(), double, A>;  // float sums total in double
@@ -116,6 +117,92 @@ typename R::A reduce_run(const T* x, int64_t n, int64_t k0) {
   return static_cast<A>(total);
 }
 
+// Float and double sums read several runs side by side. One core reading one sequential run is
+// held to what the prefetchers fetch ahead of it (an AMD EPYC: 9 GB/s on one thread, 16 GB/s on
+// two); four runs at once keep more lines in flight (15 and 27 GB/s). Written with vectors: left
+// to the compiler, GCC added the runs' lanes a scalar at a time.
+constexpr int kStreams = 4;
+template <class R, class T>
+constexpr bool streamed_sum() {
+  return std::is_same_v<R, SumR<T>> && std::is_floating_point_v<T> &&
+         std::is_same_v<typename R::A, T>;
+}
+template <class T>
+struct Vec32;
+template <>
+struct Vec32<float> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct Vec32<double> {
+  typedef double type __attribute__((vector_size(32)));
+};
+
+// totals[s] = the sum of x[s][0..n), in 4096-element blocks of T totalled in double.
+template <class T, int S>
+void sum_runs(const T* const (&x)[S], int64_t n, double (&totals)[S]) {
+  using V = typename Vec32<T>::type;
+  constexpr int64_t W = int64_t(sizeof(V) / sizeof(T));
+  for (auto& t : totals) t = 0.0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    V acc[S][2] = {};
+    int64_t i = b;
+    for (; i + 2 * W <= e; i += 2 * W)
+      for (int s = 0; s < S; ++s) {
+        V lo, hi;
+        std::memcpy(&lo, x[s] + i, sizeof(V));
+        std::memcpy(&hi, x[s] + i + W, sizeof(V));
+        acc[s][0] += lo;
+        acc[s][1] += hi;
+      }
+    for (int s = 0; s < S; ++s) {
+      const V v = acc[s][0] + acc[s][1];
+      T blk = T(0);
+      for (int64_t j = 0; j < W; ++j) blk += v[j];
+      for (int64_t t = i; t < e; ++t) blk += x[s][t];
+      totals[s] += static_cast<double>(blk);
+    }
+  }
+}
+
+// Reduces x[0..n) (stride 1) into an accumulator; indices start at k0. A long float or double
+// sum is read as kStreams runs side by side, cut at block boundaries, totalled in order.
+template <class R, class T>
+typename R::A reduce_run(const T* x, int64_t n, int64_t k0) {
+  if constexpr (streamed_sum<R, T>()) {
+    const int64_t part = n / kStreams / kBlock * kBlock;
+    if (part > 0) {
+      const T* xs[kStreams];
+      for (int s = 0; s < kStreams; ++s) xs[s] = x + s * part;
+      double totals[kStreams];
+      sum_runs<T>(xs, part, totals);
+      double total = 0.0;
+      for (double t : totals) total += t;
+      const int64_t done = kStreams * part;
+      return static_cast<T>(total + static_cast<double>(reduce_one_run<R>(x + done, n - done, 0)));
+    }
+  }
+  return reduce_one_run<R>(x, n, k0);
+}
+
+// out[o] for the rows o in [b, e) of r elements each; float and double sums take kStreams rows
+// side by side.
+template <class R, class T, class O>
+void reduce_rows(const T* x, O* out, int64_t b, int64_t e, int64_t r) {
+  int64_t o = b;
+  if constexpr (streamed_sum<R, T>()) {
+    for (; o + kStreams <= e; o += kStreams) {
+      const T* xs[kStreams];
+      for (int s = 0; s < kStreams; ++s) xs[s] = x + (o + s) * r;
+      double totals[kStreams];
+      sum_runs<T>(xs, r, totals);
+      for (int s = 0; s < kStreams; ++s) out[o + s] = static_cast<T>(totals[s]);
+    }
+  }
+  for (; o < e; ++o) out[o] = R::final(reduce_run<R>(x + o * r, r, 0));
+}
+
 template <class R, class T, class O>
 void reduce_kernel(const T* x, O* out, int64_t outer, int64_t r, int64_t inner) {
   using A = typename R::A;
@@ -123,10 +210,7 @@ void reduce_kernel(const T* x, O* out, int64_t outer, int64_t r, int64_t inner) 
   if (inner == 1) {
     if (outer >= num_threads() || outer * r < kGrain) {
       parallel_for(outer, std::max<int64_t>(1, kGrain / std::max<int64_t>(r, 1)),
-                   [&](int64_t b, int64_t e) {
-                     for (int64_t o = b; o < e; ++o)
-                       out[o] = R::final(reduce_run<R>(x + o * r, r, 0));
-                   });
+                   [&](int64_t b, int64_t e) { reduce_rows<R>(x, out, b, e, r); });
       return;
     }
     for (int64_t o = 0; o < outer; ++o) {  // few long rows: split each row across threads
