@@ -99,7 +99,8 @@ TEST(Property, ReductionsMatchNaive) {
 }
 
 // Long float and double sums: the CPU reads several rows, or several parts of one long run,
-// side by side, each in 4096-element blocks; lengths that leave a short tail in every part.
+// side by side, each in 4096-element blocks, and cuts long columns' sums among the threads;
+// lengths that leave a short tail everywhere.
 TEST(Property, LongSumsMatchDouble) {
   for (DType dt : {DType::F32, DType::F64}) {
     for (int64_t cols : {int64_t{1}, int64_t{4095}, int64_t{16384}, int64_t{70001}}) {
@@ -112,6 +113,12 @@ TEST(Property, LongSumsMatchDouble) {
       const auto by_row = x.sum_dim(1).to_data().to_vec<double>();
       const double all = x.sum().to_data().to_vec<double>()[0];
       const auto column = x.reshape<2>({rows * cols, 1}).sum_dim(0).to_data().to_vec<double>();
+      const auto by_col = x.sum_dim(0).to_data().to_vec<double>();
+      for (int64_t c = 0; c < cols; ++c) {
+        long double want = 0;
+        for (int64_t r = 0; r < rows; ++r) want += v[static_cast<size_t>(r * cols + c)];
+        ASSERT_NEAR(by_col[static_cast<size_t>(c)], double(want), 1e-5) << cols << " " << c;
+      }
       const double tol = dt == DType::F32 ? 2e-4 : 1e-9;
       long double total = 0;
       for (int64_t r = 0; r < rows; ++r) {

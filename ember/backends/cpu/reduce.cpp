@@ -1,9 +1,11 @@
 // Reductions (sum, prod, max, min, argmax, argmin) over any set of dims. The input is viewed
 // as [outer, r, inner] with the r elements reduced; 8 independent lanes let the compiler
 // vectorize, and float sums add 4096-element blocks in double for accuracy.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "ember/backends/cpu/elementwise.h"
@@ -234,18 +236,37 @@ void reduce_kernel(const T* x, O* out, int64_t outer, int64_t r, int64_t inner) 
     }
     return;
   }
-  // reduce across rows: accumulate whole inner rows, vectorized along inner
-  int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(r * inner, 1));
-  parallel_for(outer, grain, [&](int64_t b, int64_t e) {
-    std::vector<A> acc(inner);
-    for (int64_t o = b; o < e; ++o) {
-      std::fill(acc.begin(), acc.end(), R::init());
-      const T* base = x + o * r * inner;
-      for (int64_t k = 0; k < r; ++k) {
-        const T* row = base + k * inner;
-        for (int64_t j = 0; j < inner; ++j) acc[j] = R::step(acc[j], static_cast<C>(row[j]), k);
+  // Reduce across rows: accumulate inner rows, vectorized along inner, kStreams rows a pass
+  // (read side by side, each element still stepped in row order). With fewer outer slices than
+  // threads, the inner rows are cut in column ranges, one task each.
+  const int64_t threads = num_threads();
+  const int64_t cuts =
+      outer >= threads ? 1 : std::clamp<int64_t>(inner / 1024, 1, threads * 4 / outer);
+  const int64_t width = (inner + cuts - 1) / cuts;
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(r * width, 1));
+  parallel_for(outer * cuts, grain, [&](int64_t b, int64_t e) {
+    const std::unique_ptr<A[]> acc(new A[static_cast<size_t>(width)]);  // (A may be bool)
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / cuts, j0 = t % cuts * width, n = std::min(inner, j0 + width) - j0;
+      if (n <= 0) continue;
+      A* a = acc.get();
+      std::fill(a, a + n, R::init());
+      const T* base = x + o * r * inner + j0;
+      int64_t k = 0;
+      for (; k + kStreams <= r; k += kStreams) {
+        const T *r0 = base + k * inner, *r1 = r0 + inner, *r2 = r1 + inner, *r3 = r2 + inner;
+        for (int64_t j = 0; j < n; ++j) {
+          A v = R::step(a[j], static_cast<C>(r0[j]), k);
+          v = R::step(v, static_cast<C>(r1[j]), k + 1);
+          v = R::step(v, static_cast<C>(r2[j]), k + 2);
+          a[j] = R::step(v, static_cast<C>(r3[j]), k + 3);
+        }
       }
-      for (int64_t j = 0; j < inner; ++j) out[o * inner + j] = R::final(acc[j]);
+      for (; k < r; ++k) {
+        const T* row = base + k * inner;
+        for (int64_t j = 0; j < n; ++j) a[j] = R::step(a[j], static_cast<C>(row[j]), k);
+      }
+      for (int64_t j = 0; j < n; ++j) out[o * inner + j0 + j] = R::final(a[j]);
     }
   });
 }
