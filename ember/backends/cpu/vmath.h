@@ -208,17 +208,31 @@ template <class VF, class VI>
   return x != x ? x : r;
 }
 
-/// gelu(x) = x/2 (1 + erf(x / sqrt 2)); for x / sqrt 2 <= -1/2 as x/2 erfc(|x| / sqrt 2),
-/// which keeps the small negative values accurate.
+/// gelu(x) = x/2 (1 + erf(z)), z = x / sqrt 2: x/2 (1 + z P(z^2)) for -1/2 < z < 1 (erf_v's
+/// polynomial); outside, one erfc of |z| for both sides: x/2 erfc(|z|) for z <= -1/2 (which
+/// keeps the small negative values accurate) and x - x/2 erfc(z) from 1 on. One erfc_tail_v
+/// (two exps) a vector where some lane needs it, where erf_v's tail and the negative side's
+/// would each take their own.
 template <class VF, class VI>
 [[gnu::always_inline]] inline VF gelu_v(VF x) {
   VF z = x * 0.70710678118654752f;
-  VI neg = z <= -0.5f;
-  VF r = 0.5f * x * (1.0f + erf_v<VF, VI>(z));
-  if (any_lane(neg)) {
-    VF tail =
-        0.5f * x * erfc_tail_v<VF, VI>(neg ? -z : VF{} + 1.0f, neg ? -x : VF{} + 1.41421356f, 0.5f);
-    r = neg ? tail : r;
+  VF s = z * z;
+  VF p = VF{} + 8.006234776964707e-05f;
+  p = p * s + -8.053582325594142e-04f;
+  p = p * s + 5.192941355553342e-03f;
+  p = p * s + -2.685606223099482e-02f;
+  p = p * s + 1.1283634489555502e-01f;
+  p = p * s + -3.7612629756883836e-01f;
+  p = p * s + 1.1283791662315183f;
+  VF r = 0.5f * x * (1.0f + z * p);
+  VI neg = z <= -0.5f, far = z >= 1.0f;
+  VI tail = neg | far;
+  if (any_lane(tail)) {
+    VF az = z < 0 ? -z : z, ax = x < 0 ? -x : x;
+    VF c = erfc_tail_v<VF, VI>(tail ? az : VF{} + 1.0f, tail ? ax : VF{} + 1.41421356f, 0.5f);
+    VF hc = 0.5f * x * c;
+    r = neg ? hc : r;
+    r = far ? x - hc : r;
   }
   return x != x ? x : r;
 }
