@@ -234,6 +234,39 @@ TEST(Property, VectorizedTranscendentalsMatchLibm) {
 namespace ember {
 namespace {
 
+// softmax over rows whose logits lie 2000 apart, the largest anywhere in the row (a vector's
+// lanes, the row's tail): a max found wrong by more than ~88 overflows exp or zeroes the row.
+// A row of all -inf gives NaN (0 / 0, as PyTorch), a NaN spreads over its row.
+TEST(Property, SoftmaxOfFarApartLogitsMatchesLongDouble) {
+  using T2 = Tensor<Dispatch, 2>;
+  std::mt19937_64 gen(11);
+  for (int64_t cols : {int64_t{5}, int64_t{16}, int64_t{37}, int64_t{1000}}) {
+    const int64_t rows = 11;
+    std::vector<float> x(static_cast<size_t>(rows * cols));
+    for (auto& v : x) v = static_cast<float>(std::uniform_real_distribution<>(-1000, 900)(gen));
+    for (int64_t r = 0; r < rows; ++r)  // the max at column (r * 7) % cols
+      x[static_cast<size_t>(r * cols + r * 7 % cols)] = 1000.0f;
+    for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(9 * cols + c)] = -INFINITY;
+    x[static_cast<size_t>(10 * cols + cols - 1)] = NAN;
+    auto got = activation::softmax(T2::from_values(x, {rows, cols}), 1).to_data().to_vec<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      long double m = -INFINITY, sum = 0;
+      for (int64_t c = 0; c < cols; ++c) m = std::max<long double>(m, x[r * cols + c]);
+      for (int64_t c = 0; c < cols; ++c) sum += std::exp((long double)x[r * cols + c] - m);
+      for (int64_t c = 0; c < cols; ++c) {
+        const float g = got[static_cast<size_t>(r * cols + c)];
+        if (r >= 9) {
+          EXPECT_TRUE(std::isnan(g)) << cols << " row " << r << " col " << c;
+        } else {
+          const long double want = std::exp((long double)x[r * cols + c] - m) / sum;
+          ASSERT_NEAR(g, (double)want, 1e-6 * std::max(1e-30, (double)want) + 1e-38)
+              << cols << " row " << r << " col " << c;
+        }
+      }
+    }
+  }
+}
+
 // log_softmax and cross_entropy at large logits, against the same formulas in long double on
 // the same f32 inputs: the result near the max must keep f32's relative precision whatever
 // the logits' magnitude (a max + log(sum) folded into one float lost it: ~5e-4 at 1e4).

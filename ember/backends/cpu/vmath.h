@@ -33,9 +33,13 @@ template <class VF, class VI>
   VF xc = x > hi ? hi : x;
   xc = xc < lo ? lo : xc;
   VF fx = xc * 1.44269504088896341f;
-  VF half = fx >= 0 ? VF{} + 0.5f : VF{} - 0.5f;
-  VI n = __builtin_convertvector(fx + half, VI);  // round to nearest
-  VF nf = __builtin_convertvector(n, VF);
+  // n = fx rounded to nearest: adding 1.5 * 2^23 leaves n in the sum's low mantissa bits (|fx|
+  // < 2^22), with no conversion between float and int either way.
+  VF t = fx + 12582912.0f;
+  VF nf = t - 12582912.0f;
+  VI n;
+  std::memcpy(&n, &t, sizeof n);
+  n = n - 0x4b400000;
   VF r = xc - nf * 0.693359375f;
   r = r - nf * -2.12194440e-4f;
   VF p = VF{} + 1.9875691500e-4f;
