@@ -106,6 +106,19 @@ void bm_softmax(State& st) {
   bench::set_bytes(st, 2 * kF32 * bench::kSoftmaxRows * bench::kSoftmaxCols);
 }
 
+// layer_norm over the last dim of the softmax's shape, with a weight and a bias.
+void bm_layer_norm(State& st) {
+  auto x = Tensor<Cpu, 2>::random({bench::kSoftmaxRows, bench::kSoftmaxCols},
+                                  Distribution::normal(0, 1));
+  auto gamma = uniform<Cpu, 1>({bench::kSoftmaxCols}),
+       beta = uniform<Cpu, 1>({bench::kSoftmaxCols});
+  for (auto _ : st) {
+    auto y = layer_norm(x, gamma, beta, 1e-5);
+    benchmark::DoNotOptimize(y);
+  }
+  bench::set_bytes(st, 2 * kF32 * bench::kSoftmaxRows * bench::kSoftmaxCols);
+}
+
 // ember has no contiguous(); flattening a transposed view cannot be a view, so it copies.
 void bm_transpose_copy(State& st) {
   auto x = uniform<Cpu, 2>({kSquare, kSquare});
@@ -197,6 +210,9 @@ void register_ember_benchmarks() {
   reg("cpu/softmax/" + std::to_string(bench::kSoftmaxRows) + "x" +
           std::to_string(bench::kSoftmaxCols),
       bm_softmax, kMillisecond);
+  reg("cpu/layer_norm/" + std::to_string(bench::kSoftmaxRows) + "x" +
+          std::to_string(bench::kSoftmaxCols),
+      bm_layer_norm, kMillisecond);
   reg("cpu/transpose_copy/" + sq, bm_transpose_copy, kMillisecond);
   reg("cpu/max_pool2d/" + std::to_string(bench::kPoolN) + "x" + std::to_string(bench::kPoolC) +
           "x" + std::to_string(bench::kPoolHW) + "x" + std::to_string(bench::kPoolHW) + "_k3s2",

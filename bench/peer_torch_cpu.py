@@ -75,6 +75,11 @@ def cases():
         x = uniform(SQUARE, SQUARE)
         return lambda: torch.sum(x, dim=1, keepdim=True)
 
+    def layer_norm():
+        x = torch.randn(SOFTMAX_ROWS, SOFTMAX_COLS)
+        w, b = uniform(SOFTMAX_COLS), uniform(SOFTMAX_COLS)
+        return lambda: torch.nn.functional.layer_norm(x, (SOFTMAX_COLS,), w, b, 1e-5)
+
     def softmax():
         x = torch.randn(SOFTMAX_ROWS, SOFTMAX_COLS)
         return lambda: torch.softmax(x, dim=1)
@@ -122,6 +127,7 @@ def cases():
     yield f"sum/{SUM_ELEMS >> 20}M", total
     yield f"sum_dim/{sq}", sum_dim
     yield f"softmax/{SOFTMAX_ROWS}x{SOFTMAX_COLS}", softmax
+    yield f"layer_norm/{SOFTMAX_ROWS}x{SOFTMAX_COLS}", layer_norm
     yield f"transpose_copy/{sq}", transpose_copy
     yield f"max_pool2d/{POOL_N}x{POOL_C}x{POOL_HW}x{POOL_HW}_k3s2", max_pool2d
     for name, *size in MATMUL_SIZES:

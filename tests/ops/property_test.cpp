@@ -267,6 +267,57 @@ TEST(Property, SoftmaxOfFarApartLogitsMatchesLongDouble) {
   }
 }
 
+// layer_norm and rms_norm over rows of 5 to 1000 floats or doubles (a vector's lanes and the
+// row's tail), one row offset by 1000 (a variance taken as E[x^2] - E[x]^2 would lose it),
+// against the formulas in long double on the same inputs.
+TEST(Property, NormsMatchLongDouble) {
+  std::mt19937_64 gen(13);
+  for (DType dt : {DType::F32, DType::F64}) {
+    for (int64_t cols : {int64_t{5}, int64_t{16}, int64_t{37}, int64_t{1000}}) {
+      const int64_t rows = 9;
+      std::uniform_real_distribution<double> u(-2, 2);
+      auto round = [&](double v) { return dt == DType::F32 ? double(float(v)) : v; };
+      std::vector<double> x(static_cast<size_t>(rows * cols)), g(cols), b(cols);
+      for (int64_t i = 0; i < rows * cols; ++i)
+        x[static_cast<size_t>(i)] = round(u(gen) + (i / cols == 3 ? 1000.0 : 0.0));
+      for (auto& v : g) v = round(u(gen));
+      for (auto& v : b) v = round(u(gen));
+      auto make = [&](const std::vector<double>& v, Shape sh) {
+        return TensorData::from<double>(v, std::move(sh)).convert(dt);
+      };
+      auto xt = Tensor<B, 2>::from_data(make(x, Shape({rows, cols})));
+      auto gt = Tensor<B, 1>::from_data(make(g, Shape({cols})));
+      auto bt = Tensor<B, 1>::from_data(make(b, Shape({cols})));
+      const auto ln = layer_norm(xt, gt, bt, 1e-5).to_data().to_vec<double>();
+      const auto rn = rms_norm(xt, gt, 1e-5).to_data().to_vec<double>();
+      const double tol = dt == DType::F32 ? 2e-5 : 1e-12;
+      for (int64_t r = 0; r < rows; ++r) {
+        long double mean = 0, var = 0, ms = 0;
+        for (int64_t c = 0; c < cols; ++c) mean += x[static_cast<size_t>(r * cols + c)];
+        mean /= cols;
+        for (int64_t c = 0; c < cols; ++c) {
+          const long double v = x[static_cast<size_t>(r * cols + c)];
+          var += (v - mean) * (v - mean);
+          ms += v * v;
+        }
+        const long double rstd = 1 / std::sqrt(var / cols + 1e-5L);
+        const long double rrms = 1 / std::sqrt(ms / cols + 1e-5L);
+        for (int64_t c = 0; c < cols; ++c) {
+          const size_t i = static_cast<size_t>(r * cols + c);
+          const long double want = (x[i] - mean) * rstd * g[c] + b[c];
+          const long double want_rms = x[i] * rrms * g[c];
+          // the row offset by 1000 keeps the precision of x - mean: 1000 ulps of 1 over std
+          const double t = r != 3 ? tol : dt == DType::F32 ? 2e-4 : 1e-10;
+          ASSERT_NEAR(ln[i], double(want), t * std::max(1.0, std::abs(double(want))))
+              << cols << " row " << r << " col " << c;
+          ASSERT_NEAR(rn[i], double(want_rms), tol * std::max(1.0, std::abs(double(want_rms))))
+              << cols << " row " << r << " col " << c;
+        }
+      }
+    }
+  }
+}
+
 // log_softmax and cross_entropy at large logits, against the same formulas in long double on
 // the same f32 inputs: the result near the max must keep f32's relative precision whatever
 // the logits' magnitude (a max + log(sum) folded into one float lost it: ~5e-4 at 1e4).

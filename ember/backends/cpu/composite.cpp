@@ -121,8 +121,120 @@ void softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, 
 
 bool has_composite_kernel(OpCode c) {
   return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::Attention ||
-         c == OpCode::Gelu || c == OpCode::ReluBackward || is_update_op(c);
+         c == OpCode::Gelu || c == OpCode::ReluBackward || c == OpCode::LayerNorm ||
+         c == OpCode::RmsNorm || is_update_op(c);
 }
+
+namespace {
+// Sums of float rows: s[r] = sum of row r's n floats and, with `squares`, q[r] = sum of their
+// squares around `center[r]`. The R rows, n apart, are read side by side (the first pass of
+// layer_norm reads them from memory); 16 float lanes a row, totalled in double.
+template <int R>
+void row_moments(const float* x, int64_t n, const float* center, double* s, double* q) {
+  vf8 acc[R][2] = {}, sq[R][2] = {};
+  vf8 c[R];
+  for (int r = 0; r < R; ++r) c[r] = vf8{} + (center ? center[r] : 0.0f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int r = 0; r < R; ++r) {
+      const vf8 a = load_vf8(x + r * n + i) - c[r], b = load_vf8(x + r * n + i + 8) - c[r];
+      acc[r][0] += a;
+      acc[r][1] += b;
+      if (q) {
+        sq[r][0] += a * a;
+        sq[r][1] += b * b;
+      }
+    }
+  for (int r = 0; r < R; ++r) {
+    double ts = 0, tq = 0;
+    for (int j = 0; j < 8; ++j) {
+      ts += double(acc[r][0][j]) + double(acc[r][1][j]);
+      tq += double(sq[r][0][j]) + double(sq[r][1][j]);
+    }
+    for (int64_t k = i; k < n; ++k) {
+      const double v = double(x[r * n + k]) - double(c[r][0]);
+      ts += v;
+      tq += v * v;
+    }
+    s[r] = ts;
+    if (q) q[r] = tq;
+  }
+}
+
+// layer_norm (rms_norm: `layer` false) of f32 rows [b, e) of n: per row its mean (layer_norm),
+// then the variance around it (rms_norm: the mean square), then y = (x - mean) * rstd * gamma
+// + beta, the rows 4 at a time. The row is read from memory once: the second and third passes
+// find it in cache.
+void norm_rows_f32(const float* x, const float* gamma, const float* beta, float* y, int64_t b,
+                   int64_t e, int64_t n, double eps, bool layer) {
+  auto finish = [&](const float* xr, float* yr, float mean, double ms) {
+    const float rstd = static_cast<float>(1.0 / std::sqrt(ms + eps));
+    for (int64_t k = 0; k < n; ++k) {
+      const float v = (xr[k] - mean) * rstd * gamma[k];
+      yr[k] = beta ? v + beta[k] : v;
+    }
+  };
+  auto rows = [&]<int R>(int64_t o) {
+    double s[R], q[R];
+    float mean[R] = {};
+    if (layer) {
+      row_moments<R>(x + o * n, n, nullptr, s, nullptr);
+      for (int r = 0; r < R; ++r) mean[r] = static_cast<float>(s[r] / double(n));
+    }
+    row_moments<R>(x + o * n, n, mean, s, q);
+    for (int r = 0; r < R; ++r) finish(x + (o + r) * n, y + (o + r) * n, mean[r], q[r] / double(n));
+  };
+  int64_t o = b;
+  for (; o + 4 <= e; o += 4) rows.template operator()<4>(o);
+  for (; o < e; ++o) rows.template operator()<1>(o);
+}
+
+// The same for doubles and halves, element by element in double (halves round once, at the
+// end).
+template <class T>
+void norm_rows(const T* x, const T* gamma, const T* beta, T* y, int64_t b, int64_t e, int64_t n,
+               double eps, bool layer) {
+  for (int64_t o = b; o < e; ++o) {
+    const T* xr = x + o * n;
+    double mean = 0, ms = 0;
+    if (layer) {
+      for (int64_t k = 0; k < n; ++k) mean += double(xr[k]);
+      mean /= double(n);
+    }
+    for (int64_t k = 0; k < n; ++k) ms += (double(xr[k]) - mean) * (double(xr[k]) - mean);
+    const double rstd = 1.0 / std::sqrt(ms / double(n) + eps);
+    for (int64_t k = 0; k < n; ++k) {
+      const double v = (double(xr[k]) - mean) * rstd * double(gamma[k]);
+      y[o * n + k] = static_cast<T>(beta ? v + double(beta[k]) : v);
+    }
+  }
+}
+
+// LayerNorm (x, gamma, beta) and RmsNorm (x, gamma) over x's dims [dim, rank): one kernel, one
+// read of x and one write of y, where the decomposition took nine ops over the whole tensor.
+template <class T>
+CpuTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
+  const bool layer = op.code == OpCode::LayerNorm;
+  const CpuTensor x = contiguous(in[0]), g = contiguous(in[1]);
+  const CpuTensor bt = layer ? contiguous(in[2]) : CpuTensor{};
+  CpuTensor y = empty(out);
+  const Shape& s = out.shape;
+  int64_t n = 1;
+  for (size_t d = static_cast<size_t>(op.attrs.dim); d < s.rank(); ++d) n *= s[d];
+  if (s.numel() == 0) return y;
+  const int64_t rows = s.numel() / n;
+  const double eps = op.attrs.scalar.f;
+  const T *xp = x.data<T>(), *gp = g.data<T>(), *bp = layer ? bt.data<T>() : nullptr;
+  T* yp = y.data<T>();
+  parallel_for(rows, std::max<int64_t>(1, kGrain / n), [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<T, float>)
+      norm_rows_f32(xp, gp, bp, yp, b, e, n, eps, layer);
+    else
+      norm_rows<T>(xp, gp, bp, yp, b, e, n, eps, layer);
+  });
+  return y;
+}
+}  // namespace
 
 namespace {
 // gelu(x) = x/2 (1 + erf(x / sqrt 2)) in one pass: the vectorized form for contiguous f32, else
@@ -157,6 +269,9 @@ CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   }
   if (op.code == OpCode::ReluBackward) {
     if constexpr (!std::is_same_v<T, bool>) return relu_backward<T>(op, in, out);
+  }
+  if (op.code == OpCode::LayerNorm || op.code == OpCode::RmsNorm) {
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) return norm<T>(op, in, out);
   }
   if (is_update_op(op.code)) {
     if constexpr (std::is_floating_point_v<T> || is_half_v<T>) return update_op<T>(op, in, out);
