@@ -186,11 +186,9 @@ template <class VF, class VI>
   return z > 10.0f ? VF{} : r;
 }
 
-/// erf: x P(x^2) below |x| = 1 (P of degree 6, least squares on [0, 1]), 1 - erfc(|x|) above
-/// (1 past 4), with the sign of x.
-template <class VF, class VI>
-[[gnu::always_inline]] inline VF erf_v(VF x) {
-  VF a = x < 0 ? -x : x;
+/// erf(x) for |x| < 1: x P(x^2), P of degree 6 (least squares on [0, 1]).
+template <class VF>
+[[gnu::always_inline]] inline VF erf_small_v(VF x) {
   VF s = x * x;
   VF p = VF{} + 8.006234776964707e-05f;
   p = p * s + -8.053582325594142e-04f;
@@ -199,7 +197,14 @@ template <class VF, class VI>
   p = p * s + 1.1283634489555502e-01f;
   p = p * s + -3.7612629756883836e-01f;
   p = p * s + 1.1283791662315183f;
-  VF small = x * p;
+  return x * p;
+}
+
+/// erf: erf_small_v below |x| = 1, 1 - erfc(|x|) above (1 past 4), with the sign of x.
+template <class VF, class VI>
+[[gnu::always_inline]] inline VF erf_v(VF x) {
+  VF a = x < 0 ? -x : x;
+  VF small = erf_small_v(x);
   VI far = a >= 1.0f;
   VF r = small;
   if (any_lane(far)) {  // the tail's two exps only where a lane needs them
@@ -212,23 +217,15 @@ template <class VF, class VI>
   return x != x ? x : r;
 }
 
-/// gelu(x) = x/2 (1 + erf(z)), z = x / sqrt 2: x/2 (1 + z P(z^2)) for -1/2 < z < 1 (erf_v's
-/// polynomial); outside, one erfc of |z| for both sides: x/2 erfc(|z|) for z <= -1/2 (which
+/// gelu(x) = x/2 (1 + erf(z)), z = x / sqrt 2: x/2 (1 + erf_small_v(z)) for -1/2 < z < 1;
+/// outside, one erfc of |z| for both sides: x/2 erfc(|z|) for z <= -1/2 (which
 /// keeps the small negative values accurate) and x - x/2 erfc(z) from 1 on. One erfc_tail_v
 /// (two exps) a vector where some lane needs it, where erf_v's tail and the negative side's
 /// would each take their own.
 template <class VF, class VI>
 [[gnu::always_inline]] inline VF gelu_v(VF x) {
   VF z = x * 0.70710678118654752f;
-  VF s = z * z;
-  VF p = VF{} + 8.006234776964707e-05f;
-  p = p * s + -8.053582325594142e-04f;
-  p = p * s + 5.192941355553342e-03f;
-  p = p * s + -2.685606223099482e-02f;
-  p = p * s + 1.1283634489555502e-01f;
-  p = p * s + -3.7612629756883836e-01f;
-  p = p * s + 1.1283791662315183f;
-  VF r = 0.5f * x * (1.0f + z * p);
+  VF r = 0.5f * x * (1.0f + erf_small_v(z));
   VI neg = z <= -0.5f, far = z >= 1.0f;
   VI tail = neg | far;
   if (any_lane(tail)) {
