@@ -169,7 +169,9 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t KH = g.k[1], KW = g.k[2], ph = g.p[1], pw = g.p[2];
   const bool three = KW == 3;
-  const auto [runs, run] = split_row(ks, OW, KW);
+  // (not a structured binding: the lambda below captures them, which clang before 16 refuses)
+  const Runs split = split_row(ks, OW, KW);
+  const int64_t runs = split.runs, run = split.run;
   const LanesRun kernel = ks.kernel(three, run);
   // A band's padded copy: per input channel, the band's rows and the window's extra rows, each
   // row the image's at column pw with zeros around it and past the last run's reads.
