@@ -1,6 +1,8 @@
 // Reductions (sum, prod, max, min, argmax, argmin) over any set of dims. The input is viewed
-// as [outer, r, inner] with the r elements reduced; 8 independent lanes let the compiler
-// vectorize, and float sums add 4096-element blocks in double for accuracy.
+// as [outer, r, inner] with the r elements reduced; 32 independent lanes let the compiler
+// vectorize, and float sums add 4096-element blocks in double for accuracy. Float and double
+// sums read 4 rows (or 4 parts of a long run) side by side, and reductions across rows step 4
+// rows a pass: see "Memory streams" in docs/cpu.md.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -241,7 +243,9 @@ void reduce_kernel(const T* x, O* out, int64_t outer, int64_t r, int64_t inner) 
   // threads, the inner rows are cut in column ranges, one task each.
   const int64_t threads = num_threads();
   const int64_t cuts =
-      outer >= threads ? 1 : std::clamp<int64_t>(inner / 1024, 1, threads * 4 / outer);
+      outer >= threads
+          ? 1
+          : std::clamp<int64_t>(inner / 1024, 1, threads * 4 / std::max<int64_t>(outer, 1));
   const int64_t width = (inner + cuts - 1) / cuts;
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(r * width, 1));
   parallel_for(outer * cuts, grain, [&](int64_t b, int64_t e) {
