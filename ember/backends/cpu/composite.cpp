@@ -1,8 +1,8 @@
 // Fused CPU kernels for composite ops: softmax and log_softmax in one pass over the data
-// (max, exp-sum, scale) instead of five separate ops, gelu, attention (attention.cpp) and the
-// optimizers' updates (update_ops.cpp). Other composites use their decomposition.
+// (max, exp-sum, scale) instead of five separate ops, layer_norm and rms_norm in one read and
+// one write instead of nine ops, gelu, attention (attention.cpp) and the optimizers' updates
+// (update_ops.cpp). Other composites use their decomposition.
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "ember/backends/cpu/elementwise.h"
@@ -13,13 +13,8 @@ namespace ember::cpu {
 
 namespace {
 
+using vmath::load8;
 using vmath::vf8;
-
-vf8 load_vf8(const float* p) {
-  vf8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // m[r] = the largest of row r's n floats (rows n apart; NaN never wins: it comes back from exp
 // later). The rows are read side by side: this is the first pass over them, from memory, and one
@@ -31,7 +26,7 @@ void row_maxima(const float* x, int64_t n, float (&m)[R]) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (int r = 0; r < R; ++r) {
-      const vf8 a = load_vf8(x + r * n + i), b = load_vf8(x + r * n + i + 8);
+      const vf8 a = load8(x + r * n + i), b = load8(x + r * n + i + 8);
       acc[r][0] = a > acc[r][0] ? a : acc[r][0];
       acc[r][1] = b > acc[r][1] ? b : acc[r][1];
     }
@@ -54,7 +49,7 @@ void softmax_row_f32(const float* x, float* y, int64_t n, float m, bool log) {
   vf8 lanes[4] = {};  // 32 float lanes, added in double at the end
   int64_t i = 0;
   for (; i + 32 <= n; i += 32)
-    for (int k = 0; k < 4; ++k) lanes[k] += load_vf8(y + i + 8 * k);
+    for (int k = 0; k < 4; ++k) lanes[k] += load8(y + i + 8 * k);
   double sum = 0;
   for (; i < n; ++i) sum += y[i];
   for (const vf8& l : lanes)
@@ -137,7 +132,7 @@ void row_moments(const float* x, int64_t n, const float* center, double* s, doub
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (int r = 0; r < R; ++r) {
-      const vf8 a = load_vf8(x + r * n + i) - c[r], b = load_vf8(x + r * n + i + 8) - c[r];
+      const vf8 a = load8(x + r * n + i) - c[r], b = load8(x + r * n + i + 8) - c[r];
       acc[r][0] += a;
       acc[r][1] += b;
       if (q) {
