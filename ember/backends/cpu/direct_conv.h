@@ -85,6 +85,12 @@ const LanesKernels& lanes_kernels_avx2();    // direct_conv_avx2.cpp
 /// CPU's instruction set: rows are cut in equal runs of at most max_run (max_run3).
 int64_t lanes_run_length(int64_t OW, int64_t KW);
 
+/// The 3x3 window's taps as (row, column, index) for X, which the weight-gradient kernels of
+/// both instruction sets expand into one named accumulator per tap (an array of them GCC kept
+/// in memory, storing each back after every FMA).
+#define EMBER_DIRECT_TAPS3(X) \
+  X(0, 0, 0) X(0, 1, 1) X(0, 2, 2) X(1, 0, 3) X(1, 1, 4) X(1, 2, 5) X(2, 0, 6) X(2, 1, 7) X(2, 2, 8)
+
 /// One instruction set's weight-gradient kernel for 3x3 windows with the output channels across
 /// the lanes (direct_weight_grad.cpp): out[(c * 9 + t) * lanes + lane] = sum over `imgs` images
 /// and output positions of gt[img][pos][lane] * x[c][pos + tap t's shift], for the `ci` (up to

@@ -126,14 +126,12 @@ EMBER_AVX2 void store_transposed(const float* sums, int64_t positions, int64_t c
 }
 
 // The weight gradient's 9 taps of one input channel for 8 output channels.
-#define EMBER_WA_TAPS(X) \
-  X(0, 0, 0) X(0, 1, 1) X(0, 2, 2) X(1, 0, 3) X(1, 1, 4) X(1, 2, 5) X(2, 0, 6) X(2, 1, 7) X(2, 2, 8)
 #define EMBER_WA_DECL(kh, kw, t) __m256 c##t = _mm256_setzero_ps();
 #define EMBER_WA_STEP(kh, kw, t) c##t = _mm256_fmadd_ps(gv, bcast(x0 + kh * Wp + kw), c##t);
 #define EMBER_WA_OUT(kh, kw, t) _mm256_storeu_ps(out + t * kLanes, c##t);
 EMBER_AVX2 void wlanes3(const float* x, int64_t x_img, int64_t /*plane: one channel*/, int64_t Wp,
                         const float* gt, int64_t imgs, int64_t OH, int64_t OW, float* out) {
-  EMBER_WA_TAPS(EMBER_WA_DECL)
+  EMBER_DIRECT_TAPS3(EMBER_WA_DECL)
   for (int64_t img = 0; img < imgs; ++img)
     for (int64_t oh = 0; oh < OH; ++oh) {
       const float* xb = x + img * x_img + oh * Wp;
@@ -141,10 +139,10 @@ EMBER_AVX2 void wlanes3(const float* x, int64_t x_img, int64_t /*plane: one chan
       for (int64_t ow = 0; ow < OW; ++ow) {
         const __m256 gv = _mm256_loadu_ps(gp + ow * kLanes);
         const float* x0 = xb + ow;
-        EMBER_WA_TAPS(EMBER_WA_STEP)
+        EMBER_DIRECT_TAPS3(EMBER_WA_STEP)
       }
     }
-  EMBER_WA_TAPS(EMBER_WA_OUT)
+  EMBER_DIRECT_TAPS3(EMBER_WA_OUT)
 }
 
 }  // namespace

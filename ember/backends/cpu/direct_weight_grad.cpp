@@ -36,20 +36,20 @@ constexpr int64_t kLanes = 16;
 // g[c][pos] * x[pos + tap t's shift], for the CO output channels at g (g_co apart) and the input
 // channel at x; images are x_img and g_img apart, input rows Wp apart. The accumulators are
 // named variables, one per channel and tap (an array of them GCC kept in memory, storing each
-// back after every FMA), written out by the TAPS list of (row, column, index) of the window.
-#define EMBER_WG_TAPS3(X) \
-  X(0, 0, 0) X(0, 1, 1) X(0, 2, 2) X(1, 0, 3) X(1, 1, 4) X(1, 2, 5) X(2, 0, 6) X(2, 1, 7) X(2, 2, 8)
-#define EMBER_WG_TAPS5(X)                                                                      \
-  X(0, 0, 0)                                                                                   \
-  X(0, 1, 1)                                                                                   \
-  X(0, 2, 2)                                                                                   \
-  X(0, 3, 3)                                                                                   \
-  X(0, 4, 4)                                                                                   \
-  X(1, 0, 5)                                                                                   \
-  X(1, 1, 6)                                                                                   \
-  X(1, 2, 7) X(1, 3, 8) X(1, 4, 9) X(2, 0, 10) X(2, 1, 11) X(2, 2, 12) X(2, 3, 13) X(2, 4, 14) \
-      X(3, 0, 15) X(3, 1, 16) X(3, 2, 17) X(3, 3, 18) X(3, 4, 19) X(4, 0, 20) X(4, 1, 21)      \
-          X(4, 2, 22) X(4, 3, 23) X(4, 4, 24)
+// back after every FMA), written out by the TAPS list of (row, column, index) of the window
+// (EMBER_DIRECT_TAPS3 in direct_conv.h for 3x3).
+#define EMBER_WG_TAPS5(X)                                                                       \
+  X(0, 0, 0)                                                                                    \
+  X(0, 1, 1)                                                                                    \
+  X(0, 2, 2)                                                                                    \
+  X(0, 3, 3)                                                                                    \
+  X(0, 4, 4)                                                                                    \
+  X(1, 0, 5)                                                                                    \
+  X(1, 1, 6)                                                                                    \
+  X(1, 2, 7)                                                                                    \
+  X(1, 3, 8) X(1, 4, 9) X(2, 0, 10) X(2, 1, 11) X(2, 2, 12) X(2, 3, 13) X(2, 4, 14) X(3, 0, 15) \
+      X(3, 1, 16) X(3, 2, 17) X(3, 3, 18) X(3, 4, 19) X(4, 0, 20) X(4, 1, 21) X(4, 2, 22)       \
+          X(4, 3, 23) X(4, 4, 24)
 #define EMBER_WG_DECL(kh, kw, t) __m512 a0_##t = _mm512_setzero_ps(), a1_##t = a0_##t;
 #define EMBER_WG_STEP(kh, kw, t)                                        \
   {                                                                     \
@@ -89,7 +89,7 @@ __attribute__((target("avx512f"))) void wgrad3(const float* x, int64_t x_img, in
                                                const float* g, int64_t g_img, int64_t g_co,
                                                int64_t imgs, int64_t OH, int64_t OW, float* out) {
   constexpr int kTaps = 9;
-  EMBER_WG_KERNEL(EMBER_WG_TAPS3)
+  EMBER_WG_KERNEL(EMBER_DIRECT_TAPS3)
 }
 template <int CO>
 __attribute__((target("avx512f"))) void wgrad5(const float* x, int64_t x_img, int64_t Wp,
@@ -123,7 +123,7 @@ __attribute__((target("avx512f"))) EMBER_NO_PREDICTIVE_COMMONING void wlanes3(
     const float* x, int64_t x_img, int64_t plane, int64_t Wp, const float* gt, int64_t imgs,
     int64_t OH, int64_t OW, float* out) {
   constexpr int kTaps = 9;
-  EMBER_WG_TAPS3(EMBER_WL_DECL)
+  EMBER_DIRECT_TAPS3(EMBER_WL_DECL)
   for (int64_t img = 0; img < imgs; ++img)
     for (int64_t oh = 0; oh < OH; ++oh) {
       const float* xb = x + img * x_img + oh * Wp;
@@ -133,10 +133,10 @@ __attribute__((target("avx512f"))) EMBER_NO_PREDICTIVE_COMMONING void wlanes3(
         const __m512 gv = _mm512_loadu_ps(gp + ow * kLanes);
         const float *x0 = xb + ow, *x1 = x0 + plane, *x2 = x1 + plane;
         (void)x1, (void)x2;
-        EMBER_WG_TAPS3(EMBER_WL_STEP)
+        EMBER_DIRECT_TAPS3(EMBER_WL_STEP)
       }
     }
-  EMBER_WG_TAPS3(EMBER_WL_OUT)
+  EMBER_DIRECT_TAPS3(EMBER_WL_OUT)
 }
 
 template <int... CI>
