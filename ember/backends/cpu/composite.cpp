@@ -121,38 +121,27 @@ bool has_composite_kernel(OpCode c) {
 }
 
 namespace {
-// Sums of float rows: s[r] = sum of row r's n floats and, with `squares`, q[r] = sum of their
-// squares around `center[r]`. The R rows, n apart, are read side by side (the first pass of
-// layer_norm reads them from memory); 16 float lanes a row, totalled in double.
-template <int R>
-void row_moments(const float* x, int64_t n, const float* center, double* s, double* q) {
-  vf8 acc[R][2] = {}, sq[R][2] = {};
-  vf8 c[R];
-  for (int r = 0; r < R; ++r) c[r] = vf8{} + (center ? center[r] : 0.0f);
+// For R float rows n apart: out[r] = the sum of row r's x - center[r] (Squares: of their
+// squares). The rows are read side by side (layer_norm's first pass reads them from memory); 16
+// float lanes a row, totalled in double.
+template <int R, bool Squares>
+void row_moments(const float* x, int64_t n, const float (&center)[R], double (&out)[R]) {
+  vf8 acc[R][2] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (int r = 0; r < R; ++r) {
-      const vf8 a = load8(x + r * n + i) - c[r], b = load8(x + r * n + i + 8) - c[r];
-      acc[r][0] += a;
-      acc[r][1] += b;
-      if (q) {
-        sq[r][0] += a * a;
-        sq[r][1] += b * b;
-      }
+      const vf8 a = load8(x + r * n + i) - center[r], b = load8(x + r * n + i + 8) - center[r];
+      acc[r][0] += Squares ? a * a : a;
+      acc[r][1] += Squares ? b * b : b;
     }
   for (int r = 0; r < R; ++r) {
-    double ts = 0, tq = 0;
-    for (int j = 0; j < 8; ++j) {
-      ts += double(acc[r][0][j]) + double(acc[r][1][j]);
-      tq += double(sq[r][0][j]) + double(sq[r][1][j]);
-    }
+    double t = 0;
+    for (int j = 0; j < 8; ++j) t += double(acc[r][0][j]) + double(acc[r][1][j]);
     for (int64_t k = i; k < n; ++k) {
-      const double v = double(x[r * n + k]) - double(c[r][0]);
-      ts += v;
-      tq += v * v;
+      const double v = double(x[r * n + k]) - double(center[r]);
+      t += Squares ? v * v : v;
     }
-    s[r] = ts;
-    if (q) q[r] = tq;
+    out[r] = t;
   }
 }
 
@@ -173,10 +162,10 @@ void norm_rows_f32(const float* x, const float* gamma, const float* beta, float*
     double s[R], q[R];
     float mean[R] = {};
     if (layer) {
-      row_moments<R>(x + o * n, n, nullptr, s, nullptr);
+      row_moments<R, false>(x + o * n, n, mean, s);
       for (int r = 0; r < R; ++r) mean[r] = static_cast<float>(s[r] / double(n));
     }
-    row_moments<R>(x + o * n, n, mean, s, q);
+    row_moments<R, true>(x + o * n, n, mean, q);
     for (int r = 0; r < R; ++r) finish(x + (o + r) * n, y + (o + r) * n, mean[r], q[r] / double(n));
   };
   int64_t o = b;

@@ -352,9 +352,9 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
   // The few-rows path packs all of A at once: up to 16 MiB of it. It reads a row-major B in
   // place, which pays only while B's rows share pages: a page or more apart, each row of a
   // panel is a TLB miss and the prefetchers stop at the page's end. There the path below, which
-  // packs B once for all rows of A, was 1.2-2x faster on an AVX2 CPU (a 1x1 conv's 256 x 3136 x
-  // 64 per image, 64 x 1024 x 1024, 128 x 4096 x 512), and slower for rows under a page apart
-  // (64 x 784 x 256, 64 x 512 x 512).
+  // packs B once for all rows of A, was 1.1-2x faster on an AVX2 CPU (a 1x1 conv's 256 x 3136 x
+  // 64 per image 1.1-1.2x, 64 x 1024 x 1024 2x, 128 x 4096 x 512 1.6-2.2x), and slower for rows
+  // under a page apart (64 x 784 x 256, 64 x 512 x 512).
   const bool b_rows_far = direct_b.p && direct_b.rs * int64_t(sizeof(T)) >= 4096;
   if (mblocks <= 4 && !b_rows_far && m * k <= (int64_t{16} << 20) / int64_t(sizeof(T)))
     return gemm_few_rows<Bk>(m, n, k, a, pack_b, direct_b, c, ldc, add_to_c, parallel);
