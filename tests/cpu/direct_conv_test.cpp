@@ -96,6 +96,37 @@ TEST_P(CpuDirectConv, MatchesAConvolutionInDoubles) {
   }
 }
 
+TEST_P(CpuDirectConv, RowAndColumnPaddingsMayDiffer) {
+  // 3x3 windows with the rows and columns padded apart (the AVX2 kernels read column paddings
+  // of 0 and 1 in place, skipping window rows over the top and bottom padding): against the
+  // unpadded reference on an input padded by hand.
+  struct Pads {
+    int64_t ph, pw;
+  };
+  for (Pads p : {Pads{0, 1}, Pads{2, 1}, Pads{1, 0}, Pads{2, 0}, Pads{0, 2}}) {
+    const int64_t n = 2, c_in = 5, c_out = 19, h = 6, w = 30, hp = h + 2 * p.ph, wp = w + 2 * p.pw;
+    const std::string what = "pads " + std::to_string(p.ph) + ", " + std::to_string(p.pw);
+    cpu::Geom g;
+    g.in[1] = h, g.in[2] = w;
+    g.out[1] = hp - 2, g.out[2] = wp - 2;
+    g.k[1] = g.k[2] = 3;
+    g.p[1] = p.ph, g.p[2] = p.pw;
+    ASSERT_TRUE(cpu::direct_conv_fits(g, 1, c_in, c_out)) << what;
+    auto x = uniform(size_t(n * c_in * h * w), uint32_t(11 + p.ph * 3 + p.pw));
+    auto wt = uniform(size_t(c_out * c_in * 9), 12);
+    std::vector<float> padded(size_t(n * c_in * hp * wp), 0.0f);
+    for (int64_t plane = 0; plane < n * c_in; ++plane)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < w; ++j)
+          padded[size_t((plane * hp + i + p.ph) * wp + j + p.pw)] =
+              x[size_t((plane * h + i) * w + j)];
+    std::vector<float> got(size_t(n * c_out * g.out[1] * g.out[2]), NAN);
+    cpu::direct_conv_f32(x.data(), wt.data(), got.data(), n, c_in, c_out, g);
+    expect_near(got, test::conv2d_reference({n, c_in, c_out, hp, wp, 3, 0}, padded, wt),
+                2e-6 * double(c_in * 9), what);
+  }
+}
+
 TEST_P(CpuDirectConv, TakenOnlyWhereItApplies) {
   cpu::Geom g = geom({1, 16, 16, 12, 12, 3, 1});
   EXPECT_TRUE(cpu::direct_conv_fits(g, 1, 16, 16));

@@ -78,6 +78,10 @@ struct LanesKernels {
   // y[j * channel_stride + p] = sums[p][j] for p < positions, j < channels
   void (*store)(const float* sums, int64_t positions, int64_t channels, float* y,
                 int64_t channel_stride);
+  // Windows 3 wide read in place from the image under a column padding of 0 or 1 (nullptr where
+  // the instruction set has none): a run at the row's left (right) edge skips the padding
+  // column, and with `left` its `in` points at column 0, not at the padding column before it.
+  LanesRun (*kernel3_in_place)(int64_t run, bool left, bool right);
 };
 const LanesKernels& lanes_kernels_avx512();  // direct_conv_lanes.cpp
 const LanesKernels& lanes_kernels_avx2();    // direct_conv_avx2.cpp

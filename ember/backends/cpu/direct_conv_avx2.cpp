@@ -63,7 +63,9 @@ EMBER_AVX2 void run_kernel(const float* in, int64_t plane, int64_t row_stride, i
 // Tap 2's weights stay in memory, an operand of its FMAs: with all three in registers, runs of 12
 // (12 sums, 3 weights and the broadcast: every register) made GCC spill a sum each step, and
 // took 5.1-6.3 ns a position against 4.4 for 10 or 11; this way 12 takes 4.4-4.7.
-template <int R>
+// L and Rt: the run starts or ends at a row's edge under a padding of 1, read in place from the
+// image. x[0] (L) or x[R + 1] (Rt) is then a padding zero, not read: with L, `in` points at x[1].
+template <int R, bool L, bool Rt>
 EMBER_AVX2 void run_kernel3(const float* in, int64_t plane, int64_t row_stride, int64_t c_in,
                             int64_t KH, int64_t /*KW: 3*/, const float* w, float* sums) {
   __m256 acc[R];
@@ -75,8 +77,8 @@ EMBER_AVX2 void run_kernel3(const float* in, int64_t plane, int64_t row_stride, 
       const __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + kLanes);
       const float* w2 = w + 2 * kLanes;
 #pragma GCC unroll 16
-      for (int j = 0; j < R + 2; ++j) {
-        const __m256 b = bcast(x + j);
+      for (int j = L ? 1 : 0; j < (Rt ? R + 1 : R + 2); ++j) {
+        const __m256 b = bcast(x + j - (L ? 1 : 0));
         if (j < R) acc[j] = _mm256_fmadd_ps(b, w0, acc[j]);
         if (j >= 1 && j <= R) acc[j - 1] = _mm256_fmadd_ps(b, w1, acc[j - 1]);
         if (j >= 2)
@@ -93,12 +95,17 @@ template <int... I>
 constexpr auto kernel_table(std::integer_sequence<int, I...>) {
   return std::array<LanesRun, sizeof...(I)>{&run_kernel<I + 1>...};
 }
-template <int... I>
+// kernel3_table<L, Rt>[r - 1]: runs of r positions, windows 3 wide.
+template <bool L, bool Rt, int... I>
 constexpr auto kernel3_table(std::integer_sequence<int, I...>) {
-  return std::array<LanesRun, sizeof...(I)>{&run_kernel3<I + 1>...};
+  return std::array<LanesRun, sizeof...(I)>{&run_kernel3<I + 1, L, Rt>...};
 }
 constexpr auto kKernels = kernel_table(std::make_integer_sequence<int, kMaxRun>{});
-constexpr auto kKernels3 = kernel3_table(std::make_integer_sequence<int, kMaxRun3>{});
+using Runs3 = std::make_integer_sequence<int, kMaxRun3>;
+// [left edge][right edge][run - 1]
+constexpr std::array<LanesRun, kMaxRun3> kKernels3[2][2] = {
+    {kernel3_table<false, false>(Runs3{}), kernel3_table<false, true>(Runs3{})},
+    {kernel3_table<true, false>(Runs3{}), kernel3_table<true, true>(Runs3{})}};
 
 // y[j * channel_stride + p] = sums[p][j]: 8 x 8 transposes. With 8 positions or more the last
 // group is the last 8, overlapping the one before (its values written twice): AMD's masked
@@ -153,8 +160,11 @@ const LanesKernels& lanes_kernels_avx2() {
       kMaxRun,
       kMaxRun3,
       1,
-      [](bool three, int64_t run) { return (three ? kKernels3.data() : kKernels.data())[run - 1]; },
-      store_transposed};
+      [](bool three, int64_t run) {
+        return (three ? kKernels3[0][0].data() : kKernels.data())[run - 1];
+      },
+      store_transposed,
+      [](int64_t run, bool left, bool right) { return kKernels3[left][right][size_t(run - 1)]; }};
   return k;
 }
 
