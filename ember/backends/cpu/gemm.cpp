@@ -422,7 +422,34 @@ void gemm_matrix(int64_t m, int64_t n, int64_t k, MatRef<T> a, MatRef<T> b, T* c
   dispatch<T>(m, n, k, a, pack, direct, c, ldc, accumulate, parallel);
 }
 
+template <class Bk>
+void panel_pack_a(const float* a, int64_t lda, int64_t m, int64_t k, float* dst) {
+  pack_a<float, Bk::kMR>({a, lda, 1}, 0, 0, m, k, dst);
+}
+template <class Bk>
+void panel_run(int64_t m, int64_t n, int64_t k, const float* ap, const float* b, int64_t ldb,
+               float* c, int64_t ldc) {
+  for (int64_t j = 0; j < n; j += Bk::kNR)
+    run_panel<Bk>(k, m, std::min<int64_t>(Bk::kNR, n - j), ap, b + j, ldb, c + j, ldc, false);
+}
+template <class Bk>
+PanelGemmF32 panel_gemm() {
+  return {Bk::kMR, Bk::kNR, panel_pack_a<Bk>, panel_run<Bk>};
+}
+
 }  // namespace
+
+const PanelGemmF32& panel_gemm_f32() {
+  using V = Variants<float>;
+#if defined(__x86_64__)
+  static const PanelGemmF32 avx512 = panel_gemm<V::Avx512>(), avx2 = panel_gemm<V::Avx2>();
+  const CpuIsa isa = cpu_isa();
+  if (isa >= CpuIsa::Avx512) return avx512;
+  if (isa >= CpuIsa::Avx2) return avx2;
+#endif
+  static const PanelGemmF32 portable = panel_gemm<V::Portable>();
+  return portable;
+}
 
 void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b, float* c,
               int64_t ldc, bool accumulate, bool parallel) {

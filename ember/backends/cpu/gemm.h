@@ -55,6 +55,29 @@ void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, const PackB<floa
 void gemm_f64(int64_t m, int64_t n, int64_t k, MatRef<double> a, const PackB<double>& b, double* c,
               int64_t ldc, bool accumulate = false, bool parallel = true);
 
+/// Products for callers that reuse one packed A many times and lay B out themselves (Winograd's
+/// transforms write their matrices where the micro-kernel reads them): the micro-kernel of the
+/// instruction set in use (cpu_isa()), single-threaded, no packing of B and no blocking.
+///
+///   const PanelGemmF32& pg = panel_gemm_f32();
+///   std::vector<float> a(5 * 3, 1.0f), b(3 * pg.nr, 2.0f), c(5 * pg.nr);
+///   std::vector<float> ap(size_t((5 + pg.mr - 1) / pg.mr * pg.mr * 3));
+///   pg.pack_a(a.data(), 3, 5, 3, ap.data());                          // A: 5 x 3
+///   pg.run(5, pg.nr, 3, ap.data(), b.data(), pg.nr, c.data(), pg.nr);  // every c is 6
+struct PanelGemmF32 {
+  int64_t mr;  // A's rows a panel holds
+  int64_t nr;  // C's columns a micro-kernel call computes
+  /// dst = A [m, k] (rows lda apart) in panels of mr rows, k-major, zeros past row m:
+  /// ceil(m / mr) * mr * k floats.
+  void (*pack_a)(const float* a, int64_t lda, int64_t m, int64_t k, float* dst);
+  /// C [m, n] (rows ldc apart) = A * B for A packed by pack_a and B [k, n] (rows ldb apart),
+  /// read in place: its rows are read up to n rounded up to a multiple of nr (the columns past
+  /// n computed and dropped), so they must be readable that far.
+  void (*run)(int64_t m, int64_t n, int64_t k, const float* ap, const float* b, int64_t ldb,
+              float* c, int64_t ldc);
+};
+const PanelGemmF32& panel_gemm_f32();
+
 /// n elements of scratch, 64-byte aligned: the GEMMs' packed operands.
 template <class T>
 struct Aligned {

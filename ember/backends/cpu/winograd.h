@@ -4,12 +4,14 @@
 // than im2col's. M = 4 where the output is at least 8x8; its transforms (points 0, +-1, +-2)
 // round a little more than M = 2's (the tests bound both against a direct convolution).
 //
-// The weight goes to U = G w G^T ((M+2)^2 matrices of c_out x c_in) once a call. The outputs
-// are cut in MxM tiles and the tiles in chunks of whole tile rows; per chunk, on one thread:
-// the inputs of its tiles (from a zero-padded copy of the rows they read, split by column
-// phase) go to V = B^T d B ((M+2)^2 matrices of c_in x tiles), one GEMM each gives M = U V,
-// and A^T M A gives the outputs. A chunk's matrices stay in the core's caches between the
-// three steps; the transforms run 8 tiles at a time on vectors.
+// The weight goes to U = G w G^T ((M+2)^2 matrices of c_out x c_in) once a call, each packed
+// once for the GEMM's micro-kernel (gemm.h's PanelGemmF32). The outputs are cut in MxM tiles
+// and the tiles in chunks of whole tile rows; per chunk, on one thread: the inputs of its tiles
+// (from a zero-padded copy of the rows they read, split by column phase) go to V = B^T d B
+// ((M+2)^2 matrices of c_in x tiles, where the micro-kernel reads them: nothing is packed per
+// chunk), one product each gives M = U V, and A^T M A gives the outputs. A chunk's matrices
+// stay in the core's L2 between the three steps; the transforms run 8 tiles at a time on
+// vectors.
 //
 //   cpu::Geom g;  // 2D: in {1, 8, 8}, out {1, 8, 8}, a 3x3 window, padding 1
 //   g.in[1] = g.in[2] = g.out[1] = g.out[2] = 8;
