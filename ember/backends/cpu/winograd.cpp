@@ -403,7 +403,7 @@ bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
 int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out) {
   static const int forced = tile_env();
   if (forced == 2 || forced == 4) return forced;
-  return g.out[1] >= 8 && g.out[2] >= 8 && c_in >= 32 && c_out >= 32 ? 4 : 2;
+  return g.out[1] >= 8 && (g.out[2] + 3) / 4 >= kLanes && c_in >= 32 && c_out >= 32 ? 4 : 2;
 }
 
 void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,

@@ -32,9 +32,9 @@ namespace ember::cpu {
 /// input and output channels takes this path (EMBER_CPU_WINOGRAD=0 turns it off).
 bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
 
-/// The tile side M for `g`: 4 where the output is at least 8x8 and both channel counts at
-/// least 32, else 2 (with fewer channels the small products leave F(4x4)'s larger transforms
-/// the bigger cost: 16 -> 16 channels on 28x28, batch 64, 1.68 ms with F(2x2) against 2.5 with
+/// The tile side M for `g`: 4 where the output is at least 8 high and 29 wide (8 tiles a row:
+/// the transforms' vectors; narrower rows go a tile at a time) and both channel counts at least
+/// 32, else 2 (16 -> 16 channels on 28x28, batch 64, 1.68 ms with F(2x2) against 2.5 with
 /// F(4x4); 32 -> 32 on 32x32, 2.83 against 1.90). EMBER_CPU_WINOGRAD=2 or 4 forces one.
 int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out);
 
