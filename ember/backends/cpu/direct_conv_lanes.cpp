@@ -264,6 +264,14 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
               // The row's first window row: in the band's copy, or in the image itself.
               const float* src =
                   in_place ? x + (img * c_in * H + oh - ph + window.first) * W : buf + r * Wp;
+              // Read in place, the input rows come from memory as the first block reaches
+              // them: its rows fetch, for every channel, the last window row of the output row
+              // 3 ahead (into the next band at a band's end). 16 -> 16 on 28x28: 3.8 -> 3.4 ms
+              // on one thread, 1.91 -> 1.77 on two.
+              const int64_t ahead = oh - ph + KH + 2;
+              for (int64_t ic = 0; in_place && b == 0 && ahead < H && ic < c_in; ++ic)
+                for (int64_t j = 0; j < W; j += 16)
+                  __builtin_prefetch(x + ((img * c_in + ic) * H + ahead) * W + j);
               for (int64_t ow = 0; ow < OW; ow += run) {
                 const int64_t len = std::min(run, OW - ow), klen = run_with_kernel(ks, len);
                 if (in_place) {
