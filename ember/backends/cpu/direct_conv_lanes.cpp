@@ -230,6 +230,22 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
     row_sets.push_back({0, KH});
     packs.push_back(pack_channel_blocks(w, c_out, c_in * KH * KW, lanes));
   }
+  // Each run's kernel (a row's last, shorter run takes the kernel of its own length; read in
+  // place, the runs at the edges leave out the padding) and where it reads from the row's
+  // start: its first position, less the padding, where the copy has it.
+  std::vector<LanesRun> run_kernels;
+  std::vector<int64_t> run_reads;
+  for (int64_t ow = 0; ow < OW; ow += run) {
+    const int64_t len = std::min(run, OW - ow), klen = run_with_kernel(ks, len);
+    if (in_place) {
+      const bool left = pw == 1 && ow == 0, right = pw == 1 && ow + len == OW;
+      run_kernels.push_back(ks.kernel3_in_place(klen, left, right));
+      run_reads.push_back(ow - pw + (left ? 1 : 0));
+    } else {
+      run_kernels.push_back(len == run ? kernel : ks.kernel(three, klen));
+      run_reads.push_back(ow);
+    }
+  }
   const int64_t taps = c_in * KH * KW;
   const int64_t work = blocks * taps * band * runs * run * lanes / kLanes;  // in 16-lane FMAs
   parallel_for(
@@ -272,19 +288,10 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
               for (int64_t ic = 0; in_place && b == 0 && ahead < H && ic < c_in; ++ic)
                 for (int64_t j = 0; j < W; j += 16)
                   __builtin_prefetch(x + ((img * c_in + ic) * H + ahead) * W + j);
-              for (int64_t ow = 0; ow < OW; ow += run) {
-                const int64_t len = std::min(run, OW - ow), klen = run_with_kernel(ks, len);
-                if (in_place) {
-                  const bool left = pw == 1 && ow == 0, right = pw == 1 && ow + len == OW;
-                  ks.kernel3_in_place(klen, left, right)(src + ow - pw + (left ? 1 : 0), plane,
-                                                         row_stride, c_in, window.count, KW, wb,
-                                                         sums.get() + ow * lanes);
-                } else {
-                  // the last run, where shorter, by the kernel of its own length
-                  const LanesRun k = len == run ? kernel : ks.kernel(three, klen);
-                  k(src + ow, plane, row_stride, c_in, KH, KW, wb, sums.get() + ow * lanes);
-                }
-              }
+              for (size_t i = 0; i < run_kernels.size(); ++i)
+                run_kernels[i](src + run_reads[i], plane, row_stride, c_in,
+                               in_place ? window.count : KH, KW, wb,
+                               sums.get() + int64_t(i) * run * lanes);
               ks.store(sums.get(), OW, channels, yb + oh * OW, OH * OW);
             }
           }
