@@ -186,6 +186,18 @@ void bm_max_pool2d(State& st) {
   bench::set_bytes(st, kF32 * (kPoolN * kPoolC * kPoolHW * kPoolHW + out));
 }
 
+void bm_depthwise_conv2d(State& st) {
+  using namespace bench;
+  auto x = uniform<Cpu, 4>({kDepthwiseN, kDepthwiseC, kDepthwiseHW, kDepthwiseHW});
+  auto w = uniform<Cpu, 4>({kDepthwiseC, 1, 3, 3});
+  ConvOptions o{.padding = {1}, .groups = kDepthwiseC};
+  for (auto _ : st) {
+    auto y = conv2d(x, w, o);
+    benchmark::DoNotOptimize(y);
+  }
+  bench::set_bytes(st, 2 * kF32 * kDepthwiseN * kDepthwiseC * kDepthwiseHW * kDepthwiseHW);
+}
+
 void reg(const std::string& name, void (*fn)(State&), benchmark::TimeUnit unit) {
   benchmark::RegisterBenchmark(name.c_str(), fn)->UseRealTime()->Unit(unit);
 }
@@ -217,6 +229,7 @@ void register_ember_benchmarks() {
   reg("cpu/max_pool2d/" + std::to_string(bench::kPoolN) + "x" + std::to_string(bench::kPoolC) +
           "x" + std::to_string(bench::kPoolHW) + "x" + std::to_string(bench::kPoolHW) + "_k3s2",
       bm_max_pool2d, kMillisecond);
+  reg(std::string("cpu/") + bench::kDepthwiseName, bm_depthwise_conv2d, kMillisecond);
 }
 
 // Convolutions are GEMM-bound: they run after the bandwidth benchmarks, beside matmul.

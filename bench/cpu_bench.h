@@ -63,6 +63,11 @@ inline constexpr AttentionSize kAttentionSizes[] = {
 };
 /// max_pool2d: the ResNet stem's 3x3, stride 2, padding 1 pool of [8, 64, 112, 112].
 inline constexpr int64_t kPoolN = 8, kPoolC = 64, kPoolHW = 112;
+/// A depthwise conv2d: x [8, 64, 56, 56] with w [64, 1, 3, 3], groups 64, stride 1, padding 1
+/// (a MobileNet block's): memory-bound, its bytes the input and the output. Named
+/// "depthwise_conv2d/8x64x56x56_k3" on every side ("copy": a memcpy of the same bytes).
+inline constexpr int64_t kDepthwiseN = 8, kDepthwiseC = 64, kDepthwiseHW = 56;
+inline constexpr const char* kDepthwiseName = "depthwise_conv2d/8x64x56x56_k3";
 
 // Work per iteration, read by merge_bench.py to turn the median time into a rate. Exactly one
 // is set per benchmark: "flop" (GFLOP/s), "bytes" moved = read + written (GB/s), or "ops"

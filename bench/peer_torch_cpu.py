@@ -39,6 +39,7 @@ CONV2D_SIZES = (("resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3),
                 ("cifar_3x3_32x32x32x32", 32, 32, 32, 32, 3),
                 ("small_3x3_64x16x28x28", 64, 16, 16, 28, 3))
 POOL_N, POOL_C, POOL_HW = 8, 64, 112  # max_pool2d 3x3, stride 2, padding 1
+DW_N, DW_C, DW_HW = 8, 64, 56  # depthwise conv2d 3x3, groups DW_C, padding 1
 # attention: (name, heads, len, d, causal), q = k = v shapes; as bench/cpu_bench.h
 ATTENTION_SIZES = (("8x512x64", 8, 512, 64, False),
                    ("8x1024x64_causal", 8, 1024, 64, True))
@@ -102,6 +103,10 @@ def cases():
         x = uniform(POOL_N, POOL_C, POOL_HW, POOL_HW)
         return lambda: torch.nn.functional.max_pool2d(x, 3, 2, 1)
 
+    def depthwise_conv2d():
+        x, w = uniform(DW_N, DW_C, DW_HW, DW_HW), uniform(DW_C, 1, 3, 3)
+        return lambda: torch.nn.functional.conv2d(x, w, None, 1, 1, 1, DW_C)
+
     def attention(heads, n, d, causal):
         # torch 1.13 has no scaled_dot_product_attention: the same math as three ops
         q, k, v = uniform(heads, n, d), uniform(heads, n, d), uniform(heads, n, d)
@@ -130,6 +135,7 @@ def cases():
     yield f"layer_norm/{SOFTMAX_ROWS}x{SOFTMAX_COLS}", layer_norm
     yield f"transpose_copy/{sq}", transpose_copy
     yield f"max_pool2d/{POOL_N}x{POOL_C}x{POOL_HW}x{POOL_HW}_k3s2", max_pool2d
+    yield f"depthwise_conv2d/{DW_N}x{DW_C}x{DW_HW}x{DW_HW}_k3", depthwise_conv2d
     for name, *size in MATMUL_SIZES:
         yield f"matmul/{name}", lambda size=size: matmul(*size)
     for name, *size in MATMUL_SIZES:
