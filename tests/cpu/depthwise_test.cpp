@@ -5,13 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "ember/backends/cpu/isa.h"
 #include "ember/backends/cpu/spatial.h"
 #include "ember/ember.h"
+#include "tests/support/conv_reference.h"
 
 using namespace ember;
 
@@ -27,14 +27,6 @@ struct Case {
            "," + std::to_string(pw);
   }
 };
-
-std::vector<float> uniform(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& e : v) e = u(gen);
-  return v;
-}
 
 // y[n][co][i][j] = sum over a, b of x[n][co / per_group][i + a - ph][j + b - pw] w[co][a][b].
 std::vector<double> reference(const Case& c, const std::vector<float>& x,
@@ -87,8 +79,8 @@ TEST(CpuDepthwise, Avx2KernelMatchesALoopInDoubles) {
     g.p[1] = c.ph, g.p[2] = c.pw;
     ASSERT_TRUE(cpu::depthwise3x3_avx2_fits(g)) << c.name();
     const int64_t c_out = c.c_in * c.per_group;
-    auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 31 + c.w));
-    auto w = uniform(size_t(c_out * 9), uint32_t(c.w + 7));
+    auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 31 + c.w));
+    auto w = test::uniform_floats(size_t(c_out * 9), uint32_t(c.w + 7));
     std::vector<float> y(size_t(c.n * c_out * c.ho() * c.wo()), NAN);
     cpu::depthwise3x3_avx2(x.data(), w.data(), y.data(), c.n, c.c_in, c.per_group, g);
     expect_near(y, reference(c, x, w), c.name());
@@ -122,8 +114,8 @@ TEST(CpuDepthwise, TheGroupedConvOpMatches) {
   // conv2d with groups = channels (and twice as many outputs), on every path the CPU has.
   for (const Case& c : kCases) {
     const int64_t c_out = c.c_in * c.per_group;
-    auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 13 + c.w));
-    auto w = uniform(size_t(c_out * 9), uint32_t(c.w + 3));
+    auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 13 + c.w));
+    auto w = test::uniform_floats(size_t(c_out * 9), uint32_t(c.w + 3));
     auto tx = Tensor<Cpu, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
     auto tw = Tensor<Cpu, 4>::from_data(TensorData::from<float>(w, {c_out, 1, 3, 3}));
     auto y = conv2d(tx, tw, {.padding = {c.ph, c.pw}, .groups = c.c_in});

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "ember/backends/cpu/direct_conv.h"
@@ -28,14 +27,6 @@ cpu::Geom geom(const Case& c) {
   g.k[1] = g.k[2] = c.k;
   g.p[1] = g.p[2] = c.pad;
   return g;
-}
-
-std::vector<float> uniform(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& e : v) e = u(gen);
-  return v;
 }
 
 void expect_near(const std::vector<float>& got, const std::vector<double>& want, double tol,
@@ -87,8 +78,9 @@ TEST_P(CpuDirectConv, MatchesAConvolutionInDoubles) {
     EXPECT_EQ(cpu::direct_conv_fits(g, 1, c.c_in, c.c_out),
               avx512() || (c.c_in > 1 && cpu::lanes_run_length(c.wo(), c.k) >= 8))
         << what;
-    auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 31 + c.c_in));
-    auto w = uniform(size_t(c.c_out * c.c_in * c.k * c.k), uint32_t(c.k * 7 + c.c_out));
+    auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 31 + c.c_in));
+    auto w =
+        test::uniform_floats(size_t(c.c_out * c.c_in * c.k * c.k), uint32_t(c.k * 7 + c.c_out));
     std::vector<float> got(size_t(c.n * c.c_out * c.ho() * c.wo()), NAN);
     cpu::direct_conv_f32(x.data(), w.data(), got.data(), c.n, c.c_in, c.c_out, g);
     // Sums of c_in k^2 products of numbers in [-1, 1], each rounded once in f32.
@@ -112,8 +104,8 @@ TEST_P(CpuDirectConv, RowAndColumnPaddingsMayDiffer) {
     g.k[1] = g.k[2] = 3;
     g.p[1] = p.ph, g.p[2] = p.pw;
     ASSERT_TRUE(cpu::direct_conv_fits(g, 1, c_in, c_out)) << what;
-    auto x = uniform(size_t(n * c_in * h * w), uint32_t(11 + p.ph * 3 + p.pw));
-    auto wt = uniform(size_t(c_out * c_in * 9), 12);
+    auto x = test::uniform_floats(size_t(n * c_in * h * w), uint32_t(11 + p.ph * 3 + p.pw));
+    auto wt = test::uniform_floats(size_t(c_out * c_in * 9), 12);
     std::vector<float> padded(size_t(n * c_in * hp * wp), 0.0f);
     for (int64_t plane = 0; plane < n * c_in; ++plane)
       for (int64_t i = 0; i < h; ++i)
@@ -151,8 +143,8 @@ TEST_P(CpuDirectConv, TheConvAndTransposedConvOpsMatch) {
   // The main job's second convolution, [4, 8, 13, 13] -> [4, 16, 11, 11], through conv2d, and
   // its input gradient's shape of transposed convolution (stride 1: a flipped window).
   Case c{4, 8, 16, 13, 13, 3, 0};
-  auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), 3);
-  auto w = uniform(size_t(c.c_out * c.c_in * 9), 4);
+  auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), 3);
+  auto w = test::uniform_floats(size_t(c.c_out * c.c_in * 9), 4);
   auto tx = Tensor<Cpu, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
   auto tw = Tensor<Cpu, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3}));
   expect_near(conv2d(tx, tw, {}).to_data().to_vec<float>(), test::conv2d_reference(c, x, w), 2e-4,
@@ -160,7 +152,7 @@ TEST_P(CpuDirectConv, TheConvAndTransposedConvOpsMatch) {
   // conv_transpose2d(g [4, 16, 11, 11], w [16 -> 8]) is the convolution of g, padded by 2, with
   // the window flipped and the channel axes swapped.
   Case t{4, 16, 8, 11, 11, 3, 2};
-  auto gy = uniform(size_t(t.n * t.c_in * t.h * t.w), 5);
+  auto gy = test::uniform_floats(size_t(t.n * t.c_in * t.h * t.w), 5);
   std::vector<float> flipped(w.size());
   for (int64_t o = 0; o < 16; ++o)
     for (int64_t i = 0; i < 8; ++i)
@@ -188,8 +180,9 @@ TEST_P(CpuDirectConv, WeightGradientMatchesOneInDoubles) {
       continue;
     }
     ASSERT_TRUE(cpu::direct_weight_grad_fits(g, 1, c.c_in, c.c_out)) << what;
-    auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 29 + c.c_in));
-    auto gy = uniform(size_t(c.n * c.c_out * c.ho() * c.wo()), uint32_t(c.k * 5 + c.c_out));
+    auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 29 + c.c_in));
+    auto gy =
+        test::uniform_floats(size_t(c.n * c.c_out * c.ho() * c.wo()), uint32_t(c.k * 5 + c.c_out));
     std::vector<float> got(size_t(c.c_out * c.c_in * c.k * c.k), NAN);
     cpu::direct_weight_grad_f32(x.data(), gy.data(), got.data(), c.n, c.c_in, c.c_out, g);
     // Sums of n * ho * wo products of numbers in [-1, 1], in f32 partial sums.
@@ -207,9 +200,9 @@ TEST_P(CpuDirectConv, TheWeightGradientOfTheConvOpMatches) {
   // Through Autodiff<Cpu>: the gradient of sum(conv2d(x, w) * gy) with respect to w.
   for (Case c : {Case{6, 1, 8, 28, 28, 3, 0}, Case{6, 8, 16, 13, 13, 3, 1}}) {
     using AD = Autodiff<Cpu>;
-    auto x = uniform(size_t(c.n * c.c_in * c.h * c.w), 7);
-    auto w = uniform(size_t(c.c_out * c.c_in * 9), 8);
-    auto gy = uniform(size_t(c.n * c.c_out * c.ho() * c.wo()), 9);
+    auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), 7);
+    auto w = test::uniform_floats(size_t(c.c_out * c.c_in * 9), 8);
+    auto gy = test::uniform_floats(size_t(c.n * c.c_out * c.ho() * c.wo()), 9);
     auto tx = Tensor<AD, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
     auto tw = Tensor<AD, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3}))
                   .require_grad();

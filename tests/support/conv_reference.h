@@ -3,9 +3,19 @@
 // padding `pad` on every side.
 #pragma once
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace ember::test {
+
+/// n floats uniform in [-1, 1) from a Mersenne twister seeded with `seed`.
+inline std::vector<float> uniform_floats(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (float& e : v) e = u(gen);
+  return v;
+}
 
 struct ConvCase {
   int64_t n, c_in, c_out, h, w, k, pad;

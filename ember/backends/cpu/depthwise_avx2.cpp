@@ -21,16 +21,14 @@ namespace ember::cpu {
 #if defined(__x86_64__)
 namespace {
 
-#define EMBER_AVX2 __attribute__((target("avx2,fma")))
-
 // p[0..8) moved one lane up, lane 0 a zero (the padding column before a row: columns -1 to 6),
 // or one lane down, lane 7 a zero (the one after it).
-EMBER_AVX2 inline __m256 shift_up(const float* p) {
+EMBER_TARGET_AVX2 inline __m256 shift_up(const float* p) {
   const __m256 v =
       _mm256_permutevar8x32_ps(_mm256_loadu_ps(p), _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6));
   return _mm256_blend_ps(v, _mm256_setzero_ps(), 0x01);
 }
-EMBER_AVX2 inline __m256 shift_down(const float* p) {
+EMBER_TARGET_AVX2 inline __m256 shift_down(const float* p) {
   const __m256 v =
       _mm256_permutevar8x32_ps(_mm256_loadu_ps(p), _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7));
   return _mm256_blend_ps(v, _mm256_setzero_ps(), 0x80);
@@ -38,9 +36,9 @@ EMBER_AVX2 inline __m256 shift_down(const float* p) {
 
 // One vector of outputs at ow, any row: the window rows [k0, k1) that are inside the image;
 // `first` and `last`: the vector is at a row's edge under a column padding of 1.
-EMBER_AVX2 inline __m256 edge_vector(const float* x, int64_t W, const __m256 (&wv)[9], int64_t oh,
-                                     int64_t k0, int64_t k1, int64_t ow, int64_t ph, int64_t pw,
-                                     bool first, bool last) {
+EMBER_TARGET_AVX2 inline __m256 edge_vector(const float* x, int64_t W, const __m256 (&wv)[9],
+                                            int64_t oh, int64_t k0, int64_t k1, int64_t ow,
+                                            int64_t ph, int64_t pw, bool first, bool last) {
   __m256 acc = _mm256_setzero_ps();
   for (int64_t kh = k0; kh < k1; ++kh) {
     // the window row's taps read columns ow - pw + kw, kw < 3
@@ -58,8 +56,8 @@ EMBER_AVX2 inline __m256 edge_vector(const float* x, int64_t W, const __m256 (&w
 // vectors between its edges (and rows whose window is inside the image) run two at a time with
 // a sum per vector and window row: one chain of 9 dependent FMAs a vector waited on their
 // latency (1.25 ms for 8 x 64 x 56 x 56 on one thread).
-EMBER_AVX2 void plane3x3(const float* x, int64_t H, int64_t W, const float* w, float* y, int64_t OH,
-                         int64_t OW, int64_t ph, int64_t pw) {
+EMBER_TARGET_AVX2 void plane3x3(const float* x, int64_t H, int64_t W, const float* w, float* y,
+                                int64_t OH, int64_t OW, int64_t ph, int64_t pw) {
   __m256 wv[9];
   for (int t = 0; t < 9; ++t) wv[t] = _mm256_broadcast_ss(w + t);
   for (int64_t oh = 0; oh < OH; ++oh) {

@@ -19,6 +19,7 @@
 #endif
 
 #include "ember/backends/cpu/direct_conv.h"
+#include "ember/backends/cpu/isa.h"
 #include "ember/backends/cpu/transpose16.h"
 
 namespace ember::cpu {
@@ -26,22 +27,20 @@ namespace ember::cpu {
 #if defined(__x86_64__)
 namespace {
 
-#define EMBER_AVX2 __attribute__((target("avx2,fma")))
-
 constexpr int64_t kLanes = 8;
 constexpr int64_t kMaxRun = 14, kMaxRun3 = 12;
 
 // Every lane = *p, as a load (vbroadcastss from memory). Left to intrinsics, GCC keeps the
 // broadcasts of one tap in registers for the next (x + 1 is the next tap's x) and spills sums.
-EMBER_AVX2 inline __m256 bcast(const float* p) {
+EMBER_TARGET_AVX2 inline __m256 bcast(const float* p) {
   __m256 b;
   asm("vbroadcastss %[x], %[b]" : [b] "=x"(b) : [x] "m"(*p));
   return b;
 }
 
 template <int R>
-EMBER_AVX2 void run_kernel(const float* in, int64_t plane, int64_t row_stride, int64_t c_in,
-                           int64_t KH, int64_t KW, const float* w, float* sums) {
+EMBER_TARGET_AVX2 void run_kernel(const float* in, int64_t plane, int64_t row_stride, int64_t c_in,
+                                  int64_t KH, int64_t KW, const float* w, float* sums) {
   __m256 acc[R];
 #pragma GCC unroll 16
   for (int p = 0; p < R; ++p) acc[p] = _mm256_setzero_ps();
@@ -66,8 +65,8 @@ EMBER_AVX2 void run_kernel(const float* in, int64_t plane, int64_t row_stride, i
 // L and Rt: the run starts or ends at a row's edge under a padding of 1, read in place from the
 // image. x[0] (L) or x[R + 1] (Rt) is then a padding zero, not read: with L, `in` points at x[1].
 template <int R, bool L, bool Rt>
-EMBER_AVX2 void run_kernel3(const float* in, int64_t plane, int64_t row_stride, int64_t c_in,
-                            int64_t KH, int64_t /*KW: 3*/, const float* w, float* sums) {
+EMBER_TARGET_AVX2 void run_kernel3(const float* in, int64_t plane, int64_t row_stride, int64_t c_in,
+                                   int64_t KH, int64_t /*KW: 3*/, const float* w, float* sums) {
   __m256 acc[R];
 #pragma GCC unroll 16
   for (int p = 0; p < R; ++p) acc[p] = _mm256_setzero_ps();
@@ -111,8 +110,8 @@ constexpr std::array<LanesRun, kMaxRun3> kKernels3[2][2] = {
 // group is the last 8, overlapping the one before (its values written twice): AMD's masked
 // stores (vmaskmovps) are microcoded and took a quarter of a 3 -> 32 conv's time. Fewer than 8
 // are stored by masks.
-EMBER_AVX2 void store_transposed(const float* sums, int64_t positions, int64_t channels, float* y,
-                                 int64_t channel_stride) {
+EMBER_TARGET_AVX2 void store_transposed(const float* sums, int64_t positions, int64_t channels,
+                                        float* y, int64_t channel_stride) {
   for (int64_t p0 = 0; p0 < positions; p0 += kLanes) {
     if (positions >= kLanes) p0 = std::min(p0, positions - kLanes);
     const int64_t n = std::min(kLanes, positions - p0);
@@ -136,8 +135,9 @@ EMBER_AVX2 void store_transposed(const float* sums, int64_t positions, int64_t c
 #define EMBER_WA_DECL(kh, kw, t) __m256 c##t = _mm256_setzero_ps();
 #define EMBER_WA_STEP(kh, kw, t) c##t = _mm256_fmadd_ps(gv, bcast(x0 + kh * Wp + kw), c##t);
 #define EMBER_WA_OUT(kh, kw, t) _mm256_storeu_ps(out + t * kLanes, c##t);
-EMBER_AVX2 void wlanes3(const float* x, int64_t x_img, int64_t /*plane: one channel*/, int64_t Wp,
-                        const float* gt, int64_t imgs, int64_t OH, int64_t OW, float* out) {
+EMBER_TARGET_AVX2 void wlanes3(const float* x, int64_t x_img, int64_t /*plane: one channel*/,
+                               int64_t Wp, const float* gt, int64_t imgs, int64_t OH, int64_t OW,
+                               float* out) {
   EMBER_DIRECT_TAPS3(EMBER_WA_DECL)
   for (int64_t img = 0; img < imgs; ++img)
     for (int64_t oh = 0; oh < OH; ++oh) {

@@ -121,7 +121,6 @@ void micro_portable_f64(int64_t kc, const double* __restrict ap, const double* _
 #endif
 }
 #if defined(__x86_64__)
-#define EMBER_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define EMBER_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 #define EMBER_BCAST_512PS(p) _mm512_set1_ps(*(p))
 #define EMBER_BCAST_512PD(p) _mm512_set1_pd(*(p))

@@ -12,6 +12,13 @@
 
 #include "ember/core/export.h"
 
+/// Marks a function compiled for AVX2 and FMA in a file built for a lower baseline; call it only
+/// where cpu_isa() is CpuIsa::Avx2 or above.
+///   EMBER_TARGET_AVX2 void add8(const float* a, float* b);
+#if defined(__x86_64__)
+#define EMBER_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#endif
+
 namespace ember::cpu {
 
 /// Ordered: each level has what the ones before it have.
