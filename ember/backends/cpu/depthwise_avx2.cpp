@@ -52,6 +52,29 @@ EMBER_TARGET_AVX2 inline __m256 edge_vector(const float* x, int64_t W, const __m
   return acc;
 }
 
+// V vectors of outputs clear of a row's edges, from the three window rows r0, r1, r2 at column
+// o (the first tap's): a sum per vector and window row.
+template <int V>
+EMBER_TARGET_AVX2 inline void inner_vectors(const float* r0, const float* r1, const float* r2,
+                                            int64_t o, const __m256 (&wv)[9], float* y) {
+  __m256 s[V][3];
+#pragma GCC unroll 2
+  for (int v = 0; v < V; ++v) {
+    s[v][0] = _mm256_mul_ps(_mm256_loadu_ps(r0 + o + 8 * v), wv[0]);
+    s[v][1] = _mm256_mul_ps(_mm256_loadu_ps(r1 + o + 8 * v), wv[3]);
+    s[v][2] = _mm256_mul_ps(_mm256_loadu_ps(r2 + o + 8 * v), wv[6]);
+#pragma GCC unroll 2
+    for (int kw = 1; kw < 3; ++kw) {
+      s[v][0] = _mm256_fmadd_ps(_mm256_loadu_ps(r0 + o + 8 * v + kw), wv[kw], s[v][0]);
+      s[v][1] = _mm256_fmadd_ps(_mm256_loadu_ps(r1 + o + 8 * v + kw), wv[3 + kw], s[v][1]);
+      s[v][2] = _mm256_fmadd_ps(_mm256_loadu_ps(r2 + o + 8 * v + kw), wv[6 + kw], s[v][2]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int v = 0; v < V; ++v)
+    _mm256_storeu_ps(y + 8 * v, _mm256_add_ps(_mm256_add_ps(s[v][0], s[v][1]), s[v][2]));
+}
+
 // One plane: y[oh][ow] = sum over kh, kw of w[kh][kw] x[oh + kh - ph][ow + kw - pw]. A row's
 // vectors between its edges (and rows whose window is inside the image) run two at a time with
 // a sum per vector and window row: one chain of 9 dependent FMAs a vector waited on their
@@ -73,23 +96,11 @@ EMBER_TARGET_AVX2 void plane3x3(const float* x, int64_t H, int64_t W, const floa
       const float* r0 = x + (oh - ph) * W;
       const float* r1 = r0 + W;
       const float* r2 = r1 + W;
-      for (; ow + 16 <= OW - pw; ow += 16) {  // two vectors clear of the right edge
-        __m256 s[2][3];
-#pragma GCC unroll 2
-        for (int v = 0; v < 2; ++v) {
-          const int64_t o = ow + 8 * v - pw;
-          s[v][0] = _mm256_mul_ps(_mm256_loadu_ps(r0 + o), wv[0]);
-          s[v][1] = _mm256_mul_ps(_mm256_loadu_ps(r1 + o), wv[3]);
-          s[v][2] = _mm256_mul_ps(_mm256_loadu_ps(r2 + o), wv[6]);
-#pragma GCC unroll 2
-          for (int kw = 1; kw < 3; ++kw) {
-            s[v][0] = _mm256_fmadd_ps(_mm256_loadu_ps(r0 + o + kw), wv[kw], s[v][0]);
-            s[v][1] = _mm256_fmadd_ps(_mm256_loadu_ps(r1 + o + kw), wv[3 + kw], s[v][1]);
-            s[v][2] = _mm256_fmadd_ps(_mm256_loadu_ps(r2 + o + kw), wv[6 + kw], s[v][2]);
-          }
-        }
-        _mm256_storeu_ps(yr + ow, _mm256_add_ps(_mm256_add_ps(s[0][0], s[0][1]), s[0][2]));
-        _mm256_storeu_ps(yr + ow + 8, _mm256_add_ps(_mm256_add_ps(s[1][0], s[1][1]), s[1][2]));
+      for (; ow + 16 <= OW - pw; ow += 16)  // two vectors clear of the right edge
+        inner_vectors<2>(r0, r1, r2, ow - pw, wv, yr + ow);
+      if (ow + 8 <= OW - pw) {  // and one more
+        inner_vectors<1>(r0, r1, r2, ow - pw, wv, yr + ow);
+        ow += 8;
       }
     }
     // the rest, the last vector ending at the row's end
