@@ -249,10 +249,12 @@ void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, 
   const bool wide = Wide::fits(g);
   switch (code) {
     case OpCode::Conv:
-      if (std::is_same_v<T, float> && depthwise3x3_avx2_fits(g)) {
-        const Shape& xs = in[0].meta.shape;
-        return depthwise3x3_avx2(in[0].data<float>(), in[1].data<float>(), out.data<float>(), xs[0],
-                                 xs[1], per_group, g);
+      if constexpr (std::is_same_v<T, float>) {
+        if (depthwise3x3_avx2_fits(g)) {
+          const Shape& xs = in[0].meta.shape;
+          return depthwise3x3_avx2(in[0].data<float>(), in[1].data<float>(), out.data<float>(),
+                                   xs[0], xs[1], per_group, g);
+        }
       }
       if (wide) return wide_forward<T>(in[0], in[1], out, g, per_group);
       return rows_forward<T>(in[0], in[1], out, Rows(g, per_group));

@@ -137,9 +137,9 @@ bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out
   // one input channel stays with the depthwise loops (0.21 against 0.25 ms at 64x1x28x28 -> 8),
   // and rows cut into runs under 8 positions (13 or 14 wide) with im2col (the input gradient
   // of 8 -> 16 on 13x13, 0.44-0.61 against 0.85 ms).
-  // Where Winograd's F(4x4, 3x3) applies (32 channels or more each side, outputs of 8x8 or
-  // more), it does a quarter of the multiplies and takes the convolution: 32 -> 32 on 32x32,
-  // batch 32, one thread, 4.6-4.8 ms against 6.5-7.3 here.
+  // Where Winograd's F(4x4, 3x3) applies (winograd_tile: 32 channels or more each side, outputs
+  // at least 8 high and 29 wide), it does a quarter of the multiplies and takes the convolution:
+  // 32 -> 32 on 32x32, batch 32, one thread, 4.6-4.9 ms against 6.5-7.7 here.
   if (winograd_fits(g, groups, c_in, c_out) && winograd_tile(g, c_in, c_out) == 4) return false;
   return c_in > 1 && lanes_run_length(g.out[2], g.k[2]) >= 8;
 }

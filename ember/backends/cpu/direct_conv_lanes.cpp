@@ -8,7 +8,7 @@
 // the instruction set has kernels for it (AVX2, windows 3 wide, a column padding of 0 or 1): the
 // runs at a row's edges leave out the padding column, and the rows near the top and bottom the
 // window rows over the padding, with weights packed for each set of window rows. The copy took
-// a fifth of a 32 -> 32 conv on 32x32 (8.3 -> 6.5-7.1 ms on one thread without it). The sums
+// a fifth of a 32 -> 32 conv on 32x32 (8.3 -> 6.5-7.7 ms on one thread without it). The sums
 // leave through 16 x 16 transposes into the NCHW output. The driver below runs AVX2's kernels
 // the same way, 8 channels a vector (direct_conv_avx2.cpp).
 #include <algorithm>
@@ -204,31 +204,26 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
   // (not a structured binding: the lambda below captures them, which clang before 16 refuses)
   const Runs split = split_row(ks, OW, KW);
   const int64_t runs = split.runs, run = split.run;
-  const LanesRun kernel = ks.kernel(three, run);
   // A band's padded copy: per input channel, the band's rows and the window's extra rows, each
   // row the image's at column pw with zeros around it and past the last run's reads.
   const int64_t band = std::min(OH, kBandRows), bands = (OH + band - 1) / band;
   const int64_t Wp = runs * run + KW - 1, band_in = band + KH - 1;
   const int64_t plane = in_place ? H * W : band_in * Wp, row_stride = in_place ? W : Wp;
-  // Weights per block of `lanes` output channels: [block][c_in][KH][KW][lanes]; read in place,
-  // one such packing per distinct set of window rows the output rows use.
+  // Weights per block of `lanes` output channels: [block][c_in][window rows][KW][lanes], one
+  // packing per distinct set of window rows the output rows use (the band's copy has every
+  // window row; read in place, rows near the top and bottom use fewer).
   const int64_t blocks = (c_out + lanes - 1) / lanes;
   std::vector<WindowRows> row_sets;
   std::vector<Scratch<float>> packs;
   std::vector<int64_t> pack_of_row(size_t(OH), 0);
-  if (in_place) {
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      const WindowRows r = window_rows(oh, H, KH, ph);
-      const auto it = std::find(row_sets.begin(), row_sets.end(), r);
-      pack_of_row[size_t(oh)] = it - row_sets.begin();
-      if (it == row_sets.end()) {
-        row_sets.push_back(r);
-        packs.push_back(pack_window_rows(w, c_out, c_in, KH, KW, r, lanes));
-      }
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const WindowRows r = in_place ? window_rows(oh, H, KH, ph) : WindowRows{0, KH};
+    const auto it = std::find(row_sets.begin(), row_sets.end(), r);
+    pack_of_row[size_t(oh)] = it - row_sets.begin();
+    if (it == row_sets.end()) {
+      row_sets.push_back(r);
+      packs.push_back(pack_window_rows(w, c_out, c_in, KH, KW, r, lanes));
     }
-  } else {
-    row_sets.push_back({0, KH});
-    packs.push_back(pack_channel_blocks(w, c_out, c_in * KH * KW, lanes));
   }
   // Each run's kernel (a row's last, shorter run takes the kernel of its own length; read in
   // place, the runs at the edges leave out the padding) and where it reads from the row's
@@ -242,7 +237,7 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
       run_kernels.push_back(ks.kernel3_in_place(klen, left, right));
       run_reads.push_back(ow - pw + (left ? 1 : 0));
     } else {
-      run_kernels.push_back(len == run ? kernel : ks.kernel(three, klen));
+      run_kernels.push_back(ks.kernel(three, klen));
       run_reads.push_back(ow);
     }
   }
@@ -285,12 +280,12 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
               // 3 ahead (into the next band at a band's end). 16 -> 16 on 28x28: 3.8 -> 3.4 ms
               // on one thread, 1.91 -> 1.77 on two.
               const int64_t ahead = oh - ph + KH + 2;
-              for (int64_t ic = 0; in_place && b == 0 && ahead < H && ic < c_in; ++ic)
-                for (int64_t j = 0; j < W; j += 16)
-                  __builtin_prefetch(x + ((img * c_in + ic) * H + ahead) * W + j);
+              if (in_place && b == 0 && ahead < H)
+                for (int64_t ic = 0; ic < c_in; ++ic)
+                  for (int64_t j = 0; j < W; j += 16)
+                    __builtin_prefetch(x + ((img * c_in + ic) * H + ahead) * W + j);
               for (size_t i = 0; i < run_kernels.size(); ++i)
-                run_kernels[i](src + run_reads[i], plane, row_stride, c_in,
-                               in_place ? window.count : KH, KW, wb,
+                run_kernels[i](src + run_reads[i], plane, row_stride, c_in, window.count, KW, wb,
                                sums.get() + int64_t(i) * run * lanes);
               ks.store(sums.get(), OW, channels, yb + oh * OW, OH * OW);
             }

@@ -396,19 +396,23 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
   }
 }
 
-// The variant for the CPU's instruction set (cpu_isa()).
-template <class T, class PackB>
-void dispatch(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, MatRef<T> direct_b,
-              T* c, int64_t ldc, bool accumulate, bool parallel) {
+// f.template operator()<Variant>() for the variant of the CPU's instruction set (cpu_isa()).
+template <class T, class F>
+decltype(auto) with_variant(F&& f) {
   using V = Variants<T>;
 #if defined(__x86_64__)
   const CpuIsa isa = cpu_isa();
-  if (isa >= CpuIsa::Avx512)
-    return gemm<typename V::Avx512>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
-  if (isa >= CpuIsa::Avx2)
-    return gemm<typename V::Avx2>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
+  if (isa >= CpuIsa::Avx512) return f.template operator()<typename V::Avx512>();
+  if (isa >= CpuIsa::Avx2) return f.template operator()<typename V::Avx2>();
 #endif
-  gemm<typename V::Portable>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel);
+  return f.template operator()<typename V::Portable>();
+}
+
+template <class T, class PackB>
+void dispatch(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, MatRef<T> direct_b,
+              T* c, int64_t ldc, bool accumulate, bool parallel) {
+  with_variant<T>(
+      [&]<class Bk>() { gemm<Bk>(m, n, k, a, pack_b, direct_b, c, ldc, accumulate, parallel); });
 }
 
 template <class T>
@@ -439,15 +443,10 @@ PanelGemmF32 panel_gemm() {
 }  // namespace
 
 const PanelGemmF32& panel_gemm_f32() {
-  using V = Variants<float>;
-#if defined(__x86_64__)
-  static const PanelGemmF32 avx512 = panel_gemm<V::Avx512>(), avx2 = panel_gemm<V::Avx2>();
-  const CpuIsa isa = cpu_isa();
-  if (isa >= CpuIsa::Avx512) return avx512;
-  if (isa >= CpuIsa::Avx2) return avx2;
-#endif
-  static const PanelGemmF32 portable = panel_gemm<V::Portable>();
-  return portable;
+  return with_variant<float>([]<class Bk>() -> const PanelGemmF32& {
+    static const PanelGemmF32 p = panel_gemm<Bk>();
+    return p;
+  });
 }
 
 void gemm_f32(int64_t m, int64_t n, int64_t k, MatRef<float> a, MatRef<float> b, float* c,
