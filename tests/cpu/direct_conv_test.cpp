@@ -76,7 +76,8 @@ TEST_P(CpuDirectConv, MatchesAConvolutionInDoubles) {
     // AVX2 leaves one input channel and runs under 8 positions to other paths (the kernels
     // compute them all the same, and are checked on them here too).
     EXPECT_EQ(cpu::direct_conv_fits(g, 1, c.c_in, c.c_out),
-              avx512() || (c.c_in > 1 && cpu::lanes_run_length(c.wo(), c.k) >= 8))
+              avx512() || (c.c_in > 1 && (cpu::direct_conv_positions_fits(g, 1, c.c_in) ||
+                                          cpu::lanes_run_length(c.wo(), c.k) >= 8)))
         << what;
     auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 31 + c.c_in));
     auto w =
@@ -95,28 +96,56 @@ TEST_P(CpuDirectConv, RowAndColumnPaddingsMayDiffer) {
   struct Pads {
     int64_t ph, pw;
   };
-  for (Pads p : {Pads{0, 1}, Pads{2, 1}, Pads{1, 0}, Pads{2, 0}, Pads{0, 2}}) {
-    const int64_t n = 2, c_in = 5, c_out = 19, h = 6, w = 30, hp = h + 2 * p.ph, wp = w + 2 * p.pw;
-    const std::string what = "pads " + std::to_string(p.ph) + ", " + std::to_string(p.pw);
-    cpu::Geom g;
-    g.in[1] = h, g.in[2] = w;
-    g.out[1] = hp - 2, g.out[2] = wp - 2;
-    g.k[1] = g.k[2] = 3;
-    g.p[1] = p.ph, g.p[2] = p.pw;
-    ASSERT_TRUE(cpu::direct_conv_fits(g, 1, c_in, c_out)) << what;
-    auto x = test::uniform_floats(size_t(n * c_in * h * w), uint32_t(11 + p.ph * 3 + p.pw));
-    auto wt = test::uniform_floats(size_t(c_out * c_in * 9), 12);
-    std::vector<float> padded(size_t(n * c_in * hp * wp), 0.0f);
-    for (int64_t plane = 0; plane < n * c_in; ++plane)
-      for (int64_t i = 0; i < h; ++i)
-        for (int64_t j = 0; j < w; ++j)
-          padded[size_t((plane * hp + i + p.ph) * wp + j + p.pw)] =
-              x[size_t((plane * h + i) * w + j)];
-    std::vector<float> got(size_t(n * c_out * g.out[1] * g.out[2]), NAN);
-    cpu::direct_conv_f32(x.data(), wt.data(), got.data(), n, c_in, c_out, g);
-    expect_near(got, test::conv2d_reference({n, c_in, c_out, hp, wp, 3, 0}, padded, wt),
-                2e-6 * double(c_in * 9), what);
+  // 3 input channels: the positions kernel on AVX2 (its band copy pads rows and columns).
+  for (int64_t c_in : {5, 3})
+    for (Pads p : {Pads{0, 1}, Pads{2, 1}, Pads{1, 0}, Pads{2, 0}, Pads{0, 2}}) {
+      const int64_t n = 2, c_out = 19, h = 6, w = 30, hp = h + 2 * p.ph, wp = w + 2 * p.pw;
+      const std::string what = std::to_string(c_in) + " channels, pads " + std::to_string(p.ph) +
+                               ", " + std::to_string(p.pw);
+      cpu::Geom g;
+      g.in[1] = h, g.in[2] = w;
+      g.out[1] = hp - 2, g.out[2] = wp - 2;
+      g.k[1] = g.k[2] = 3;
+      g.p[1] = p.ph, g.p[2] = p.pw;
+      ASSERT_TRUE(cpu::direct_conv_fits(g, 1, c_in, c_out)) << what;
+      auto x = test::uniform_floats(size_t(n * c_in * h * w), uint32_t(11 + p.ph * 3 + p.pw));
+      auto wt = test::uniform_floats(size_t(c_out * c_in * 9), 12);
+      std::vector<float> padded(size_t(n * c_in * hp * wp), 0.0f);
+      for (int64_t plane = 0; plane < n * c_in; ++plane)
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t j = 0; j < w; ++j)
+            padded[size_t((plane * hp + i + p.ph) * wp + j + p.pw)] =
+                x[size_t((plane * h + i) * w + j)];
+      std::vector<float> got(size_t(n * c_out * g.out[1] * g.out[2]), NAN);
+      cpu::direct_conv_f32(x.data(), wt.data(), got.data(), n, c_in, c_out, g);
+      expect_near(got, test::conv2d_reference({n, c_in, c_out, hp, wp, 3, 0}, padded, wt),
+                  2e-6 * double(c_in * 9), what);
+    }
+}
+
+TEST_P(CpuDirectConv, FewTapsPutThePositionsAcrossTheLanes) {
+  // At most 27 taps (direct_conv_positions.cpp, AVX2's path for them): output channel counts
+  // around its groups of 3, rows 8 to 70 wide (a last vector overlapping the one before), vector
+  // counts that are not multiples of its 4, windows 1 to 5 wide, paddings 0 to 2, and rows 300
+  // wide, which split an image into bands of 2 rows. The kernel is run at every level (it needs
+  // AVX2 only); the path takes it only at AVX2.
+  for (Case c :
+       {Case{2, 3, 1, 9, 8, 3, 1}, Case{1, 3, 2, 5, 10, 3, 0}, Case{3, 3, 4, 7, 15, 3, 1},
+        Case{2, 3, 5, 6, 17, 3, 1}, Case{1, 3, 32, 11, 33, 3, 1}, Case{2, 3, 33, 4, 70, 3, 2},
+        Case{1, 2, 7, 6, 20, 1, 0}, Case{1, 1, 6, 9, 12, 5, 2}, Case{2, 3, 16, 9, 300, 3, 1},
+        Case{1, 27, 8, 5, 16, 1, 0}}) {
+    cpu::Geom g = geom(c);
+    const std::string what = describe(c);
+    EXPECT_EQ(cpu::direct_conv_positions_fits(g, 1, c.c_in), !avx512()) << what;
+    auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.w * 13 + c.c_out));
+    auto w = test::uniform_floats(size_t(c.c_out * c.c_in * c.k * c.k), uint32_t(c.k + c.c_out));
+    std::vector<float> got(size_t(c.n * c.c_out * c.ho() * c.wo()), NAN);
+    cpu::direct_conv_positions_f32(x.data(), w.data(), got.data(), c.n, c.c_in, c.c_out, g);
+    expect_near(got, test::conv2d_reference(c, x, w), 2e-6 * double(c.c_in * c.k * c.k), what);
   }
+  // 28 taps and rows under 8: the other kernels'.
+  EXPECT_FALSE(cpu::direct_conv_positions_fits(geom({1, 28, 8, 5, 16, 1, 0}), 1, 28));
+  EXPECT_FALSE(cpu::direct_conv_positions_fits(geom({1, 3, 8, 5, 7, 1, 0}), 1, 3));
 }
 
 TEST_P(CpuDirectConv, TakenOnlyWhereItApplies) {

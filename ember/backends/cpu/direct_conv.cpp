@@ -141,12 +141,15 @@ bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out
   // at least 8 high and 29 wide), it does a quarter of the multiplies and takes the convolution:
   // 32 -> 32 on 32x32, batch 32, one thread, 4.6-4.9 ms against 6.5-7.7 here.
   if (winograd_fits(g, groups, c_in, c_out) && winograd_tile(g, c_in, c_out) == 4) return false;
-  return c_in > 1 && lanes_run_length(g.out[2], g.k[2]) >= 8;
+  return c_in > 1 &&
+         (direct_conv_positions_fits(g, groups, c_in) || lanes_run_length(g.out[2], g.k[2]) >= 8);
 }
 
 void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                      int64_t c_out, const Geom& g) {
 #if defined(__x86_64__)
+  if (direct_conv_positions_fits(g, 1, c_in))
+    return direct_conv_positions_f32(x, w, y, n, c_in, c_out, g);
   // 16 output channels or more: the lanes kernel (direct_conv_lanes.cpp), measured ahead of
   // the row kernel at 16 and 32 (docs/cpu.md); AVX2 has only the lanes kernel.
   if (c_out >= kLanes || cpu_isa() < CpuIsa::Avx512)

@@ -39,6 +39,15 @@ void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_
 void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                            int64_t c_out, const Geom& g);
 
+/// Whether direct_conv_f32 takes direct_conv_positions_f32 for `g`: AVX2 without AVX-512, at
+/// most 27 input taps per output (c_in x kh x kw: a first layer's 3 x 3 x 3), rows of 8 or more.
+bool direct_conv_positions_fits(const Geom& g, int64_t groups, int64_t c_in);
+
+/// direct_conv_f32's kernel for few input taps (direct_conv_positions.cpp): the output positions
+/// across a vector's lanes, 3 output channels x 4 vectors of 8 a kernel call. Any c_out works.
+void direct_conv_positions_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
+                               int64_t c_out, const Geom& g);
+
 /// Whether conv_weight_grad of geometry `g` (the conv's input to its output) takes the direct
 /// path (direct_weight_grad.cpp): 2D, a 3x3 window (or 5x5 with AVX-512), stride and dilation 1,
 /// one group, at most 64 channels each side, AVX2 or AVX-512; EMBER_CPU_DIRECT_CONV=0 turns it

@@ -224,9 +224,14 @@ void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, 
       for (int64_t q = cols; q < width; ++q) dst[p * width + q] = T(0);
     return;
   }
+  // Rows a page or more apart (a 1x1 convolution's input planes) are each a page of their own,
+  // where the hardware prefetchers stop: the panel four ahead is fetched while this one is
+  // copied. 1x1 64 -> 256 on 56x56, batch 8, 2 threads: 5.36-5.45 -> 5.03-5.23 ms.
+  const bool rows_far = b.rs * int64_t(sizeof(T)) >= 4096;
   for (int64_t p = 0; p < kc; ++p) {
     const T* src = b.p + (pc + p) * b.rs + j * b.cs;
     if (b.cs == 1 && cols == width) {
+      if (rows_far) __builtin_prefetch(src + 4 * width);
       copy_panel_row(dst, src, width);
     } else {
       for (int64_t q = 0; q < cols; ++q) dst[q] = src[q * b.cs];

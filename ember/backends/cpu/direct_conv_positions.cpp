@@ -1,0 +1,154 @@
+// The direct convolution for few input taps on AVX2 (a first layer's 3 channels x 3 x 3): the
+// output positions across a vector's 8 lanes, so that the sums go straight into the NCHW output
+// rows. With 27 taps an output channel's sum is short, and the lanes kernel (the channels across
+// the lanes, direct_conv_avx2.cpp) spent a quarter of its time on what follows the sums: storing
+// them, transposing them into the output's layout, and the calls around 27-tap kernels.
+//
+// A kernel call holds 3 output channels x 4 vectors of 8 positions (12 sums, 3 weights and one
+// input vector: the 16 registers) and runs over every tap: per tap 4 input loads, 3 weight
+// broadcasts and 12 FMAs. The 4 vectors are any 4 of a band's output vectors, so rows whose width
+// is not a multiple of 8 lose nothing but their last vector's overlap with the one before (it
+// starts at the row's last 8 positions and stores some sums twice, the same values). The inputs
+// are read from a zero-padded copy of the band's rows, made per task and kept in L1.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "ember/backends/cpu/direct_conv.h"
+#include "ember/backends/cpu/isa.h"
+#include "ember/core/thread_pool.h"
+
+namespace ember::cpu {
+
+namespace {
+constexpr int64_t kLanes = 8;             // positions a vector holds
+constexpr int64_t kChannels = 3;          // output channels a call holds
+constexpr int64_t kVectors = 4;           // vectors of positions a call holds
+constexpr int64_t kMaxTaps = 27;          // input channels x window, at most
+constexpr int64_t kBandBytes = 16 << 10;  // a band's padded copy fits L1
+}  // namespace
+
+bool direct_conv_positions_fits(const Geom& g, int64_t groups, int64_t c_in) {
+  return direct_geometry_fits(g, groups) && cpu_isa() == CpuIsa::Avx2 &&
+         c_in * g.k[1] * g.k[2] <= kMaxTaps && g.out[2] >= kLanes;
+}
+
+#if defined(__x86_64__)
+namespace {
+
+// For each of `count` groups of NV vectors (in and at advance by NV a group): y[at[j] + c * plane
+// + i] = sum over taps t of w[t][c] * in[j][off[t] + i], for i < 8, j < NV and c < channels (at
+// most 3; w holds 3 per tap, zeros past the last channel). The groups run in one call: a call per
+// group of 27 taps cost 9% of a 3 -> 32 conv around the kernel.
+template <int NV>
+EMBER_TARGET_AVX2 void positions_kernel(const float* const* in, const int64_t* at, int64_t count,
+                                        const int64_t* off, int64_t taps, const float* w, float* y,
+                                        int64_t plane, int64_t channels) {
+  for (int64_t grp = 0; grp < count; ++grp, in += NV, at += NV) {
+    const float* src[NV];
+    __m256 acc[kChannels][NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      src[j] = in[j];
+      acc[0][j] = acc[1][j] = acc[2][j] = _mm256_setzero_ps();
+    }
+    const float* wt = w;
+    for (int64_t t = 0; t < taps; ++t, wt += kChannels) {
+      const __m256 w0 = _mm256_broadcast_ss(wt), w1 = _mm256_broadcast_ss(wt + 1),
+                   w2 = _mm256_broadcast_ss(wt + 2);
+      const int64_t o = off[t];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        const __m256 x = _mm256_loadu_ps(src[j] + o);
+        acc[0][j] = _mm256_fmadd_ps(x, w0, acc[0][j]);
+        acc[1][j] = _mm256_fmadd_ps(x, w1, acc[1][j]);
+        acc[2][j] = _mm256_fmadd_ps(x, w2, acc[2][j]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      float* out = y + at[j];
+      _mm256_storeu_ps(out, acc[0][j]);
+      if (channels > 1) _mm256_storeu_ps(out + plane, acc[1][j]);
+      if (channels > 2) _mm256_storeu_ps(out + 2 * plane, acc[2][j]);
+    }
+  }
+}
+
+using PositionsKernel = void (*)(const float* const*, const int64_t*, int64_t, const int64_t*,
+                                 int64_t, const float*, float*, int64_t, int64_t);
+// kKernels[v - 1] holds v vectors.
+constexpr PositionsKernel kKernels[kVectors] = {positions_kernel<1>, positions_kernel<2>,
+                                                positions_kernel<3>, positions_kernel<4>};
+
+}  // namespace
+
+void direct_conv_positions_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
+                               int64_t c_out, const Geom& g) {
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+  const int64_t KH = g.k[1], KW = g.k[2], ph = g.p[1], pw = g.p[2];
+  // A band's copy: per input channel, the band's rows and the window's extra rows, each the
+  // image's row at column pw with zeros around it; Wp covers the last vector's window.
+  const int64_t Wp = OW + KW - 1;
+  const int64_t fit = kBandBytes / int64_t(sizeof(float)) / (c_in * Wp) - (KH - 1);
+  const int64_t band = std::clamp<int64_t>(fit, 1, OH), bands = (OH + band - 1) / band;
+  const int64_t band_in = band + KH - 1, plane = band_in * Wp;
+  const int64_t taps = c_in * KH * KW, groups = (c_out + kChannels - 1) / kChannels;
+  const Scratch<float> wp = pack_channel_blocks(w, c_out, taps, kChannels);
+  std::vector<int64_t> off(static_cast<size_t>(taps));
+  for (int64_t ic = 0, t = 0; ic < c_in; ++ic)
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw, ++t) off[size_t(t)] = ic * plane + kh * Wp + kw;
+  // A row's vectors start at 0, 8, ..., and the last at OW - 8.
+  const int64_t row_vectors = (OW + kLanes - 1) / kLanes;
+  const int64_t work = taps * OW * band * c_out;  // FMAs a task does, one lane each
+  parallel_for(n * bands, std::max<int64_t>(1, kGrain * 8 / std::max<int64_t>(work, 1)),
+               [&](int64_t t0, int64_t t1) {
+                 Scratch<float> buf(c_in * plane);
+                 std::vector<const float*> in;
+                 std::vector<int64_t> at;  // each vector's first output, from the band's
+                 for (int64_t task = t0; task < t1; ++task) {
+                   const int64_t img = task / bands, oh0 = task % bands * band;
+                   const int64_t rows = std::min(band, OH - oh0);
+                   for (int64_t ic = 0; ic < c_in; ++ic)
+                     for (int64_t r = 0; r < rows + KH - 1; ++r) {
+                       float* dst = buf.get() + ic * plane + r * Wp;
+                       const int64_t ih = oh0 - ph + r;
+                       std::fill(dst, dst + Wp, 0.0f);
+                       if (ih >= 0 && ih < H)
+                         std::memcpy(dst + pw, x + ((img * c_in + ic) * H + ih) * W,
+                                     sizeof(float) * size_t(std::min(W, Wp - pw)));
+                     }
+                   in.clear();
+                   at.clear();
+                   for (int64_t r = 0; r < rows; ++r)
+                     for (int64_t v = 0; v < row_vectors; ++v) {
+                       const int64_t s = std::min(v * kLanes, OW - kLanes);
+                       in.push_back(buf.get() + r * Wp + s);
+                       at.push_back((oh0 + r) * OW + s);
+                     }
+                   const int64_t vectors = int64_t(in.size());
+                   for (int64_t grp = 0; grp < groups; ++grp) {
+                     const int64_t channels = std::min(kChannels, c_out - grp * kChannels);
+                     float* yg = y + (img * c_out + grp * kChannels) * OH * OW;
+                     const float* wg = wp.get() + grp * taps * kChannels;
+                     const int64_t full = vectors / kVectors, rest = vectors % kVectors;
+                     kKernels[kVectors - 1](in.data(), at.data(), full, off.data(), taps, wg, yg,
+                                            OH * OW, channels);
+                     if (rest > 0)
+                       kKernels[rest - 1](in.data() + full * kVectors, at.data() + full * kVectors,
+                                          1, off.data(), taps, wg, yg, OH * OW, channels);
+                   }
+                 }
+               });
+}
+#else
+void direct_conv_positions_f32(const float*, const float*, float*, int64_t, int64_t, int64_t,
+                               const Geom&) {}
+#endif
+
+}  // namespace ember::cpu
