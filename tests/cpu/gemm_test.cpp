@@ -79,6 +79,16 @@ const Case kCases[] = {
     {20, 2100, 600, false, false, true},
     {64, 256, 784, false, false, false},
     {500, 40, 700, true, false, false},
+    // A read in place, row- and column-major: every count of last rows under a panel of 6 and
+    // of 12 (the kernels of exactly that many rows), on the few-rows path and (600 rows or more)
+    // the blocked one
+    {3, 40, 20, false, false, false},
+    {9, 33, 20, true, false, true},
+    {11, 50, 19, false, false, false},
+    {23, 17, 70, true, false, false},
+    {603, 30, 40, true, false, false},
+    {605, 35, 330, false, false, true},
+    {610, 16, 64, true, true, false},
 };
 
 std::vector<CpuIsa> levels() {

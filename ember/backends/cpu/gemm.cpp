@@ -5,6 +5,7 @@
 #include "ember/backends/cpu/gemm.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -22,6 +23,9 @@ namespace ember::cpu {
 
 namespace {
 
+// How the micro-kernel reads A: packed in MR-row panels, or in place, row- or column-major.
+constexpr int kPacked = 0, kRows = 1, kColumns = 2;
+
 // The blocking of one micro-kernel variant: an MR x NR tile of C in registers (NR: two vectors
 // of `Bytes`), A packed in MC x KC blocks, B in KC x NR panels. KC keeps an A and a B
 // micro-panel in L1 together, MC an A block in L2.
@@ -36,7 +40,9 @@ struct Blocking {
 };
 
 // The micro-kernel: C tile (MR x 2W) = (accumulate ? C : 0) + Ap * Bp over kc, for MR of 6 or
-// 12, B's rows ldb apart (a packed panel's 2W, or a row-major B read in place), written once as a
+// 12, B's rows ldb apart (a packed panel's 2W, or a row-major B read in place), A packed (MR
+// values per k: InA kPacked) or read in place (kRows: row-major, rows lda apart; kColumns:
+// column-major, columns lda apart, the layout of a packed panel with lda for MR), written once as a
 // macro and expanded inside each variant's function below, so that every operation in it is
 // compiled for that variant's instruction set (a helper function would be compiled for the file's
 // level first: its vectors split into pieces, or refused inlining). V: the vector type, W: its
@@ -49,7 +55,7 @@ struct Blocking {
   X(0, B) X(1, B) X(2, B) X(3, B) X(4, B) X(5, B) X(6, B) X(7, B) X(8, B) X(9, B) X(10, B) X(11, B)
 #define EMBER_GEMM_STEP(i, BCAST) \
   if constexpr (i < MR) {         \
-    a = BCAST(ap + i);            \
+    a = BCAST(ap + i * ars);      \
     c##i##0 += a * b0;            \
     c##i##1 += a * b1;            \
   }
@@ -74,23 +80,25 @@ struct Blocking {
     __builtin_prefetch(c + i * ldc + W - 1, 1, 3);     \
     __builtin_prefetch(c + i * ldc + 2 * W - 1, 1, 3); \
   }
-#define EMBER_GEMM_MICRO(T_, V_, MR_, AS_, BCAST_)             \
-  {                                                            \
-    using T = T_;                                              \
-    using V = V_;                                              \
-    constexpr int W = int(sizeof(V) / sizeof(T));              \
-    constexpr int MR = MR_;                                    \
-    EMBER_GEMM_ROWS(EMBER_GEMM_PREFETCH)                       \
-    EMBER_GEMM_ROWS(EMBER_GEMM_DECL)                           \
-    _Pragma("GCC unroll 4") for (int64_t p = 0; p < kc; ++p) { \
-      V b0, b1, a;                                             \
-      std::memcpy(&b0, bp, sizeof(V));                         \
-      std::memcpy(&b1, bp + W, sizeof(V));                     \
-      EMBER_GEMM_ROWS_WITH(EMBER_GEMM_STEP, BCAST_)            \
-      ap += AS_;                                               \
-      bp += ldb;                                               \
-    }                                                          \
-    EMBER_GEMM_ROWS(EMBER_GEMM_OUT)                            \
+#define EMBER_GEMM_MICRO(T_, V_, MR_, AS_, BCAST_)                     \
+  {                                                                    \
+    using T = T_;                                                      \
+    using V = V_;                                                      \
+    constexpr int W = int(sizeof(V) / sizeof(T));                      \
+    constexpr int MR = MR_;                                            \
+    const int64_t ars = InA == kRows ? lda : 1;                        \
+    const int64_t acs = InA == kPacked ? AS_ : InA == kRows ? 1 : lda; \
+    EMBER_GEMM_ROWS(EMBER_GEMM_PREFETCH)                               \
+    EMBER_GEMM_ROWS(EMBER_GEMM_DECL)                                   \
+    _Pragma("GCC unroll 4") for (int64_t p = 0; p < kc; ++p) {         \
+      V b0, b1, a;                                                     \
+      std::memcpy(&b0, bp, sizeof(V));                                 \
+      std::memcpy(&b1, bp + W, sizeof(V));                             \
+      EMBER_GEMM_ROWS_WITH(EMBER_GEMM_STEP, BCAST_)                    \
+      ap += acs;                                                       \
+      bp += ldb;                                                       \
+    }                                                                  \
+    EMBER_GEMM_ROWS(EMBER_GEMM_OUT)                                    \
   }
 
 // The variants (cpu/isa.h): 32-byte vectors in the instructions the library is compiled for;
@@ -98,11 +106,13 @@ struct Blocking {
 typedef float vf32_portable __attribute__((vector_size(32)));
 typedef double vf64_portable __attribute__((vector_size(32)));
 #define EMBER_BCAST_GENERIC(p) (*(p)-V{})  // x - 0 is x for every x (x + 0 is not: -0.0)
-// Each is a template over the rows it computes, R, of a panel packed MR (6 or 12) rows wide:
-// R = MR for full tiles, 4 and 8 for the last rows of a product (a batch of 64 is 5 x 12 + 4).
-template <int R>
-void micro_portable_f32(int64_t kc, const float* __restrict ap, const float* __restrict bp,
-                        int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+// Each is a template over the rows it computes, R, and how it reads A, InA: from a panel packed MR
+// (6 or 12) rows wide, R = MR for full tiles, 4 and 8 for the last rows of a product (a batch of
+// 64 is 5 x 12 + 4); in place, every R up to MR.
+template <int R, int InA>
+void micro_portable_f32(int64_t kc, const float* __restrict ap, int64_t lda,
+                        const float* __restrict bp, int64_t ldb, float* c, int64_t ldc,
+                        bool accumulate) {
 #if defined(__AVX__)
 #define EMBER_BCAST_256PS(p) _mm256_broadcast_ss(p)
   EMBER_GEMM_MICRO(float, __m256, R, 6, EMBER_BCAST_256PS)
@@ -110,9 +120,10 @@ void micro_portable_f32(int64_t kc, const float* __restrict ap, const float* __r
   EMBER_GEMM_MICRO(float, vf32_portable, R, 6, EMBER_BCAST_GENERIC)
 #endif
 }
-template <int R>
-void micro_portable_f64(int64_t kc, const double* __restrict ap, const double* __restrict bp,
-                        int64_t ldb, double* c, int64_t ldc, bool accumulate) {
+template <int R, int InA>
+void micro_portable_f64(int64_t kc, const double* __restrict ap, int64_t lda,
+                        const double* __restrict bp, int64_t ldb, double* c, int64_t ldc,
+                        bool accumulate) {
 #if defined(__AVX__)
 #define EMBER_BCAST_256PD(p) _mm256_broadcast_sd(p)
   EMBER_GEMM_MICRO(double, __m256d, R, 6, EMBER_BCAST_256PD)
@@ -125,26 +136,26 @@ void micro_portable_f64(int64_t kc, const double* __restrict ap, const double* _
 #define EMBER_BCAST_512PS(p) _mm512_set1_ps(*(p))
 #define EMBER_BCAST_512PD(p) _mm512_set1_pd(*(p))
 // clang-format off
-template <int R>
-EMBER_TARGET_AVX2 void micro_avx2_f32(int64_t kc, const float* __restrict ap,
+template <int R, int InA>
+EMBER_TARGET_AVX2 void micro_avx2_f32(int64_t kc, const float* __restrict ap, int64_t lda,
                                       const float* __restrict bp, int64_t ldb, float* c,
                                       int64_t ldc, bool accumulate) {
   EMBER_GEMM_MICRO(float, __m256, R, 6, _mm256_broadcast_ss)
 }
-template <int R>
-EMBER_TARGET_AVX2 void micro_avx2_f64(int64_t kc, const double* __restrict ap,
+template <int R, int InA>
+EMBER_TARGET_AVX2 void micro_avx2_f64(int64_t kc, const double* __restrict ap, int64_t lda,
                                       const double* __restrict bp, int64_t ldb, double* c,
                                       int64_t ldc, bool accumulate) {
   EMBER_GEMM_MICRO(double, __m256d, R, 6, _mm256_broadcast_sd)
 }
-template <int R>
-EMBER_TARGET_AVX512 void micro_avx512_f32(int64_t kc, const float* __restrict ap,
+template <int R, int InA>
+EMBER_TARGET_AVX512 void micro_avx512_f32(int64_t kc, const float* __restrict ap, int64_t lda,
                                           const float* __restrict bp, int64_t ldb, float* c,
                                           int64_t ldc, bool accumulate) {
   EMBER_GEMM_MICRO(float, __m512, R, 12, EMBER_BCAST_512PS)
 }
-template <int R>
-EMBER_TARGET_AVX512 void micro_avx512_f64(int64_t kc, const double* __restrict ap,
+template <int R, int InA>
+EMBER_TARGET_AVX512 void micro_avx512_f64(int64_t kc, const double* __restrict ap, int64_t lda,
                                           const double* __restrict bp, int64_t ldb, double* c,
                                           int64_t ldc, bool accumulate) {
   EMBER_GEMM_MICRO(double, __m512d, R, 12, EMBER_BCAST_512PD)
@@ -152,17 +163,27 @@ EMBER_TARGET_AVX512 void micro_avx512_f64(int64_t kc, const double* __restrict a
 // clang-format on
 #endif
 
-// A variant: its blocking and micro-kernels (K<MR> for R rows of an MR-row panel).
-template <class T, class Bk, template <int> class K>
+// A variant: its blocking and micro-kernels (K<R, kPacked> for R rows of an MR-row panel;
+// K<R, kRows or kColumns> for R rows of A read in place, one for every R up to MR: past the last
+// row there is no row to read).
+template <class T, class Bk, template <int, int> class K>
 struct Variant : Bk {
-  static constexpr auto micro = K<Bk::kMR>::f;
-  static constexpr auto micro4 = K<4>::f;
-  static constexpr auto micro8 = K<(Bk::kMR >= 8 ? 8 : Bk::kMR)>::f;
+  static constexpr auto micro = K<Bk::kMR, kPacked>::f;
+  static constexpr auto micro4 = K<4, kPacked>::f;
+  static constexpr auto micro8 = K<(Bk::kMR >= 8 ? 8 : Bk::kMR), kPacked>::f;
+  template <int InA, int... I>
+  static constexpr auto in_place(std::integer_sequence<int, I...>) {
+    return std::array{K<I + 1, InA>::f...};
+  }
+  // in_place_rows[r - 1]: r rows of a row-major A; in_place_columns: of a column-major one
+  static constexpr auto in_place_rows = in_place<kRows>(std::make_integer_sequence<int, Bk::kMR>{});
+  static constexpr auto in_place_columns =
+      in_place<kColumns>(std::make_integer_sequence<int, Bk::kMR>{});
 };
-#define EMBER_GEMM_KERNEL(name)        \
-  template <int R>                     \
-  struct K_##name {                    \
-    static constexpr auto f = name<R>; \
+#define EMBER_GEMM_KERNEL(name)             \
+  template <int R, int InA>                 \
+  struct K_##name {                         \
+    static constexpr auto f = name<R, InA>; \
   };
 EMBER_GEMM_KERNEL(micro_portable_f32)
 EMBER_GEMM_KERNEL(micro_portable_f64)
@@ -241,29 +262,56 @@ void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, 
   }
 }
 
-// Runs the micro-kernel down one MR-panelled block of A (mc rows) against one B panel (cols <=
-// NR of C's columns). Edge tiles are computed into a buffer and the valid part copied.
+// Where a block of A is: packed in MR-row panels (mode kPacked), or in place (kRows, kColumns)
+// at p with rows (columns) ld apart.
+template <class T>
+struct ABlock {
+  const T* p;
+  int mode;
+  int64_t ld;
+};
+// Runs the micro-kernel down one block of A (mc rows) against one B panel (cols <= NR of C's
+// columns). Edge tiles are computed into a buffer and the valid part copied.
 template <class Bk, class T>
-void run_panel(int64_t kc, int64_t mc, int64_t cols, const T* ablock, const T* bp, int64_t ldb,
-               T* c, int64_t ldc, bool accumulate) {
+void run_panel(int64_t kc, int64_t mc, int64_t cols, ABlock<T> a, const T* bp, int64_t ldb, T* c,
+               int64_t ldc, bool accumulate) {
   constexpr int MR = Bk::kMR, NR = Bk::kNR;
   alignas(64) T tile[MR * NR];
   for (int64_t i0 = 0; i0 < mc; i0 += MR) {
     const int64_t rows = std::min<int64_t>(MR, mc - i0);
     T* cp = c + i0 * ldc;
-    const T* ap = ablock + i0 * kc;
-    // the last rows of a product take the smallest kernel that covers them
-    const auto micro = rows <= 4 ? Bk::micro4 : rows <= 8 ? Bk::micro8 : Bk::micro;
-    const int64_t covered = rows <= 4 ? 4 : rows <= 8 && MR > 8 ? 8 : MR;
+    const T* ap = a.p + i0 * (a.mode == kPacked ? kc : a.mode == kRows ? a.ld : 1);
+    const int64_t lda = a.ld;
+    // the last rows of a product take the smallest kernel that covers them (read in place, the
+    // one of exactly their count)
+    const auto micro = a.mode == kRows      ? Bk::in_place_rows[size_t(rows - 1)]
+                       : a.mode == kColumns ? Bk::in_place_columns[size_t(rows - 1)]
+                       : rows <= 4          ? Bk::micro4
+                       : rows <= 8          ? Bk::micro8
+                                            : Bk::micro;
+    const int64_t covered = a.mode != kPacked ? rows : rows <= 4 ? 4 : rows <= 8 && MR > 8 ? 8 : MR;
     if (rows == covered && cols == NR) {
-      micro(kc, ap, bp, ldb, cp, ldc, accumulate);
+      micro(kc, ap, lda, bp, ldb, cp, ldc, accumulate);
     } else {
       for (int64_t i = 0; i < rows && accumulate; ++i)
         std::memcpy(tile + i * NR, cp + i * ldc, cols * sizeof(T));
-      micro(kc, ap, bp, ldb, tile, NR, accumulate);
+      micro(kc, ap, lda, bp, ldb, tile, NR, accumulate);
       for (int64_t i = 0; i < rows; ++i) std::memcpy(cp + i * ldc, tile + i * NR, cols * sizeof(T));
     }
   }
+}
+
+// A read in place where one of its strides is 1 (ABlock at its element (0, 0)), or kPacked.
+template <class T>
+ABlock<T> a_in_place(MatRef<T> a) {
+  if (a.cs == 1) return {a.p, kRows, std::max<int64_t>(a.rs, 1)};
+  if (a.rs == 1) return {a.p, kColumns, a.cs};
+  return {a.p, kPacked, 0};
+}
+// The block of an in-place A from its element (i, p).
+template <class T>
+ABlock<T> at(ABlock<T> a, int64_t i, int64_t p) {
+  return {a.p + (a.mode == kRows ? i * a.ld + p : i + p * a.ld), a.mode, a.ld};
 }
 
 template <class F>
@@ -274,16 +322,21 @@ void for_range(bool parallel, int64_t count, int64_t grain, F&& f) {
     f(int64_t{0}, count);
 }
 
-// Products of few rows (up to 4 blocks of MC): the skinny GEMMs of training. A is packed whole,
-// every K block, and one round of work items follows, each a block of rows x a group of B
-// panels running the whole K loop with its B panels packed where it uses them (into a panel
-// that stays in L1) or read in place. A round per K block cost 64 x 784 x 256 13% of its
-// time, and packing A per item (every item of a block packing the same rows) a third.
-// With one block of rows, each thread packs all of A for itself and takes one item, an equal
-// share of the panels: A then stays in the thread's own cache (read across from the other
-// core's, 64 x 784 x 256 on 2 threads took 0.114 ms, 0.102 this way), and there is no round
-// for the packing. With more, the threads pack A together first and take at least 8 items
-// each, so that row blocks that do not divide among them (3 on 2) still share evenly.
+// Products of few rows (up to 4 blocks of MC): the skinny GEMMs of training. One round of work
+// items, each a block of rows x a group of B panels running the whole K loop with its B panels
+// packed where it uses them (into a panel that stays in L1) or read in place. A round per K
+// block cost 64 x 784 x 256 13% of its time.
+// A row- or column-major A (one stride 1: a linear layer's x or x^T) is read in place, by kernels
+// of each row count: with only these rows, packing it was not repaid (on an AVX2 CPU, 2 threads,
+// 64 x 784 x 256 0.160 -> 0.145 ms, 256^3 0.204 -> 0.183; one thread 0.303 -> 0.280, 0.382 ->
+// 0.358). In the blocked path below, where each packed block serves many B panels, reading A in
+// place measured the same, and it keeps packing. Other strides are packed whole, every K block:
+// with one block of rows, by each thread for itself, taking one item, an equal share of the
+// panels (A then stays in the thread's own cache: read across from the other core's, 64 x 784
+// x 256 on 2 threads took 0.114 ms, 0.102 this way); with more, by the threads together first,
+// each then taking at least 8 items, so that row blocks that do not divide among them (3 on 2)
+// still share evenly. Packing A per item (every item of a block packing the same rows) cost a
+// third.
 template <class Bk, class T, class PackB>
 void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b,
                    MatRef<T> direct_b, T* c, int64_t ldc, bool add_to_c, bool parallel) {
@@ -303,9 +356,11 @@ void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pa
                     dst + pc * mpanels * MR + r * MR * kc);
     }
   };
-  const bool private_a = mblocks == 1;
-  Aligned<T> shared_a(private_a ? 0 : apack_size);
-  if (!private_a)
+  const ABlock<T> in_place = a_in_place(a);
+  const bool a_in_place = in_place.mode != kPacked;
+  const bool private_a = mblocks == 1 && !a_in_place;
+  Aligned<T> shared_a(private_a || a_in_place ? 0 : apack_size);
+  if (!private_a && !a_in_place)
     for_range(parallel, mpanels * kblocks, 1,
               [&](int64_t t0, int64_t t1) { pack_a_panels(shared_a.p, t0, t1); });
   const int64_t pgroups =
@@ -332,8 +387,10 @@ void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pa
           } else {
             pack_b(pc, j, kc, cols, int64_t(NR), bpanel.p);
           }
-          run_panel<Bk>(kc, mc, cols, apack + pc * mpanels * MR + ic * kc, bp, ldb,
-                        c + ic * ldc + j, ldc, add_to_c || pc > 0);
+          const ABlock<T> ab = a_in_place
+                                   ? at(in_place, ic, pc)
+                                   : ABlock<T>{apack + pc * mpanels * MR + ic * kc, kPacked, 0};
+          run_panel<Bk>(kc, mc, cols, ab, bp, ldb, c + ic * ldc + j, ldc, add_to_c || pc > 0);
         }
       }
     }
@@ -392,8 +449,9 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
           const int64_t p_end = std::min(npanels, (g + 1) * per_group);
           for (int64_t jp = g * per_group; jp < p_end; ++jp) {
             const int64_t j = jc + jp * NR;
-            run_panel<Bk>(kc, mc, std::min<int64_t>(NR, n - j), apack.p, bpack.p + jp * NR * kc,
-                          int64_t(NR), c + ic * ldc + j, ldc, add_to_c || pc > 0);
+            run_panel<Bk>(kc, mc, std::min<int64_t>(NR, n - j), {apack.p, kPacked, 0},
+                          bpack.p + jp * NR * kc, int64_t(NR), c + ic * ldc + j, ldc,
+                          add_to_c || pc > 0);
           }
         }
       });
@@ -438,7 +496,8 @@ template <class Bk>
 void panel_run(int64_t m, int64_t n, int64_t k, const float* ap, const float* b, int64_t ldb,
                float* c, int64_t ldc) {
   for (int64_t j = 0; j < n; j += Bk::kNR)
-    run_panel<Bk>(k, m, std::min<int64_t>(Bk::kNR, n - j), ap, b + j, ldb, c + j, ldc, false);
+    run_panel<Bk>(k, m, std::min<int64_t>(Bk::kNR, n - j), {ap, kPacked, 0}, b + j, ldb, c + j, ldc,
+                  false);
 }
 template <class Bk>
 PanelGemmF32 panel_gemm() {
