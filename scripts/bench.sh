@@ -32,7 +32,8 @@
 #   scripts/bench.sh build     # build times (cold, after a model edit, a small user program) and
 #                              # stripped binary sizes, Release and Debug, ccache off
 #                              # (BENCH_BUILD_CONFIGS, BENCH_BUILD_COLD=0 to skip cold builds)
-# Environment: BENCH_THREADS (default: nproc), BENCH_REPS (repetitions, default 7),
+# Environment: BENCH_THREADS (default: nproc), BENCH_REPS (repetitions, default 7, shared among
+# BENCH_ROUNDS rounds of ember and its peers in turn, default 3),
 # BENCH_MIN_TIME (seconds per repetition, default 0.2), BENCH_EMBER_BLAS (default OFF).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -156,12 +157,23 @@ if [ "$suite" = onnx ]; then
   exit 0
 fi
 
-echo "bench.sh: ember (build/bench/${suite}_bench), $threads threads, $reps repetitions" >&2
-run "build/bench/${suite}_bench" --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" \
-  --benchmark_report_aggregates_only=true --benchmark_format=json >"$out/$suite.ember.json"
-echo "bench.sh: PyTorch (bench/peer_torch_$suite.py)" >&2
-run /usr/bin/python3 "bench/peer_torch_$suite.py" --threads "$threads" --reps "$reps" \
-  --min-time "$min_time" --out "$out/$suite.torch.json"
-/usr/bin/python3 bench/merge_bench.py --ember "$out/$suite.ember.json" \
-  --peer "$out/$suite.torch.json" --reps "$reps" --out "$out/$suite.json" | tee "$out/$suite.txt"
-echo "bench.sh: wrote $out/$suite.json (raw: $out/$suite.ember.json, $out/$suite.torch.json)" >&2
+# BENCH_ROUNDS rounds of ember (with its native peers) and PyTorch in turn, the repetitions
+# shared among them, so that a slow stretch of a shared machine falls on both sides.
+rounds=${BENCH_ROUNDS:-3}
+per_round=$(((reps + rounds - 1) / rounds))
+rm -f "$out/$suite".ember.*.json "$out/$suite".torch.*.json
+merge_args=()
+for round in $(seq "$rounds"); do
+  echo "bench.sh: round $round of $rounds: ember (build/bench/${suite}_bench), $threads threads," \
+    "$per_round repetitions" >&2
+  run "build/bench/${suite}_bench" --benchmark_repetitions="$per_round" \
+    --benchmark_min_time="$min_time" --benchmark_format=json >"$out/$suite.ember.$round.json"
+  echo "bench.sh: round $round of $rounds: PyTorch (bench/peer_torch_$suite.py)" >&2
+  run /usr/bin/python3 "bench/peer_torch_$suite.py" --threads "$threads" --reps "$per_round" \
+    --min-time "$min_time" --out "$out/$suite.torch.$round.json"
+  merge_args+=(--ember "$out/$suite.ember.$round.json" --peer "$out/$suite.torch.$round.json")
+done
+/usr/bin/python3 bench/merge_bench.py "${merge_args[@]}" --reps "$((per_round * rounds))" \
+  --out "$out/$suite.json" | tee "$out/$suite.txt"
+echo "bench.sh: wrote $out/$suite.json (raw: $out/$suite.ember.N.json, $out/$suite.torch.N.json" \
+  "for rounds N = 1..$rounds)" >&2
