@@ -5,8 +5,9 @@
 // input channel and tap, reading the input rows themselves (a zero-padded copy of the batch)
 // as vectors and the weights as broadcasts; nothing is packed but the weights, once a call.
 // With 16 output channels or more a second kernel lays the channels across the lanes instead
-// (direct_conv_lanes.cpp); on AVX2 that kernel, 8 channels a vector, takes every convolution
-// (direct_conv_avx2.cpp).
+// (direct_conv_lanes.cpp); on AVX2 that kernel, 8 channels a vector, takes the convolutions
+// (direct_conv_avx2.cpp), but for those of at most 27 input taps (a first layer's 3 x 3 x 3),
+// whose positions go across the lanes (direct_conv_positions.cpp).
 //
 //   cpu::Geom g;  // 2D: in {1, 28, 28}, out {1, 28, 28}, a 3x3 window, padding 1
 //   g.in[1] = g.in[2] = g.out[1] = g.out[2] = 28;

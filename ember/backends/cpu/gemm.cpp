@@ -303,7 +303,7 @@ void run_panel(int64_t kc, int64_t mc, int64_t cols, ABlock<T> a, const T* bp, i
 
 // A read in place where one of its strides is 1 (ABlock at its element (0, 0)), or kPacked.
 template <class T>
-ABlock<T> a_in_place(MatRef<T> a) {
+ABlock<T> in_place_of(MatRef<T> a) {
   if (a.cs == 1) return {a.p, kRows, std::max<int64_t>(a.rs, 1)};
   if (a.rs == 1) return {a.p, kColumns, a.cs};
   return {a.p, kPacked, 0};
@@ -356,7 +356,7 @@ void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pa
                     dst + pc * mpanels * MR + r * MR * kc);
     }
   };
-  const ABlock<T> in_place = a_in_place(a);
+  const ABlock<T> in_place = in_place_of(a);
   const bool a_in_place = in_place.mode != kPacked;
   const bool private_a = mblocks == 1 && !a_in_place;
   Aligned<T> shared_a(private_a || a_in_place ? 0 : apack_size);
