@@ -65,13 +65,21 @@ void softmax_row_f32(const float* x, float* y, int64_t n, float m, bool log) {
   }
 }
 
-// Softmax rows [b, e) of n floats, their maxima 4 rows at a time.
+// Softmax rows [b, e) of n floats, their maxima 4 rows at a time. While a row's exps are
+// computed (from L1: the maxima's pass brought the rows in), the same row of the next 4 is
+// fetched into L2, so that the next maxima's pass, the only one from memory, overlaps with them:
+// 4096 x 1024 on 2 threads of an AVX2 CPU, 2.02-2.05 -> 1.78-1.87 ms (fastest runs, alternating).
+// Into L1 instead it gained half that, and fetching the output rows for writing too nothing.
 void softmax_rows_f32(const float* x, float* y, int64_t b, int64_t e, int64_t n, bool log) {
   int64_t o = b;
   for (; o + 4 <= e; o += 4) {
     float m[4];
     row_maxima(x + o * n, n, m);
-    for (int r = 0; r < 4; ++r) softmax_row_f32(x + (o + r) * n, y + (o + r) * n, n, m[r], log);
+    for (int r = 0; r < 4; ++r) {
+      if (o + 8 <= e)
+        for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(x + (o + 4 + r) * n + i, 0, 2);
+      softmax_row_f32(x + (o + r) * n, y + (o + r) * n, n, m[r], log);
+    }
   }
   for (; o < e; ++o) {
     float m[1];
