@@ -68,7 +68,7 @@ void softmax_row_f32(const float* x, float* y, int64_t n, float m, bool log) {
 // Softmax rows [b, e) of n floats, their maxima 4 rows at a time. While a row's exps are
 // computed (from L1: the maxima's pass brought the rows in), the same row of the next 4 is
 // fetched into L2, so that the next maxima's pass, the only one from memory, overlaps with them:
-// 4096 x 1024 on 2 threads of an AVX2 CPU, 2.02-2.05 -> 1.78-1.87 ms (fastest runs, alternating).
+// 4096 x 1024 on 2 threads of an AVX2 CPU, 1.95-1.99 -> 1.81-1.83 ms (fastest runs, alternating).
 // Into L1 instead it gained half that, and fetching the output rows for writing too nothing.
 void softmax_rows_f32(const float* x, float* y, int64_t b, int64_t e, int64_t n, bool log) {
   int64_t o = b;

@@ -116,6 +116,24 @@ void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t Hp
   });
 }
 
+void copy_band(const float* x, int64_t c_in, int64_t H, int64_t W, int64_t ih0, int64_t rows,
+               int64_t pw, int64_t Wp, int64_t plane, float* dst) {
+  const int64_t cols = std::min(W, Wp - pw);
+  for (int64_t ic = 0; ic < c_in; ++ic)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* d = dst + ic * plane + r * Wp;
+      const int64_t ih = ih0 + r;
+      if (ih < 0 || ih >= H) {
+        std::fill(d, d + Wp, 0.0f);
+        continue;
+      }
+      // zeros only in the padding
+      std::fill(d, d + pw, 0.0f);
+      std::memcpy(d + pw, x + (ic * H + ih) * W, sizeof(float) * size_t(cols));
+      std::fill(d + pw + cols, d + Wp, 0.0f);
+    }
+}
+
 Scratch<float> pack_channel_blocks(const float* w, int64_t c_out, int64_t taps, int64_t width) {
   const int64_t blocks = (c_out + width - 1) / width;
   Scratch<float> dst(blocks * taps * width);

@@ -69,6 +69,11 @@ bool direct_geometry_fits(const Geom& g, int64_t groups);
 /// The weights w [c_out][taps] in blocks of `width` output channels, as the direct kernels read
 /// them: dst [ceil(c_out / width)][taps][width], zeros past c_out. Returns the packed buffer.
 Scratch<float> pack_channel_blocks(const float* w, int64_t c_out, int64_t taps, int64_t width);
+/// A band of `rows` padded rows of an image's c_in planes (H x W, at x), as the direct kernels
+/// read it: row r of channel ic at dst[ic * plane + r * Wp] holds the image's row ih0 + r at
+/// column pw with zeros around it, or zeros where that row is outside the image (the padding).
+void copy_band(const float* x, int64_t c_in, int64_t H, int64_t W, int64_t ih0, int64_t rows,
+               int64_t pw, int64_t Wp, int64_t plane, float* dst);
 /// Copies `planes` planes of H x W floats into Hp x Wp ones at row ph and column pw, zeros
 /// around them (what fits: rows or columns past Hp or Wp are dropped). Multithreaded.
 void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t Hp, int64_t Wp,

@@ -13,7 +13,6 @@
 // the same way, 8 channels a vector (direct_conv_avx2.cpp).
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -123,13 +122,6 @@ __attribute__((target("avx512f"))) void store_transposed(const float* sums, int6
     for (int64_t j = 0; j < channels; ++j)
       _mm512_mask_storeu_ps(y + j * channel_stride + p0, m, r[j]);
   }
-}
-
-// dst[0, Wp) = the W floats of src at pw, zeros around them.
-void copy_row(const float* src, int64_t W, int64_t pw, int64_t Wp, float* dst) {
-  std::fill(dst, dst + pw, 0.0f);
-  std::memcpy(dst + pw, src, sizeof(float) * size_t(W));
-  std::fill(dst + pw + W, dst + Wp, 0.0f);
 }
 
 }  // namespace
@@ -254,17 +246,9 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
           const int64_t img = task / bands, oh0 = task % bands * band;
           const int64_t rows = std::min(band, OH - oh0);
           float* buf = in.get();
-          // Row by row, zeros only in the padding.
-          for (int64_t ic = 0; ic < c_in && !in_place; ++ic)
-            for (int64_t r = 0; r < rows + KH - 1; ++r) {
-              const int64_t ih = oh0 - ph + r;
-              float* dst = buf + ic * plane + r * Wp;
-              if (ih < 0 || ih >= H) {
-                std::fill(dst, dst + Wp, 0.0f);
-                continue;
-              }
-              copy_row(x + ((img * c_in + ic) * H + ih) * W, W, pw, Wp, dst);
-            }
+          if (!in_place)
+            copy_band(x + img * c_in * H * W, c_in, H, W, oh0 - ph, rows + KH - 1, pw, Wp, plane,
+                      buf);
           for (int64_t b = 0; b < blocks; ++b) {
             const int64_t channels = std::min(lanes, c_out - b * lanes);
             float* yb = y + (img * c_out + b * lanes) * OH * OW;

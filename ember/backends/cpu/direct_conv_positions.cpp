@@ -11,7 +11,6 @@
 // starts at the row's last 8 positions and stores some sums twice, the same values). The inputs
 // are read from a zero-padded copy of the band's rows, made per task and kept in L1.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -41,19 +40,19 @@ bool direct_conv_positions_fits(const Geom& g, int64_t groups, int64_t c_in) {
 namespace {
 
 // For each of `count` groups of NV vectors (in and at advance by NV a group): y[at[j] + c * plane
-// + i] = sum over taps t of w[t][c] * in[j][off[t] + i], for i < 8, j < NV and c < channels (at
-// most 3; w holds 3 per tap, zeros past the last channel). The groups run in one call: a call per
-// group of 27 taps cost 9% of a 3 -> 32 conv around the kernel.
+// + i] = sum over taps t of w[t][c] * x[in[j] + off[t] + i], for i < 8, j < NV and c < channels
+// (at most 3; w holds 3 per tap, zeros past the last channel). The groups run in one call: a call
+// per group of 27 taps cost 9% of a 3 -> 32 conv around the kernel.
 template <int NV>
-EMBER_TARGET_AVX2 void positions_kernel(const float* const* in, const int64_t* at, int64_t count,
-                                        const int64_t* off, int64_t taps, const float* w, float* y,
-                                        int64_t plane, int64_t channels) {
+EMBER_TARGET_AVX2 void positions_kernel(const float* x, const int64_t* in, const int64_t* at,
+                                        int64_t count, const int64_t* off, int64_t taps,
+                                        const float* w, float* y, int64_t plane, int64_t channels) {
   for (int64_t grp = 0; grp < count; ++grp, in += NV, at += NV) {
     const float* src[NV];
     __m256 acc[kChannels][NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) {
-      src[j] = in[j];
+      src[j] = x + in[j];
       acc[0][j] = acc[1][j] = acc[2][j] = _mm256_setzero_ps();
     }
     const float* wt = w;
@@ -79,8 +78,8 @@ EMBER_TARGET_AVX2 void positions_kernel(const float* const* in, const int64_t* a
   }
 }
 
-using PositionsKernel = void (*)(const float* const*, const int64_t*, int64_t, const int64_t*,
-                                 int64_t, const float*, float*, int64_t, int64_t);
+using PositionsKernel = void (*)(const float*, const int64_t*, const int64_t*, int64_t,
+                                 const int64_t*, int64_t, const float*, float*, int64_t, int64_t);
 // kKernels[v - 1] holds v vectors.
 constexpr PositionsKernel kKernels[kVectors] = {positions_kernel<1>, positions_kernel<2>,
                                                 positions_kernel<3>, positions_kernel<4>};
@@ -103,45 +102,38 @@ void direct_conv_positions_f32(const float* x, const float* w, float* y, int64_t
   for (int64_t ic = 0, t = 0; ic < c_in; ++ic)
     for (int64_t kh = 0; kh < KH; ++kh)
       for (int64_t kw = 0; kw < KW; ++kw, ++t) off[size_t(t)] = ic * plane + kh * Wp + kw;
-  // A row's vectors start at 0, 8, ..., and the last at OW - 8.
+  // A full band's vectors, row by row: where each reads in the band's copy and writes from the
+  // band's first output (a row's vectors start at 0, 8, ..., and the last at OW - 8). A shorter
+  // last band takes the first of them.
   const int64_t row_vectors = (OW + kLanes - 1) / kLanes;
+  std::vector<int64_t> in, at;
+  for (int64_t r = 0; r < band; ++r)
+    for (int64_t v = 0; v < row_vectors; ++v) {
+      const int64_t s = std::min(v * kLanes, OW - kLanes);
+      in.push_back(r * Wp + s);
+      at.push_back(r * OW + s);
+    }
   const int64_t work = taps * OW * band * c_out;  // FMAs a task does, one lane each
   parallel_for(n * bands, std::max<int64_t>(1, kGrain * 8 / std::max<int64_t>(work, 1)),
                [&](int64_t t0, int64_t t1) {
                  Scratch<float> buf(c_in * plane);
-                 std::vector<const float*> in;
-                 std::vector<int64_t> at;  // each vector's first output, from the band's
                  for (int64_t task = t0; task < t1; ++task) {
                    const int64_t img = task / bands, oh0 = task % bands * band;
                    const int64_t rows = std::min(band, OH - oh0);
-                   for (int64_t ic = 0; ic < c_in; ++ic)
-                     for (int64_t r = 0; r < rows + KH - 1; ++r) {
-                       float* dst = buf.get() + ic * plane + r * Wp;
-                       const int64_t ih = oh0 - ph + r;
-                       std::fill(dst, dst + Wp, 0.0f);
-                       if (ih >= 0 && ih < H)
-                         std::memcpy(dst + pw, x + ((img * c_in + ic) * H + ih) * W,
-                                     sizeof(float) * size_t(std::min(W, Wp - pw)));
-                     }
-                   in.clear();
-                   at.clear();
-                   for (int64_t r = 0; r < rows; ++r)
-                     for (int64_t v = 0; v < row_vectors; ++v) {
-                       const int64_t s = std::min(v * kLanes, OW - kLanes);
-                       in.push_back(buf.get() + r * Wp + s);
-                       at.push_back((oh0 + r) * OW + s);
-                     }
-                   const int64_t vectors = int64_t(in.size());
+                   copy_band(x + img * c_in * H * W, c_in, H, W, oh0 - ph, rows + KH - 1, pw, Wp,
+                             plane, buf.get());
+                   const int64_t vectors = rows * row_vectors;
+                   const int64_t full = vectors / kVectors, rest = vectors % kVectors;
                    for (int64_t grp = 0; grp < groups; ++grp) {
                      const int64_t channels = std::min(kChannels, c_out - grp * kChannels);
-                     float* yg = y + (img * c_out + grp * kChannels) * OH * OW;
+                     float* yg = y + ((img * c_out + grp * kChannels) * OH + oh0) * OW;
                      const float* wg = wp.get() + grp * taps * kChannels;
-                     const int64_t full = vectors / kVectors, rest = vectors % kVectors;
-                     kKernels[kVectors - 1](in.data(), at.data(), full, off.data(), taps, wg, yg,
-                                            OH * OW, channels);
+                     kKernels[kVectors - 1](buf.get(), in.data(), at.data(), full, off.data(), taps,
+                                            wg, yg, OH * OW, channels);
                      if (rest > 0)
-                       kKernels[rest - 1](in.data() + full * kVectors, at.data() + full * kVectors,
-                                          1, off.data(), taps, wg, yg, OH * OW, channels);
+                       kKernels[rest - 1](buf.get(), in.data() + full * kVectors,
+                                          at.data() + full * kVectors, 1, off.data(), taps, wg, yg,
+                                          OH * OW, channels);
                    }
                  }
                });
