@@ -39,7 +39,10 @@ std::vector<double> direct(const Case& c, const std::vector<float>& x,
 TEST(CpuWinograd, MatchesADirectConvolution) {
   for (Case c : {Case{2, 16, 20, 9, 11, 1}, Case{1, 32, 16, 8, 8, 0}, Case{3, 17, 33, 5, 14, 2},
                  Case{1, 16, 16, 2, 2, 1}, Case{2, 24, 16, 31, 7, 1}, Case{1, 16, 20, 20, 45, 1},
-                 Case{2, 16, 16, 13, 38, 0}, Case{1, 64, 64, 56, 56, 1}}) {
+                 Case{2, 16, 16, 13, 38, 0}, Case{1, 64, 64, 56, 56, 1},
+                 // Rows of fewer than 8 tiles, laid end to end: the suite's 16 -> 16 on 28x28,
+                 // and images cut into several chunks (the last one shorter with F(2x2)).
+                 Case{2, 16, 16, 28, 28, 1}, Case{1, 160, 144, 14, 13, 1}}) {
     cpu::Geom g = geom(c);
     ASSERT_TRUE(cpu::winograd_fits(g, 1, c.c_in, c.c_out));
     std::mt19937 gen(uint32_t(c.h * 31 + c.c_in));
@@ -83,6 +86,14 @@ TEST(CpuWinograd, TakenOnlyWhereItApplies) {
   cpu::Geom k = g;
   k.k[1] = k.k[2] = 5;
   EXPECT_FALSE(cpu::winograd_fits(k, 1, 16, 16));  // window
+  // The tile: F(4x4) on rows of 8 tiles or more at 32 channels, on narrower ones from 16 tiles
+  // an image up to three times as many channels; else F(2x2).
+  EXPECT_EQ(cpu::winograd_tile(geom({1, 32, 32, 32, 32, 1}), 32, 32), 4);
+  EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 56, 56, 1}), 16, 16), 2);
+  EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 28, 28, 1}), 16, 16), 4);
+  EXPECT_EQ(cpu::winograd_tile(geom({1, 48, 48, 14, 14, 1}), 48, 48), 4);
+  EXPECT_EQ(cpu::winograd_tile(geom({1, 64, 64, 14, 14, 1}), 64, 64), 2);
+  EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 12, 12, 1}), 16, 16), 2);
 }
 
 TEST(CpuWinograd, TheConvOpMatchesTheDirectOne) {

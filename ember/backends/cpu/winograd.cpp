@@ -61,6 +61,17 @@ inline void store(float* p, F v) {
     std::memcpy(p, &v, sizeof v);
 }
 
+// dst[0, n) = src[0, n) for the short rows of the transforms, in vectors (the last one ending
+// at n, over the one before), not a call to memcpy: these copies are a few vectors each.
+inline void copy_floats(float* dst, const float* src, int64_t n) {
+  if (n < kLanes) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+    return;
+  }
+  for (int64_t i = 0; i + kLanes < n; i += kLanes) store<vf>(dst + i, load<vf>(src + i));
+  store<vf>(dst + n - kLanes, load<vf>(src + n - kLanes));
+}
+
 // sum_k c[k] x[k] for a constant row c: zero coefficients skipped, +-1 without a multiply.
 template <class F, int K>
 [[gnu::always_inline]] inline F combine(const float (&c)[K], const F (&x)[K]) {
@@ -76,47 +87,44 @@ template <class F, int K>
   return acc;
 }
 
-// B^T d B for tiles whose inputs are read from M phase arrays (phase k: input columns
-// M i + k), rows `pitch` apart; into N * N planes of v, `plane` apart.
+// B^T d B for tiles whose inputs of window column c are read from col[c] (a tile a float,
+// 8 tiles a vector), window rows `pitch` apart; into N * N planes of v, `plane` apart.
 template <class F, int M>
-[[gnu::always_inline]] inline void input_tile(const float* const* phase, int64_t pitch, float* v,
+[[gnu::always_inline]] inline void input_tile(const float* const* col, int64_t pitch, float* v,
                                               int64_t plane) {
   constexpr int N = Tr<M>::N;
-  F d[N][N];  // d[column][row]
-#pragma GCC unroll 8
-  for (int r = 0; r < N; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < N; ++c) d[c][r] = load<F>(phase[c % M] + r * pitch + c / M);
+  // A column of d at a time (its N loads, then B^T d's column), so that only t and one column
+  // are live, not all N * N inputs.
   F t[N][N];  // t[i][column] = (B^T d)[i][column]
+#pragma GCC unroll 8
+  for (int c = 0; c < N; ++c) {
+    F d[N];
+#pragma GCC unroll 8
+    for (int r = 0; r < N; ++r) d[r] = load<F>(col[c] + r * pitch);
+#pragma GCC unroll 8
+    for (int i = 0; i < N; ++i) t[i][c] = combine<F, N>(Tr<M>::BT[i], d);
+  }
+  // (B^T d) B: row i of t times column j of B (row j of B^T).
 #pragma GCC unroll 8
   for (int i = 0; i < N; ++i)
 #pragma GCC unroll 8
-    for (int c = 0; c < N; ++c) t[c][i] = combine<F, N>(Tr<M>::BT[i], d[c]);
-      // (B^T d) B: row i of t times column j of B (row j of B^T).
-#pragma GCC unroll 8
-  for (int i = 0; i < N; ++i) {
-    F row[N];
-#pragma GCC unroll 8
-    for (int c = 0; c < N; ++c) row[c] = t[c][i];
-#pragma GCC unroll 8
-    for (int j = 0; j < N; ++j) store<F>(v + (i * N + j) * plane, combine<F, N>(Tr<M>::BT[j], row));
-  }
+    for (int j = 0; j < N; ++j)
+      store<F>(v + (i * N + j) * plane, combine<F, N>(Tr<M>::BT[j], t[i]));
 }
 
 // A^T m A of tiles whose N * N values are `plane` apart from m: r[row][column].
 template <class F, int M>
 [[gnu::always_inline]] inline void output_tile(const float* m, int64_t plane, F (&r)[M][M]) {
   constexpr int N = Tr<M>::N;
-  F col[N][N];  // col[c][row] = m[row][c]
+  F q[M][N];  // (A^T m)[i][c], a column of m at a time
 #pragma GCC unroll 8
-  for (int row = 0; row < N; ++row)
+  for (int c = 0; c < N; ++c) {
+    F col[N];
 #pragma GCC unroll 8
-    for (int c = 0; c < N; ++c) col[c][row] = load<F>(m + (row * N + c) * plane);
-  F q[M][N];  // (A^T m)[i][c]
+    for (int row = 0; row < N; ++row) col[row] = load<F>(m + (row * N + c) * plane);
 #pragma GCC unroll 8
-  for (int i = 0; i < M; ++i)
-#pragma GCC unroll 8
-    for (int c = 0; c < N; ++c) q[i][c] = combine<F, N>(Tr<M>::AT[i], col[c]);
+    for (int i = 0; i < M; ++i) q[i][c] = combine<F, N>(Tr<M>::AT[i], col);
+  }
 #pragma GCC unroll 8
   for (int i = 0; i < M; ++i)
 #pragma GCC unroll 8
@@ -128,25 +136,24 @@ inline void deinterleave2(vf a, vf b, vf& even, vf& odd) {
   even = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
   odd = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
 }
-// phase[k][l] = x[M l + k] for 8 lanes: 8 M floats of x split by their position modulo M.
+// p[k][l] = x[M l + k] for 8 lanes: 8 M floats of x split by their position modulo M.
 template <int M>
-inline void split_phases(const float* x, float* const* phase, int64_t at) {
+inline void split(const float* x, vf (&p)[M]) {
   if constexpr (M == 2) {
-    vf e, o;
-    deinterleave2(load<vf>(x), load<vf>(x + kLanes), e, o);
-    store<vf>(phase[0] + at, e);
-    store<vf>(phase[1] + at, o);
+    deinterleave2(load<vf>(x), load<vf>(x + kLanes), p[0], p[1]);
   } else {
-    vf e01, o01, e23, o23, p0, p1, p2, p3;
+    vf e01, o01, e23, o23;
     deinterleave2(load<vf>(x), load<vf>(x + kLanes), e01, o01);
     deinterleave2(load<vf>(x + 2 * kLanes), load<vf>(x + 3 * kLanes), e23, o23);
-    deinterleave2(e01, e23, p0, p2);
-    deinterleave2(o01, o23, p1, p3);
-    store<vf>(phase[0] + at, p0);
-    store<vf>(phase[1] + at, p1);
-    store<vf>(phase[2] + at, p2);
-    store<vf>(phase[3] + at, p3);
+    deinterleave2(e01, e23, p[0], p[2]);
+    deinterleave2(o01, o23, p[1], p[3]);
   }
+}
+template <int M>
+inline void split_phases(const float* x, float* const* phase, int64_t at) {
+  vf p[M];
+  split<M>(x, p);
+  for (int k = 0; k < M; ++k) store<vf>(phase[k] + at, p[k]);
 }
 
 // y[2 l] = a[l], y[2 l + 1] = b[l] for the 8 lanes (16 floats).
@@ -215,6 +222,7 @@ class Plan {
        const Geom& g, const PanelGemmF32& pg)
       : x_(x), up_(up), up_stride_(up_stride), y_(y), c_in_(c_in), c_out_(c_out), g_(g), pg_(pg) {
     ho_ = g.out[1], wo_ = g.out[2], th_ = (ho_ + M - 1) / M, tw_ = (wo_ + M - 1) / M;
+    flat_ = tw_ < kLanes;
     // The most tile rows within the budget whose tiles fill the micro-kernel's columns best (8
     // tiles a row and 16 columns: 2 rows, not 3, whose 24 tiles would pad to 32).
     const int64_t most = std::clamp<int64_t>(kChunkFloats / (NN * (c_in + c_out)) / tw_, 1, th_);
@@ -232,8 +240,16 @@ class Plan {
     int64_t per = chunks_per_image(), r = i % per;
     return {i / per, r * rows_, std::min(th_, (r + 1) * rows_)};
   }
+  // Zeros in the flat phase arrays, which the vectors past a chunk's last tile row read before
+  // anything is written there (never NaN or denormal garbage; once a thread's scratch).
+  void prepare_scratch(float* scratch) const {
+    if (flat_) std::fill_n(scratch + NN * (plane_v_ + plane_m_), NN * flat_len(), 0.0f);
+  }
   // Scratch floats one chunk needs.
-  int64_t scratch() const { return NN * (plane_v_ + plane_m_) + 2 * M * in_rows(rows_) * pitch(); }
+  int64_t scratch() const {
+    const int64_t padded_rows = M * in_rows(rows_) * pitch();
+    return NN * (plane_v_ + plane_m_) + padded_rows + (flat_ ? NN * flat_len() : padded_rows);
+  }
 
   // V[xi] and the products M[xi] are matrices of the chunk's tiles (padded to whole micro-kernel
   // columns), rows ld_ apart: the micro-kernel reads V where the input transform wrote it.
@@ -242,14 +258,24 @@ class Plan {
     float* v = scratch;
     float* m = v + NN * plane_v_;
     float* phases = m + NN * plane_m_;
-    for (int64_t c = 0; c < c_in_; ++c) input_transform(ch, c, phases, v);
-    for (int xi = 0; xi < NN; ++xi)  // zeros in the padding columns, not what was left there
+    for (int64_t c = 0; c < c_in_; ++c) {
+      if (flat_)
+        input_transform_flat(ch, c, phases, v);
+      else
+        input_transform(ch, c, phases, v);
+    }
+    for (int xi = 0; xi < NN && !flat_; ++xi)  // zeros in the padding columns, not what was left
       for (int64_t c = 0; c < c_in_ && ntp > nt; ++c)
         std::fill_n(v + xi * plane_v_ + c * ld_ + nt, ntp - nt, 0.0f);
     for (int xi = 0; xi < NN; ++xi)
       pg_.run(c_out_, ntp, c_in_, up_ + xi * up_stride_, v + xi * plane_v_, ld_, m + xi * plane_m_,
               ld_);
-    for (int64_t o = 0; o < c_out_; ++o) output_transform(ch, o, m);
+    for (int64_t o = 0; o < c_out_; ++o) {
+      if (flat_)
+        output_transform_flat(ch, o, m);
+      else
+        output_transform(ch, o, m);
+    }
   }
 
  private:
@@ -259,18 +285,16 @@ class Plan {
   static int64_t in_rows(int64_t tile_rows) { return M * tile_rows + 2; }
   // Entries a phase row holds: the tw + 1 each tile row reads, rounded up to whole vectors.
   int64_t pitch() const { return (tw_ + 1 + kLanes - 1) / kLanes * kLanes; }
+  // Entries of a flat phase array: a chunk's tile rows end to end, tw_ apart, and what the
+  // vectors read past them (up to V's padded columns, and the next entry), in whole vectors.
+  int64_t flat_len() const { return ld_ + kLanes; }
 
-  // V[xi][c][tile] for the chunk's tiles of channel c. The input rows they read go first to M
-  // phase arrays (phase k: the zero-padded row's columns M i + k), so that every tile reads
-  // them at consecutive positions.
-  void input_transform(const Chunk& ch, int64_t c, float* phases, float* v) const {
+  // Copies the chunk's input rows of channel c, each zero-padded to M * pitch() columns from
+  // -pw on, to `rows`; rows outside the image are left out (`zeros`: written as zeros).
+  void pad_rows(const Chunk& ch, int64_t c, float* rows, bool zeros) const {
     const int64_t H = g_.in[1], W = g_.in[2], ph = g_.p[1], pw = g_.p[2];
     const int64_t pr = in_rows(ch.ty1 - ch.ty0), half = pitch();
     const float* plane = x_ + (ch.img * c_in_ + c) * H * W;
-    // Each input row, zero-padded to M * half columns (from -pw on), then split by phase: all
-    // rows padded first, so that the split does not load what the copy has just stored (a
-    // store-forwarding stall on most of its loads, a fifth of the transform's time).
-    float* rows = phases + M * pr * half;
     // The next channel's rows are fetched meanwhile: read as the copies below, one row at a
     // time, they came from memory at a fifth of its bandwidth (the copies took 13% of a
     // 32 -> 32 conv on 32x32; with this, its time fell from 5.1 to 4.8 ms on one thread).
@@ -282,12 +306,63 @@ class Plan {
     const int64_t lo = std::min(pw, M * half), hi = std::clamp<int64_t>(W + pw, lo, M * half);
     for (int64_t r = 0; r < pr; ++r) {
       const int64_t iy = M * ch.ty0 - ph + r;
-      if (iy < 0 || iy >= H) continue;
+      const bool inside = iy >= 0 && iy < H;
+      if (!inside && !zeros) continue;
       float* row = rows + r * M * half;
-      for (int64_t i = 0; i < lo; ++i) row[i] = 0.0f;
-      std::memcpy(row + lo, plane + iy * W + (lo - pw), size_t(hi - lo) * sizeof(float));
-      std::fill(row + hi, row + M * half, 0.0f);
+      if (half == kLanes)  // the flat layout's rows: M vectors (a loop of M * half is a memset)
+        for (int j = 0; j < M; ++j) store<vf>(row + j * kLanes, vf{});
+      else
+        std::fill(row, row + M * half, 0.0f);
+      if (inside) copy_floats(row + lo, plane + iy * W + (lo - pw), hi - lo);
     }
+  }
+
+  // input_transform for tile rows of fewer than 8 tiles, which would leave a vector's lanes
+  // idle: the chunk's tile rows are laid end to end, so that a vector takes 8 consecutive tiles
+  // across rows. Array (c, r) holds, for every tile of the chunk in that order, its input at
+  // window row r and column c; V's columns follow the same order.
+  void input_transform_flat(const Chunk& ch, int64_t c, float* phases, float* v) const {
+    const int64_t rows = ch.ty1 - ch.ty0, len = flat_len(), half = pitch();
+    float* padded = phases + N * N * len;
+    pad_rows(ch, c, padded, true);
+    // Each padded row split once into its M phases, which are window columns 0 to M - 1 of
+    // the row's tiles, and the first N - M of them a tile on (a lane down), columns M to N - 1;
+    // stored for the one or two tile rows that read the row (as window row r). 8 tiles a
+    // vector: the next tile row's, stored later, overwrite those past tw.
+    for (int64_t row = 0; row < in_rows(rows); ++row) {
+      vf p[N];
+      split<M>(padded + row * M * half, reinterpret_cast<vf(&)[M]>(p));
+      for (int c = M; c < N; ++c)
+        p[c] = __builtin_shufflevector(p[c - M], p[c - M], 1, 2, 3, 4, 5, 6, 7, 7);
+      for (int64_t ty = std::max<int64_t>(0, (row - N + M) / M); ty <= std::min(row / M, rows - 1);
+           ++ty)
+        for (int c = 0; c < N; ++c)
+          store<vf>(phases + (c * N + row - M * ty) * len + ty * tw_, p[c]);
+    }
+    // The last vector's lanes past the last tile row read what an earlier chunk or channel left
+    // there, or the zeros the scratch started with (prepare_scratch); like the extra tiles,
+    // those columns of the products are never stored. V's padding columns past it: zeros.
+    const int64_t nt = rows * tw_, ntv = (nt + kLanes - 1) / kLanes * kLanes;
+    for (int64_t t = ntv; t < padded_tiles(nt); t += kLanes)
+      for (int xi = 0; xi < NN; ++xi) store<vf>(v + xi * plane_v_ + c * ld_ + t, vf{});
+    for (int64_t t = 0; t < nt; t += kLanes) {
+      const float* q[N];
+      for (int k = 0; k < N; ++k) q[k] = phases + k * N * len + t;
+      input_tile<vf, M>(q, len, v + c * ld_ + t, plane_v_);
+    }
+  }
+
+  // V[xi][c][tile] for the chunk's tiles of channel c. The input rows they read go first to M
+  // phase arrays (phase k: the zero-padded row's columns M i + k), so that every tile reads
+  // them at consecutive positions.
+  void input_transform(const Chunk& ch, int64_t c, float* phases, float* v) const {
+    const int64_t H = g_.in[1], ph = g_.p[1];
+    const int64_t pr = in_rows(ch.ty1 - ch.ty0), half = pitch();
+    // Each input row, zero-padded to M * half columns (from -pw on), then split by phase: all
+    // rows padded first, so that the split does not load what the copy has just stored (a
+    // store-forwarding stall on most of its loads, a fifth of the transform's time).
+    float* rows = phases + M * pr * half;
+    pad_rows(ch, c, rows, false);
     for (int64_t r = 0; r < pr; ++r) {
       const int64_t iy = M * ch.ty0 - ph + r;
       float* dst[M];
@@ -305,9 +380,13 @@ class Plan {
       float* out = v + c * ld_ + (ty - ch.ty0) * tw_;
       const float* p[M];
       for (int k = 0; k < M; ++k) p[k] = phases + (k * pr + r0) * half;
+      // Window column c of tile tx: phase c % M, entry tx + c / M.
+      auto columns = [&](int64_t tx, const float*(&q)[N]) {
+        for (int c = 0; c < N; ++c) q[c] = p[c % M] + tx + c / M;
+      };
       auto vector_at = [&](int64_t tx) {
-        const float* q[M];
-        for (int k = 0; k < M; ++k) q[k] = p[k] + tx;
+        const float* q[N];
+        columns(tx, q);
         input_tile<vf, M>(q, half, out + tx, plane_v);
       };
       int64_t tx = 0;
@@ -315,9 +394,31 @@ class Plan {
       // The last few tiles as the vector ending there (recomputing some: same values).
       if (tx < tw_ && tw_ >= kLanes) vector_at(tw_ - kLanes), tx = tw_;
       for (; tx < tw_; ++tx) {
-        const float* q[M];
-        for (int k = 0; k < M; ++k) q[k] = p[k] + tx;
+        const float* q[N];
+        columns(tx, q);
         input_tile<float, M>(q, half, out + tx, plane_v);
+      }
+    }
+  }
+
+  // output_transform for V's columns laid out by input_transform_flat: each vector's 8 tiles
+  // interleaved into rows of a small buffer, then copied out by runs of tiles of one tile row.
+  void output_transform_flat(const Chunk& ch, int64_t o, const float* m) const {
+    float* out_plane = y_ + (ch.img * c_out_ + o) * ho_ * wo_;
+    const float* src = m + o * ld_;
+    const int64_t nt = (ch.ty1 - ch.ty0) * tw_;
+    for (int64_t t = 0; t < nt; t += kLanes) {
+      vf r[M][M];
+      output_tile<vf, M>(src + t, plane_m_, r);
+      float buf[M][M * kLanes];
+      for (int i = 0; i < M; ++i) store_row<M>(buf[i], r[i]);
+      for (int64_t l = 0; l < kLanes && t + l < nt;) {
+        const int64_t ty = ch.ty0 + (t + l) / tw_, tx = (t + l) % tw_;
+        const int64_t run = std::min<int64_t>(kLanes - l, tw_ - tx), oy = M * ty;
+        const int64_t rows = std::min<int64_t>(M, ho_ - oy), cols = std::min(M * run, wo_ - M * tx);
+        for (int64_t i = 0; i < rows; ++i)
+          copy_floats(out_plane + (oy + i) * wo_ + M * tx, buf[i] + M * l, cols);
+        l += run;
       }
     }
   }
@@ -356,6 +457,7 @@ class Plan {
   int64_t c_in_, c_out_;
   Geom g_;
   const PanelGemmF32& pg_;
+  bool flat_;
   int64_t ho_, wo_, th_, tw_, rows_, ld_, plane_v_, plane_m_;
 };
 
@@ -377,6 +479,7 @@ void run(const float* x, const float* w, float* y, int64_t n, int64_t c_in, int6
   const int64_t chunks = n * plan.chunks_per_image();
   parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
     Scratch<float> scratch(plan.scratch());
+    plan.prepare_scratch(scratch.get());
     for (int64_t i = b; i < e; ++i) plan.run(plan.chunk(i), scratch.get());
   });
 }
@@ -402,7 +505,13 @@ bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
 int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out) {
   static const int forced = tile_env();
   if (forced == 2 || forced == 4) return forced;
-  return g.out[1] >= 8 && (g.out[2] + 3) / 4 >= kLanes && c_in >= 32 && c_out >= 32 ? 4 : 2;
+  const int64_t th = (g.out[1] + 3) / 4, tw = (g.out[2] + 3) / 4;
+  if (g.out[1] < 8) return 2;
+  if (tw >= kLanes) return c_in >= 32 && c_out >= 32 ? 4 : 2;
+  // Rows of fewer than 8 tiles (laid end to end): F(4x4) on images of 16 tiles or more, up to
+  // three times as many channels as tiles, past which a chunk holds too few tiles for the
+  // GEMM's columns (measured on AVX2, docs/cpu.md).
+  return th * tw >= 16 && std::max(c_in, c_out) <= 3 * th * tw ? 4 : 2;
 }
 
 void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,

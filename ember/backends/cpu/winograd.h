@@ -1,8 +1,8 @@
 // Internal: 3x3 convolutions with stride 1 by Winograd's minimal filtering F(MxM, 3x3): each
 // MxM block of outputs from an (M+2)x(M+2) block of inputs with (M+2)^2 multiplies per (input,
 // output) channel pair instead of 9 M^2: the GEMMs do 2.25x (M = 2) or 4x (M = 4) less work
-// than im2col's. M = 4 where the output is at least 8x8; its transforms (points 0, +-1, +-2)
-// round a little more than M = 2's (the tests bound both against a direct convolution).
+// than im2col's. M as winograd_tile picks it; M = 4's transforms (points 0, +-1, +-2) round a
+// little more than M = 2's (the tests bound both against a direct convolution).
 //
 // The weight goes to U = G w G^T ((M+2)^2 matrices of c_out x c_in) once a call, each packed
 // once for the GEMM's micro-kernel (gemm.h's PanelGemmF32). The outputs are cut in MxM tiles
@@ -11,7 +11,8 @@
 // ((M+2)^2 matrices of c_in x tiles, where the micro-kernel reads them: nothing is packed per
 // chunk), one product each gives M = U V, and A^T M A gives the outputs. A chunk's matrices
 // stay in the core's L2 between the three steps; the transforms run 8 tiles at a time on
-// vectors.
+// vectors, across tile rows where the rows are narrower than that (the chunk's tiles end to end,
+// each window column of them in its own array).
 //
 //   cpu::Geom g;  // 2D: in {1, 8, 8}, out {1, 8, 8}, a 3x3 window, padding 1
 //   g.in[1] = g.in[2] = g.out[1] = g.out[2] = 8;
@@ -32,10 +33,13 @@ namespace ember::cpu {
 /// input and output channels takes this path (EMBER_CPU_WINOGRAD=0 turns it off).
 bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
 
-/// The tile side M for `g`: 4 where the output is at least 8 high and 29 wide (8 tiles a row:
-/// the transforms' vectors; narrower rows go a tile at a time) and both channel counts at least
-/// 32, else 2 (16 -> 16 channels on 28x28, batch 64, 1.68 ms with F(2x2) against 2.5 with
-/// F(4x4); 32 -> 32 on 32x32, 2.83 against 1.90). EMBER_CPU_WINOGRAD=2 or 4 forces one.
+/// The tile side M for `g`: 4 where the output is at least 8 high and either 29 wide or more (8
+/// tiles a row, the transforms' vectors) with both channel counts at least 32, or narrower
+/// (tile rows laid end to end) with 16 tiles an image or more and neither channel count above
+/// three times the tiles; else 2. Measured on two threads of an AVX2 machine (docs/cpu.md):
+/// 16 -> 16 on 28x28, batch 64, 1.20 ms with F(4x4) against 1.29 with F(2x2) and 1.43 direct;
+/// 64 -> 64 on 14x14 (16 tiles an image), 0.73 against 0.61. EMBER_CPU_WINOGRAD=2 or 4 forces
+/// one.
 int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out);
 
 /// y [n, c_out, H', W'] = conv2d(x [n, c_in, H, W], w [c_out, c_in, 3, 3]) with g's padding; all
