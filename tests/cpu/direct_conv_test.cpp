@@ -74,14 +74,15 @@ TEST_P(CpuDirectConv, MatchesAConvolutionInDoubles) {
         Case{1, 10, 16, 3, 8, 1, 0}, Case{2, 9, 33, 12, 30, 3, 2}}) {
     cpu::Geom g = geom(c);
     const std::string what = describe(c);
-    // AVX2 leaves one input channel, runs under 8 positions and Winograd's F(4x4) shapes to
-    // other paths (the kernels compute them all the same, and are checked on them here too).
+    // Winograd's F(4x4) shapes go to Winograd; AVX2 also leaves one input channel and runs
+    // under 8 positions to other paths (the kernels compute them all the same, and are checked
+    // on them here too).
     const bool winograd4 =
         cpu::winograd_fits(g, 1, c.c_in, c.c_out) && cpu::winograd_tile(g, c.c_in, c.c_out) == 4;
-    EXPECT_EQ(cpu::direct_conv_fits(g, 1, c.c_in, c.c_out),
-              avx512() || (c.c_in > 1 && !winograd4 &&
-                           (cpu::direct_conv_positions_fits(g, 1, c.c_in) ||
-                            cpu::lanes_run_length(c.wo(), c.k) >= 8)))
+    EXPECT_EQ(
+        cpu::direct_conv_fits(g, 1, c.c_in, c.c_out),
+        !winograd4 && (avx512() || (c.c_in > 1 && (cpu::direct_conv_positions_fits(g, 1, c.c_in) ||
+                                                   cpu::lanes_run_length(c.wo(), c.k) >= 8))))
         << what;
     auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 31 + c.c_in));
     auto w =

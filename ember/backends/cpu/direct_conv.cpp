@@ -150,15 +150,16 @@ bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out
   if (!direct_geometry_fits(g, groups) || g.out[2] < 8 || c_out > 64 ||
       c_in * g.k[1] * g.k[2] > 32 * 9)
     return false;
+  // Where Winograd's F(4x4, 3x3) applies (winograd_tile), it does a quarter of the multiplies
+  // and takes the convolution: 32 -> 32 on 32x32, batch 32, one thread, 4.6-4.9 ms against
+  // 6.5-7.7 here on AVX2; on AVX-512 (an Intel Xeon), 2.62 against 3.99, and 1.26 against 2.08
+  // on two threads.
+  if (winograd_fits(g, groups, c_in, c_out) && winograd_tile(g, c_in, c_out) == 4) return false;
   if (cpu_isa() >= CpuIsa::Avx512) return true;
   // AVX2's 8 lanes, measured on the main job's layers against the paths it replaces (docs/cpu.md):
   // one input channel stays with the depthwise loops (0.21 against 0.25 ms at 64x1x28x28 -> 8),
   // and rows cut into runs under 8 positions (13 or 14 wide) with im2col (the input gradient
   // of 8 -> 16 on 13x13, 0.44-0.61 against 0.85 ms).
-  // Where Winograd's F(4x4, 3x3) applies (winograd_tile: 32 channels or more each side, outputs
-  // at least 8 high and 29 wide), it does a quarter of the multiplies and takes the convolution:
-  // 32 -> 32 on 32x32, batch 32, one thread, 4.6-4.9 ms against 6.5-7.7 here.
-  if (winograd_fits(g, groups, c_in, c_out) && winograd_tile(g, c_in, c_out) == 4) return false;
   return c_in > 1 &&
          (direct_conv_positions_fits(g, groups, c_in) || lanes_run_length(g.out[2], g.k[2]) >= 8);
 }
