@@ -122,3 +122,33 @@ TEST(CpuDepthwise, TheGroupedConvOpMatches) {
     expect_near(y.to_data().to_vec<float>(), reference(c, x, w), c.name());
   }
 }
+
+TEST(CpuDepthwise, TheTransposedConvOpMatches) {
+  // conv_transpose2d with groups = channels (a depthwise conv's input gradient): with padding 1
+  // it is the depthwise conv of its input with the windows turned around (AVX2's kernel where
+  // the rows are 8 or more); with padding 0, and with a row of padding 1 and a column of 0 or
+  // the other way round, it keeps the scatter loops. dx[r][q] = sum of gy[i][j] w[a][b] over
+  // r = i + a - ph, q = j + b - pw.
+  for (const Case& c : kCases) {
+    if (c.per_group != 1) continue;
+    auto gy = test::uniform_floats(size_t(c.n * c.c_in * c.ho() * c.wo()), uint32_t(c.w * 7));
+    auto wt = test::uniform_floats(size_t(c.c_in * 9), uint32_t(c.h + 5));
+    std::vector<double> want(size_t(c.n * c.c_in * c.h * c.w), 0.0);
+    for (int64_t n = 0; n < c.n; ++n)
+      for (int64_t ch = 0; ch < c.c_in; ++ch)
+        for (int64_t i = 0; i < c.ho(); ++i)
+          for (int64_t j = 0; j < c.wo(); ++j)
+            for (int64_t a = 0; a < 3; ++a)
+              for (int64_t b = 0; b < 3; ++b) {
+                const int64_t r = i + a - c.ph, q = j + b - c.pw;
+                if (r < 0 || r >= c.h || q < 0 || q >= c.w) continue;
+                want[size_t(((n * c.c_in + ch) * c.h + r) * c.w + q)] +=
+                    double(gy[size_t(((n * c.c_in + ch) * c.ho() + i) * c.wo() + j)]) *
+                    double(wt[size_t((ch * 3 + a) * 3 + b)]);
+              }
+    auto tg = Tensor<Cpu, 4>::from_data(TensorData::from<float>(gy, {c.n, c.c_in, c.ho(), c.wo()}));
+    auto tw = Tensor<Cpu, 4>::from_data(TensorData::from<float>(wt, {c.c_in, 1, 3, 3}));
+    auto dx = conv_transpose2d(tg, tw, {.padding = {c.ph, c.pw}, .groups = c.c_in});
+    expect_near(dx.to_data().to_vec<float>(), want, c.name() + " transposed");
+  }
+}

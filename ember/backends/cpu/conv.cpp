@@ -347,20 +347,6 @@ void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
   });
 }
 
-// A stride-1 transposed convolution's geometry as the convolution of its input it equals: from
-// x's positions (g.out) to y's (g.in), padding 2 - p; the window stays 3x3 only for 3x3 windows
-// with stride and dilation 1 (anything else is left with a geometry winograd_fits refuses).
-namespace {
-Geom flipped_geom(const Geom& g) {
-  Geom f = g;
-  for (int i = 0; i < 3; ++i) {
-    f.in[i] = g.out[i], f.out[i] = g.in[i];
-    f.p[i] = g.k[i] - 1 - g.p[i];
-  }
-  return f;
-}
-}  // namespace
-
 // conv_transpose: columns[n, grp] = w[grp]^T * x[n, grp], added back into y by col2im. The
 // window runs over y (the conv's input) and lands on x's positions (the conv's output).
 template <class T>

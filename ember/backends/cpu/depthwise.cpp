@@ -259,6 +259,20 @@ void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, 
       if (wide) return wide_forward<T>(in[0], in[1], out, g, per_group);
       return rows_forward<T>(in[0], in[1], out, Rows(g, per_group));
     case OpCode::ConvTranspose:
+      if constexpr (std::is_same_v<T, float>) {
+        // With stride 1 and one output per input channel, the transposed depthwise conv (a
+        // depthwise conv's input gradient) is the depthwise conv of its input with each
+        // channel's window turned around, padding 2 - p: the AVX2 kernel's where that is 0 or 1.
+        const Geom f = flipped_geom(g);
+        if (per_group == 1 && depthwise3x3_avx2_fits(f)) {
+          const Shape& xs = in[0].meta.shape;
+          const float* w = in[1].data<float>();
+          std::vector<float> wf(static_cast<size_t>(xs[1] * 9));
+          for (size_t i = 0; i < wf.size(); ++i) wf[i] = w[i / 9 * 9 + 8 - i % 9];
+          return depthwise3x3_avx2(in[0].data<float>(), wf.data(), out.data<float>(), xs[0], xs[1],
+                                   1, f);
+        }
+      }
       return rows_transpose<T>(in[0], in[1], out, Rows(g, per_group));
     case OpCode::ConvWeightGrad:
       if (wide) return wide_weight_grad<T>(in[0], in[1], out, g, per_group);

@@ -27,6 +27,22 @@ struct Geom {
   }
 };
 
+/// A transposed convolution's geometry `g` (from y's positions, g.in, to x's, g.out, as the
+/// convolution it transposes) turned into the convolution of x it equals where the stride and
+/// dilation are 1: from x's positions to y's, padding k - 1 - p, with the window flipped (the
+/// caller flips the weights). Anything else is left with a geometry the direct and Winograd
+/// paths refuse.
+///
+///   Geom f = flipped_geom(g);  // 3x3, padding 1: f.p stays 1, f.in = g.out, f.out = g.in
+inline Geom flipped_geom(const Geom& g) {
+  Geom f = g;
+  for (int i = 0; i < 3; ++i) {
+    f.in[i] = g.out[i], f.out[i] = g.in[i];
+    f.p[i] = g.k[i] - 1 - g.p[i];
+  }
+  return f;
+}
+
 /// The spatial dims of an [N, C, *spatial] shape.
 inline Dims spatial_of(const Shape& s) {
   return Dims(std::span<const int64_t>(s.dims().data() + 2, s.rank() - 2));
