@@ -152,3 +152,44 @@ TEST(CpuDepthwise, TheTransposedConvOpMatches) {
     expect_near(dx.to_data().to_vec<float>(), want, c.name() + " transposed");
   }
 }
+
+TEST(CpuDepthwise, TheWeightGradientMatches) {
+  // Through Autodiff<Cpu>: the gradient of sum(conv2d(x, w, groups = channels) * gy) with
+  // respect to w, dw[co][a][b] = sum of gy[co][i][j] x[co / per_group][i + a - ph][j + b - pw],
+  // on the kernel's cases (rows whose last vector overlaps the one before count each position
+  // once) and several outputs per input channel.
+  using AD = Autodiff<Cpu>;
+  for (const Case& c : kCases) {
+    const int64_t c_out = c.c_in * c.per_group;
+    auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 3 + c.w));
+    auto w = test::uniform_floats(size_t(c_out * 9), uint32_t(c.w + 11));
+    auto gy = test::uniform_floats(size_t(c.n * c_out * c.ho() * c.wo()), uint32_t(c.h + 17));
+    std::vector<double> want(size_t(c_out * 9), 0.0);
+    for (int64_t n = 0; n < c.n; ++n)
+      for (int64_t co = 0; co < c_out; ++co)
+        for (int64_t i = 0; i < c.ho(); ++i)
+          for (int64_t j = 0; j < c.wo(); ++j)
+            for (int64_t a = 0; a < 3; ++a)
+              for (int64_t b = 0; b < 3; ++b) {
+                const int64_t r = i + a - c.ph, q = j + b - c.pw;
+                if (r < 0 || r >= c.h || q < 0 || q >= c.w) continue;
+                want[size_t(co * 9 + a * 3 + b)] +=
+                    double(gy[size_t(((n * c_out + co) * c.ho() + i) * c.wo() + j)]) *
+                    double(x[size_t(((n * c.c_in + co / c.per_group) * c.h + r) * c.w + q)]);
+              }
+    auto tx = Tensor<AD, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
+    auto tw = Tensor<AD, 4>::from_data(TensorData::from<float>(w, {c_out, 1, 3, 3})).require_grad();
+    auto tg = Tensor<AD, 4>::from_data(TensorData::from<float>(gy, {c.n, c_out, c.ho(), c.wo()}));
+    auto grads =
+        (conv2d(tx, tw, {.padding = {c.ph, c.pw}, .groups = c.c_in}) * tg).sum().backward();
+    const auto got = tw.grad(grads)->to_data().to_vec<float>();
+    ASSERT_EQ(got.size(), want.size()) << c.name();
+    int64_t bad = 0;
+    const double tol = 2e-6 * double(c.n * c.ho() * c.wo());
+    for (size_t i = 0; i < want.size(); ++i)
+      if (!(std::abs(double(got[i]) - want[i]) <= tol) && bad++ < 5)
+        ADD_FAILURE() << c.name() << " weight gradient at " << i << ": " << got[i] << " vs "
+                      << want[i];
+    EXPECT_EQ(bad, 0) << c.name();
+  }
+}

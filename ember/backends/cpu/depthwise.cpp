@@ -275,6 +275,13 @@ void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, 
       }
       return rows_transpose<T>(in[0], in[1], out, Rows(g, per_group));
     case OpCode::ConvWeightGrad:
+      if constexpr (std::is_same_v<T, float>) {
+        if (depthwise3x3_avx2_fits(g)) {
+          const Shape& xs = in[0].meta.shape;
+          return depthwise3x3_weight_grad_avx2(in[0].data<float>(), in[1].data<float>(),
+                                               out.data<float>(), xs[0], xs[1], per_group, g);
+        }
+      }
       if (wide) return wide_weight_grad<T>(in[0], in[1], out, g, per_group);
       return rows_weight_grad<T>(in[0], in[1], out, Rows(g, per_group));
     default:

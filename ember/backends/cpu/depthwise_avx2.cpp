@@ -94,6 +94,58 @@ EMBER_TARGET_AVX2 void plane3x3(const float* x, int64_t H, int64_t W, const floa
   }
 }
 
+// The weight gradient's sums for one vector of positions, gv their output gradients (zero in the
+// lanes counted already): acc[3 a + b] += gv * the input at tap (a, b), read as vector3x3 reads
+// it.
+template <bool kLeft, bool kRight>
+EMBER_TARGET_AVX2 inline void grad_vector3x3(const float* const (&r)[3], int64_t o, __m256 gv,
+                                             __m256 (&acc)[9]) {
+#pragma GCC unroll 3
+  for (int a = 0; a < 3; ++a) {
+    const __m256 xa = kLeft ? shift_up(r[a] + o + 1) : _mm256_loadu_ps(r[a] + o);
+    const __m256 xc = kRight ? shift_down(r[a] + o + 1) : _mm256_loadu_ps(r[a] + o + 2);
+    acc[3 * a] = _mm256_fmadd_ps(gv, xa, acc[3 * a]);
+    acc[3 * a + 1] = _mm256_fmadd_ps(gv, _mm256_loadu_ps(r[a] + o + 1), acc[3 * a + 1]);
+    acc[3 * a + 2] = _mm256_fmadd_ps(gv, xc, acc[3 * a + 2]);
+  }
+}
+
+// acc[t] += the products of one plane's output gradients gy with its input x at tap t, over
+// the vectors plane3x3 computes (the last one's lanes that the one before it covered masked out,
+// so that each position counts once).
+EMBER_TARGET_AVX2 void plane_weight_grad3x3(const float* x, int64_t H, int64_t W, const float* gy,
+                                            int64_t OH, int64_t OW, int64_t ph, int64_t pw,
+                                            const float* zeros, __m256 (&acc)[9]) {
+  const int64_t last = OW - 8;
+  const int64_t covered = (last + 7) / 8 * 8 - last;  // lanes of the last vector counted before
+  const __m256 fresh = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(covered) - 1)));
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const float* r[3];
+    for (int64_t kh = 0; kh < 3; ++kh) {
+      const int64_t iy = oh + kh - ph;
+      r[kh] = iy >= 0 && iy < H ? x + iy * W : zeros;
+    }
+    const float* g = gy + oh * OW;
+    if (pw == 1 && last == 0) {
+      grad_vector3x3<true, true>(r, -1, _mm256_loadu_ps(g), acc);
+      continue;
+    }
+    int64_t ow = 0;
+    if (pw == 1) {
+      grad_vector3x3<true, false>(r, -1, _mm256_loadu_ps(g), acc);
+      ow = 8;
+    }
+    for (; ow < last; ow += 8)
+      grad_vector3x3<false, false>(r, ow - pw, _mm256_loadu_ps(g + ow), acc);
+    const __m256 gv = _mm256_and_ps(_mm256_loadu_ps(g + last), fresh);
+    if (pw == 1)
+      grad_vector3x3<false, true>(r, last - 1, gv, acc);
+    else
+      grad_vector3x3<false, false>(r, last, gv, acc);
+  }
+}
+
 }  // namespace
 
 bool depthwise3x3_avx2_fits(const Geom& g) {
@@ -118,10 +170,36 @@ void depthwise3x3_avx2(const float* x, const float* w, float* y, int64_t n, int6
     }
   });
 }
+void depthwise3x3_weight_grad_avx2(const float* x, const float* gy, float* dw, int64_t n,
+                                   int64_t c_in, int64_t per_group, const Geom& g) {
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+  const int64_t c_out = c_in * per_group;
+  // A task per output channel, over every image: its 9 sums stay in registers throughout.
+  parallel_for(c_out, 1, [&](int64_t b, int64_t e) {
+    const std::vector<float> zeros(static_cast<size_t>(W), 0.0f);
+    for (int64_t co = b; co < e; ++co) {
+      __m256 acc[9];
+      for (auto& a : acc) a = _mm256_setzero_ps();
+      for (int64_t img = 0; img < n; ++img)
+        plane_weight_grad3x3(x + (img * c_in + co / per_group) * H * W, H, W,
+                             gy + (img * c_out + co) * OH * OW, OH, OW, g.p[1], g.p[2],
+                             zeros.data(), acc);
+      for (int t = 0; t < 9; ++t) {
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, acc[t]);
+        double sum = 0;
+        for (float v : lanes) sum += v;
+        dw[co * 9 + t] = static_cast<float>(sum);
+      }
+    }
+  });
+}
 #else
 bool depthwise3x3_avx2_fits(const Geom&) { return false; }
 void depthwise3x3_avx2(const float*, const float*, float*, int64_t, int64_t, int64_t, const Geom&) {
 }
+void depthwise3x3_weight_grad_avx2(const float*, const float*, float*, int64_t, int64_t, int64_t,
+                                   const Geom&) {}
 #endif
 
 }  // namespace ember::cpu

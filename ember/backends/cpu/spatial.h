@@ -195,13 +195,17 @@ void sum_in_chunks(int64_t n, int64_t size, T* out, F&& add) {
 /// (depthwise, or C_in = 1) into `out`: direct loops instead of a GEMM (depthwise.cpp). `g`
 /// runs from the conv's input to its output; `per_group` is C_out / groups.
 void depthwise_conv(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, int64_t per_group);
-/// Whether depthwise_conv's forward in f32 takes the AVX2 kernel (depthwise_avx2.cpp): 2D, 3x3,
+/// Whether depthwise_conv in f32 takes the AVX2 kernels (depthwise_avx2.cpp): 2D, 3x3,
 /// stride and dilation 1, padding 0 or 1, output rows of 8 or more, a CPU with AVX2.
 bool depthwise3x3_avx2_fits(const Geom& g);
 /// y [n, c_in * per_group, H', W'] = the depthwise conv of x [n, c_in, H, W] with w [c_out, 1, 3,
 /// 3] (output channel co reads input channel co / per_group), read in place; multithreaded.
 void depthwise3x3_avx2(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                        int64_t per_group, const Geom& g);
+/// dw [c_in * per_group, 1, 3, 3] = the weight gradient of that conv, from x and the output's
+/// gradient gy [n, c_out, H', W'], where depthwise3x3_avx2_fits(g); a task per output channel.
+void depthwise3x3_weight_grad_avx2(const float* x, const float* gy, float* dw, int64_t n,
+                                   int64_t c_in, int64_t per_group, const Geom& g);
 
 CpuTensor conv_family(const Op& op, Inputs in, const TensorMeta& out);
 CpuTensor pool_family(const Op& op, Inputs in, const TensorMeta& out);
