@@ -376,10 +376,11 @@ class Plan {
     // stored for the one or two tile rows that read the row (as window row r). 8 tiles a
     // vector: the next tile row's, stored later, overwrite those past tw.
     for (int64_t row = 0; row < in_rows(rows); ++row) {
-      vf p[N];
-      split<M>(padded + row * M * half, reinterpret_cast<vf(&)[M]>(p));
-      for (int c = M; c < N; ++c)
-        p[c] = __builtin_shufflevector(p[c - M], p[c - M], 1, 2, 3, 4, 5, 6, 7, 7);
+      vf phase[M], p[N];
+      split<M>(padded + row * M * half, phase);
+      for (int c = 0; c < N; ++c)
+        p[c] = c < M ? phase[c]
+                     : __builtin_shufflevector(phase[c - M], phase[c - M], 1, 2, 3, 4, 5, 6, 7, 7);
       for (int64_t ty = std::max<int64_t>(0, (row - N + M) / M); ty <= std::min(row / M, rows - 1);
            ++ty)
         for (int c = 0; c < N; ++c)
