@@ -43,7 +43,9 @@ TEST(CpuWinograd, MatchesADirectConvolution) {
         Case{2, 16, 16, 13, 38, 0}, Case{1, 64, 64, 56, 56, 1},
         // Rows of fewer than 8 tiles, laid end to end: the suite's 16 -> 16 on 28x28,
         // and images cut into several chunks (the last one shorter).
-        Case{2, 16, 16, 28, 28, 1}, Case{1, 160, 144, 14, 13, 1}, Case{1, 64, 64, 50, 20, 1}}) {
+        Case{2, 16, 16, 28, 28, 1}, Case{1, 160, 144, 14, 13, 1}, Case{1, 64, 64, 50, 20, 1},
+        // Deep channels over small images: chunks past the budget (a panel of tiles).
+        Case{5, 128, 112, 9, 11, 1}}) {
     cpu::Geom g = geom(c);
     ASSERT_TRUE(cpu::winograd_fits(g, 1, c.c_in, c.c_out));
     std::mt19937 gen(uint32_t(c.h * 31 + c.c_in));
