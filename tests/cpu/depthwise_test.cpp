@@ -28,25 +28,31 @@ struct Case {
   }
 };
 
-// y[n][co][i][j] = sum over a, b of x[n][co / per_group][i + a - ph][j + b - pw] w[co][a][b].
-std::vector<double> reference(const Case& c, const std::vector<float>& x,
-                              const std::vector<float>& w) {
+// Calls f(xi, yi, wi) for every product of case c's convolution: the indices into x [n, c_in, h,
+// w], y [n, c_out, ho, wo] and w [c_out, 3, 3] of each output position and tap inside the input
+// (output channel co reads input channel co / per_group). The forward, its input gradient and
+// its weight gradient are sums of these products.
+template <class F>
+void for_each_product(const Case& c, F&& f) {
   const int64_t c_out = c.c_in * c.per_group;
-  std::vector<double> y(size_t(c.n * c_out * c.ho() * c.wo()));
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t co = 0; co < c_out; ++co)
       for (int64_t i = 0; i < c.ho(); ++i)
-        for (int64_t j = 0; j < c.wo(); ++j) {
-          double s = 0;
+        for (int64_t j = 0; j < c.wo(); ++j)
           for (int64_t a = 0; a < 3; ++a)
             for (int64_t b = 0; b < 3; ++b) {
               const int64_t r = i + a - c.ph, q = j + b - c.pw;
               if (r < 0 || r >= c.h || q < 0 || q >= c.w) continue;
-              s += double(x[size_t(((n * c.c_in + co / c.per_group) * c.h + r) * c.w + q)]) *
-                   double(w[size_t((co * 3 + a) * 3 + b)]);
+              f(size_t(((n * c.c_in + co / c.per_group) * c.h + r) * c.w + q),
+                size_t(((n * c_out + co) * c.ho() + i) * c.wo() + j), size_t((co * 3 + a) * 3 + b));
             }
-          y[size_t(((n * c_out + co) * c.ho() + i) * c.wo() + j)] = s;
-        }
+}
+
+// y[n][co][i][j] = sum over a, b of x[n][co / per_group][i + a - ph][j + b - pw] w[co][a][b].
+std::vector<double> reference(const Case& c, const std::vector<float>& x,
+                              const std::vector<float>& w) {
+  std::vector<double> y(size_t(c.n * c.c_in * c.per_group * c.ho() * c.wo()), 0.0);
+  for_each_product(c, [&](size_t xi, size_t yi, size_t wi) { y[yi] += double(x[xi]) * w[wi]; });
   return y;
 }
 
@@ -134,18 +140,8 @@ TEST(CpuDepthwise, TheTransposedConvOpMatches) {
     auto gy = test::uniform_floats(size_t(c.n * c.c_in * c.ho() * c.wo()), uint32_t(c.w * 7));
     auto wt = test::uniform_floats(size_t(c.c_in * 9), uint32_t(c.h + 5));
     std::vector<double> want(size_t(c.n * c.c_in * c.h * c.w), 0.0);
-    for (int64_t n = 0; n < c.n; ++n)
-      for (int64_t ch = 0; ch < c.c_in; ++ch)
-        for (int64_t i = 0; i < c.ho(); ++i)
-          for (int64_t j = 0; j < c.wo(); ++j)
-            for (int64_t a = 0; a < 3; ++a)
-              for (int64_t b = 0; b < 3; ++b) {
-                const int64_t r = i + a - c.ph, q = j + b - c.pw;
-                if (r < 0 || r >= c.h || q < 0 || q >= c.w) continue;
-                want[size_t(((n * c.c_in + ch) * c.h + r) * c.w + q)] +=
-                    double(gy[size_t(((n * c.c_in + ch) * c.ho() + i) * c.wo() + j)]) *
-                    double(wt[size_t((ch * 3 + a) * 3 + b)]);
-              }
+    for_each_product(c,
+                     [&](size_t xi, size_t yi, size_t wi) { want[xi] += double(gy[yi]) * wt[wi]; });
     auto tg = Tensor<Cpu, 4>::from_data(TensorData::from<float>(gy, {c.n, c.c_in, c.ho(), c.wo()}));
     auto tw = Tensor<Cpu, 4>::from_data(TensorData::from<float>(wt, {c.c_in, 1, 3, 3}));
     auto dx = conv_transpose2d(tg, tw, {.padding = {c.ph, c.pw}, .groups = c.c_in});
@@ -165,18 +161,8 @@ TEST(CpuDepthwise, TheWeightGradientMatches) {
     auto w = test::uniform_floats(size_t(c_out * 9), uint32_t(c.w + 11));
     auto gy = test::uniform_floats(size_t(c.n * c_out * c.ho() * c.wo()), uint32_t(c.h + 17));
     std::vector<double> want(size_t(c_out * 9), 0.0);
-    for (int64_t n = 0; n < c.n; ++n)
-      for (int64_t co = 0; co < c_out; ++co)
-        for (int64_t i = 0; i < c.ho(); ++i)
-          for (int64_t j = 0; j < c.wo(); ++j)
-            for (int64_t a = 0; a < 3; ++a)
-              for (int64_t b = 0; b < 3; ++b) {
-                const int64_t r = i + a - c.ph, q = j + b - c.pw;
-                if (r < 0 || r >= c.h || q < 0 || q >= c.w) continue;
-                want[size_t(co * 9 + a * 3 + b)] +=
-                    double(gy[size_t(((n * c_out + co) * c.ho() + i) * c.wo() + j)]) *
-                    double(x[size_t(((n * c.c_in + co / c.per_group) * c.h + r) * c.w + q)]);
-              }
+    for_each_product(c,
+                     [&](size_t xi, size_t yi, size_t wi) { want[wi] += double(gy[yi]) * x[xi]; });
     auto tx = Tensor<AD, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
     auto tw = Tensor<AD, 4>::from_data(TensorData::from<float>(w, {c_out, 1, 3, 3})).require_grad();
     auto tg = Tensor<AD, 4>::from_data(TensorData::from<float>(gy, {c.n, c_out, c.ho(), c.wo()}));
