@@ -111,7 +111,7 @@ void exp_f32(const float* x, float* y, int64_t n) {
 void exp_shifted_f32(const float* x, float* y, int64_t n, float m) {
   int64_t i = wide() ? exp_shifted16(x, y, n, m) : 0;
   map8(
-      x + i, y + i, n - i, [m](vf8 v) { return exp8(v - m); },
+      x + i, y + i, n - i, [m](vf8 v) { return exp_v<vf8, vi8, true>(v - m); },
       [m](float v) { return std::exp(v - m); });
 }
 void log_f32(const float* x, float* y, int64_t n) {

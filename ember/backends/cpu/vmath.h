@@ -26,11 +26,15 @@ inline vf8 load8(const float* p) {
 inline void store8(float* p, vf8 v) { std::memcpy(p, &v, sizeof v); }
 
 /// exp: 2^n * P(r), r = x - n ln2 (Cody-Waite split), P a degree-6 polynomial. VF: a vector of
-/// floats, VI: of int32 with as many lanes.
-template <class VF, class VI>
+/// floats, VI: of int32 with as many lanes. kNonPositive: every x is 0 or below, or NaN (a
+/// softmax's x - max), so that nothing overflows: the checks for it are left out, and a NaN
+/// goes through the arithmetic (a fifth of the operations; softmax 4096 x 1024 on an AVX2 CPU,
+/// alternating binaries: 3.65 -> 3.15 ms on one thread, 1.89 -> 1.65 on two).
+template <class VF, class VI, bool kNonPositive = false>
 [[gnu::always_inline]] inline VF exp_v(VF x) {
   const VF hi = VF{} + 88.7228391f, lo = VF{} + -103.972084f;
-  VF xc = x > hi ? hi : x;
+  VF xc = x;
+  if constexpr (!kNonPositive) xc = x > hi ? hi : x;
   xc = xc < lo ? lo : xc;
   VF fx = xc * 1.44269504088896341f;
   // n = fx rounded to nearest: adding 1.5 * 2^23 leaves n in the sum's low mantissa bits (|fx|
@@ -56,6 +60,7 @@ template <class VF, class VI>
   std::memcpy(&s1, &b1, sizeof s1);
   std::memcpy(&s2, &b2, sizeof s2);
   VF y = p * s1 * s2;
+  if constexpr (kNonPositive) return y;
   y = x > hi ? VF{} + INFINITY : y;
   return x != x ? x : y;  // NaN in, NaN out
 }
@@ -354,8 +359,9 @@ template <class VF, class VI, class VD, class VL>
 }
 
 #ifndef EMBER_VMATH_TEMPLATES_ONLY  // (vmath_avx512.cpp takes the templates alone)
-// The functions on arrays, y[i] = f(x[i]) (exp_shifted: exp(x[i] - m)), with the widest
-// vectors the CPU has (cpu/isa.h: 16 lanes with AVX-512, 8 otherwise); vmath.cpp.
+// The functions on arrays, y[i] = f(x[i]) (exp_shifted: exp(x[i] - m) for an m at least every
+// x[i], a softmax's row maximum), with the widest vectors the CPU has (cpu/isa.h: 16 lanes with
+// AVX-512, 8 otherwise); vmath.cpp.
 void exp_f32(const float* x, float* y, int64_t n);
 void exp_shifted_f32(const float* x, float* y, int64_t n, float m);
 void log_f32(const float* x, float* y, int64_t n);

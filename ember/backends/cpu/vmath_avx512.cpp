@@ -46,7 +46,7 @@ int64_t exp16(const float* x, float* y, int64_t n) {
   return map16(x, y, n, [](__v16sf v) { return v::exp_v<__v16sf, __v16si>(v); });
 }
 int64_t exp_shifted16(const float* x, float* y, int64_t n, float m) {
-  return map16(x, y, n, [m](__v16sf v) { return v::exp_v<__v16sf, __v16si>(v - m); });
+  return map16(x, y, n, [m](__v16sf v) { return v::exp_v<__v16sf, __v16si, true>(v - m); });
 }
 int64_t log16(const float* x, float* y, int64_t n) {
   return map16(x, y, n, [](__v16sf v) { return v::log_v<__v16sf, __v16si>(v); });
