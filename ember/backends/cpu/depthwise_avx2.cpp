@@ -37,78 +37,71 @@ EMBER_TARGET_AVX2 inline __m256 shift_down(const float* p) {
   return _mm256_blend_ps(v, _mm256_setzero_ps(), 0x80);
 }
 
-// One vector of outputs from the window rows r0, r1, r2 at column o (the first tap's: the
-// position less the column padding), a sum per window row (three short chains, not one of 9
-// FMAs). kLeft: the vector starts a row under a column padding of 1, its first taps read the row
-// moved a lane up with a zero before it; kRight: it ends one, its last taps read the row moved
-// a lane down with a zero after it.
+// The three taps of window row r for the vector of outputs whose first tap reads column o (the
+// position less the column padding). kLeft: the vector starts a row under a column padding of 1,
+// its first tap reads the row moved a lane up with a zero before it; kRight: it ends one, its
+// last tap reads the row moved a lane down with a zero after it.
 template <bool kLeft, bool kRight>
-EMBER_TARGET_AVX2 inline __m256 vector3x3(const float* r0, const float* r1, const float* r2,
-                                          int64_t o, const __m256 (&wv)[9]) {
-  auto row = [&](const float* r, int k) {
-    const __m256 a = kLeft ? shift_up(r + o + 1) : _mm256_loadu_ps(r + o);
-    const __m256 c = kRight ? shift_down(r + o + 1) : _mm256_loadu_ps(r + o + 2);
-    const __m256 s = _mm256_mul_ps(a, wv[k]);
-    return _mm256_fmadd_ps(c, wv[k + 2], _mm256_fmadd_ps(_mm256_loadu_ps(r + o + 1), wv[k + 1], s));
-  };
-  const __m256 s0 = row(r0, 0), s1 = row(r1, 3), s2 = row(r2, 6);
-  return _mm256_add_ps(_mm256_add_ps(s0, s1), s2);
+EMBER_TARGET_AVX2 inline void taps3(const float* r, int64_t o, __m256 (&t)[3]) {
+  t[0] = kLeft ? shift_up(r + o + 1) : _mm256_loadu_ps(r + o);
+  t[1] = _mm256_loadu_ps(r + o + 1);
+  t[2] = kRight ? shift_down(r + o + 1) : _mm256_loadu_ps(r + o + 2);
 }
 
-// One plane: y[oh][ow] = sum over kh, kw of w[kh][kw] x[oh + kh - ph][ow + kw - pw]. Window rows
-// over the padding read `zeros` (W floats), so every row runs the same code; a row's vectors
-// start at 0, 8, ... and the last ends at the row's end (overlapping the one before where the
-// row is not a multiple of 8). An earlier version looped over the window rows inside the image
-// for the rows near the top and bottom and the vectors at the edges, with the weights indexed
-// from memory there: 0.82 ms for 8 x 64 x 56 x 56 on one thread.
+// The three window rows of output row oh: the input's rows, or `zeros` (W floats) for those over
+// the padding, so that every output row runs the same code.
+inline void window_rows(const float* x, int64_t H, int64_t W, int64_t oh, int64_t ph,
+                        const float* zeros, const float* (&r)[3]) {
+  for (int64_t kh = 0; kh < 3; ++kh) {
+    const int64_t iy = oh + kh - ph;
+    r[kh] = iy >= 0 && iy < H ? x + iy * W : zeros;
+  }
+}
+
+// Calls f.template operator()<kLeft, kRight>(ow) for the vectors of an output row of OW >= 8
+// positions: at 0, 8, ... and the last at OW - 8 (over the one before where OW is not a multiple
+// of 8), kLeft and kRight where a vector meets a column padding of 1 (taps3).
+template <class F>
+EMBER_TARGET_AVX2 inline void for_row_vectors(int64_t OW, int64_t pw, F&& f) {
+  const int64_t last = OW - 8;
+  if (pw == 1 && last == 0) return f.template operator()<true, true>(int64_t{0});
+  int64_t ow = 0;
+  if (pw == 1) f.template operator()<true, false>(ow), ow = 8;
+  for (; ow + 8 < last; ow += 16) {  // two at a time between the edges: 4% on the forward
+    f.template operator()<false, false>(ow);
+    f.template operator()<false, false>(ow + 8);
+  }
+  if (ow < last) f.template operator()<false, false>(ow);
+  if (pw == 1)
+    f.template operator()<false, true>(last);
+  else
+    f.template operator()<false, false>(last);
+}
+
+// One plane: y[oh][ow] = sum over kh, kw of w[kh][kw] x[oh + kh - ph][ow + kw - pw], each vector
+// a sum per window row (three short chains, not one of 9 FMAs). An earlier version looped over
+// the window rows inside the image for the rows near the top and bottom and the vectors at the
+// edges, with the weights indexed from memory there: 0.82 ms for 8 x 64 x 56 x 56 on one thread.
 EMBER_TARGET_AVX2 void plane3x3(const float* x, int64_t H, int64_t W, const float* w, float* y,
                                 int64_t OH, int64_t OW, int64_t ph, int64_t pw,
                                 const float* zeros) {
   __m256 wv[9];
   for (int t = 0; t < 9; ++t) wv[t] = _mm256_broadcast_ss(w + t);
-  const int64_t last = OW - 8;  // the last vector's position
   for (int64_t oh = 0; oh < OH; ++oh) {
     const float* r[3];
-    for (int64_t kh = 0; kh < 3; ++kh) {
-      const int64_t iy = oh + kh - ph;
-      r[kh] = iy >= 0 && iy < H ? x + iy * W : zeros;
-    }
+    window_rows(x, H, W, oh, ph, zeros, r);
     float* yr = y + oh * OW;
-    if (pw == 1 && last == 0) {
-      _mm256_storeu_ps(yr, vector3x3<true, true>(r[0], r[1], r[2], -1, wv));
-      continue;
-    }
-    int64_t ow = 0;
-    if (pw == 1) {
-      _mm256_storeu_ps(yr, vector3x3<true, false>(r[0], r[1], r[2], -1, wv));
-      ow = 8;
-    }
-    for (; ow + 8 < last; ow += 16) {  // two vectors clear of the right edge
-      _mm256_storeu_ps(yr + ow, vector3x3<false, false>(r[0], r[1], r[2], ow - pw, wv));
-      _mm256_storeu_ps(yr + ow + 8, vector3x3<false, false>(r[0], r[1], r[2], ow + 8 - pw, wv));
-    }
-    if (ow < last)
-      _mm256_storeu_ps(yr + ow, vector3x3<false, false>(r[0], r[1], r[2], ow - pw, wv));
-    if (pw == 1)
-      _mm256_storeu_ps(yr + last, vector3x3<false, true>(r[0], r[1], r[2], last - 1, wv));
-    else
-      _mm256_storeu_ps(yr + last, vector3x3<false, false>(r[0], r[1], r[2], last, wv));
-  }
-}
-
-// The weight gradient's sums for one vector of positions, gv their output gradients (zero in the
-// lanes counted already): acc[3 a + b] += gv * the input at tap (a, b), read as vector3x3 reads
-// it.
-template <bool kLeft, bool kRight>
-EMBER_TARGET_AVX2 inline void grad_vector3x3(const float* const (&r)[3], int64_t o, __m256 gv,
-                                             __m256 (&acc)[9]) {
-#pragma GCC unroll 3
-  for (int a = 0; a < 3; ++a) {
-    const __m256 xa = kLeft ? shift_up(r[a] + o + 1) : _mm256_loadu_ps(r[a] + o);
-    const __m256 xc = kRight ? shift_down(r[a] + o + 1) : _mm256_loadu_ps(r[a] + o + 2);
-    acc[3 * a] = _mm256_fmadd_ps(gv, xa, acc[3 * a]);
-    acc[3 * a + 1] = _mm256_fmadd_ps(gv, _mm256_loadu_ps(r[a] + o + 1), acc[3 * a + 1]);
-    acc[3 * a + 2] = _mm256_fmadd_ps(gv, xc, acc[3 * a + 2]);
+    for_row_vectors(OW, pw, [&]<bool kLeft, bool kRight>(int64_t ow) EMBER_TARGET_AVX2 {
+      __m256 s[3];
+      for (int k = 0; k < 3; ++k) {
+        __m256 t[3];
+        taps3<kLeft, kRight>(r[k], ow - pw, t);
+        s[k] =
+            _mm256_fmadd_ps(t[2], wv[3 * k + 2],
+                            _mm256_fmadd_ps(t[1], wv[3 * k + 1], _mm256_mul_ps(t[0], wv[3 * k])));
+      }
+      _mm256_storeu_ps(yr + ow, _mm256_add_ps(_mm256_add_ps(s[0], s[1]), s[2]));
+    });
   }
 }
 
@@ -124,27 +117,37 @@ EMBER_TARGET_AVX2 void plane_weight_grad3x3(const float* x, int64_t H, int64_t W
       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(covered) - 1)));
   for (int64_t oh = 0; oh < OH; ++oh) {
     const float* r[3];
-    for (int64_t kh = 0; kh < 3; ++kh) {
-      const int64_t iy = oh + kh - ph;
-      r[kh] = iy >= 0 && iy < H ? x + iy * W : zeros;
-    }
+    window_rows(x, H, W, oh, ph, zeros, r);
     const float* g = gy + oh * OW;
-    if (pw == 1 && last == 0) {
-      grad_vector3x3<true, true>(r, -1, _mm256_loadu_ps(g), acc);
-      continue;
-    }
-    int64_t ow = 0;
-    if (pw == 1) {
-      grad_vector3x3<true, false>(r, -1, _mm256_loadu_ps(g), acc);
-      ow = 8;
-    }
-    for (; ow < last; ow += 8)
-      grad_vector3x3<false, false>(r, ow - pw, _mm256_loadu_ps(g + ow), acc);
-    const __m256 gv = _mm256_and_ps(_mm256_loadu_ps(g + last), fresh);
-    if (pw == 1)
-      grad_vector3x3<false, true>(r, last - 1, gv, acc);
-    else
-      grad_vector3x3<false, false>(r, last, gv, acc);
+    for_row_vectors(OW, pw, [&]<bool kLeft, bool kRight>(int64_t ow) EMBER_TARGET_AVX2 {
+      __m256 gv = _mm256_loadu_ps(g + ow);
+      if (ow == last) gv = _mm256_and_ps(gv, fresh);
+      for (int k = 0; k < 3; ++k) {
+        __m256 t[3];
+        taps3<kLeft, kRight>(r[k], ow - pw, t);
+        for (int b = 0; b < 3; ++b) acc[3 * k + b] = _mm256_fmadd_ps(gv, t[b], acc[3 * k + b]);
+      }
+    });
+  }
+}
+
+// dw[0, 9) = one output channel's weight gradient over n images, its input planes x_step apart
+// from x and its output gradients' gy_step apart from gy: 9 sums in registers, added up in
+// double at the end.
+EMBER_TARGET_AVX2 void channel_weight_grad3x3(const float* x, int64_t x_step, const float* gy,
+                                              int64_t gy_step, int64_t n, const Geom& g,
+                                              const float* zeros, float* dw) {
+  __m256 acc[9];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (int64_t img = 0; img < n; ++img)
+    plane_weight_grad3x3(x + img * x_step, g.in[1], g.in[2], gy + img * gy_step, g.out[1], g.out[2],
+                         g.p[1], g.p[2], zeros, acc);
+  for (int t = 0; t < 9; ++t) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc[t]);
+    double sum = 0;
+    for (float v : lanes) sum += v;
+    dw[t] = static_cast<float>(sum);
   }
 }
 
@@ -179,21 +182,9 @@ void depthwise3x3_weight_grad_avx2(const float* x, const float* gy, float* dw, i
   // A task per output channel, over every image: its 9 sums stay in registers throughout.
   parallel_for(c_out, 1, [&](int64_t b, int64_t e) {
     const std::vector<float> zeros(static_cast<size_t>(W), 0.0f);
-    for (int64_t co = b; co < e; ++co) {
-      __m256 acc[9];
-      for (auto& a : acc) a = _mm256_setzero_ps();
-      for (int64_t img = 0; img < n; ++img)
-        plane_weight_grad3x3(x + (img * c_in + co / per_group) * H * W, H, W,
-                             gy + (img * c_out + co) * OH * OW, OH, OW, g.p[1], g.p[2],
-                             zeros.data(), acc);
-      for (int t = 0; t < 9; ++t) {
-        alignas(32) float lanes[8];
-        _mm256_store_ps(lanes, acc[t]);
-        double sum = 0;
-        for (float v : lanes) sum += v;
-        dw[co * 9 + t] = static_cast<float>(sum);
-      }
-    }
+    for (int64_t co = b; co < e; ++co)
+      channel_weight_grad3x3(x + co / per_group * H * W, c_in * H * W, gy + co * OH * OW,
+                             c_out * OH * OW, n, g, zeros.data(), dw + co * 9);
   });
 }
 #else

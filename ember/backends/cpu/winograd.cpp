@@ -260,12 +260,12 @@ class Plan {
       : x_(x), up_(up), up_stride_(up_stride), y_(y), c_in_(c_in), c_out_(c_out), g_(g), pg_(pg) {
     ho_ = g.out[1], wo_ = g.out[2], th_ = (ho_ + M - 1) / M, tw_ = (wo_ + M - 1) / M;
     flat_ = tw_ < kLanes;
-    // The most tile rows within the budget whose tiles fill the micro-kernel's columns best (8
-    // tiles a row and 16 columns: 2 rows, not 3, whose 24 tiles would pad to 32).
-    // At least the tile rows that fill one panel of the micro-kernel's columns, past the budget
-    // if need be: deep channels over small images otherwise ran chunks of a tile row padded to a
-    // panel (256 -> 256 on 14x14 with F(4x4): 4 tiles of 16 columns, 20.1 ms against 10.3 so;
-    // 512 -> 512 on 7x7 with F(2x2): 20.2 against 14.3; 2 threads of an AVX2 CPU).
+    // The tile rows, up to the budget, whose tiles fill the micro-kernel's columns best (8 tiles
+    // a row and 16 columns: 2 rows, not 3, whose 24 tiles would pad to 32). The budget's bound
+    // is raised to the rows that make one panel of columns where it allows fewer: deep channels
+    // over small images otherwise ran chunks of a tile row padded to a panel (256 -> 256 on
+    // 14x14 with F(4x4): 4 tiles of 16 columns, 20.1 ms against 10.3 so; 512 -> 512 on 7x7 with
+    // F(2x2): 20.2 against 14.3; 2 threads of an AVX2 CPU).
     const int64_t least = std::min(th_, (pg.nr + tw_ - 1) / tw_);
     const int64_t most =
         std::clamp<int64_t>(kChunkFloats / (NN * (c_in + c_out)) / tw_, least, th_);
