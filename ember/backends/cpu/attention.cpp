@@ -34,6 +34,21 @@ inline void exp_shifted(float* row, int64_t n, float m) { vmath::exp_shifted_f32
 inline void exp_shifted(double* row, int64_t n, double m) {
   for (int64_t c = 0; c < n; ++c) row[c] = std::exp(row[c] - m);
 }
+// The largest of row[0, n) (NaN passed over), and the sum; vectorized for f32: as plain loops
+// they ran one element at a time (a float reduction is not reordered without -ffast-math), a
+// quarter of the op's time.
+inline float row_max(const float* row, int64_t n) { return vmath::max_f32(row, n); }
+inline double row_max(const double* row, int64_t n) {
+  double mx = -INFINITY;
+  for (int64_t c = 0; c < n; ++c) mx = row[c] > mx ? row[c] : mx;
+  return mx;
+}
+inline float row_sum(const float* row, int64_t n) { return float(vmath::sum_f32(row, n)); }
+inline double row_sum(const double* row, int64_t n) {
+  double sum = 0;
+  for (int64_t c = 0; c < n; ++c) sum += row[c];
+  return sum;
+}
 
 // Scratch of one worker: the scores of a block, the output accumulator, running max and sum.
 template <class T>
@@ -77,8 +92,7 @@ void attend(const Geometry& g, const T* q, const T* k, const T* v, T* out, int64
         for (int64_t c = 0; c < visible; ++c)
           if (mr[c * g.mask_col]) sr[c] = T(-INFINITY);
       }
-      T mx = T(-INFINITY);
-      for (int64_t c = 0; c < visible; ++c) mx = sr[c] > mx ? sr[c] : mx;
+      const T mx = row_max(sr, visible);
       if (mx == T(-INFINITY)) {  // every key of the block masked for this row: P = 0
         std::fill(sr, sr + cols, T(0));
         continue;
@@ -86,9 +100,7 @@ void attend(const Geometry& g, const T* q, const T* k, const T* v, T* out, int64
       const T m_new = std::max(w.m[r], mx);
       const T corr = std::exp(w.m[r] - m_new);  // 0 on the row's first visible block
       exp_shifted(sr, cols, m_new);
-      T sum = 0;
-      for (int64_t c = 0; c < cols; ++c) sum += sr[c];
-      w.l[r] = w.l[r] * corr + sum;
+      w.l[r] = w.l[r] * corr + row_sum(sr, cols);
       w.m[r] = m_new;
       if (corr != T(1)) {
         T* ar = w.acc.data() + r * dv;

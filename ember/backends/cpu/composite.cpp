@@ -46,14 +46,7 @@ void softmax_row_f32(const float* x, float* y, int64_t n, float m, bool log) {
   // an all -inf row: exp gives 0s and the row 0 / 0, NaN, as the decomposition and PyTorch do
   if (std::isinf(m) && m < 0) m = 0;
   vmath::exp_shifted_f32(x, y, n, m);
-  vf8 lanes[4] = {};  // 32 float lanes, added in double at the end
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int k = 0; k < 4; ++k) lanes[k] += load8(y + i + 8 * k);
-  double sum = 0;
-  for (; i < n; ++i) sum += y[i];
-  for (const vf8& l : lanes)
-    for (int j = 0; j < 8; ++j) sum += l[j];
+  const double sum = vmath::sum_f32(y, n);
   if (log) {
     // (x - max) first, then log(sum): folding max + log(sum) into one float would round it
     // at the logits' magnitude (an error of ~5e-4 at 1e4) where x - max is exact near the max.

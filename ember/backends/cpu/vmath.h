@@ -25,6 +25,36 @@ inline vf8 load8(const float* p) {
 }
 inline void store8(float* p, vf8 v) { std::memcpy(p, &v, sizeof v); }
 
+/// The largest of x[0, n): -inf for n = 0, and NaN passed over (each step is `a > b ? a : b`).
+inline float max_f32(const float* x, int64_t n) {
+  vf8 acc[2] = {vf8{} - INFINITY, vf8{} - INFINITY};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 2; ++k) {
+      const vf8 a = load8(x + i + 8 * k);
+      acc[k] = a > acc[k] ? a : acc[k];
+    }
+  float best = -INFINITY;
+  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+  for (const vf8& a : acc)
+    for (int j = 0; j < 8; ++j) best = a[j] > best ? a[j] : best;
+  return best;
+}
+
+/// The sum of x[0, n) in 32 float lanes, which are added in double at the end (after the
+/// elements past the last 32).
+inline double sum_f32(const float* x, int64_t n) {
+  vf8 lanes[4] = {};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) lanes[k] += load8(x + i + 8 * k);
+  double sum = 0;
+  for (; i < n; ++i) sum += x[i];
+  for (const vf8& l : lanes)
+    for (int j = 0; j < 8; ++j) sum += l[j];
+  return sum;
+}
+
 /// exp: 2^n * P(r), r = x - n ln2 (Cody-Waite split), P a degree-6 polynomial. VF: a vector of
 /// floats, VI: of int32 with as many lanes. kNonPositive: every x is 0 or below, or NaN (a
 /// softmax's x - max), so that nothing overflows: the checks for it are left out, and a NaN
