@@ -102,15 +102,17 @@ inline void copy_panel_row(T* dst, const T* src, int64_t width) {
 }
 
 /// dst[i * ldd + r] = src[r * lds + i] for an 8 x 8 block: the packers' transposes, in eight
-/// loads, 24 shuffles and eight stores where element by element it took a store each.
+/// loads, 24 shuffles and eight stores where element by element it took a store each. Any
+/// 4-byte T (the shuffles move bits: a float's NaN payload, or an int32, comes through as is).
 template <class T>
 inline bool transpose8(const T* src, int64_t lds, T* dst, int64_t ldd) {
 #if defined(__AVX__)
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (sizeof(T) == 4 && std::is_trivially_copyable_v<T>) {
     __m256 r[8];
-    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+    for (int i = 0; i < 8; ++i)
+      r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(src + i * lds));
     transpose8x8(r);
-    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * ldd, r[i]);
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(reinterpret_cast<float*>(dst + i * ldd), r[i]);
     return true;
   }
 #endif

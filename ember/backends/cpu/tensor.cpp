@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ember/backends/cpu/allocator.h"
+#include "ember/backends/cpu/gemm.h"
 #include "ember/backends/cpu/kernels.h"
 
 namespace ember {
@@ -49,6 +50,13 @@ void copy_tiled(const Loop<2>& L, E* d, const E* s) {
         os += i * L.strides[1][k];
       }
       int64_t i1 = std::min(rows, (tr + 1) * kTile), j1 = std::min(cols, (tc + 1) * kTile);
+      if constexpr (sizeof(E) == 4) {
+        if (dc == 1 && sr == 1) {  // a 2-d transpose: the source's columns are contiguous
+          const int64_t i0 = tr * kTile, j0 = tc * kTile;
+          transpose_into(s + os + i0 + j0 * sc, sc, j1 - j0, i1 - i0, d + od + i0 * dr + j0, dr);
+          continue;
+        }
+      }
       for (int64_t i = tr * kTile; i < i1; ++i)
         for (int64_t j = tc * kTile; j < j1; ++j) d[od + i * dr + j * dc] = s[os + i * sr + j * sc];
     }
