@@ -11,6 +11,7 @@
 #include "ember/backends/cpu/gemm.h"
 #include "ember/backends/cpu/isa.h"
 #include "ember/core/error.h"
+#include "ember/ember.h"
 
 using namespace ember;
 using namespace ember::cpu;
@@ -227,4 +228,49 @@ TEST(CpuGemmBf16, BelowAvx512Bf16ItDeclines) {
   EXPECT_FALSE(gemm_bf16(2, 2, 2, {a.data(), 2, 1}, {b.data(), 2, 1}, c.data(), 2));
   set_cpu_isa_cap(std::nullopt);
   EXPECT_EQ(c, std::vector<float>(4, -1.f));
+}
+
+// f16 always, and bf16 below AVX-512 BF16, multiply through f32: each operand widened as it is
+// stored (a transposed view stays transposed), the product rounded back. Against the halves'
+// products summed in double and rounded once, within one unit of the half's last place.
+template <class H>
+void check_halves_through_f32(double rel) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  struct Shape3 {
+    int64_t m, n, k;
+    bool ta, tb;
+  };
+  for (const Shape3& c : {Shape3{33, 47, 31, false, false}, Shape3{64, 70, 200, true, false},
+                          Shape3{40, 130, 65, false, true}, Shape3{9, 300, 17, true, true}}) {
+    // stored as given: A [m, k] or [k, m] when ta, B [k, n] or [n, k] when tb
+    std::vector<H> a(size_t(c.m * c.k)), b(size_t(c.k * c.n));
+    for (auto& v : a) v = H(u(rng));
+    for (auto& v : b) v = H(u(rng));
+    auto ta =
+        Tensor<Cpu, 2>::from_data(TensorData::from<H>(a, c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k}));
+    auto tb =
+        Tensor<Cpu, 2>::from_data(TensorData::from<H>(b, c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n}));
+    const auto got =
+        (c.ta ? ta.transpose() : ta).matmul(c.tb ? tb.transpose() : tb).to_data().template to_vec<H>();
+    ASSERT_EQ(got.size(), size_t(c.m * c.n));
+    int wrong = 0;
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double want = 0;
+        for (int64_t p = 0; p < c.k; ++p)
+          want += double(float(c.ta ? a[size_t(p * c.m + i)] : a[size_t(i * c.k + p)])) *
+                  double(float(c.tb ? b[size_t(j * c.k + p)] : b[size_t(p * c.n + j)]));
+        const double g = double(float(got[size_t(i * c.n + j)]));
+        wrong += std::abs(g - want) > rel * std::abs(want) + 1e-3;
+      }
+    EXPECT_EQ(wrong, 0) << c.m << "x" << c.n << "x" << c.k << " ta " << c.ta << " tb " << c.tb;
+  }
+}
+
+TEST(CpuGemmHalves, WidenedToF32AsStored) {
+  check_halves_through_f32<f16>(1.0 / 1024);
+  set_cpu_isa_cap(CpuIsa::Avx512);  // below AVX-512 BF16: bf16 goes through f32 too
+  check_halves_through_f32<bf16>(1.0 / 128);
+  set_cpu_isa_cap(std::nullopt);
 }
