@@ -5,6 +5,7 @@
 // a permutation whose last two dims are not swapped, and doubles.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -57,31 +58,25 @@ TEST(CpuCopy, TransposeMovesEveryElementBitForBit) {
 }
 
 TEST(CpuCopy, BatchedTransposesAndOtherPermutations) {
-  const int64_t a = 3, b = 40, c = 37;
-  const std::vector<float> x = patterned(a * b * c);
-  auto t = Tensor<Cpu, 3>::from_data(TensorData::from<float>(x, {a, b, c}));
-  auto at = [&](int64_t i, int64_t j, int64_t k) { return x[size_t((i * b + j) * c + k)]; };
-  // [a, c, b]: a transpose per batch entry
-  std::vector<float> want;
-  for (int64_t i = 0; i < a; ++i)
-    for (int64_t k = 0; k < c; ++k)
-      for (int64_t j = 0; j < b; ++j) want.push_back(at(i, j, k));
-  expect_bits(t.permute({0, 2, 1}).reshape<1>({a * b * c}).to_data().to_vec<float>(), want,
-              "0 2 1");
-  // [c, a, b]: the source's contiguous dim moves to the front
-  want.clear();
-  for (int64_t k = 0; k < c; ++k)
-    for (int64_t i = 0; i < a; ++i)
-      for (int64_t j = 0; j < b; ++j) want.push_back(at(i, j, k));
-  expect_bits(t.permute({2, 0, 1}).reshape<1>({a * b * c}).to_data().to_vec<float>(), want,
-              "2 0 1");
-  // [b, a, c]: rows kept contiguous, their order changed
-  want.clear();
-  for (int64_t j = 0; j < b; ++j)
-    for (int64_t i = 0; i < a; ++i)
-      for (int64_t k = 0; k < c; ++k) want.push_back(at(i, j, k));
-  expect_bits(t.permute({1, 0, 2}).reshape<1>({a * b * c}).to_data().to_vec<float>(), want,
-              "1 0 2");
+  const std::array<int64_t, 3> dims = {3, 40, 37};
+  const int64_t n = dims[0] * dims[1] * dims[2];
+  const std::vector<float> x = patterned(n);
+  auto t = Tensor<Cpu, 3>::from_data(TensorData::from<float>(x, {dims[0], dims[1], dims[2]}));
+  // 0 2 1: a transpose per batch entry; 2 0 1: the source's contiguous dim moves to the front;
+  // 1 0 2: rows kept contiguous, their order changed
+  for (std::array<int64_t, 3> order : {std::array<int64_t, 3>{0, 2, 1}, {2, 0, 1}, {1, 0, 2}}) {
+    std::vector<float> want;
+    std::array<int64_t, 3> o{}, src{};  // an output index, and the source index it reads
+    for (o[0] = 0; o[0] < dims[size_t(order[0])]; ++o[0])
+      for (o[1] = 0; o[1] < dims[size_t(order[1])]; ++o[1])
+        for (o[2] = 0; o[2] < dims[size_t(order[2])]; ++o[2]) {
+          for (size_t k = 0; k < 3; ++k) src[size_t(order[k])] = o[k];
+          want.push_back(x[size_t((src[0] * dims[1] + src[1]) * dims[2] + src[2])]);
+        }
+    expect_bits(
+        t.permute(order).reshape<1>({n}).to_data().to_vec<float>(), want,
+        std::to_string(order[0]) + " " + std::to_string(order[1]) + " " + std::to_string(order[2]));
+  }
 }
 
 TEST(CpuCopy, TransposeOfDoubles) {
