@@ -2,7 +2,7 @@
 // its index, bit for bit, against the index arithmetic itself. 4-byte elements of a 2-d
 // transpose take 8 x 8 vector transposes inside 32 x 32 tiles, the rest element by element:
 // sizes that are and are not multiples of 8 and 32, NaN payloads and -0, batched transposes,
-// a permutation whose last two dims are not swapped, and doubles.
+// a permutation whose last two dims are not swapped, doubles, and expanded (broadcast) views.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -90,3 +90,26 @@ TEST(CpuCopy, TransposeOfDoubles) {
 }
 
 }  // namespace
+
+// An expanded (broadcast) view made dense (to_data copies it): a column expanded along the rows
+// repeats each value across a row, a row expanded down the columns repeats the row, and one
+// value expanded fills the whole (a fill, its source stride 0).
+TEST(CpuCopy, ExpandedViewsRepeatTheirValues) {
+  const int64_t r = 40, c = 37;
+  const std::vector<float> col = patterned(r), row = patterned(c);
+  auto tc = Tensor<Cpu, 2>::from_data(TensorData::from<float>(col, {r, 1}));
+  auto tr = Tensor<Cpu, 2>::from_data(TensorData::from<float>(row, {1, c}));
+  std::vector<float> want_c, want_r;
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) {
+      want_c.push_back(col[size_t(i)]);
+      want_r.push_back(row[size_t(j)]);
+    }
+  expect_bits(tc.expand<2>({r, c}).to_data().to_vec<float>(), want_c, "column");
+  expect_bits(tr.expand<2>({r, c}).to_data().to_vec<float>(), want_r, "row");
+  // one value everywhere (the gradient of a sum, as a convolution's backward receives it)
+  const float nan_payload = std::bit_cast<float>(uint32_t(0x7fc01234u));
+  auto one = Tensor<Cpu, 2>::from_data(TensorData::from<float>({nan_payload}, {1, 1}));
+  expect_bits(one.expand<2>({r, c}).to_data().to_vec<float>(),
+              std::vector<float>(size_t(r * c), nan_payload), "scalar");
+}

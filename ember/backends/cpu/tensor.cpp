@@ -78,6 +78,8 @@ void copy_elems(const CpuTensor& src, const CpuTensor& dst) {
   run_loop(L, [&](const std::array<int64_t, 2>& o, int64_t n) {
     if (sd == 1 && ss == 1) {
       std::memcpy(d + o[0], s + o[1], n * sizeof(E));
+    } else if (sd == 1 && ss == 0) {  // a broadcast value (an expanded view): a fill
+      std::fill(d + o[0], d + o[0] + n, s[o[1]]);
     } else {
       for (int64_t i = 0; i < n; ++i) d[o[0] + i * sd] = s[o[1] + i * ss];
     }
