@@ -150,3 +150,46 @@ TEST(CpuWinograd, TheTransposedConvOpMatchesTheDirectOne) {
     for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << pad << " " << i;
   }
 }
+
+// The weight gradient by F(3x3, 2x2) against sums in double: paddings 0 to 2, outputs whose
+// sides are odd (a tile half outside) and rows not a multiple of 8 tiles, several channel
+// counts, images in several chunks (30 images of 8x8 on 24 an chunk, the last shorter), and the
+// op itself (conv2d's backward) where the path applies.
+TEST(CpuWinograd, WeightGradientMatchesSumsInDouble) {
+  for (Case c : {Case{2, 64, 64, 14, 14, 1}, Case{3, 32, 48, 9, 13, 0}, Case{1, 40, 33, 11, 17, 2},
+                 Case{30, 32, 32, 8, 8, 1}, Case{2, 96, 80, 12, 30, 1}}) {
+    cpu::Geom g = geom(c);
+    ASSERT_TRUE(cpu::winograd_weight_grad_fits(g, 1, c.c_in, c.c_out));
+    const int64_t ho = g.out[1], wo = g.out[2];
+    std::vector<float> x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), 5);
+    std::vector<float> gy = test::uniform_floats(size_t(c.n * c.c_out * ho * wo), 6);
+    std::vector<double> want =
+        test::conv2d_weight_grad_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, c.pad}, x, gy);
+    std::vector<float> got(want.size(), NAN);
+    cpu::winograd_weight_grad_f32(x.data(), gy.data(), got.data(), c.n, c.c_in, c.c_out, g);
+    // sums of n ho wo products of numbers in [-1, 1]: about 2^-24 sqrt(n ho wo) each, and the
+    // transforms' few roundings
+    const double tol = 2e-6 * std::sqrt(double(c.n * ho * wo));
+    int64_t bad = 0;
+    for (size_t i = 0; i < want.size(); ++i)
+      if (!(std::abs(double(got[i]) - want[i]) <= tol) && bad++ < 5)
+        ADD_FAILURE() << c.n << "x" << c.c_in << "->" << c.c_out << " " << c.h << "x" << c.w
+                      << " pad " << c.pad << " at " << i << ": " << got[i] << " vs " << want[i];
+    EXPECT_EQ(bad, 0);
+  }
+  // through the op: conv2d's weight gradient for 32 -> 40 channels on 10x12, padding 1
+  const Case c{3, 32, 40, 10, 12, 1};
+  std::vector<float> x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), 7);
+  std::vector<float> w = test::uniform_floats(size_t(c.c_out * c.c_in * 9), 8);
+  using AD = Autodiff<Cpu>;
+  auto tx = Tensor<AD, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
+  auto tw =
+      Tensor<AD, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3})).require_grad();
+  auto grads = conv2d(tx, tw, {.padding = {1}}).sum().backward();
+  const auto got = tw.grad(grads)->to_data().to_vec<float>();
+  std::vector<float> ones(size_t(c.n * c.c_out * c.h * c.w), 1.0f);
+  std::vector<double> want =
+      test::conv2d_weight_grad_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, c.pad}, x, ones);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
+}

@@ -429,6 +429,8 @@ void conv_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
   const T *X = x.data<T>(), *GY = gy.data<T>();
   T* DW = dw.data<T>();
   if constexpr (std::is_same_v<T, float>) {
+    if (winograd_weight_grad_fits(g, G, c_in, c_out))
+      return winograd_weight_grad_f32(X, GY, DW, N, c_in, c_out, g);
     if (direct_weight_grad_fits(g, G, c_in, c_out))
       return direct_weight_grad_f32(X, GY, DW, N, c_in, c_out, g);
   }

@@ -47,4 +47,14 @@ int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out);
 void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                        int64_t c_out, const Geom& g, int tile = 0);
 
+/// Whether conv_weight_grad of geometry `g` takes winograd_weight_grad_f32 (winograd_wgrad.cpp):
+/// winograd_fits, both channel counts at least 32 and output rows of 8 or more.
+bool winograd_weight_grad_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
+
+/// dw [c_out, c_in, 3, 3] = the weight gradient of conv2d(x [n, c_in, H, W]) given its output
+/// gradient gy [n, c_out, H', W'], with g's padding, by F(3x3, 2x2); all dense. The images add
+/// in order, whatever the thread count.
+void winograd_weight_grad_f32(const float* x, const float* gy, float* dw, int64_t n, int64_t c_in,
+                              int64_t c_out, const Geom& g);
+
 }  // namespace ember::cpu
