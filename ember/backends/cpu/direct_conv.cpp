@@ -106,13 +106,20 @@ bool direct_geometry_fits(const Geom& g, int64_t groups) {
 void pad_planes(const float* x, int64_t planes, int64_t H, int64_t W, int64_t Hp, int64_t Wp,
                 int64_t ph, int64_t pw, float* dst) {
   parallel_for(planes, std::max<int64_t>(1, kGrain / (Hp * Wp)), [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      float* d = dst + p * Hp * Wp;
-      std::memset(d, 0, sizeof(float) * size_t(Hp * Wp));
-      for (int64_t h = 0; h < H && h + ph < Hp; ++h)
-        std::memcpy(d + (h + ph) * Wp + pw, x + (p * H + h) * W,
-                    sizeof(float) * size_t(std::min(W, Wp - pw)));
-    }
+    // each float written once: the image's rows with their zero margins, zero rows around them
+    const int64_t cols = std::clamp<int64_t>(Wp - pw, 0, W);
+    for (int64_t p = b; p < e; ++p)
+      for (int64_t r = 0; r < Hp; ++r) {
+        float* row = dst + (p * Hp + r) * Wp;
+        const int64_t h = r - ph;
+        if (h < 0 || h >= H || cols == 0) {
+          std::memset(row, 0, sizeof(float) * size_t(Wp));
+          continue;
+        }
+        std::memset(row, 0, sizeof(float) * size_t(pw));
+        std::memcpy(row + pw, x + (p * H + h) * W, sizeof(float) * size_t(cols));
+        std::memset(row + pw + cols, 0, sizeof(float) * size_t(Wp - pw - cols));
+      }
   });
 }
 
