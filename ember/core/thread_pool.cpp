@@ -1,12 +1,18 @@
 #include "ember/core/thread_pool.h"
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -20,8 +26,32 @@ int default_threads() {
     int n = std::atoi(e);
     if (n > 0) return n;
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return available_cpus();
 }
+
+#if defined(__linux__)
+// Whole CPUs of a quota over a period, rounded up; 0 for none.
+int whole_cpus(int64_t quota, int64_t period) {
+  if (quota <= 0 || period <= 0) return 0;
+  return static_cast<int>(std::min<int64_t>((quota + period - 1) / period, 1 << 16));
+}
+
+// The process's CPU quota from its cgroup: v2's `cpu.max` ("max 100000" or "QUOTA PERIOD"),
+// else v1's `cpu.cfs_quota_us` (-1 for none) over `cpu.cfs_period_us`; 0 when there is none or
+// neither can be read.
+int cgroup_cpu_quota() {
+  std::ifstream v2("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  int64_t period = 0;
+  if (v2 >> quota >> period)
+    return quota == "max" ? 0 : whole_cpus(std::atoll(quota.c_str()), period);
+  std::ifstream q1("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+      p1("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  int64_t q = 0;
+  if (q1 >> q && p1 >> period) return whole_cpus(q, period);
+  return 0;
+}
+#endif
 
 // Spins before sleeping: a worker that has just finished a job polls for the next one for
 // about this long, and the caller polls for the job's end, before either blocks on a condition
@@ -159,6 +189,17 @@ Pool& pool() {
 }
 
 }  // namespace
+
+int available_cpus() {
+  int n = static_cast<int>(std::thread::hardware_concurrency());
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
+  if (int q = cgroup_cpu_quota(); q > 0) n = std::min(n, q);
+#endif
+  return std::max(n, 1);
+}
 
 int num_threads() { return pool().size(); }
 void set_num_threads(int n) { pool().resize(std::max(1, n)); }

@@ -5,6 +5,7 @@
 //
 //   parallel_for(n, 1 << 15, [&](int64_t begin, int64_t end) { /* items [begin, end) */ });
 //   set_num_threads(2);   // EMBER_NUM_THREADS sets the default
+//   int n = available_cpus();  // the default without it
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -13,6 +14,10 @@
 
 namespace ember {
 
+/// The CPUs this process may run on: those of its affinity mask (`taskset`, a container's
+/// cpuset), at most its cgroup CPU quota (`docker --cpus`) rounded up, at least 1. The pool's
+/// default size when `EMBER_NUM_THREADS` is unset: more threads than CPUs only take turns.
+EMBER_API int available_cpus();
 EMBER_API int num_threads();
 EMBER_API void set_num_threads(int n);
 

@@ -109,3 +109,34 @@ TEST(ThreadPool, NestedParallelForRunsInline) {
   });
   for (auto& h : hits) ASSERT_EQ(h.load(), 1);
 }
+
+#if defined(__linux__)
+#include <sched.h>
+
+// The default thread count follows the affinity mask: a process under `taskset -c 0` (or a
+// container's cpuset) that started one thread per CPU of the machine would run them in turns.
+TEST(ThreadPool, AvailableCpusFollowTheAffinityMask) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  EXPECT_LE(available_cpus(), CPU_COUNT(&saved));
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  const int n = available_cpus();
+  ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+  EXPECT_EQ(n, 1);
+  if (CPU_COUNT(&saved) >= 2) {
+    int second = first + 1;
+    while (!CPU_ISSET(second, &saved)) ++second;
+    cpu_set_t two = one;
+    CPU_SET(second, &two);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(two), &two), 0);
+    const int m = available_cpus();
+    ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+    EXPECT_EQ(m, 2);
+  }
+}
+#endif
