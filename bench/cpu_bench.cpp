@@ -2,7 +2,10 @@
 // PyTorch peer in the same run and merges both into bench/out/cpu.json; see
 // docs/benchmarks.md. Every op here returns a new tensor (inputs are kept alive by the
 // benchmark, so ember cannot reuse their buffers), as the PyTorch peer does.
+#include <algorithm>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "bench/cpu_bench.h"
 #include "ember/core/thread_pool.h"
@@ -129,14 +132,22 @@ void bm_transpose_copy(State& st) {
   bench::set_bytes(st, 2 * kF32 * kSquare * kSquare);
 }
 
-void bm_matmul(State& st, bench::MatmulSize s) {
+bench::Op matmul_op(const bench::MatmulSize& s) {
   auto a = s.ta ? uniform<Cpu, 2>({s.k, s.m}).transpose() : uniform<Cpu, 2>({s.m, s.k});
   auto b = s.tb ? uniform<Cpu, 2>({s.n, s.k}).transpose() : uniform<Cpu, 2>({s.k, s.n});
-  for (auto _ : st) {
+  return [a, b] {
     auto c = a.matmul(b);
     benchmark::DoNotOptimize(c);
-  }
-  bench::set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
+  };
+}
+double matmul_flop(const bench::MatmulSize& s) {
+  return 2.0 * double(s.m) * double(s.n) * double(s.k);
+}
+
+void bm_matmul(State& st, bench::MatmulSize s) {
+  const bench::Op op = matmul_op(s);
+  for (auto _ : st) op();
+  bench::set_flop(st, matmul_flop(s));
 }
 
 void bm_matmul_bf16(State& st, bench::MatmulSize s) {
@@ -151,15 +162,22 @@ void bm_matmul_bf16(State& st, bench::MatmulSize s) {
   bench::set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
 }
 
-void bm_conv2d(State& st, bench::Conv2dSize c) {
+bench::Op conv2d_op(const bench::Conv2dSize& c) {
   auto x = uniform<Cpu, 4>({c.n, c.c_in, c.hw, c.hw});
   auto w = uniform<Cpu, 4>({c.c_out, c.c_in, c.k, c.k});
-  ConvOptions o{.padding = {(c.k - 1) / 2}};
-  for (auto _ : st) {
+  return [x, w, o = ConvOptions{.padding = {(c.k - 1) / 2}}] {
     auto y = conv2d(x, w, o);
     benchmark::DoNotOptimize(y);
-  }
-  bench::set_flop(st, 2.0 * c.n * c.c_out * c.hw * c.hw * c.c_in * c.k * c.k);
+  };
+}
+double conv2d_flop(const bench::Conv2dSize& c) {
+  return 2.0 * c.n * c.c_out * c.hw * c.hw * c.c_in * c.k * c.k;
+}
+
+void bm_conv2d(State& st, bench::Conv2dSize c) {
+  const bench::Op op = conv2d_op(c);
+  for (auto _ : st) op();
+  bench::set_flop(st, conv2d_flop(c));
 }
 
 void bm_attention(State& st, bench::AttentionSize a) {
@@ -256,9 +274,64 @@ void register_ember_matmul_benchmarks() {
         ->Unit(benchmark::kMillisecond);
 }
 
+// The paired comparisons against oneDNN: every matmul and conv2d size (see cpu_paired.cpp).
+std::vector<bench::Paired> paired_with_onednn() {
+  std::vector<bench::Paired> pairs;
+  std::string error;
+  auto peer = [&](std::vector<bench::PairedPeer>& peers, const char* who, bench::Op op) {
+    if (op)
+      peers.push_back({who, std::move(op)});
+    else
+      std::fprintf(stderr, "paired: no %s peer: %s\n", who, error.c_str());
+  };
+  for (const bench::MatmulSize& m : bench::kMatmulSizes) {
+    bench::Paired p{std::string("matmul/") + m.name, matmul_flop(m), matmul_op(m), {}};
+    peer(p.peers, "onednn", bench::onednn_matmul_op(m, &error));
+    if (!p.peers.empty()) pairs.push_back(std::move(p));
+  }
+  for (const bench::Conv2dSize& c : bench::kConv2dSizes) {
+    bench::Paired p{std::string("conv2d/") + c.name, conv2d_flop(c), conv2d_op(c), {}};
+    peer(p.peers, "onednn", bench::onednn_conv2d_op(c, false, &error));
+    peer(p.peers, "onednn_blocked", bench::onednn_conv2d_op(c, true, &error));
+    if (!p.peers.empty()) pairs.push_back(std::move(p));
+  }
+  return pairs;
+}
+
+// The value of "--name=value" in argv, removed from it; `fallback` when absent.
+std::string take_flag(int& argc, char** argv, const std::string& name, std::string fallback) {
+  const std::string prefix = "--" + name + "=";
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]).starts_with(prefix)) {
+      std::string v = argv[i] + prefix.size();
+      std::copy(argv + i + 1, argv + argc, argv + i);
+      --argc;
+      return v;
+    }
+  return fallback;
+}
+
 }  // namespace
 
+// cpu_bench [Google Benchmark flags]: the suite's rows.
+// cpu_bench --paired=ROUNDS [--paired_out=FILE.json] [--paired_batch_ms=40] [--paired_gap_ms=50]:
+// matmul and conv2d against oneDNN in turn (cpu_paired.cpp) instead.
 int main(int argc, char** argv) {
+  if (const std::string rounds = take_flag(argc, argv, "paired", ""); !rounds.empty()) {
+    const std::string out = take_flag(argc, argv, "paired_out", "");
+    const double batch_ms = std::stod(take_flag(argc, argv, "paired_batch_ms", "40"));
+    const double gap_ms = std::stod(take_flag(argc, argv, "paired_gap_ms", "50"));
+    if (argc > 1) {
+      std::fprintf(stderr, "cpu_bench: unknown argument %s with --paired\n", argv[1]);
+      return 2;
+    }
+    const auto pairs = paired_with_onednn();
+    if (pairs.empty()) {
+      std::fprintf(stderr, "cpu_bench: no native peer to pair with (built without oneDNN)\n");
+      return 0;
+    }
+    return bench::run_paired(pairs, std::max(1, std::stoi(rounds)), batch_ms, gap_ms, out);
+  }
   register_ember_benchmarks();
   bench::register_copy_benchmarks();
   register_ember_matmul_benchmarks();

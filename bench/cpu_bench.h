@@ -5,6 +5,9 @@
 // peer ("openblas", "onednn", "copy"); bench/merge_bench.py pairs rows by "<op>/<size>".
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 
@@ -81,5 +84,32 @@ inline void set_ops(benchmark::State& st, double ops) { st.counters["ops"] = ops
 // bandwidth benchmark.
 void register_copy_benchmarks();
 void register_blas_benchmarks();
+
+/// One iteration of a benchmarked op, its inputs made once and held by the closure.
+using Op = std::function<void()>;
+/// oneDNN's sgemm and convolution (`blocked`: in its own layouts) as ops; an empty op, with
+/// `error` saying why, where oneDNN is not built in or declines the problem.
+Op onednn_matmul_op(const MatmulSize& s, std::string* error);
+Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error);
+
+/// A paired comparison (cpu_paired.cpp): ember's op and its peers', run in turn in one process.
+struct PairedPeer {
+  std::string who;  // "onednn", "onednn_blocked"
+  Op op;
+};
+struct Paired {
+  std::string name;  // "<op>/<size>", as the benchmark rows
+  double flop;       // per iteration
+  Op ember;
+  std::vector<PairedPeer> peers;
+};
+/// Runs each of `pairs` for `rounds` rounds: in a round every side runs, in an order that
+/// rotates, a batch of iterations (about `batch_ms`, at least 3, after one untimed) with the
+/// process idle for `gap_ms` before each batch, so that no library's idle threads still spin
+/// beside the next. A side's figure is its batch medians' median; the speedup, peer / ember,
+/// the median of the rounds' ratios, with the lowest and highest. Prints a table and writes
+/// JSON records to `out` (if not empty). Returns 0, or 1 when an op throws.
+int run_paired(const std::vector<Paired>& pairs, int rounds, double batch_ms, double gap_ms,
+               const std::string& out);
 
 }  // namespace bench

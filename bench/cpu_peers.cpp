@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,19 @@ void copy_bytes(State& st, int64_t moved) {
   return m;
 }
 
+// Runs `op` per iteration; `error` (an op that could not be set up) skips the benchmark.
+[[maybe_unused]] void time_op(State& st, const Op& op, const std::string& error) {
+  if (!op) return st.SkipWithError(error.empty() ? "not set up" : error.c_str());
+  try {
+    for (auto _ : st) {
+      op();
+      benchmark::ClobberMemory();
+    }
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+  }
+}
+
 #ifdef EMBER_BENCH_OPENBLAS
 void openblas_matmul(State& st, MatmulSize s) {
   auto a = random_values(s.m * s.k, 1), b = random_values(s.k * s.n, 2);
@@ -68,19 +82,29 @@ void openblas_matmul(State& st, MatmulSize s) {
 #endif
 
 #ifdef EMBER_BENCH_ONEDNN
-void onednn_matmul(State& st, MatmulSize s) {
-  auto a = random_values(s.m * s.k, 1), b = random_values(s.k * s.n, 2);
-  std::vector<float> c(s.m * s.n);
-  for (auto _ : st) {
+}  // namespace
+
+Op onednn_matmul_op(const MatmulSize& s, std::string* error) {
+  struct Data {
+    std::vector<float> a, b, c;
+  };
+  auto d = std::make_shared<Data>(Data{random_values(s.m * s.k, 1), random_values(s.k * s.n, 2),
+                                       std::vector<float>(s.m * s.n)});
+  *error = "";
+  return [d, s] {
     // dnnl_sgemm is row-major.
-    if (dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a.data(),
-                   s.ta ? s.m : s.k, b.data(), s.tb ? s.k : s.n, 0.0f, c.data(),
-                   s.n) != dnnl_success) {
-      st.SkipWithError("dnnl_sgemm failed");
-      break;
-    }
-    benchmark::ClobberMemory();
-  }
+    if (dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, 1.0f, d->a.data(),
+                   s.ta ? s.m : s.k, d->b.data(), s.tb ? s.k : s.n, 0.0f, d->c.data(),
+                   s.n) != dnnl_success)
+      throw std::runtime_error("dnnl_sgemm failed");
+  };
+}
+
+namespace {
+
+void onednn_matmul(State& st, MatmulSize s) {
+  std::string error;
+  time_op(st, onednn_matmul_op(s, &error), error);
   set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
 }
 
@@ -175,16 +199,37 @@ void onednn_matmul_bf16(State& st, MatmulSize s) {
   dnnl_primitive_desc_destroy(pd);
 }
 
+// A convolution primitive with its memories, destroyed with it.
+struct ConvPrimitive {
+  Engine engine;
+  dnnl_primitive_desc_t pd = nullptr;
+  dnnl_primitive_t prim = nullptr;
+  dnnl_memory_t src = nullptr, w = nullptr, dst = nullptr;
+  ConvPrimitive() = default;
+  ConvPrimitive(const ConvPrimitive&) = delete;
+  ConvPrimitive& operator=(const ConvPrimitive&) = delete;
+  ~ConvPrimitive() {
+    for (dnnl_memory_t m : {src, w, dst})
+      if (m) dnnl_memory_destroy(m);
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+  }
+};
+
+}  // namespace
+
 // oneDNN's convolution forward (inference, its algorithm of choice), the weight already in the
 // layout oneDNN picks (a model's weight is reordered once): the primitive's execution only. The
 // input and output in NCHW, as ember takes them, or (`blocked`) in the layouts oneDNN picks
 // (channel-blocked: its best case, a network kept in them throughout, reorders not counted).
-void onednn_conv2d(State& st, Conv2dSize c, bool blocked) {
-  auto fail = [&](const char* what) { st.SkipWithError(what); };
-  const Engine engine;
-  if (!engine.ok()) return fail("oneDNN engine");
-  dnnl_engine_t eng = engine.eng;
-  dnnl_stream_t stream = engine.stream;
+Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error) {
+  auto cp = std::make_shared<ConvPrimitive>();
+  auto fail = [&](const char* what) {
+    *error = what;
+    return Op{};
+  };
+  if (!cp->engine.ok()) return fail("oneDNN engine");
+  dnnl_engine_t eng = cp->engine.eng;
   const int64_t pad = (c.k - 1) / 2;
   dnnl_dims_t src_dims = {c.n, c.c_in, c.hw, c.hw}, dst_dims = {c.n, c.c_out, c.hw, c.hw};
   dnnl_dims_t w_dims = {c.c_out, c.c_in, c.k, c.k}, strides = {1, 1}, padding = {pad, pad};
@@ -194,32 +239,44 @@ void onednn_conv2d(State& st, Conv2dSize c, bool blocked) {
   dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, io);
   dnnl_memory_desc_init_by_tag(&w_any, 4, w_dims, dnnl_f32, dnnl_format_tag_any);
   dnnl_convolution_desc_t cd;
-  dnnl_primitive_desc_t pd = nullptr;
   if (dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_auto,
                                          &src_md, &w_any, nullptr, &dst_md, strides, padding,
                                          padding) != dnnl_success ||
-      dnnl_primitive_desc_create(&pd, &cd, nullptr, eng, nullptr) != dnnl_success)
+      dnnl_primitive_desc_create(&cp->pd, &cd, nullptr, eng, nullptr) != dnnl_success)
     return fail("oneDNN convolution descriptor");
-  const dnnl_memory_desc_t* w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-  src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-  dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-  dnnl_memory_t src = nullptr, w = nullptr, dst = nullptr;
-  dnnl_memory_create(&src, &src_md, eng, DNNL_MEMORY_ALLOCATE);
-  dnnl_memory_create(&w, w_md, eng, DNNL_MEMORY_ALLOCATE);
-  dnnl_memory_create(&dst, &dst_md, eng, DNNL_MEMORY_ALLOCATE);
+  const dnnl_memory_desc_t* w_md = dnnl_primitive_desc_query_md(cp->pd, dnnl_query_weights_md, 0);
+  src_md = *dnnl_primitive_desc_query_md(cp->pd, dnnl_query_src_md, 0);
+  dst_md = *dnnl_primitive_desc_query_md(cp->pd, dnnl_query_dst_md, 0);
+  if (dnnl_memory_create(&cp->src, &src_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
+      dnnl_memory_create(&cp->w, w_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
+      dnnl_memory_create(&cp->dst, &dst_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success)
+    return fail("oneDNN memory");
   std::mt19937 g(3);
   std::uniform_real_distribution<float> u(-1, 1);
   for (auto [m, md] :
-       {std::pair<dnnl_memory_t, const dnnl_memory_desc_t*>{src, &src_md}, {w, w_md}}) {
+       {std::pair<dnnl_memory_t, const dnnl_memory_desc_t*>{cp->src, &src_md}, {cp->w, w_md}}) {
     void* p = nullptr;
     dnnl_memory_get_data_handle(m, &p);
     float* f = static_cast<float*>(p);
     for (size_t i = 0; i < dnnl_memory_desc_get_size(md) / sizeof(float); ++i) f[i] = u(g);
   }
-  time_primitive(st, pd, stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}});
+  if (dnnl_primitive_create(&cp->prim, cp->pd) != dnnl_success) return fail("oneDNN primitive");
+  *error = "";
+  return [cp] {
+    const dnnl_exec_arg_t args[] = {
+        {DNNL_ARG_SRC, cp->src}, {DNNL_ARG_WEIGHTS, cp->w}, {DNNL_ARG_DST, cp->dst}};
+    if (dnnl_primitive_execute(cp->prim, cp->engine.stream, 3, args) != dnnl_success)
+      throw std::runtime_error("dnnl_primitive_execute failed");
+    dnnl_stream_wait(cp->engine.stream);
+  };
+}
+
+namespace {
+
+void onednn_conv2d(State& st, Conv2dSize c, bool blocked) {
+  std::string error;
+  time_op(st, onednn_conv2d_op(c, blocked, &error), error);
   set_flop(st, 2.0 * c.n * c.c_out * c.hw * c.hw * c.c_in * c.k * c.k);
-  for (dnnl_memory_t m : {src, w, dst}) dnnl_memory_destroy(m);
-  dnnl_primitive_desc_destroy(pd);
 }
 #endif
 
@@ -231,6 +288,17 @@ void reg(const std::string& name, benchmark::TimeUnit unit, Args&&... args) {
 }
 
 }  // namespace
+
+#ifndef EMBER_BENCH_ONEDNN
+Op onednn_matmul_op(const MatmulSize&, std::string* error) {
+  *error = "built without oneDNN";
+  return {};
+}
+Op onednn_conv2d_op(const Conv2dSize&, bool, std::string* error) {
+  *error = "built without oneDNN";
+  return {};
+}
+#endif
 
 void register_copy_benchmarks() {
   constexpr int64_t kF32 = sizeof(float);

@@ -33,7 +33,8 @@
 #                              # stripped binary sizes, Release and Debug, ccache off
 #                              # (BENCH_BUILD_CONFIGS, BENCH_BUILD_COLD=0 to skip cold builds)
 # Environment: BENCH_THREADS (default: nproc), BENCH_REPS (repetitions, default 7, shared among
-# BENCH_ROUNDS rounds of ember and its peers in turn, default 3),
+# BENCH_ROUNDS rounds of ember and its peers in turn, default 3), BENCH_PAIRED_ROUNDS (cpu:
+# rounds of the paired rows against oneDNN, default 9),
 # BENCH_MIN_TIME (seconds per repetition, default 0.2), BENCH_EMBER_BLAS (default OFF).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -177,3 +178,9 @@ done
   --out "$out/$suite.json" | tee "$out/$suite.txt"
 echo "bench.sh: wrote $out/$suite.json (raw: $out/$suite.ember.N.json, $out/$suite.torch.N.json" \
   "for rounds N = 1..$rounds)" >&2
+if [ "$suite" = cpu ] && grep -q '"onednn/matmul/' "$out/cpu.ember.1.json"; then
+  # ember and oneDNN in turn, in one process (docs/benchmarks.md, "Paired rows")
+  echo "bench.sh: paired rows: ember and oneDNN in turn" >&2
+  run build/bench/cpu_bench --paired="${BENCH_PAIRED_ROUNDS:-9}" \
+    --paired_out="$out/cpu.paired.json" | tee "$out/cpu.paired.txt"
+fi
