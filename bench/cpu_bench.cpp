@@ -4,6 +4,7 @@
 // benchmark, so ember cannot reuse their buffers), as the PyTorch peer does.
 #include <algorithm>
 #include <cstdio>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -314,18 +315,23 @@ std::string take_flag(int& argc, char** argv, const std::string& name, std::stri
 }  // namespace
 
 // cpu_bench [Google Benchmark flags]: the suite's rows.
-// cpu_bench --paired=ROUNDS [--paired_out=FILE.json] [--paired_batch_ms=40] [--paired_gap_ms=50]:
-// matmul and conv2d against oneDNN in turn (cpu_paired.cpp) instead.
+// cpu_bench --paired=ROUNDS [--paired_out=FILE.json] [--paired_batch_ms=40] [--paired_gap_ms=50]
+//           [--paired_filter=REGEX]:
+// matmul and conv2d (those whose "<op>/<size>" REGEX finds) against oneDNN in turn
+// (cpu_paired.cpp) instead.
 int main(int argc, char** argv) {
   if (const std::string rounds = take_flag(argc, argv, "paired", ""); !rounds.empty()) {
     const std::string out = take_flag(argc, argv, "paired_out", "");
     const double batch_ms = std::stod(take_flag(argc, argv, "paired_batch_ms", "40"));
     const double gap_ms = std::stod(take_flag(argc, argv, "paired_gap_ms", "50"));
+    const std::regex filter(take_flag(argc, argv, "paired_filter", ".*"));
     if (argc > 1) {
       std::fprintf(stderr, "cpu_bench: unknown argument %s with --paired\n", argv[1]);
       return 2;
     }
-    const auto pairs = paired_with_onednn();
+    auto pairs = paired_with_onednn();
+    std::erase_if(pairs,
+                  [&](const bench::Paired& p) { return !std::regex_search(p.name, filter); });
     if (pairs.empty()) {
       std::fprintf(stderr, "cpu_bench: no native peer to pair with (built without oneDNN)\n");
       return 0;

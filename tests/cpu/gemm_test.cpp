@@ -90,6 +90,8 @@ const Case kCases[] = {
     {603, 30, 40, true, false, false},
     {605, 35, 330, false, false, true},
     {610, 16, 64, true, true, false},
+    // one K block, B small enough for L2: strips of one A panel along all of B, two N blocks
+    {620, 2100, 8, false, false, true},
 };
 
 std::vector<CpuIsa> levels() {
@@ -111,6 +113,18 @@ TEST(CpuGemm, EveryInstructionSetMatchesAPlainLoopF64) {
   for (CpuIsa isa : levels())
     for (const Case& c : kCases)
       for (bool packed : {false, true}) check<double>(isa, c, packed);
+}
+
+// The blockings that depend on the L2's size (one K block in strips of one A panel where B stays
+// in a quarter of a large L2), whatever this machine's: as on a 2 MiB L2 and a 256 KiB one.
+TEST(CpuGemm, EveryL2BlockingMatchesAPlainLoop) {
+  for (int64_t l2 : {int64_t{2} << 20, int64_t{256} << 10}) {
+    set_cpu_l2_bytes(l2);
+    for (CpuIsa isa : levels())
+      for (const Case& c : kCases)
+        if (c.m >= 500) check<float>(isa, c, false);
+  }
+  set_cpu_l2_bytes(std::nullopt);
 }
 
 TEST(CpuIsaLevels, CapAndNames) {
@@ -251,8 +265,10 @@ void check_halves_through_f32(double rel) {
         Tensor<Cpu, 2>::from_data(TensorData::from<H>(a, c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k}));
     auto tb =
         Tensor<Cpu, 2>::from_data(TensorData::from<H>(b, c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n}));
-    const auto got =
-        (c.ta ? ta.transpose() : ta).matmul(c.tb ? tb.transpose() : tb).to_data().template to_vec<H>();
+    const auto got = (c.ta ? ta.transpose() : ta)
+                         .matmul(c.tb ? tb.transpose() : tb)
+                         .to_data()
+                         .template to_vec<H>();
     ASSERT_EQ(got.size(), size_t(c.m * c.n));
     int wrong = 0;
     for (int64_t i = 0; i < c.m; ++i)

@@ -1,5 +1,6 @@
 #include "ember/backends/cpu/isa.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,8 @@
 #endif
 #if defined(__x86_64__) && defined(__linux__)
 #include <sys/syscall.h>
+#endif
+#if defined(__unix__)
 #include <unistd.h>
 #endif
 
@@ -117,6 +120,26 @@ CpuIsa cpu_isa() {
 
 void set_cpu_isa_cap(std::optional<CpuIsa> cap) {
   g_cap.store(cap ? static_cast<int>(*cap) : -1, std::memory_order_relaxed);
+}
+
+namespace {
+std::atomic<int64_t> g_l2_override{0};  // 0: none
+}  // namespace
+
+int64_t cpu_l2_bytes() {
+  static const int64_t bytes = [] {
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l2 > 0) return int64_t{l2};
+#endif
+    return int64_t{1} << 20;
+  }();
+  const int64_t o = g_l2_override.load(std::memory_order_relaxed);
+  return o > 0 ? o : bytes;
+}
+
+void set_cpu_l2_bytes(std::optional<int64_t> bytes) {
+  g_l2_override.store(bytes ? std::max<int64_t>(*bytes, 1) : 0, std::memory_order_relaxed);
 }
 
 std::string_view name(CpuIsa isa) {

@@ -7,6 +7,7 @@
 //   ember::cpu::set_cpu_isa_cap(ember::cpu::CpuIsa::Avx2);   // the AVX2 kernels from now on
 //   ember::cpu::set_cpu_isa_cap(std::nullopt);                // back to EMBER_CPU_ISA / none
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -37,6 +38,11 @@ EMBER_API CpuIsa cpu_isa();
 EMBER_API CpuIsa cpu_isa_available();
 /// Caps the level kernels are chosen at (nullopt: EMBER_CPU_ISA's cap, or none).
 EMBER_API void set_cpu_isa_cap(std::optional<CpuIsa> cap);
+/// One core's L2 cache in bytes (asked once; 1 MiB where the system does not say), for
+/// blockings that keep a packed operand there; set_cpu_l2_bytes overrides it (nullopt: back to
+/// the machine's), so tests reach every blocking on any machine.
+EMBER_API int64_t cpu_l2_bytes();
+EMBER_API void set_cpu_l2_bytes(std::optional<int64_t> bytes);
 /// "portable", "avx2", "avx512", "avx512_bf16", "amx".
 EMBER_API std::string_view name(CpuIsa isa);
 /// The level named `s` (ValueError for other names).
