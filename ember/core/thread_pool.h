@@ -5,7 +5,7 @@
 //
 //   parallel_for(n, 1 << 15, [&](int64_t begin, int64_t end) { /* items [begin, end) */ });
 //   set_num_threads(2);   // EMBER_NUM_THREADS sets the default
-//   int n = available_cpus();  // the default without it
+//   int cpus = available_cpus();  // the default without it
 #pragma once
 #include <cstdint>
 #include <functional>
