@@ -90,8 +90,9 @@ const Case kCases[] = {
     {603, 30, 40, true, false, false},
     {605, 35, 330, false, false, true},
     {610, 16, 64, true, true, false},
-    // one K block, B small enough for L2: strips of one A panel along all of B, two N blocks
-    {620, 2100, 8, false, false, true},
+    // one K block, B small enough for L2 and C wide: strips of one A panel along all of B, two
+    // N blocks
+    {620, 2300, 8, false, false, true},
 };
 
 std::vector<CpuIsa> levels() {

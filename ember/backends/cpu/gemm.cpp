@@ -449,12 +449,16 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
   // x 3136 x 64 per image (run in turn with oneDNN's 1x1 conv): 2 threads 0.74x -> 0.87x, one
   // 0.59x -> 0.83x. Not below 1 MiB of L2: on an AMD EPYC (Zen 3, 512 KiB, 32 KiB L1) strips
   // were slower however small B (x^T g of 784 x 64 x 256, 64 KiB of B: 4-10%; the 1x1 conv with
-  // fewer columns per block to fit: 3%), its B panels cycling through L1 once per tile.
+  // fewer columns per block to fit: 3%), its B panels cycling through L1 once per tile. And only
+  // where an MC-row block of C would not stay in half of L2 (the 1x1 conv's 120 x 3136: 1.5 MiB;
+  // not x^T g's 120 x 256, 0.12 MiB, which stays cached however many rows it is written along).
   const int64_t threads = parallel ? num_threads() : 1;
   const int64_t mpanels = (m + MR - 1) / MR;
   const int64_t nc_max = std::min<int64_t>(Bk::kNC, (n + NR - 1) / NR * NR);
-  const bool strips = k <= Bk::kKC && cpu_l2_bytes() >= (int64_t{1} << 20) &&
-                      nc_max * k * int64_t(sizeof(T)) <= cpu_l2_bytes() / 4;
+  const int64_t l2 = cpu_l2_bytes();
+  const bool strips = k <= Bk::kKC && l2 >= (int64_t{1} << 20) &&
+                      nc_max * k * int64_t(sizeof(T)) <= l2 / 4 &&
+                      Bk::kMC * n * int64_t(sizeof(T)) > l2 / 2;
   const int64_t nblocks =
       strips ? mpanels
              : std::min(mpanels,
