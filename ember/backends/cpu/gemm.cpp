@@ -73,11 +73,13 @@ struct Blocking {
     std::memcpy(row + W, &c##i##1, sizeof(V)); \
   }
 // The C tile is fetched (for writing) while the loop runs: its rows are ldc apart and rarely
-// still cached, and waiting for them after the loop cost several percent of a large GEMM. One
-// row per step of the loop's first MR steps: fetched all at once before it (36 lines for 12
-// rows of 64-byte vectors) they took every line-fill buffer, and the first steps' loads of B
-// waited behind them. On a Xeon (AVX-512), 2 threads, run in turn with oneDNN: 1024^2 from
-// 0.85-0.90x oneDNN to 0.97x.
+// still cached, and waiting for them after the loop cost several percent of a large GEMM.
+// Tiles over 1 KiB (AVX-512's 12 rows of two 64-byte vectors) are fetched one row per step of
+// the loop's first MR steps: all at once before it (up to 36 lines) they took every line-fill
+// buffer, and the first steps' loads of B waited behind them (on a Xeon, 2 threads, run in
+// turn with oneDNN: 1024^2 from 0.85-0.90x of oneDNN to 0.97x in one call). Smaller tiles
+// (AVX2's 6 rows of 32 bytes) are fetched before the loop: spread, a 1x1 conv (256 x 3136 x
+// 64 per image) was 2-3% slower on an AMD EPYC.
 #define EMBER_GEMM_PREFETCH(i)                   \
   __builtin_prefetch(c + i * ldc, 1, 3);         \
   __builtin_prefetch(c + i * ldc + W - 1, 1, 3); \
@@ -100,7 +102,8 @@ struct Blocking {
     const int64_t ars = InA == kRows ? lda : 1;                          \
     const int64_t acs = InA == kPacked ? AS_ : InA == kRows ? 1 : lda;   \
     EMBER_GEMM_ROWS(EMBER_GEMM_DECL)                                     \
-    const int64_t fetch = kc < MR ? kc : MR;                             \
+    constexpr bool spread = MR * 2 * int(sizeof(V)) > 1024;              \
+    const int64_t fetch = spread ? (kc < MR ? kc : MR) : 0;              \
     int64_t p = 0;                                                       \
     for (; p < fetch; ++p) {                                             \
       EMBER_GEMM_PREFETCH(p)                                             \
