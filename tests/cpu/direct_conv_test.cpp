@@ -74,11 +74,12 @@ TEST_P(CpuDirectConv, MatchesAConvolutionInDoubles) {
         Case{1, 10, 16, 3, 8, 1, 0}, Case{2, 9, 33, 12, 30, 3, 2}}) {
     cpu::Geom g = geom(c);
     const std::string what = describe(c);
-    // Winograd's F(4x4) shapes go to Winograd; AVX2 also leaves one input channel and runs
-    // under 8 positions to other paths (the kernels compute them all the same, and are checked
-    // on them here too).
-    const bool winograd4 =
-        cpu::winograd_fits(g, 1, c.c_in, c.c_out) && cpu::winograd_tile(g, c.c_in, c.c_out) == 4;
+    // Winograd's F(4x4) shapes go to Winograd (on AVX-512 only those whose rows hold 8 tiles or
+    // more); AVX2 also leaves one input channel and runs under 8 positions to other paths (the
+    // kernels compute them all the same, and are checked on them here too).
+    const bool winograd4 = cpu::winograd_fits(g, 1, c.c_in, c.c_out) &&
+                           cpu::winograd_tile(g, c.c_in, c.c_out) == 4 &&
+                           !(avx512() && cpu::winograd_rows_end_to_end(g));
     EXPECT_EQ(
         cpu::direct_conv_fits(g, 1, c.c_in, c.c_out),
         !winograd4 && (avx512() || (c.c_in > 1 && (cpu::direct_conv_positions_fits(g, 1, c.c_in) ||

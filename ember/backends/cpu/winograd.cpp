@@ -553,12 +553,14 @@ bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
   return true;
 }
 
+bool winograd_rows_end_to_end(const Geom& g) { return (g.out[2] + 3) / 4 < kLanes; }
+
 int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out) {
   static const int forced = tile_env();
   if (forced == 2 || forced == 4) return forced;
   const int64_t th = (g.out[1] + 3) / 4, tw = (g.out[2] + 3) / 4;
   if (g.out[1] < 8) return 2;
-  if (tw >= kLanes) return c_in >= 32 && c_out >= 32 ? 4 : 2;
+  if (!winograd_rows_end_to_end(g)) return c_in >= 32 && c_out >= 32 ? 4 : 2;
   // Rows of fewer than 8 tiles (laid end to end): F(4x4) on images of 16 tiles or more, up to
   // three times as many channels as tiles, past which a chunk holds too few tiles for the
   // GEMM's columns (measured on AVX2, docs/cpu.md).

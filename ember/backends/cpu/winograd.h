@@ -42,6 +42,10 @@ bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
 /// one.
 int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out);
 
+/// Whether g's output rows hold fewer than 8 tiles of 4 (28 wide or less), which F(4x4, 3x3)
+/// lays end to end.
+bool winograd_rows_end_to_end(const Geom& g);
+
 /// y [n, c_out, H', W'] = conv2d(x [n, c_in, H, W], w [c_out, c_in, 3, 3]) with g's padding; all
 /// dense. `tile`: M (2 or 4), 0 for winograd_tile. Multithreaded over chunks of tiles.
 void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
