@@ -322,21 +322,42 @@ std::string take_flag(int& argc, char** argv, const std::string& name, std::stri
 int main(int argc, char** argv) {
   if (const std::string rounds = take_flag(argc, argv, "paired", ""); !rounds.empty()) {
     const std::string out = take_flag(argc, argv, "paired_out", "");
-    const double batch_ms = std::stod(take_flag(argc, argv, "paired_batch_ms", "40"));
-    const double gap_ms = std::stod(take_flag(argc, argv, "paired_gap_ms", "50"));
-    const std::regex filter(take_flag(argc, argv, "paired_filter", ".*"));
+    const std::string batch = take_flag(argc, argv, "paired_batch_ms", "40");
+    const std::string gap = take_flag(argc, argv, "paired_gap_ms", "50");
+    const std::string pattern = take_flag(argc, argv, "paired_filter", ".*");
     if (argc > 1) {
       std::fprintf(stderr, "cpu_bench: unknown argument %s with --paired\n", argv[1]);
+      return 2;
+    }
+    int n_rounds = 0;
+    double batch_ms = 0, gap_ms = 0;
+    std::regex filter;
+    try {
+      n_rounds = std::stoi(rounds);
+      batch_ms = std::stod(batch);
+      gap_ms = std::stod(gap);
+      filter = std::regex(pattern);
+    } catch (const std::exception&) {
+      std::fprintf(stderr,
+                   "cpu_bench: --paired=%s --paired_batch_ms=%s --paired_gap_ms=%s "
+                   "--paired_filter=%s: a count, two numbers and a regular expression expected\n",
+                   rounds.c_str(), batch.c_str(), gap.c_str(), pattern.c_str());
+      return 2;
+    }
+    if (n_rounds < 1 || batch_ms < 0 || gap_ms < 0) {
+      std::fprintf(stderr, "cpu_bench: --paired takes 1 round or more, times of 0 ms or more\n");
       return 2;
     }
     auto pairs = paired_with_onednn();
     std::erase_if(pairs,
                   [&](const bench::Paired& p) { return !std::regex_search(p.name, filter); });
     if (pairs.empty()) {
-      std::fprintf(stderr, "cpu_bench: no native peer to pair with (built without oneDNN)\n");
+      std::fprintf(stderr,
+                   "cpu_bench: nothing to pair (built without oneDNN, or the filter "
+                   "matches no matmul or conv2d size)\n");
       return 0;
     }
-    return bench::run_paired(pairs, std::max(1, std::stoi(rounds)), batch_ms, gap_ms, out);
+    return bench::run_paired(pairs, n_rounds, batch_ms, gap_ms, out);
   }
   register_ember_benchmarks();
   bench::register_copy_benchmarks();

@@ -95,6 +95,7 @@ int run_paired(const std::vector<Paired>& pairs, int rounds, double batch_ms, do
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "paired: %s\n", e.what());
+    if (json) json << "\n]\n";  // the records so far stay readable
     return 1;
   }
   if (json) json << "\n]\n";
