@@ -6,8 +6,9 @@
 // as vectors and the weights as broadcasts; nothing is packed but the weights, once a call.
 // With 16 output channels or more a second kernel lays the channels across the lanes instead
 // (direct_conv_lanes.cpp); on AVX2 that kernel, 8 channels a vector, takes the convolutions
-// (direct_conv_avx2.cpp), but for those of at most 27 input taps (a first layer's 3 x 3 x 3),
-// whose positions go across the lanes (direct_conv_positions.cpp).
+// (direct_conv_avx2.cpp). Those of at most 27 input taps (a first layer's 3 x 3 x 3) put the
+// positions across the lanes instead, on AVX2 and, for rows of 16 or more, on AVX-512
+// (direct_conv_positions.cpp).
 //
 //   cpu::Geom g;  // 2D: in {1, 28, 28}, out {1, 28, 28}, a 3x3 window, padding 1
 //   g.in[1] = g.in[2] = g.out[1] = g.out[2] = 28;
@@ -40,12 +41,14 @@ void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_
 void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                            int64_t c_out, const Geom& g);
 
-/// Whether direct_conv_f32 takes direct_conv_positions_f32 for `g`: AVX2 without AVX-512, at
-/// most 27 input taps per output (c_in x kh x kw: a first layer's 3 x 3 x 3), rows of 8 or more.
+/// Whether direct_conv_f32 takes direct_conv_positions_f32 for `g`: at most 27 input taps per
+/// output (c_in x kh x kw: a first layer's 3 x 3 x 3), rows of 8 or more on AVX2, 16 or more
+/// on AVX-512.
 bool direct_conv_positions_fits(const Geom& g, int64_t groups, int64_t c_in);
 
 /// direct_conv_f32's kernel for few input taps (direct_conv_positions.cpp): the output positions
-/// across a vector's lanes, 3 output channels x 4 vectors of 8 a kernel call. Any c_out works.
+/// across a vector's lanes, 3 output channels x 4 vectors of 8 a kernel call (AVX2), or 4 x 4
+/// vectors of 16 (AVX-512, rows of 16 or more). Any c_out works; rows of 8 or more.
 void direct_conv_positions_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                                int64_t c_out, const Geom& g);
 
