@@ -34,9 +34,7 @@ constexpr int64_t kChannels = 3;          // output channels a call holds
 constexpr int64_t kVectors = 4;           // vectors of positions a call holds
 constexpr int64_t kMaxTaps = 27;          // input channels x window, at most
 constexpr int64_t kBandBytes = 16 << 10;  // a band's padded copy fits L1
-}  // namespace
 
-namespace {
 // Whether the AVX-512 kernels take a conv with rows OW wide: 16 positions a vector.
 bool wide_vectors(int64_t OW) { return cpu_isa() >= CpuIsa::Avx512 && OW >= 16; }
 }  // namespace
@@ -141,10 +139,6 @@ constexpr PositionsKernel kKernels512[kVectors512] = {
 
 // The driver for either instruction set: Lanes positions a vector, Channels output channels and
 // up to Vectors vectors a kernel call, kernels[v - 1] holding v vectors.
-template <int64_t Lanes, int64_t Channels, int64_t Vectors>
-void run_positions(const PositionsKernel* kernels, const float* x, const float* w, float* y,
-                   int64_t n, int64_t c_in, int64_t c_out, const Geom& g);
-
 template <int64_t Lanes, int64_t Channels, int64_t Vectors>
 void run_positions(const PositionsKernel* kernels, const float* x, const float* w, float* y,
                    int64_t n, int64_t c_in, int64_t c_out, const Geom& g) {
