@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "ember/backends/remote/server.h"
+#include "ember/core/thread_pool.h"
 
 namespace {
 
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
   using namespace ember;
   remote::ServerConfig config;
   std::string listen = "127.0.0.1:7070", port_file, token_file, backend = "cpu";
-  int threads = std::max(2u, std::thread::hardware_concurrency());
+  int threads = std::max(2, available_cpus());
   double hello_timeout = 10;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ember/backends/cuda/env.h"
+#include "ember/core/thread_pool.h"
 #endif
 
 namespace ember::cuda::detail {
@@ -26,7 +27,7 @@ int worker_count() {
     int n = std::atoi(e);
     if (n > 0) return std::min(n, 64);
   }
-  return std::clamp(int(std::thread::hardware_concurrency()), 1, 16);
+  return std::clamp(available_cpus(), 1, 16);
 }
 
 // Workers start with the first job and live for the process (never joined: a compile still
