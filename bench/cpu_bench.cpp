@@ -141,14 +141,10 @@ bench::Op matmul_op(const bench::MatmulSize& s) {
     benchmark::DoNotOptimize(c);
   };
 }
-double matmul_flop(const bench::MatmulSize& s) {
-  return 2.0 * double(s.m) * double(s.n) * double(s.k);
-}
-
 void bm_matmul(State& st, bench::MatmulSize s) {
   const bench::Op op = matmul_op(s);
   for (auto _ : st) op();
-  bench::set_flop(st, matmul_flop(s));
+  bench::set_flop(st, s.flop());
 }
 
 void bm_matmul_bf16(State& st, bench::MatmulSize s) {
@@ -160,7 +156,7 @@ void bm_matmul_bf16(State& st, bench::MatmulSize s) {
     auto c = a.matmul(b);
     benchmark::DoNotOptimize(c);
   }
-  bench::set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
+  bench::set_flop(st, s.flop());
 }
 
 bench::Op conv2d_op(const bench::Conv2dSize& c) {
@@ -171,14 +167,10 @@ bench::Op conv2d_op(const bench::Conv2dSize& c) {
     benchmark::DoNotOptimize(y);
   };
 }
-double conv2d_flop(const bench::Conv2dSize& c) {
-  return 2.0 * c.n * c.c_out * c.hw * c.hw * c.c_in * c.k * c.k;
-}
-
 void bm_conv2d(State& st, bench::Conv2dSize c) {
   const bench::Op op = conv2d_op(c);
   for (auto _ : st) op();
-  bench::set_flop(st, conv2d_flop(c));
+  bench::set_flop(st, c.flop());
 }
 
 void bm_attention(State& st, bench::AttentionSize a) {
@@ -275,8 +267,9 @@ void register_ember_matmul_benchmarks() {
         ->Unit(benchmark::kMillisecond);
 }
 
-// The paired comparisons against oneDNN: every matmul and conv2d size (see cpu_paired.cpp).
-std::vector<bench::Paired> paired_with_onednn() {
+// The paired comparisons against oneDNN: every matmul and conv2d size whose "<op>/<size>"
+// `filter` finds (see cpu_paired.cpp); only those are set up.
+std::vector<bench::Paired> paired_with_onednn(const std::regex& filter) {
   std::vector<bench::Paired> pairs;
   std::string error;
   auto peer = [&](std::vector<bench::PairedPeer>& peers, const char* who, bench::Op op) {
@@ -286,12 +279,14 @@ std::vector<bench::Paired> paired_with_onednn() {
       std::fprintf(stderr, "paired: no %s peer: %s\n", who, error.c_str());
   };
   for (const bench::MatmulSize& m : bench::kMatmulSizes) {
-    bench::Paired p{std::string("matmul/") + m.name, matmul_flop(m), matmul_op(m), {}};
+    if (!std::regex_search(std::string("matmul/") + m.name, filter)) continue;
+    bench::Paired p{std::string("matmul/") + m.name, m.flop(), matmul_op(m), {}};
     peer(p.peers, "onednn", bench::onednn_matmul_op(m, &error));
     if (!p.peers.empty()) pairs.push_back(std::move(p));
   }
   for (const bench::Conv2dSize& c : bench::kConv2dSizes) {
-    bench::Paired p{std::string("conv2d/") + c.name, conv2d_flop(c), conv2d_op(c), {}};
+    if (!std::regex_search(std::string("conv2d/") + c.name, filter)) continue;
+    bench::Paired p{std::string("conv2d/") + c.name, c.flop(), conv2d_op(c), {}};
     peer(p.peers, "onednn", bench::onednn_conv2d_op(c, false, &error));
     peer(p.peers, "onednn_blocked", bench::onednn_conv2d_op(c, true, &error));
     if (!p.peers.empty()) pairs.push_back(std::move(p));
@@ -348,9 +343,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cpu_bench: --paired takes 1 round or more, times of 0 ms or more\n");
       return 2;
     }
-    auto pairs = paired_with_onednn();
-    std::erase_if(pairs,
-                  [&](const bench::Paired& p) { return !std::regex_search(p.name, filter); });
+    const auto pairs = paired_with_onednn(filter);
     if (pairs.empty()) {
       std::fprintf(stderr,
                    "cpu_bench: nothing to pair (built without oneDNN, or the filter "

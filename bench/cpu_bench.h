@@ -28,6 +28,7 @@ struct MatmulSize {
   const char* name;
   int64_t m, k, n;
   bool ta, tb;
+  double flop() const { return 2.0 * double(m) * double(n) * double(k); }
 };
 inline constexpr MatmulSize kMatmulSizes[] = {
     {"256", 256, 256, 256, false, false},
@@ -44,6 +45,7 @@ inline constexpr MatmulSize kMatmulSizes[] = {
 struct Conv2dSize {
   const char* name;
   int64_t n, c_in, c_out, hw, k;
+  double flop() const { return 2.0 * double(n * c_out * hw * hw) * double(c_in * k * k); }
 };
 inline constexpr Conv2dSize kConv2dSizes[] = {
     {"resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3},         // a ResNet stage-1 3x3 conv

@@ -77,7 +77,7 @@ void openblas_matmul(State& st, MatmulSize s) {
                 c.data(), s.n);
     benchmark::ClobberMemory();
   }
-  set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
+  set_flop(st, s.flop());
 }
 #endif
 
@@ -105,7 +105,7 @@ namespace {
 void onednn_matmul(State& st, MatmulSize s) {
   std::string error;
   time_op(st, onednn_matmul_op(s, &error), error);
-  set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
+  set_flop(st, s.flop());
 }
 
 // A CPU engine and its stream, for one benchmark.
@@ -125,18 +125,21 @@ struct Engine {
   dnnl_stream_t stream = nullptr;
 };
 
+// Runs `prim` on `args` to completion; throws when oneDNN fails.
+void execute(dnnl_primitive_t prim, dnnl_stream_t stream,
+             const std::vector<dnnl_exec_arg_t>& args) {
+  if (dnnl_primitive_execute(prim, stream, int(args.size()), args.data()) != dnnl_success)
+    throw std::runtime_error("dnnl_primitive_execute failed");
+  dnnl_stream_wait(stream);
+}
+
 // Runs a primitive of `pd` per iteration (its execution only, to completion).
 void time_primitive(State& st, dnnl_primitive_desc_t pd, dnnl_stream_t stream,
                     std::vector<dnnl_exec_arg_t> args) {
   dnnl_primitive_t prim = nullptr;
   if (dnnl_primitive_create(&prim, pd) != dnnl_success) return st.SkipWithError("oneDNN primitive");
-  for (auto _ : st) {
-    if (dnnl_primitive_execute(prim, stream, int(args.size()), args.data()) != dnnl_success) {
-      st.SkipWithError("dnnl_primitive_execute failed");
-      break;
-    }
-    dnnl_stream_wait(stream);
-  }
+  time_op(
+      st, [&] { execute(prim, stream, args); }, "");
   dnnl_primitive_destroy(prim);
 }
 
@@ -194,7 +197,7 @@ void onednn_matmul_bf16(State& st, MatmulSize s) {
     }
   }
   time_primitive(st, pd, stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-  set_flop(st, 2.0 * double(s.m) * double(s.n) * double(s.k));
+  set_flop(st, s.flop());
   for (dnnl_memory_t mem : {a, b, c}) dnnl_memory_destroy(mem);
   dnnl_primitive_desc_destroy(pd);
 }
@@ -262,12 +265,9 @@ Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error) {
   }
   if (dnnl_primitive_create(&cp->prim, cp->pd) != dnnl_success) return fail("oneDNN primitive");
   *error = "";
-  return [cp] {
-    const dnnl_exec_arg_t args[] = {
-        {DNNL_ARG_SRC, cp->src}, {DNNL_ARG_WEIGHTS, cp->w}, {DNNL_ARG_DST, cp->dst}};
-    if (dnnl_primitive_execute(cp->prim, cp->engine.stream, 3, args) != dnnl_success)
-      throw std::runtime_error("dnnl_primitive_execute failed");
-    dnnl_stream_wait(cp->engine.stream);
+  return [cp, args = std::vector<dnnl_exec_arg_t>{
+                  {DNNL_ARG_SRC, cp->src}, {DNNL_ARG_WEIGHTS, cp->w}, {DNNL_ARG_DST, cp->dst}}] {
+    execute(cp->prim, cp->engine.stream, args);
   };
 }
 
@@ -276,7 +276,7 @@ namespace {
 void onednn_conv2d(State& st, Conv2dSize c, bool blocked) {
   std::string error;
   time_op(st, onednn_conv2d_op(c, blocked, &error), error);
-  set_flop(st, 2.0 * c.n * c.c_out * c.hw * c.hw * c.c_in * c.k * c.k);
+  set_flop(st, c.flop());
 }
 #endif
 
