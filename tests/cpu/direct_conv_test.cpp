@@ -71,7 +71,12 @@ TEST_P(CpuDirectConv, MatchesAConvolutionInDoubles) {
         // to three per row (57 wide: 3 x 20 with the last short), odd run lengths, 5x5, more
         // rows than a band.
         Case{2, 7, 17, 11, 57, 3, 1}, Case{1, 3, 24, 20, 9, 5, 2}, Case{2, 16, 48, 9, 29, 3, 1},
-        Case{1, 10, 16, 3, 8, 1, 0}, Case{2, 9, 33, 12, 30, 3, 2}}) {
+        Case{1, 10, 16, 3, 8, 1, 0}, Case{2, 9, 33, 12, 30, 3, 2},
+        // read in place (3 wide, a column padding of 0 or 1, every run a kernel of its length):
+        // a shorter last run (50 wide: 26 + 24), no padding (28: 14 + 14), one run at both
+        // edges (8), on rows past the image's last (5 rows over 3 output rows and a band).
+        Case{2, 16, 32, 10, 50, 3, 1}, Case{1, 17, 16, 6, 30, 3, 0}, Case{1, 5, 16, 9, 8, 3, 1},
+        Case{3, 16, 16, 5, 12, 3, 1}}) {
     cpu::Geom g = geom(c);
     const std::string what = describe(c);
     // Winograd's F(4x4) shapes go to Winograd (on AVX-512 only those whose rows hold 8 tiles or
