@@ -16,6 +16,7 @@
 // 32x32, batch 32, two threads, run in turn with oneDNN's blocked layout: 0.26-0.30 ms, 1.19-1.22x
 // of it, against 0.37-0.42 ms and 0.89-0.96x by the lanes kernel (direct_conv_lanes.cpp).
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -48,42 +49,44 @@ bool direct_conv_positions_fits(const Geom& g, int64_t groups, int64_t c_in) {
 namespace {
 
 // For each of `count` groups of NV vectors (in and at advance by NV a group): y[at[j] + c * plane
-// + i] = sum over taps t of w[t][c] * x[in[j] + off[t] + i], for i < 8, j < NV and c < channels
-// (at most 3; w holds 3 per tap, zeros past the last channel). The groups run in one call: a call
-// per group of 27 taps cost 9% of a 3 -> 32 conv around the kernel.
+// + i] = sum over taps t of w[t][c] * x[in[j] + off[t] + i], for i < the vector's lanes, j < NV
+// and c < channels (at most C; w holds C per tap, zeros past the last channel). The groups run
+// in one call: a call per group of 27 taps cost 9% of a 3 -> 32 conv around the kernel. Written
+// once as a macro and expanded in each instruction set's function below (as the GEMM's
+// micro-kernel is, gemm.cpp): V the vector type, C the channels a call holds, SET1(p) every lane
+// = *p.
+#define EMBER_POSITIONS_KERNEL(V, C, SET1)                                     \
+  for (int64_t grp = 0; grp < count; ++grp, in += NV, at += NV) {              \
+    const float* src[NV];                                                      \
+    V acc[C][NV];                                                              \
+    _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j) {                     \
+      src[j] = x + in[j];                                                      \
+      for (int c = 0; c < C; ++c) acc[c][j] = V{};                             \
+    }                                                                          \
+    const float* wt = w;                                                       \
+    for (int64_t t = 0; t < taps; ++t, wt += C) {                              \
+      V wv[C];                                                                 \
+      for (int c = 0; c < C; ++c) wv[c] = SET1(wt + c);                        \
+      const int64_t o = off[t];                                                \
+      _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j) {                   \
+        V xv;                                                                  \
+        std::memcpy(&xv, src[j] + o, sizeof(V));                               \
+        for (int c = 0; c < C; ++c) acc[c][j] += xv * wv[c];                   \
+      }                                                                        \
+    }                                                                          \
+    _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j) {                     \
+      float* out = y + at[j];                                                  \
+      for (int c = 0; c < C; ++c)                                              \
+        if (c < channels) std::memcpy(out + c * plane, &acc[c][j], sizeof(V)); \
+    }                                                                          \
+  }
+
+// AVX2 (the kernel described above).
 template <int NV>
 EMBER_TARGET_AVX2 void positions_kernel(const float* x, const int64_t* in, const int64_t* at,
                                         int64_t count, const int64_t* off, int64_t taps,
                                         const float* w, float* y, int64_t plane, int64_t channels) {
-  for (int64_t grp = 0; grp < count; ++grp, in += NV, at += NV) {
-    const float* src[NV];
-    __m256 acc[kChannels][NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      src[j] = x + in[j];
-      acc[0][j] = acc[1][j] = acc[2][j] = _mm256_setzero_ps();
-    }
-    const float* wt = w;
-    for (int64_t t = 0; t < taps; ++t, wt += kChannels) {
-      const __m256 w0 = _mm256_broadcast_ss(wt), w1 = _mm256_broadcast_ss(wt + 1),
-                   w2 = _mm256_broadcast_ss(wt + 2);
-      const int64_t o = off[t];
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) {
-        const __m256 x = _mm256_loadu_ps(src[j] + o);
-        acc[0][j] = _mm256_fmadd_ps(x, w0, acc[0][j]);
-        acc[1][j] = _mm256_fmadd_ps(x, w1, acc[1][j]);
-        acc[2][j] = _mm256_fmadd_ps(x, w2, acc[2][j]);
-      }
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      float* out = y + at[j];
-      _mm256_storeu_ps(out, acc[0][j]);
-      if (channels > 1) _mm256_storeu_ps(out + plane, acc[1][j]);
-      if (channels > 2) _mm256_storeu_ps(out + 2 * plane, acc[2][j]);
-    }
-  }
+  EMBER_POSITIONS_KERNEL(__m256, kChannels, _mm256_broadcast_ss)
 }
 
 using PositionsKernel = void (*)(const float*, const int64_t*, const int64_t*, int64_t,
@@ -96,43 +99,14 @@ constexpr PositionsKernel kKernels[kVectors] = {positions_kernel<1>, positions_k
 // one input vector: 21 of the 32 registers); per tap 4 input loads, 4 weight broadcasts and 16
 // FMAs. 32 output channels are 8 calls, none of them short.
 constexpr int64_t kLanes512 = 16, kChannels512 = 4, kVectors512 = 4;
+#define EMBER_SET1_512(p) _mm512_set1_ps(*(p))
 template <int NV>
 __attribute__((target("avx512f"))) void positions_kernel512(const float* x, const int64_t* in,
                                                             const int64_t* at, int64_t count,
                                                             const int64_t* off, int64_t taps,
                                                             const float* w, float* y, int64_t plane,
                                                             int64_t channels) {
-  for (int64_t grp = 0; grp < count; ++grp, in += NV, at += NV) {
-    const float* src[NV];
-    __m512 acc[kChannels512][NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      src[j] = x + in[j];
-      acc[0][j] = acc[1][j] = acc[2][j] = acc[3][j] = _mm512_setzero_ps();
-    }
-    const float* wt = w;
-    for (int64_t t = 0; t < taps; ++t, wt += kChannels512) {
-      const __m512 w0 = _mm512_set1_ps(wt[0]), w1 = _mm512_set1_ps(wt[1]),
-                   w2 = _mm512_set1_ps(wt[2]), w3 = _mm512_set1_ps(wt[3]);
-      const int64_t o = off[t];
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) {
-        const __m512 xv = _mm512_loadu_ps(src[j] + o);
-        acc[0][j] = _mm512_fmadd_ps(xv, w0, acc[0][j]);
-        acc[1][j] = _mm512_fmadd_ps(xv, w1, acc[1][j]);
-        acc[2][j] = _mm512_fmadd_ps(xv, w2, acc[2][j]);
-        acc[3][j] = _mm512_fmadd_ps(xv, w3, acc[3][j]);
-      }
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      float* out = y + at[j];
-      _mm512_storeu_ps(out, acc[0][j]);
-      if (channels > 1) _mm512_storeu_ps(out + plane, acc[1][j]);
-      if (channels > 2) _mm512_storeu_ps(out + 2 * plane, acc[2][j]);
-      if (channels > 3) _mm512_storeu_ps(out + 3 * plane, acc[3][j]);
-    }
-  }
+  EMBER_POSITIONS_KERNEL(__m512, kChannels512, EMBER_SET1_512)
 }
 constexpr PositionsKernel kKernels512[kVectors512] = {
     positions_kernel512<1>, positions_kernel512<2>, positions_kernel512<3>, positions_kernel512<4>};
