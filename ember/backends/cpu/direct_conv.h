@@ -96,9 +96,9 @@ struct LanesKernels {
   // y[j * channel_stride + p] = sums[p][j] for p < positions, j < channels
   void (*store)(const float* sums, int64_t positions, int64_t channels, float* y,
                 int64_t channel_stride);
-  // Windows 3 wide read in place from the image under a column padding of 0 or 1 (nullptr where
-  // the instruction set has none): a run at the row's left (right) edge skips the padding
-  // column, and with `left` its `in` points at column 0, not at the padding column before it.
+  // Windows 3 wide read in place from the image under a column padding of 0 or 1, for runs of
+  // run_step multiples: a run at the row's left (right) edge skips the padding column, and with
+  // `left` its `in` points at column 0, not at the padding column before it.
   LanesRun (*kernel3_in_place)(int64_t run, bool left, bool right);
 };
 const LanesKernels& lanes_kernels_avx512();  // direct_conv_lanes.cpp

@@ -199,14 +199,14 @@ void direct_conv_lanes_f32(const float* x, const float* w, float* y, int64_t n, 
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t KH = g.k[1], KW = g.k[2], ph = g.p[1], pw = g.p[2];
   const bool three = KW == 3;
-  // Windows 3 wide with a column padding of at most 1 read the image in place where the
-  // instruction set has the kernels for it; the rest read a zero-padded copy of each band.
   // (not a structured binding: the lambda below captures them, which clang before 16 refuses)
   const Runs split = split_row(ks, OW, KW);
   const int64_t runs = split.runs, run = split.run;
-  // Every run has a kernel of its own length (a longer one would read past the row's end).
+  // Windows 3 wide with a column padding of at most 1 read the image in place where every run
+  // has a kernel of its own length (a longer one would read past the row's end); the rest read
+  // a zero-padded copy of each band.
   const bool runs_exact = run % ks.run_step == 0 && (OW - (runs - 1) * run) % ks.run_step == 0;
-  const bool in_place = three && pw <= 1 && ks.kernel3_in_place != nullptr && runs_exact;
+  const bool in_place = three && pw <= 1 && runs_exact;
   // A band's padded copy: per input channel, the band's rows and the window's extra rows, each
   // row the image's at column pw with zeros around it and past the last run's reads.
   const int64_t band = std::min(OH, kBandRows), bands = (OH + band - 1) / band;
