@@ -79,12 +79,14 @@ TEST_P(CpuDirectConv, MatchesAConvolutionInDoubles) {
         Case{3, 16, 16, 5, 12, 3, 1}}) {
     cpu::Geom g = geom(c);
     const std::string what = describe(c);
-    // Winograd's F(4x4) shapes go to Winograd (on AVX-512 only those whose rows hold 8 tiles or
-    // more); AVX2 also leaves one input channel and runs under 8 positions to other paths (the
-    // kernels compute them all the same, and are checked on them here too).
+    // Winograd's F(4x4) shapes go to Winograd (on AVX-512 those of its fused form, and of the
+    // others those whose rows hold 8 tiles or more); AVX2 also leaves one input channel and runs
+    // under 8 positions to other paths (the kernels compute them all the same, and are checked
+    // on them here too).
     const bool winograd4 = cpu::winograd_fits(g, 1, c.c_in, c.c_out) &&
-                           cpu::winograd_tile(g, c.c_in, c.c_out) == 4 &&
-                           !(avx512() && cpu::winograd_rows_end_to_end(g));
+                           (cpu::winograd_fused_fits(c.c_in, c.c_out) ||
+                            (cpu::winograd_tile(g, c.c_in, c.c_out) == 4 &&
+                             !(avx512() && cpu::winograd_rows_end_to_end(g))));
     EXPECT_EQ(
         cpu::direct_conv_fits(g, 1, c.c_in, c.c_out),
         !winograd4 && (avx512() || (c.c_in > 1 && (cpu::direct_conv_positions_fits(g, 1, c.c_in) ||
@@ -162,10 +164,11 @@ TEST_P(CpuDirectConv, FewTapsPutThePositionsAcrossTheLanes) {
 
 TEST_P(CpuDirectConv, TakenOnlyWhereItApplies) {
   cpu::Geom g = geom({1, 16, 16, 12, 12, 3, 1});
-  EXPECT_TRUE(cpu::direct_conv_fits(g, 1, 16, 16));
-  EXPECT_FALSE(cpu::direct_conv_fits(g, 2, 16, 16));   // groups
-  EXPECT_FALSE(cpu::direct_conv_fits(g, 1, 64, 16));   // 64 x 9 taps: Winograd's or im2col's
-  EXPECT_FALSE(cpu::direct_conv_fits(g, 1, 16, 128));  // many output channels
+  EXPECT_TRUE(cpu::direct_conv_fits(g, 1, 16, 24));
+  EXPECT_EQ(cpu::direct_conv_fits(g, 1, 16, 16), !avx512());  // AVX-512: Winograd's fused F(4x4)
+  EXPECT_FALSE(cpu::direct_conv_fits(g, 2, 16, 16));          // groups
+  EXPECT_FALSE(cpu::direct_conv_fits(g, 1, 64, 16));          // 64 x 9 taps: Winograd's or im2col's
+  EXPECT_FALSE(cpu::direct_conv_fits(g, 1, 16, 128));         // many output channels
   cpu::Geom s = g;
   s.s[2] = 2;
   EXPECT_FALSE(cpu::direct_conv_fits(s, 1, 16, 16));  // stride

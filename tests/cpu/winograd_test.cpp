@@ -1,12 +1,15 @@
-// The CPU's Winograd F(2x2, 3x3) convolution against a direct convolution in double precision:
-// odd and even sizes (partial tiles), paddings 0 to 2, channel counts that are not multiples of
-// anything, several images (chunks across images), and the conv op taking the path.
+// The CPU's Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions against a direct convolution in
+// double precision: odd and even sizes (partial tiles), paddings 0 to 2, channel counts that are
+// not multiples of anything, several images (chunks across images), and the conv op taking the
+// path; at AVX-512 (where F(4x4) is the fused form for up to 64 channels, c_out a multiple of
+// 16) and at AVX2, each where the CPU has it.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "ember/backends/cpu/isa.h"
 #include "ember/backends/cpu/winograd.h"
 #include "ember/ember.h"
 #include "tests/support/conv_reference.h"
@@ -34,9 +37,25 @@ std::vector<double> direct(const Case& c, const std::vector<float>& x,
   return test::conv2d_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, c.pad}, x, w);
 }
 
+// The kernels run at AVX-512 and at AVX2, each where the CPU has it (the level capped to it).
+class CpuWinogradAt : public ::testing::TestWithParam<cpu::CpuIsa> {
+ protected:
+  void SetUp() override {
+    if (cpu::cpu_isa_available() < GetParam())
+      GTEST_SKIP() << "this CPU lacks " << cpu::name(GetParam()) << " (it has "
+                   << cpu::name(cpu::cpu_isa_available()) << ")";
+    cpu::set_cpu_isa_cap(GetParam());
+  }
+  void TearDown() override { cpu::set_cpu_isa_cap(std::nullopt); }
+};
+
 }  // namespace
 
-TEST(CpuWinograd, MatchesADirectConvolution) {
+TEST_P(CpuWinogradAt, MatchesADirectConvolution) {
+  const bool fused = GetParam() >= cpu::CpuIsa::Avx512;
+  EXPECT_EQ(cpu::winograd_fused_fits(16, 32), fused);
+  EXPECT_FALSE(cpu::winograd_fused_fits(16, 20));  // c_out not a multiple of 16
+  EXPECT_FALSE(cpu::winograd_fused_fits(80, 16));  // more than 64 channels
   for (Case c :
        {Case{2, 16, 20, 9, 11, 1}, Case{1, 32, 16, 8, 8, 0}, Case{3, 17, 33, 5, 14, 2},
         Case{1, 16, 16, 2, 2, 1}, Case{2, 24, 16, 31, 7, 1}, Case{1, 16, 20, 20, 45, 1},
@@ -45,7 +64,12 @@ TEST(CpuWinograd, MatchesADirectConvolution) {
         // and images cut into several chunks (the last one shorter).
         Case{2, 16, 16, 28, 28, 1}, Case{1, 160, 144, 14, 13, 1}, Case{1, 64, 64, 50, 20, 1},
         // Deep channels over small images: chunks past the budget (a panel of tiles).
-        Case{5, 128, 112, 9, 11, 1}}) {
+        Case{5, 128, 112, 9, 11, 1},
+        // The fused form: blocks of 1 to 4 vectors of 16 tiles whose runs cross tile rows and
+        // images, the last block short; rows of 1 to 15 tiles (a row's last tile reads the
+        // columns 4 tw and 4 tw + 1), 64 -> 48 at one vector a block.
+        Case{3, 16, 16, 7, 5, 2}, Case{7, 32, 32, 10, 3, 1}, Case{2, 64, 48, 17, 58, 1},
+        Case{5, 20, 16, 23, 21, 0}}) {
     cpu::Geom g = geom(c);
     ASSERT_TRUE(cpu::winograd_fits(g, 1, c.c_in, c.c_out));
     std::mt19937 gen(uint32_t(c.h * 31 + c.c_in));
@@ -75,6 +99,10 @@ TEST(CpuWinograd, MatchesADirectConvolution) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Levels, CpuWinogradAt,
+                         ::testing::Values(cpu::CpuIsa::Avx512, cpu::CpuIsa::Avx2),
+                         [](const auto& info) { return std::string(cpu::name(info.param)); });
+
 TEST(CpuWinograd, TakenOnlyWhereItApplies) {
   cpu::Geom g = geom({1, 16, 16, 8, 8, 1});
   EXPECT_TRUE(cpu::winograd_fits(g, 1, 16, 16));
@@ -89,14 +117,22 @@ TEST(CpuWinograd, TakenOnlyWhereItApplies) {
   cpu::Geom k = g;
   k.k[1] = k.k[2] = 5;
   EXPECT_FALSE(cpu::winograd_fits(k, 1, 16, 16));  // window
-  // The tile: F(4x4) on rows of 8 tiles or more at 32 channels, on narrower ones from 16 tiles
-  // an image up to three times as many channels; else F(2x2).
+  // The tile without AVX-512: F(4x4) on rows of 8 tiles or more at 32 channels, on narrower
+  // ones from 16 tiles an image up to three times as many channels; else F(2x2).
+  cpu::set_cpu_isa_cap(cpu::CpuIsa::Avx2);
   EXPECT_EQ(cpu::winograd_tile(geom({1, 32, 32, 32, 32, 1}), 32, 32), 4);
   EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 56, 56, 1}), 16, 16), 2);
   EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 28, 28, 1}), 16, 16), 4);
   EXPECT_EQ(cpu::winograd_tile(geom({1, 48, 48, 14, 14, 1}), 48, 48), 4);
   EXPECT_EQ(cpu::winograd_tile(geom({1, 64, 64, 14, 14, 1}), 64, 64), 2);
   EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 12, 12, 1}), 16, 16), 2);
+  // With it, F(4x4) wherever the fused form fits.
+  cpu::set_cpu_isa_cap(std::nullopt);
+  if (cpu::cpu_isa() >= cpu::CpuIsa::Avx512) {
+    EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 56, 56, 1}), 16, 16), 4);
+    EXPECT_EQ(cpu::winograd_tile(geom({1, 64, 64, 14, 14, 1}), 64, 64), 4);
+    EXPECT_EQ(cpu::winograd_tile(geom({1, 80, 80, 14, 14, 1}), 80, 80), 2);
+  }
 }
 
 TEST(CpuWinograd, TheConvOpMatchesTheDirectOne) {

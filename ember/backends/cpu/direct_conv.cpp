@@ -159,14 +159,14 @@ bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out
     return false;
   // Where Winograd's F(4x4, 3x3) applies (winograd_tile), it does a quarter of the multiplies
   // and takes the convolution: 32 -> 32 on 32x32, batch 32, one thread, 4.6-4.9 ms against
-  // 6.5-7.7 here on AVX2; on AVX-512 (an Intel Xeon), 2.62 against 3.99, and 1.26 against 2.08
-  // on two threads. But on AVX-512 not on rows of under 8 tiles (laid end to end): 16 -> 16 on
-  // 28x28, batch 64, two threads of the Xeon, run in turn with oneDNN's blocked layout, was
-  // 0.71-0.77x of it by F(4x4) and 0.78-0.93x here (AVX2 measured the other way, 1.20 against
-  // 1.43 ms).
+  // 6.5-7.7 here on AVX2. On AVX-512 its fused form (winograd_fused_fits) takes every shape it
+  // fits: 16 -> 16 on 28x28, batch 64, two threads of an AMD Zen 4, 0.79-0.96 ms against 1.16-1.22
+  // here (docs/cpu.md). Elsewhere on AVX-512 the direct kernels stay ahead of the unfused F(4x4)
+  // on rows of under 8 tiles (0.78-0.93x of oneDNN's blocked layout against 0.71-0.77x on a Xeon).
   const bool avx512 = cpu_isa() >= CpuIsa::Avx512;
-  if (winograd_fits(g, groups, c_in, c_out) && winograd_tile(g, c_in, c_out) == 4 &&
-      !(avx512 && winograd_rows_end_to_end(g)))
+  if (winograd_fits(g, groups, c_in, c_out) &&
+      (winograd_fused_fits(c_in, c_out) ||
+       (winograd_tile(g, c_in, c_out) == 4 && !(avx512 && winograd_rows_end_to_end(g)))))
     return false;
   if (avx512) return true;
   // AVX2's 8 lanes, measured on the main job's layers against the paths it replaces (docs/cpu.md):

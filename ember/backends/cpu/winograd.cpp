@@ -558,6 +558,9 @@ bool winograd_rows_end_to_end(const Geom& g) { return (g.out[2] + 3) / 4 < kLane
 int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out) {
   static const int forced = tile_env();
   if (forced == 2 || forced == 4) return forced;
+  // AVX-512's F(4x4) with every step on a thread's small buffers (winograd_avx512.cpp) was ahead
+  // of F(2x2), of the F(4x4) below and of the direct kernels on every shape measured (docs/cpu.md).
+  if (winograd_fused_fits(c_in, c_out)) return 4;
   const int64_t th = (g.out[1] + 3) / 4, tw = (g.out[2] + 3) / 4;
   if (g.out[1] < 8) return 2;
   if (!winograd_rows_end_to_end(g)) return c_in >= 32 && c_out >= 32 ? 4 : 2;
@@ -570,6 +573,8 @@ int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out) {
 void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                        int64_t c_out, const Geom& g, int tile) {
   if (tile == 0) tile = winograd_tile(g, c_in, c_out);
+  if (tile == 4 && winograd_fused_fits(c_in, c_out))
+    return winograd_fused_f32(x, w, y, n, c_in, c_out, g);
   if (tile == 4)
     run<4>(x, w, y, n, c_in, c_out, g);
   else

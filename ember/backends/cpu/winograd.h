@@ -51,6 +51,15 @@ bool winograd_rows_end_to_end(const Geom& g);
 void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                        int64_t c_out, const Geom& g, int tile = 0);
 
+/// Whether winograd_fused_f32 (winograd_avx512.cpp) runs F(4x4) for these channel counts: the
+/// CPU has AVX-512 (under the cap, cpu/isa.h), c_out is a multiple of 16, both are 64 or fewer.
+bool winograd_fused_fits(int64_t c_in, int64_t c_out);
+
+/// winograd_conv_f32 with F(4x4) where winograd_fused_fits: 16 tiles a vector, the tiles of all
+/// images end to end, each block of tiles through all the steps on one thread.
+void winograd_fused_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
+                        int64_t c_out, const Geom& g);
+
 /// Whether conv_weight_grad of geometry `g` takes winograd_weight_grad_f32 (winograd_wgrad.cpp):
 /// winograd_fits (EMBER_CPU_WINOGRAD=0 turns this off too), both channel counts at least 32 and
 /// output rows of 8 or more. conv_weight_grad takes it there but where AVX-512's direct kernels

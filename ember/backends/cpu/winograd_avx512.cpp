@@ -1,0 +1,351 @@
+// F(4x4, 3x3) on AVX-512 with every step on one thread's small buffers (winograd.h's
+// winograd_fused_fits says where): 16 tiles a vector, the tiles of all images end to end, so
+// that rows of few tiles (28 wide: 7) leave no lanes idle.
+//
+// A block of up to kVecs vectors of tiles runs on one thread, input channel by input channel:
+//   1. the vertical half of B^T d B over the padded input rows of the block's tile rows, whole
+//      rows at a time (vectors along the columns), into T[i] (i: B^T's row) where tile row r's
+//      columns [0, 4 tw) start at 4 tw r (`main`), and its columns [4, 4 tw + 2) a second time
+//      in `shift` (window columns 4 and 5 of a row's last tile, which the next row's first
+//      columns would overwrite in `main`);
+//   2. the horizontal half per vector: window column j of 16 consecutive tiles is every 4th
+//      float of `main` (j < 4) or `shift` (j >= 4) from 4 t + j: two permutes of four loads
+//      give four phases, then B^T's 14 operations give V[xi][c], 16 tiles.
+// Then per vector, for each of the 36 points xi, M[xi] = U[xi] V[xi] (c_out x c_in times
+// c_in x 16: 16 accumulators, U's entries broadcast from memory), and A^T M A gives 4x4 outputs
+// a tile, interleaved to rows and stored by runs of tiles of one tile row.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ember/backends/cpu/isa.h"
+#include "ember/backends/cpu/spatial.h"
+#include "ember/backends/cpu/winograd.h"
+#include "ember/core/thread_pool.h"
+
+#if defined(__x86_64__)
+#define EMBER_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+#define EMBER_AVX512_INLINE EMBER_AVX512 __attribute__((always_inline)) inline
+
+namespace ember::cpu {
+
+namespace {
+
+// GCC 12's unpack and shuffle intrinsics pass an undefined vector as the unused merge source,
+// which -Wmaybe-uninitialized (or -Wuninitialized) reports once inlined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+constexpr int kL = 16;    // tiles a vector
+constexpr int kVecs = 4;  // vectors a block, at most
+constexpr int kNN = 36;   // points a tile
+
+// r = B^T x for a column (or row) of 6 (winograd.cpp's bt, the same 14 operations).
+EMBER_AVX512_INLINE void bt(const __m512 (&x)[6], __m512 (&r)[6]) {
+  const __m512 four = _mm512_set1_ps(4), five = _mm512_set1_ps(5), two = _mm512_set1_ps(2);
+  const __m512 s13 = _mm512_add_ps(x[1], x[2]), d21 = _mm512_sub_ps(x[1], x[2]);
+  const __m512 s34 = _mm512_add_ps(x[3], x[4]), d43 = _mm512_sub_ps(x[4], x[3]);
+  const __m512 d42 = _mm512_sub_ps(x[4], x[2]), d31 = _mm512_sub_ps(x[3], x[1]);
+  r[0] = _mm512_fnmadd_ps(x[2], five, _mm512_fmadd_ps(x[0], four, x[4]));
+  r[1] = _mm512_fnmadd_ps(s13, four, s34);
+  r[2] = _mm512_fmadd_ps(d21, four, d43);
+  r[3] = _mm512_fmadd_ps(d31, two, d42);
+  r[4] = _mm512_fnmadd_ps(d31, two, d42);
+  r[5] = _mm512_fnmadd_ps(x[3], five, _mm512_fmadd_ps(x[1], four, x[5]));
+}
+
+// o = A^T x for a column (or row) of 6 products.
+EMBER_AVX512_INLINE void at(const __m512 (&x)[6], __m512 (&o)[4]) {
+  const __m512 s12 = _mm512_add_ps(x[1], x[2]), d12 = _mm512_sub_ps(x[1], x[2]);
+  const __m512 s34 = _mm512_add_ps(x[3], x[4]), d34 = _mm512_sub_ps(x[3], x[4]);
+  o[0] = _mm512_add_ps(_mm512_add_ps(x[0], s12), s34);
+  o[1] = _mm512_fmadd_ps(d34, _mm512_set1_ps(2), d12);
+  o[2] = _mm512_fmadd_ps(s34, _mm512_set1_ps(4), s12);
+  o[3] = _mm512_add_ps(_mm512_fmadd_ps(d34, _mm512_set1_ps(8), d12), x[5]);
+}
+
+// Lanes [0, n) set.
+EMBER_AVX512_INLINE __mmask16 first(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// p[k][l] = x[4 l + k], k < 4, l < 16: the four phases of the 64 floats at x.
+EMBER_AVX512_INLINE void phases4(const float* x, __m512 (&p)[4]) {
+  const __m512i i01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const __m512i i23 = _mm512_add_epi32(i01, _mm512_set1_epi32(2));
+  const __m512 z0 = _mm512_loadu_ps(x), z1 = _mm512_loadu_ps(x + 16);
+  const __m512 z2 = _mm512_loadu_ps(x + 32), z3 = _mm512_loadu_ps(x + 48);
+  const __m512 a01 = _mm512_permutex2var_ps(z0, i01, z1), b01 = _mm512_permutex2var_ps(z2, i01, z3);
+  const __m512 a23 = _mm512_permutex2var_ps(z0, i23, z1), b23 = _mm512_permutex2var_ps(z2, i23, z3);
+  p[0] = _mm512_shuffle_f32x4(a01, b01, 0x44);
+  p[1] = _mm512_shuffle_f32x4(a01, b01, 0xEE);
+  p[2] = _mm512_shuffle_f32x4(a23, b23, 0x44);
+  p[3] = _mm512_shuffle_f32x4(a23, b23, 0xEE);
+}
+
+// p[k][l] = x[4 l + k], k < 2: the first two phases.
+EMBER_AVX512_INLINE void phases2(const float* x, __m512& p0, __m512& p1) {
+  const __m512i i01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const __m512 a = _mm512_permutex2var_ps(_mm512_loadu_ps(x), i01, _mm512_loadu_ps(x + 16));
+  const __m512 b = _mm512_permutex2var_ps(_mm512_loadu_ps(x + 32), i01, _mm512_loadu_ps(x + 48));
+  p0 = _mm512_shuffle_f32x4(a, b, 0x44);
+  p1 = _mm512_shuffle_f32x4(a, b, 0xEE);
+}
+
+// The 64 floats y[4 l + b] = r[b][l]: four vectors interleaved (4x4 transposes).
+EMBER_AVX512_INLINE void interleave4(const __m512 (&r)[4], float* y) {
+  const __m512 t0 = _mm512_unpacklo_ps(r[0], r[1]), t1 = _mm512_unpackhi_ps(r[0], r[1]);
+  const __m512 t2 = _mm512_unpacklo_ps(r[2], r[3]), t3 = _mm512_unpackhi_ps(r[2], r[3]);
+  // s_q: tiles q, q + 4, q + 8, q + 12, one per 128-bit lane.
+  const __m512 s0 = _mm512_shuffle_ps(t0, t2, 0x44), s1 = _mm512_shuffle_ps(t0, t2, 0xEE);
+  const __m512 s2 = _mm512_shuffle_ps(t1, t3, 0x44), s3 = _mm512_shuffle_ps(t1, t3, 0xEE);
+  const __m512 u0 = _mm512_shuffle_f32x4(s0, s1, 0x44), u1 = _mm512_shuffle_f32x4(s0, s1, 0xEE);
+  const __m512 u2 = _mm512_shuffle_f32x4(s2, s3, 0x44), u3 = _mm512_shuffle_f32x4(s2, s3, 0xEE);
+  _mm512_storeu_ps(y, _mm512_shuffle_f32x4(u0, u2, 0x88));
+  _mm512_storeu_ps(y + 16, _mm512_shuffle_f32x4(u0, u2, 0xDD));
+  _mm512_storeu_ps(y + 32, _mm512_shuffle_f32x4(u1, u3, 0x88));
+  _mm512_storeu_ps(y + 48, _mm512_shuffle_f32x4(u1, u3, 0xDD));
+}
+
+// Copies n floats (n <= 64) with masked vector moves.
+EMBER_AVX512_INLINE void copy_upto64(float* dst, const float* src, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = first(n - i);
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+  }
+}
+
+// A run of tiles of one tile row within a vector (Fused::runs_of).
+struct Run {
+  int64_t at, from, rows, cols;
+};
+
+class Fused {
+ public:
+  Fused(const float* x, const float* u, float* y, int64_t n, int64_t c_in, int64_t c_out,
+        const Geom& g)
+      : x_(x), u_(u), y_(y), c_in_(c_in), c_out_(c_out) {
+    h_ = g.in[1], w_ = g.in[2], ph_ = g.p[1], pw_ = g.p[2];
+    ho_ = g.out[1], wo_ = g.out[2], th_ = (ho_ + 3) / 4, tw_ = (wo_ + 3) / 4;
+    tiles_ = n * th_ * tw_;
+    // Tile rows a block's tiles touch, at most; T's length a row (i), with room for the
+    // phases' last loads (64 floats from 4 t + 1 of the last vector) and `shift`'s start.
+    // Vectors a block: V and M of up to 320 KiB, which stay in L2 between the steps.
+    vecs_ = std::clamp<int64_t>(320 * 1024 / ((c_in + c_out) * kNN * kL * 4), 1, kVecs);
+    rows_ = (vecs_ * kL + tw_ - 2) / tw_ + 1;
+    t_len_ = 4 * tw_ * rows_ + 4 * kL + 16;
+  }
+  int64_t blocks() const { return (tiles_ + vecs_ * kL - 1) / (vecs_ * kL); }
+  int64_t scratch() const {
+    return 2 * 6 * t_len_ + vecs_ * kNN * (c_in_ + c_out_) * kL + 4 * 4 * kL;
+  }
+
+  EMBER_AVX512 void run(int64_t block, float* scratch) const {
+    const int64_t t0 = block * vecs_ * kL, t1 = std::min(tiles_, t0 + vecs_ * kL);
+    const int64_t nv = (t1 - t0 + kL - 1) / kL;
+    float* tm = scratch;                      // main: 6 rows of t_len_
+    float* ts = tm + 6 * t_len_;              // shift
+    float* v = ts + 6 * t_len_;               // V[vec][c][xi][16]
+    float* m = v + vecs_ * kNN * c_in_ * kL;  // M[vec][k][xi][16]
+    float* o = m + vecs_ * kNN * c_out_ * kL;
+    const int64_t r0 = t0 / tw_, r1 = (t1 - 1) / tw_ + 1;
+    // The lanes past the last tile (the last block's) read what T held: zeros at first.
+    if (t1 - t0 < vecs_ * kL) std::fill(tm, tm + 12 * t_len_, 0.0f);
+    for (int64_t c = 0; c < c_in_; ++c) {
+      for (int64_t r = r0; r < r1; ++r)
+        vertical(r, c, tm + 8 + 4 * tw_ * (r - r0), ts + 8 + 4 * tw_ * (r - r0));
+      for (int64_t q = 0; q < nv; ++q) {
+        const int64_t at = 8 + 4 * (t0 + q * kL - r0 * tw_);
+        horizontal(tm + at, ts + at, v + (q * c_in_ + c) * kNN * kL);
+      }
+    }
+    for (int64_t q = 0; q < nv; ++q) products(v + q * c_in_ * kNN * kL, m + q * c_out_ * kNN * kL);
+    // Output channel by output channel, so that its stores run along the block's rows.
+    Run runs[kVecs][kL];
+    int64_t nseg[kVecs];
+    for (int64_t q = 0; q < nv; ++q)
+      nseg[q] = runs_of(t0 + q * kL, std::min<int64_t>(kL, t1 - t0 - q * kL), runs[q]);
+    for (int64_t k = 0; k < c_out_; ++k)
+      for (int64_t q = 0; q < nv; ++q) outputs(m + q * c_out_ * kNN * kL, k, runs[q], nseg[q], o);
+  }
+
+ private:
+  // Rows i of B^T (padded input rows of tile row r, channel c) into tm + i t_len_ from
+  // column 0 and ts + i t_len_ from column 4 (at 4 before: columns 4 on).
+  EMBER_AVX512 void vertical(int64_t r, int64_t c, float* tm, float* ts) const {
+    const int64_t img = r / th_, ty = r % th_;
+    const float* plane = x_ + (img * c_in_ + c) * h_ * w_;
+    const float* rows[6];
+    bool inside[6];
+    for (int k = 0; k < 6; ++k) {
+      const int64_t iy = 4 * ty + k - ph_;
+      inside[k] = iy >= 0 && iy < h_;
+      rows[k] = plane + (inside[k] ? iy : 0) * w_;
+    }
+    const int64_t width = 4 * tw_ + 2, len = t_len_;  // padded columns the row's tiles read
+    for (int64_t c0 = 0; c0 < width; c0 += 16) {
+      // Columns c0 + l of the padded row: the image's c0 + l - pw, where inside it.
+      const int64_t ic = c0 - pw_;
+      __mmask16 valid = first(std::min(width, w_ + pw_) - c0);
+      if (ic < 0) valid &= __mmask16(0xFFFF << -ic);
+      __m512 d[6], t[6];
+      for (int k = 0; k < 6; ++k)
+        d[k] = inside[k] ? _mm512_maskz_loadu_ps(valid, rows[k] + ic) : _mm512_setzero_ps();
+      bt(d, t);
+      // Whole vectors: what lands past the row's end is the next row's start, which its own
+      // stores (later: rows go in order) overwrite, or T's slack. But the first 4 columns go to
+      // `shift` only from 4 on: before them are the last row's columns 4 tw and 4 tw + 1.
+      for (int i = 0; i < 6; ++i) {
+        _mm512_storeu_ps(tm + i * len + c0, t[i]);
+        if (c0 == 0)
+          _mm512_mask_storeu_ps(ts + i * len - 4, 0xFFF0, t[i]);
+        else
+          _mm512_storeu_ps(ts + i * len + c0 - 4, t[i]);
+      }
+    }
+  }
+
+  // V[c][xi] (xi < 36, 16 floats each from v) for the 16 tiles whose T columns start at tm, ts
+  // (4 floats a tile).
+  EMBER_AVX512 void horizontal(const float* tm, const float* ts, float* v) const {
+    for (int i = 0; i < 6; ++i) {
+      __m512 p[6], r[6], q[4];
+      phases4(tm + i * t_len_, q);
+      p[0] = q[0], p[1] = q[1], p[2] = q[2], p[3] = q[3];
+      phases2(ts + i * t_len_, p[4], p[5]);
+      bt(p, r);
+      for (int j = 0; j < 6; ++j) _mm512_storeu_ps(v + (i * 6 + j) * kL, r[j]);
+    }
+  }
+
+  // M[k][xi] = sum_c U[xi][c][k] V[c][xi] for one vector of tiles (each 16 floats).
+  EMBER_AVX512 void products(const float* v, float* m) const {
+    for (int xi = 0; xi < kNN; ++xi) {
+      const float* vx = v + xi * kL;
+      const float* ux = u_ + xi * c_in_ * c_out_;
+      for (int64_t k0 = 0; k0 < c_out_; k0 += 16) {
+        __m512 acc[16];
+        for (int kk = 0; kk < 16; ++kk) acc[kk] = _mm512_setzero_ps();
+        for (int64_t c = 0; c < c_in_; ++c) {
+          const __m512 vc = _mm512_loadu_ps(vx + c * kNN * kL);
+          const float* uc = ux + c * c_out_ + k0;
+          for (int kk = 0; kk < 16; ++kk)
+            acc[kk] = _mm512_fmadd_ps(_mm512_set1_ps(uc[kk]), vc, acc[kk]);
+        }
+        for (int kk = 0; kk < 16; ++kk) _mm512_storeu_ps(m + ((k0 + kk) * kNN + xi) * kL, acc[kk]);
+      }
+    }
+  }
+
+  // Output channel k of the n tiles from tq: A^T M A, each row of 4 outputs of the 16 tiles
+  // interleaved into o (64 floats a row), then copied out by runs of one tile row.
+  EMBER_AVX512 void outputs(const float* m, int64_t k, const Run* runs, int64_t nseg,
+                            float* o) const {
+    const float* mk = m + k * kNN * kL;
+    __m512 q[4][6];  // (A^T M)[a][column]
+    for (int j = 0; j < 6; ++j) {
+      __m512 col[6], r[4];
+      for (int i = 0; i < 6; ++i) col[i] = _mm512_loadu_ps(mk + (i * 6 + j) * kL);
+      at(col, r);
+      for (int a = 0; a < 4; ++a) q[a][j] = r[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+      __m512 r[4];
+      at(q[a], r);
+      interleave4(r, o + a * 4 * kL);
+    }
+    for (int64_t i = 0; i < nseg; ++i) {
+      const Run& s = runs[i];
+      float* out = y_ + s.at + k * ho_ * wo_;
+      for (int64_t a = 0; a < s.rows; ++a)
+        copy_upto64(out + a * wo_, o + a * 4 * kL + s.from, s.cols);
+    }
+  }
+
+  // Where a vector's tiles from tq (n of them) go, by runs of one tile row: their outputs'
+  // offset in y for output channel 0, where they start in a row of o, and the rows and columns
+  // that are outputs. Returns the runs' count (at most 16).
+  int64_t runs_of(int64_t tq, int64_t n, Run* runs) const {
+    int64_t count = 0;
+    for (int64_t l = 0; l < n;) {
+      const int64_t t = tq + l, img = t / (th_ * tw_), ty = (t / tw_) % th_, tx = t % tw_;
+      const int64_t run = std::min(n - l, tw_ - tx);
+      runs[count++] = {((img * c_out_) * ho_ + 4 * ty) * wo_ + 4 * tx, 4 * l,
+                       std::min<int64_t>(4, ho_ - 4 * ty), std::min(4 * run, wo_ - 4 * tx)};
+      l += run;
+    }
+    return count;
+  }
+
+  const float* x_;
+  const float* u_;
+  float* y_;
+  int64_t c_in_, c_out_, h_, w_, ph_, pw_, ho_, wo_, th_, tw_, tiles_, vecs_, rows_, t_len_;
+};
+
+// U[xi][c][k] = (G w[k][c] G^T)[xi], F(4x4)'s G (points 0, +-1, +-2), 16 output channels a
+// vector (c_out a multiple of 16; their 9 taps gathered).
+EMBER_AVX512 void weights(const float* w, float* u, int64_t c_in, int64_t c_out) {
+  static constexpr float G[6][3] = {{1.0f / 4, 0, 0},
+                                    {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                    {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                                    {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                    {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                                    {0, 0, 1}};
+  const __m512i rows =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int(c_in * 9)));
+  parallel_for(c_in, 4, [&](int64_t c0, int64_t c1) EMBER_AVX512 {
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t o = 0; o < c_out; o += 16) {
+        const float* g = w + (o * c_in + c) * 9;
+        __m512 t[9], s[6][3];
+        for (int k = 0; k < 9; ++k) t[k] = _mm512_i32gather_ps(rows, g + k, 4);
+        for (int i = 0; i < 6; ++i)
+          for (int j = 0; j < 3; ++j)
+            s[i][j] =
+                _mm512_fmadd_ps(_mm512_set1_ps(G[i][2]), t[6 + j],
+                                _mm512_fmadd_ps(_mm512_set1_ps(G[i][1]), t[3 + j],
+                                                _mm512_mul_ps(_mm512_set1_ps(G[i][0]), t[j])));
+        for (int i = 0; i < 6; ++i)
+          for (int j = 0; j < 6; ++j)
+            _mm512_storeu_ps(
+                u + ((i * 6 + j) * c_in + c) * c_out + o,
+                _mm512_fmadd_ps(s[i][2], _mm512_set1_ps(G[j][2]),
+                                _mm512_fmadd_ps(s[i][1], _mm512_set1_ps(G[j][1]),
+                                                _mm512_mul_ps(s[i][0], _mm512_set1_ps(G[j][0])))));
+      }
+  });
+}
+
+}  // namespace
+
+bool winograd_fused_fits(int64_t c_in, int64_t c_out) {
+  return cpu_isa() >= CpuIsa::Avx512 && c_out % 16 == 0 && c_in <= 64 && c_out <= 64;
+}
+
+void winograd_fused_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
+                        int64_t c_out, const Geom& g) {
+  Scratch<float> u(kNN * c_in * c_out);
+  weights(w, u.get(), c_in, c_out);
+  Fused f(x, u.get(), y, n, c_in, c_out, g);
+  parallel_for(f.blocks(), 1, [&](int64_t b, int64_t e) {
+    Scratch<float> scratch(f.scratch());
+    for (int64_t i = b; i < e; ++i) f.run(i, scratch.get());
+  });
+}
+
+}  // namespace ember::cpu
+
+#else
+
+namespace ember::cpu {
+bool winograd_fused_fits(int64_t, int64_t) { return false; }
+void winograd_fused_f32(const float*, const float*, float*, int64_t, int64_t, int64_t,
+                        const Geom&) {}
+}  // namespace ember::cpu
+
+#endif
