@@ -10,10 +10,11 @@
 //      columns would overwrite in `main`);
 //   2. the horizontal half per vector: window column j of 16 consecutive tiles is every 4th
 //      float of `main` (j < 4) or `shift` (j >= 4) from 4 t + j: two permutes of four loads
-//      give four phases, then B^T's 14 operations give V[xi][c], 16 tiles.
+//      give four phases, then B^T's 14 operations give V[c][xi], 16 tiles.
 // Then per vector, for each of the 36 points xi, M[xi] = U[xi] V[xi] (c_out x c_in times
-// c_in x 16: 16 accumulators, U's entries broadcast from memory), and A^T M A gives 4x4 outputs
-// a tile, interleaved to rows and stored by runs of tiles of one tile row.
+// c_in x 16: 16 accumulators, U's entries broadcast from memory); and per output channel, over
+// the block's vectors, A^T M A gives 4x4 outputs a tile, interleaved to rows in registers and
+// stored by runs of tiles of one tile row. docs/cpu.md has the measurements.
 #include <immintrin.h>
 
 #include <algorithm>
