@@ -191,6 +191,39 @@ TEST(CpuWinograd, TheTransposedConvOpMatchesTheDirectOne) {
 // sides are odd (a tile half outside) and rows not a multiple of 8 tiles, several channel
 // counts, images in several chunks (30 images of 8x8 on 24 an chunk, the last shorter), and the
 // op itself (conv2d's backward) where the path applies.
+// The fused F(4x4)'s weight gradient (AVX-512) against sums in double: channel counts of 16 to
+// 64 (1 to 4 vectors of input channels; 6-, 4- and 2-channel blocks of output channels), partial
+// tiles, paddings 0 to 2, blocks across images, more blocks than its 8 chunks.
+TEST(CpuWinograd, FusedWeightGradientMatchesSumsInDouble) {
+  if (cpu::cpu_isa() < cpu::CpuIsa::Avx512) GTEST_SKIP() << "the fused path needs AVX-512";
+  for (Case c : {Case{2, 64, 64, 14, 14, 1}, Case{3, 32, 48, 9, 13, 0}, Case{1, 48, 16, 11, 17, 2},
+                 Case{30, 16, 32, 8, 8, 1}, Case{2, 16, 16, 28, 28, 1}, Case{1, 64, 32, 7, 5, 1}}) {
+    cpu::Geom g = geom(c);
+    ASSERT_TRUE(cpu::winograd_fused_weight_grad_fits(c.c_in, c.c_out));
+    const int64_t ho = g.out[1], wo = g.out[2];
+    std::vector<float> x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), 5);
+    std::vector<float> gy = test::uniform_floats(size_t(c.n * c.c_out * ho * wo), 6);
+    std::vector<double> want =
+        test::conv2d_weight_grad_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, c.pad}, x, gy);
+    std::vector<float> got(want.size(), NAN);
+    cpu::winograd_fused_weight_grad_f32(x.data(), gy.data(), got.data(), c.n, c.c_in, c.c_out, g);
+    // sums of n ho wo products of numbers in [-1, 1], through F(4x4)'s transforms (points +-2:
+    // a few more roundings than F(3x3, 2x2)'s)
+    const double tol = 8e-6 * std::sqrt(double(c.n * ho * wo));
+    int64_t bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double err = std::abs(double(got[i]) - want[i]);
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+      if (!(err <= tol) && bad++ < 5)
+        ADD_FAILURE() << c.n << "x" << c.c_in << "->" << c.c_out << " " << c.h << "x" << c.w
+                      << " pad " << c.pad << " at " << i << ": " << got[i] << " vs " << want[i];
+    }
+    EXPECT_EQ(bad, 0) << "worst error " << worst << ", bound " << tol;
+  }
+  EXPECT_FALSE(cpu::winograd_fused_weight_grad_fits(24, 32));  // c_in not a multiple of 16
+}
+
 TEST(CpuWinograd, WeightGradientMatchesSumsInDouble) {
   for (Case c : {Case{2, 64, 64, 14, 14, 1}, Case{3, 32, 48, 9, 13, 0}, Case{1, 40, 33, 11, 17, 2},
                  Case{30, 32, 32, 8, 8, 1}, Case{2, 96, 80, 12, 30, 1}}) {

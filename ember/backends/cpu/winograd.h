@@ -60,6 +60,18 @@ bool winograd_fused_fits(int64_t c_in, int64_t c_out);
 void winograd_fused_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                         int64_t c_out, const Geom& g);
 
+/// Whether winograd_fused_weight_grad_f32 runs for these channel counts: winograd_fused_fits and
+/// c_in a multiple of 16.
+bool winograd_fused_weight_grad_fits(int64_t c_in, int64_t c_out);
+
+/// dw [c_out, c_in, 3, 3] = the weight gradient of conv2d(x [n, c_in, H, W]) given gy [n, c_out,
+/// H', W'] (g's padding, all dense) through F(4x4, 3x3) fused as winograd_fused_f32 runs it: per
+/// block of tiles the input and the output gradient transformed (Z = A gy A^T), their products
+/// summed over the tiles for each of the 36 points, and G^T (.) G back to 3x3. The blocks add in
+/// a fixed number of chunks, in order, whatever the thread count.
+void winograd_fused_weight_grad_f32(const float* x, const float* gy, float* dw, int64_t n,
+                                    int64_t c_in, int64_t c_out, const Geom& g);
+
 /// Whether conv_weight_grad of geometry `g` takes winograd_weight_grad_f32 (winograd_wgrad.cpp):
 /// winograd_fits (EMBER_CPU_WINOGRAD=0 turns this off too), both channel counts at least 32 and
 /// output rows of 8 or more. conv_weight_grad takes it there but where AVX-512's direct kernels
