@@ -67,7 +67,8 @@ TEST_P(CpuWinogradAt, MatchesADirectConvolution) {
         Case{5, 128, 112, 9, 11, 1},
         // The fused form: blocks of 1 to 4 vectors of 16 tiles whose runs cross tile rows and
         // images, the last block short; rows of 1 to 15 tiles (a row's last tile reads the
-        // columns 4 tw and 4 tw + 1), 64 -> 48 at one vector a block.
+        // columns 4 tw and 4 tw + 1), 64 -> 48 (each also run as on a CPU of 128 KiB of L2,
+        // where every block is one vector).
         Case{3, 16, 16, 7, 5, 2}, Case{7, 32, 32, 10, 3, 1}, Case{2, 64, 48, 17, 58, 1},
         Case{5, 20, 16, 23, 21, 0}}) {
     cpu::Geom g = geom(c);
@@ -78,9 +79,12 @@ TEST_P(CpuWinogradAt, MatchesADirectConvolution) {
     for (float& v : x) v = u(gen);
     for (float& v : w) v = u(gen);
     std::vector<double> want = direct(c, x, w);
-    for (int tile : {2, 4}) {
+    for (int run = 0; run < 3; ++run) {
+      const int tile = run == 0 ? 2 : 4;
+      if (run == 2) cpu::set_cpu_l2_bytes(128 << 10);
       std::vector<float> got(want.size(), NAN);
       cpu::winograd_conv_f32(x.data(), w.data(), got.data(), c.n, c.c_in, c.c_out, g, tile);
+      cpu::set_cpu_l2_bytes(std::nullopt);
       // Sums of 9 c_in products of numbers in [-1, 1]: about 2^-24 sqrt(9 c_in) each; the
       // transforms add a few roundings (M = 4's, with its points +-2, some more).
       double tol = (tile == 2 ? 1e-5 : 4e-5) * std::sqrt(double(9 * c.c_in));
@@ -90,9 +94,10 @@ TEST_P(CpuWinogradAt, MatchesADirectConvolution) {
         double err = std::abs(double(got[i]) - want[i]);
         worst = std::max(worst, std::isnan(err) ? INFINITY : err);
         if (!(err <= tol) && bad++ < 5)
-          ADD_FAILURE() << "F(" << tile << "x" << tile << ") case " << c.n << "x" << c.c_in << "->"
-                        << c.c_out << " " << c.h << "x" << c.w << " pad " << c.pad << " at " << i
-                        << ": " << got[i] << " vs " << want[i];
+          ADD_FAILURE() << "F(" << tile << "x" << tile << (run == 2 ? ", small L2" : "")
+                        << ") case " << c.n << "x" << c.c_in << "->" << c.c_out << " " << c.h << "x"
+                        << c.w << " pad " << c.pad << " at " << i << ": " << got[i] << " vs "
+                        << want[i];
       }
       EXPECT_EQ(bad, 0) << "F(" << tile << "x" << tile << "): worst error " << worst;
     }
@@ -205,23 +210,43 @@ TEST(CpuWinograd, FusedWeightGradientMatchesSumsInDouble) {
     std::vector<float> gy = test::uniform_floats(size_t(c.n * c.c_out * ho * wo), 6);
     std::vector<double> want =
         test::conv2d_weight_grad_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, c.pad}, x, gy);
-    std::vector<float> got(want.size(), NAN);
-    cpu::winograd_fused_weight_grad_f32(x.data(), gy.data(), got.data(), c.n, c.c_in, c.c_out, g);
-    // sums of n ho wo products of numbers in [-1, 1], through F(4x4)'s transforms (points +-2:
-    // a few more roundings than F(3x3, 2x2)'s)
-    const double tol = 8e-6 * std::sqrt(double(c.n * ho * wo));
-    int64_t bad = 0;
-    double worst = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      const double err = std::abs(double(got[i]) - want[i]);
-      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-      if (!(err <= tol) && bad++ < 5)
-        ADD_FAILURE() << c.n << "x" << c.c_in << "->" << c.c_out << " " << c.h << "x" << c.w
-                      << " pad " << c.pad << " at " << i << ": " << got[i] << " vs " << want[i];
+    for (bool small_l2 : {false, true}) {  // blocks of up to 4 vectors, then of one
+      if (small_l2) cpu::set_cpu_l2_bytes(128 << 10);
+      std::vector<float> got(want.size(), NAN);
+      cpu::winograd_fused_weight_grad_f32(x.data(), gy.data(), got.data(), c.n, c.c_in, c.c_out, g);
+      cpu::set_cpu_l2_bytes(std::nullopt);
+      // sums of n ho wo products of numbers in [-1, 1], through F(4x4)'s transforms (points
+      // +-2: a few more roundings than F(3x3, 2x2)'s)
+      const double tol = 8e-6 * std::sqrt(double(c.n * ho * wo));
+      int64_t bad = 0;
+      double worst = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        const double err = std::abs(double(got[i]) - want[i]);
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+        if (!(err <= tol) && bad++ < 5)
+          ADD_FAILURE() << c.n << "x" << c.c_in << "->" << c.c_out << " " << c.h << "x" << c.w
+                        << " pad " << c.pad << (small_l2 ? " small L2" : "") << " at " << i << ": "
+                        << got[i] << " vs " << want[i];
+      }
+      EXPECT_EQ(bad, 0) << "worst error " << worst << ", bound " << tol;
     }
-    EXPECT_EQ(bad, 0) << "worst error " << worst << ", bound " << tol;
   }
   EXPECT_FALSE(cpu::winograd_fused_weight_grad_fits(24, 32));  // c_in not a multiple of 16
+  // through the op: conv2d's weight gradient for 16 -> 32 channels on 10x12, padding 1
+  const Case c{3, 16, 32, 10, 12, 1};
+  std::vector<float> x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), 9);
+  std::vector<float> w = test::uniform_floats(size_t(c.c_out * c.c_in * 9), 10);
+  using AD = Autodiff<Cpu>;
+  auto tx = Tensor<AD, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
+  auto tw =
+      Tensor<AD, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3})).require_grad();
+  auto grads = (conv2d(tx, tw, {.padding = {1}}) * 0.5f).sum().backward();
+  const auto got = tw.grad(grads)->to_data().to_vec<float>();
+  std::vector<float> halves(size_t(c.n * c.c_out * c.h * c.w), 0.5f);
+  std::vector<double> want =
+      test::conv2d_weight_grad_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, c.pad}, x, halves);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
 }
 
 TEST(CpuWinograd, WeightGradientMatchesSumsInDouble) {
