@@ -14,6 +14,7 @@
 #include "ember/backends/cpu/winograd.h"
 #include "ember/ember.h"
 #include "tests/support/conv_reference.h"
+#include "tests/support/isa_level.h"
 
 using namespace ember;
 
@@ -48,17 +49,7 @@ std::string describe(const Case& c) {
 
 // Each test runs at AVX-512 (16 channels a vector, and the row kernels) and at AVX2 (8 channels
 // a vector), each where the CPU has it: the level is capped to the one under test.
-class CpuDirectConv : public ::testing::TestWithParam<cpu::CpuIsa> {
- protected:
-  void SetUp() override {
-    if (cpu::cpu_isa_available() < GetParam())
-      GTEST_SKIP() << "this CPU lacks " << cpu::name(GetParam()) << " (it has "
-                   << cpu::name(cpu::cpu_isa_available()) << ")";
-    cpu::set_cpu_isa_cap(GetParam());
-  }
-  void TearDown() override { cpu::set_cpu_isa_cap(std::nullopt); }
-  bool avx512() const { return GetParam() >= cpu::CpuIsa::Avx512; }
-};
+class CpuDirectConv : public test::IsaLevel {};
 
 }  // namespace
 
@@ -260,4 +251,4 @@ TEST_P(CpuDirectConv, TheWeightGradientOfTheConvOpMatches) {
 
 INSTANTIATE_TEST_SUITE_P(Levels, CpuDirectConv,
                          ::testing::Values(cpu::CpuIsa::Avx512, cpu::CpuIsa::Avx2),
-                         [](const auto& info) { return std::string(cpu::name(info.param)); });
+                         test::isa_level_name);

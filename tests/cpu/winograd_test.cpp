@@ -13,6 +13,7 @@
 #include "ember/backends/cpu/winograd.h"
 #include "ember/ember.h"
 #include "tests/support/conv_reference.h"
+#include "tests/support/isa_level.h"
 
 using namespace ember;
 
@@ -37,17 +38,45 @@ std::vector<double> direct(const Case& c, const std::vector<float>& x,
   return test::conv2d_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, c.pad}, x, w);
 }
 
-// The kernels run at AVX-512 and at AVX2, each where the CPU has it (the level capped to it).
-class CpuWinogradAt : public ::testing::TestWithParam<cpu::CpuIsa> {
- protected:
-  void SetUp() override {
-    if (cpu::cpu_isa_available() < GetParam())
-      GTEST_SKIP() << "this CPU lacks " << cpu::name(GetParam()) << " (it has "
-                   << cpu::name(cpu::cpu_isa_available()) << ")";
-    cpu::set_cpu_isa_cap(GetParam());
+std::string describe(const Case& c) {
+  return std::to_string(c.n) + "x" + std::to_string(c.c_in) + "->" + std::to_string(c.c_out) + " " +
+         std::to_string(c.h) + "x" + std::to_string(c.w) + " pad " + std::to_string(c.pad);
+}
+
+// Every element of got within tol of want (NaN is not); the first few misses reported.
+void expect_within(const std::vector<float>& got, const std::vector<double>& want, double tol,
+                   const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double worst = 0;
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double err = std::abs(double(got[i]) - want[i]);
+    worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    if (!(err <= tol) && bad++ < 5)
+      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << want[i];
   }
-  void TearDown() override { cpu::set_cpu_isa_cap(std::nullopt); }
-};
+  EXPECT_EQ(bad, 0) << what << ": worst error " << worst << ", bound " << tol;
+}
+
+// conv2d's weight gradient through the op (Autodiff<Cpu>) for case c, padding 1, with the loss
+// scale * sum(y), against sums in double.
+void expect_op_weight_grad(const Case& c, float scale, uint32_t seed) {
+  std::vector<float> x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), seed);
+  std::vector<float> w = test::uniform_floats(size_t(c.c_out * c.c_in * 9), seed + 1);
+  using AD = Autodiff<Cpu>;
+  auto tx = Tensor<AD, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
+  auto tw =
+      Tensor<AD, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3})).require_grad();
+  auto grads = (conv2d(tx, tw, {.padding = {1}}) * scale).sum().backward();
+  const auto got = tw.grad(grads)->to_data().to_vec<float>();
+  std::vector<float> gy(size_t(c.n * c.c_out * c.h * c.w), scale);
+  expect_within(got,
+                test::conv2d_weight_grad_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, 1}, x, gy),
+                1e-4, "through the op, " + describe(c));
+}
+
+// The kernels run at AVX-512 and at AVX2, each where the CPU has it (the level capped to it).
+class CpuWinogradAt : public test::IsaLevel {};
 
 }  // namespace
 
@@ -87,26 +116,17 @@ TEST_P(CpuWinogradAt, MatchesADirectConvolution) {
       cpu::set_cpu_l2_bytes(std::nullopt);
       // Sums of 9 c_in products of numbers in [-1, 1]: about 2^-24 sqrt(9 c_in) each; the
       // transforms add a few roundings (M = 4's, with its points +-2, some more).
-      double tol = (tile == 2 ? 1e-5 : 4e-5) * std::sqrt(double(9 * c.c_in));
-      double worst = 0;
-      int64_t bad = 0;
-      for (size_t i = 0; i < want.size(); ++i) {
-        double err = std::abs(double(got[i]) - want[i]);
-        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-        if (!(err <= tol) && bad++ < 5)
-          ADD_FAILURE() << "F(" << tile << "x" << tile << (run == 2 ? ", small L2" : "")
-                        << ") case " << c.n << "x" << c.c_in << "->" << c.c_out << " " << c.h << "x"
-                        << c.w << " pad " << c.pad << " at " << i << ": " << got[i] << " vs "
-                        << want[i];
-      }
-      EXPECT_EQ(bad, 0) << "F(" << tile << "x" << tile << "): worst error " << worst;
+      const double tol = (tile == 2 ? 1e-5 : 4e-5) * std::sqrt(double(9 * c.c_in));
+      expect_within(got, want, tol,
+                    "F(" + std::to_string(tile) + "x" + std::to_string(tile) +
+                        (run == 2 ? ", small L2" : "") + ") " + describe(c));
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, CpuWinogradAt,
                          ::testing::Values(cpu::CpuIsa::Avx512, cpu::CpuIsa::Avx2),
-                         [](const auto& info) { return std::string(cpu::name(info.param)); });
+                         test::isa_level_name);
 
 TEST(CpuWinograd, TakenOnlyWhereItApplies) {
   cpu::Geom g = geom({1, 16, 16, 8, 8, 1});
@@ -217,36 +237,13 @@ TEST(CpuWinograd, FusedWeightGradientMatchesSumsInDouble) {
       cpu::set_cpu_l2_bytes(std::nullopt);
       // sums of n ho wo products of numbers in [-1, 1], through F(4x4)'s transforms (points
       // +-2: a few more roundings than F(3x3, 2x2)'s)
-      const double tol = 8e-6 * std::sqrt(double(c.n * ho * wo));
-      int64_t bad = 0;
-      double worst = 0;
-      for (size_t i = 0; i < want.size(); ++i) {
-        const double err = std::abs(double(got[i]) - want[i]);
-        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-        if (!(err <= tol) && bad++ < 5)
-          ADD_FAILURE() << c.n << "x" << c.c_in << "->" << c.c_out << " " << c.h << "x" << c.w
-                        << " pad " << c.pad << (small_l2 ? " small L2" : "") << " at " << i << ": "
-                        << got[i] << " vs " << want[i];
-      }
-      EXPECT_EQ(bad, 0) << "worst error " << worst << ", bound " << tol;
+      expect_within(got, want, 8e-6 * std::sqrt(double(c.n * ho * wo)),
+                    describe(c) + (small_l2 ? ", small L2" : ""));
     }
   }
   EXPECT_FALSE(cpu::winograd_fused_weight_grad_fits(24, 32));  // c_in not a multiple of 16
   // through the op: conv2d's weight gradient for 16 -> 32 channels on 10x12, padding 1
-  const Case c{3, 16, 32, 10, 12, 1};
-  std::vector<float> x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), 9);
-  std::vector<float> w = test::uniform_floats(size_t(c.c_out * c.c_in * 9), 10);
-  using AD = Autodiff<Cpu>;
-  auto tx = Tensor<AD, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
-  auto tw =
-      Tensor<AD, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3})).require_grad();
-  auto grads = (conv2d(tx, tw, {.padding = {1}}) * 0.5f).sum().backward();
-  const auto got = tw.grad(grads)->to_data().to_vec<float>();
-  std::vector<float> halves(size_t(c.n * c.c_out * c.h * c.w), 0.5f);
-  std::vector<double> want =
-      test::conv2d_weight_grad_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, c.pad}, x, halves);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
+  expect_op_weight_grad({3, 16, 32, 10, 12, 1}, 0.5f, 9);
 }
 
 TEST(CpuWinograd, WeightGradientMatchesSumsInDouble) {
@@ -263,27 +260,8 @@ TEST(CpuWinograd, WeightGradientMatchesSumsInDouble) {
     cpu::winograd_weight_grad_f32(x.data(), gy.data(), got.data(), c.n, c.c_in, c.c_out, g);
     // sums of n ho wo products of numbers in [-1, 1]: about 2^-24 sqrt(n ho wo) each, and the
     // transforms' few roundings
-    const double tol = 2e-6 * std::sqrt(double(c.n * ho * wo));
-    int64_t bad = 0;
-    for (size_t i = 0; i < want.size(); ++i)
-      if (!(std::abs(double(got[i]) - want[i]) <= tol) && bad++ < 5)
-        ADD_FAILURE() << c.n << "x" << c.c_in << "->" << c.c_out << " " << c.h << "x" << c.w
-                      << " pad " << c.pad << " at " << i << ": " << got[i] << " vs " << want[i];
-    EXPECT_EQ(bad, 0);
+    expect_within(got, want, 2e-6 * std::sqrt(double(c.n * ho * wo)), describe(c));
   }
   // through the op: conv2d's weight gradient for 32 -> 40 channels on 10x12, padding 1
-  const Case c{3, 32, 40, 10, 12, 1};
-  std::vector<float> x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), 7);
-  std::vector<float> w = test::uniform_floats(size_t(c.c_out * c.c_in * 9), 8);
-  using AD = Autodiff<Cpu>;
-  auto tx = Tensor<AD, 4>::from_data(TensorData::from<float>(x, {c.n, c.c_in, c.h, c.w}));
-  auto tw =
-      Tensor<AD, 4>::from_data(TensorData::from<float>(w, {c.c_out, c.c_in, 3, 3})).require_grad();
-  auto grads = conv2d(tx, tw, {.padding = {1}}).sum().backward();
-  const auto got = tw.grad(grads)->to_data().to_vec<float>();
-  std::vector<float> ones(size_t(c.n * c.c_out * c.h * c.w), 1.0f);
-  std::vector<double> want =
-      test::conv2d_weight_grad_reference({c.n, c.c_in, c.c_out, c.h, c.w, 3, c.pad}, x, ones);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
+  expect_op_weight_grad({3, 32, 40, 10, 12, 1}, 1.0f, 7);
 }

@@ -29,12 +29,7 @@ struct Tr<4> {  // interpolation points 0, 1, -1, 2, -2 and infinity
   static constexpr float BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0},
                                      {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0},
                                      {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
-  static constexpr float G[6][3] = {{1.0f / 4, 0, 0},
-                                    {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                                    {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                                    {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                                    {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                                    {0, 0, 1}};
+  static constexpr const float (&G)[6][3] = kWinograd4G;
   static constexpr float AT[4][6] = {
       {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 };

@@ -29,6 +29,15 @@
 
 namespace ember::cpu {
 
+/// F(4x4, 3x3)'s weight transform G (interpolation points 0, 1, -1, 2, -2 and infinity): U =
+/// G w G^T; both F(4x4) paths and the fused weight gradient's G^T (.) G use it.
+inline constexpr float kWinograd4G[6][3] = {{1.0f / 4, 0, 0},
+                                            {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                            {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                                            {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                            {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                                            {0, 0, 1}};
+
 /// Whether a conv of geometry `g` (2D, 3x3, stride 1, dilation 1), `groups` 1, and at least 16
 /// input and output channels takes this path (EMBER_CPU_WINOGRAD=0 turns it off).
 bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);

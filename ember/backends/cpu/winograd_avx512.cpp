@@ -448,12 +448,7 @@ class Fused {
 // U[xi][c][k] = (G w[k][c] G^T)[xi], F(4x4)'s G (points 0, +-1, +-2), 16 output channels a
 // vector (c_out a multiple of 16; their 9 taps gathered).
 EMBER_AVX512 void weights(const float* w, float* u, int64_t c_in, int64_t c_out) {
-  static constexpr float G[6][3] = {{1.0f / 4, 0, 0},
-                                    {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                                    {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                                    {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                                    {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                                    {0, 0, 1}};
+  constexpr const float(&G)[6][3] = kWinograd4G;
   const __m512i rows =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(int(c_in * 9)));
@@ -502,12 +497,7 @@ namespace {
 // part[ab][k][c] = (G^T du[.][k][c] G)[ab] for the 36 points' du[xi][k][c], 16 input channels
 // a vector (c_in a multiple of 16).
 EMBER_AVX512 void weights_back(const float* du, float* part, int64_t c_in, int64_t c_out) {
-  static constexpr float G[6][3] = {{1.0f / 4, 0, 0},
-                                    {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                                    {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                                    {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                                    {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                                    {0, 0, 1}};
+  constexpr const float(&G)[6][3] = kWinograd4G;
   const int64_t plane = c_out * c_in;
   for (int64_t kc = 0; kc < plane; kc += 16) {
     __m512 s[6][3];  // (du G)[i][b]
