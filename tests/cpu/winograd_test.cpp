@@ -83,8 +83,9 @@ class CpuWinogradAt : public test::IsaLevel {};
 TEST_P(CpuWinogradAt, MatchesADirectConvolution) {
   const bool fused = GetParam() >= cpu::CpuIsa::Avx512;
   EXPECT_EQ(cpu::winograd_fused_fits(16, 32), fused);
-  EXPECT_FALSE(cpu::winograd_fused_fits(16, 20));  // c_out not a multiple of 16
-  EXPECT_FALSE(cpu::winograd_fused_fits(80, 16));  // more than 64 channels
+  EXPECT_FALSE(cpu::winograd_fused_fits(16, 20));    // c_out not a multiple of 16
+  EXPECT_FALSE(cpu::winograd_fused_fits(256, 144));  // more than 384 channels in and out
+  EXPECT_EQ(cpu::winograd_fused_fits(192, 192), fused);
   for (Case c :
        {Case{2, 16, 20, 9, 11, 1}, Case{1, 32, 16, 8, 8, 0}, Case{3, 17, 33, 5, 14, 2},
         Case{1, 16, 16, 2, 2, 1}, Case{2, 24, 16, 31, 7, 1}, Case{1, 16, 20, 20, 45, 1},
@@ -156,7 +157,7 @@ TEST(CpuWinograd, TakenOnlyWhereItApplies) {
   if (cpu::cpu_isa() >= cpu::CpuIsa::Avx512) {
     EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 56, 56, 1}), 16, 16), 4);
     EXPECT_EQ(cpu::winograd_tile(geom({1, 64, 64, 14, 14, 1}), 64, 64), 4);
-    EXPECT_EQ(cpu::winograd_tile(geom({1, 80, 80, 14, 14, 1}), 80, 80), 2);
+    EXPECT_EQ(cpu::winograd_tile(geom({1, 256, 256, 14, 14, 1}), 256, 256), 2);
   }
 }
 
@@ -217,14 +218,16 @@ TEST(CpuWinograd, TheTransposedConvOpMatchesTheDirectOne) {
 // counts, images in several chunks (30 images of 8x8 on 24 an chunk, the last shorter), and the
 // op itself (conv2d's backward) where the path applies.
 // The fused F(4x4)'s weight gradient (AVX-512) against sums in double: channel counts of 16 to
-// 64 (1 to 4 vectors of input channels; 6-, 4- and 2-channel blocks of output channels), partial
+// 96 (1 to 4 vectors of input channels, and 64 + 32; 6-, 4- and 2-channel blocks of output
+// channels), partial
 // tiles, paddings 0 to 2, blocks across images, more blocks than its 8 chunks.
 TEST(CpuWinograd, FusedWeightGradientMatchesSumsInDouble) {
   if (cpu::cpu_isa() < cpu::CpuIsa::Avx512) GTEST_SKIP() << "the fused path needs AVX-512";
   for (Case c : {Case{2, 64, 64, 14, 14, 1}, Case{3, 32, 48, 9, 13, 0}, Case{1, 48, 16, 11, 17, 2},
-                 Case{30, 16, 32, 8, 8, 1}, Case{2, 16, 16, 28, 28, 1}, Case{1, 64, 32, 7, 5, 1}}) {
+                 Case{30, 16, 32, 8, 8, 1}, Case{2, 16, 16, 28, 28, 1}, Case{1, 64, 32, 7, 5, 1},
+                 Case{1, 96, 80, 28, 28, 1}}) {
     cpu::Geom g = geom(c);
-    ASSERT_TRUE(cpu::winograd_fused_weight_grad_fits(c.c_in, c.c_out));
+    ASSERT_TRUE(cpu::winograd_fused_weight_grad_fits(g, c.c_in, c.c_out));
     const int64_t ho = g.out[1], wo = g.out[2];
     std::vector<float> x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), 5);
     std::vector<float> gy = test::uniform_floats(size_t(c.n * c.c_out * ho * wo), 6);
@@ -241,7 +244,10 @@ TEST(CpuWinograd, FusedWeightGradientMatchesSumsInDouble) {
                     describe(c) + (small_l2 ? ", small L2" : ""));
     }
   }
-  EXPECT_FALSE(cpu::winograd_fused_weight_grad_fits(24, 32));  // c_in not a multiple of 16
+  EXPECT_FALSE(cpu::winograd_fused_weight_grad_fits(geom({1, 24, 32, 28, 28, 1}), 24, 32));
+  // past 64 channels each, from 49 tiles an image
+  EXPECT_TRUE(cpu::winograd_fused_weight_grad_fits(geom({1, 128, 128, 28, 28, 1}), 128, 128));
+  EXPECT_FALSE(cpu::winograd_fused_weight_grad_fits(geom({1, 128, 128, 14, 14, 1}), 128, 128));
   // through the op: conv2d's weight gradient for 16 -> 32 channels on 10x12, padding 1
   expect_op_weight_grad({3, 16, 32, 10, 12, 1}, 0.5f, 9);
 }

@@ -434,7 +434,7 @@ void conv_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
     // those took 32 -> 32 on 32x32 3.3-3.7 ms against 5.5, and tied at 64 -> 64 on 56x56 (past
     // 64 channels, which they do not take, F(3x3, 2x2) 8.4 against 12.5 for im2col's GEMM).
     // On AVX-512, F(4x4) fused where it fits (docs/cpu.md: ahead of both below).
-    if (winograd_fits(g, G, c_in, c_out) && winograd_fused_weight_grad_fits(c_in, c_out))
+    if (winograd_fits(g, G, c_in, c_out) && winograd_fused_weight_grad_fits(g, c_in, c_out))
       return winograd_fused_weight_grad_f32(X, GY, DW, N, c_in, c_out, g);
     const bool kernels = direct_weight_grad_fits(g, G, c_in, c_out);
     if (winograd_weight_grad_fits(g, G, c_in, c_out) && !(kernels && cpu_isa() >= CpuIsa::Avx512))

@@ -61,7 +61,7 @@ void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int6
                        int64_t c_out, const Geom& g, int tile = 0);
 
 /// Whether winograd_fused_f32 (winograd_avx512.cpp) runs F(4x4) for these channel counts: the
-/// CPU has AVX-512 (under the cap, cpu/isa.h), c_out is a multiple of 16, both are 64 or fewer.
+/// CPU has AVX-512 (under the cap, cpu/isa.h), c_out is a multiple of 16, c_in + c_out <= 384.
 bool winograd_fused_fits(int64_t c_in, int64_t c_out);
 
 /// winograd_conv_f32 with F(4x4) where winograd_fused_fits: 16 tiles a vector, the tiles of all
@@ -69,9 +69,10 @@ bool winograd_fused_fits(int64_t c_in, int64_t c_out);
 void winograd_fused_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
                         int64_t c_out, const Geom& g);
 
-/// Whether winograd_fused_weight_grad_f32 runs for these channel counts: winograd_fused_fits and
-/// c_in a multiple of 16.
-bool winograd_fused_weight_grad_fits(int64_t c_in, int64_t c_out);
+/// Whether winograd_fused_weight_grad_f32 runs for a conv of geometry g (winograd_fits) and these
+/// channel counts: winograd_fused_fits, c_in a multiple of 16, and past 64 channels each an
+/// output of 49 tiles (28x28) or more.
+bool winograd_fused_weight_grad_fits(const Geom& g, int64_t c_in, int64_t c_out);
 
 /// dw [c_out, c_in, 3, 3] = the weight gradient of conv2d(x [n, c_in, H, W]) given gy [n, c_out,
 /// H', W'] (g's padding, all dense) through F(4x4, 3x3) fused as winograd_fused_f32 runs it: per
