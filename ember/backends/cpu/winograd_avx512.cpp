@@ -14,7 +14,12 @@
 // Then per vector, for each of the 36 points xi, M[xi] = U[xi] V[xi] (c_out x c_in times
 // c_in x 16: 16 accumulators, U's entries broadcast from memory); and per output channel, over
 // the block's vectors, A^T M A gives 4x4 outputs a tile, interleaved to rows in registers and
-// stored by runs of tiles of one tile row. docs/cpu.md has the measurements.
+// stored by runs of tiles of one tile row.
+//
+// The weight gradient (grad_block, per block of whole tile rows) makes V the same way and Z =
+// A gy A^T from the output gradient's 4x4 tiles, turns V to 16 channels a vector, and adds
+// Z[xi] V[xi]^T over the block's tiles into dU, the gradient w.r.t. U = G w G^T; dw = G^T dU G
+// at the end (weights_back). docs/cpu.md has the measurements.
 #include <immintrin.h>
 
 #include <algorithm>
