@@ -84,8 +84,9 @@ void winograd_fused_weight_grad_f32(const float* x, const float* gy, float* dw, 
 
 /// Whether conv_weight_grad of geometry `g` takes winograd_weight_grad_f32 (winograd_wgrad.cpp):
 /// winograd_fits (EMBER_CPU_WINOGRAD=0 turns this off too), both channel counts at least 32 and
-/// output rows of 8 or more. conv_weight_grad takes it there but where AVX-512's direct kernels
-/// apply (up to 64 channels), which were faster on an AVX-512 CPU.
+/// output rows of 8 or more. conv_weight_grad takes it there but where the fused F(4x4) fits
+/// (winograd_fused_weight_grad_fits) or AVX-512's direct kernels apply (up to 64 channels), both
+/// faster on an AVX-512 CPU.
 bool winograd_weight_grad_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
 
 /// dw [c_out, c_in, 3, 3] = the weight gradient of conv2d(x [n, c_in, H, W]) given its output
