@@ -161,7 +161,7 @@ class Fused {
     t_len_ = 4 * tw_ * std::max(rows_, grad_rows_ + 1) + 4 * kL + 16;
   }
   int64_t blocks() const { return (tiles_ + vecs_ * kL - 1) / (vecs_ * kL); }
-  int64_t scratch() const { return 3 * 6 * t_len_ + vecs_ * kNN * (c_in_ + c_out_) * kL; }
+  int64_t scratch() const { return 2 * 6 * t_len_ + vecs_ * kNN * (c_in_ + c_out_) * kL; }
   // The weight gradient's blocks: whole tile rows (its products run over the tiles there are,
   // so no row is transformed twice), as many as fill vecs_ vectors, at least one.
   int64_t grad_blocks() const { return (tiles_ / tw_ + grad_rows_ - 1) / grad_rows_; }
