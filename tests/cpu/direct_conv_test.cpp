@@ -75,9 +75,9 @@ TEST_P(CpuDirectConv, MatchesAConvolutionInDoubles) {
     // under 8 positions to other paths (the kernels compute them all the same, and are checked
     // on them here too).
     const bool winograd4 = cpu::winograd_fits(g, 1, c.c_in, c.c_out) &&
+                           cpu::winograd_tile(g, c.c_in, c.c_out) == 4 &&
                            (cpu::winograd_fused_fits(c.c_in, c.c_out) ||
-                            (cpu::winograd_tile(g, c.c_in, c.c_out) == 4 &&
-                             !(avx512() && cpu::winograd_rows_end_to_end(g))));
+                            !(avx512() && cpu::winograd_rows_end_to_end(g)));
     EXPECT_EQ(
         cpu::direct_conv_fits(g, 1, c.c_in, c.c_out),
         !winograd4 && (avx512() || (c.c_in > 1 && (cpu::direct_conv_positions_fits(g, 1, c.c_in) ||

@@ -10,7 +10,8 @@
 //      columns would overwrite in `main`);
 //   2. the horizontal half per vector: window column j of 16 consecutive tiles is every 4th
 //      float of `main` (j < 4) or `shift` (j >= 4) from 4 t + j: two permutes of four loads
-//      give four phases, then B^T's 14 operations give V[c][xi], 16 tiles.
+//      and two lane shuffles give two of the columns (phase_pair), then B^T's 14 operations give
+//      V[c][xi], 16 tiles.
 // Then per vector, for each of the 36 points xi, M[xi] = U[xi] V[xi] (c_out x c_in times
 // c_in x 16: 16 accumulators, U's entries broadcast from memory); and per output channel, over
 // the block's vectors, A^T M A gives 4x4 outputs a tile, interleaved to rows in registers and
@@ -95,27 +96,16 @@ EMBER_AVX512_INLINE __mmask16 first(int64_t n) {
   return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
-// p[k][l] = x[4 l + k], k < 4, l < 16: the four phases of the 64 floats at x.
-EMBER_AVX512_INLINE void phases4(const float* x, __m512 (&p)[4]) {
-  const __m512i i01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
-  const __m512i i23 = _mm512_add_epi32(i01, _mm512_set1_epi32(2));
-  const __m512 z0 = _mm512_loadu_ps(x), z1 = _mm512_loadu_ps(x + 16);
-  const __m512 z2 = _mm512_loadu_ps(x + 32), z3 = _mm512_loadu_ps(x + 48);
-  const __m512 a01 = _mm512_permutex2var_ps(z0, i01, z1), b01 = _mm512_permutex2var_ps(z2, i01, z3);
-  const __m512 a23 = _mm512_permutex2var_ps(z0, i23, z1), b23 = _mm512_permutex2var_ps(z2, i23, z3);
-  p[0] = _mm512_shuffle_f32x4(a01, b01, 0x44);
-  p[1] = _mm512_shuffle_f32x4(a01, b01, 0xEE);
-  p[2] = _mm512_shuffle_f32x4(a23, b23, 0x44);
-  p[3] = _mm512_shuffle_f32x4(a23, b23, 0xEE);
-}
-
-// p[k][l] = x[4 l + k], k < 2: the first two phases.
-EMBER_AVX512_INLINE void phases2(const float* x, __m512& p0, __m512& p1) {
-  const __m512i i01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
-  const __m512 a = _mm512_permutex2var_ps(_mm512_loadu_ps(x), i01, _mm512_loadu_ps(x + 16));
-  const __m512 b = _mm512_permutex2var_ps(_mm512_loadu_ps(x + 32), i01, _mm512_loadu_ps(x + 48));
-  p0 = _mm512_shuffle_f32x4(a, b, 0x44);
-  p1 = _mm512_shuffle_f32x4(a, b, 0xEE);
+// p[j][l] = x[4 l + k + j], j < 2, l < 16: phases k and k + 1 of the 64 floats at x (k 0 or 2),
+// each half of them by one permute of two vectors.
+EMBER_AVX512_INLINE void phase_pair(const float* x, int k, __m512 (&p)[2]) {
+  const __m512i idx =
+      _mm512_add_epi32(_mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29),
+                       _mm512_set1_epi32(k));
+  const __m512 a = _mm512_permutex2var_ps(_mm512_loadu_ps(x), idx, _mm512_loadu_ps(x + 16));
+  const __m512 b = _mm512_permutex2var_ps(_mm512_loadu_ps(x + 32), idx, _mm512_loadu_ps(x + 48));
+  p[0] = _mm512_shuffle_f32x4(a, b, 0x44);
+  p[1] = _mm512_shuffle_f32x4(a, b, 0xEE);
 }
 
 // The 64 floats of y[0..4) = (r[b][l] at 4 l + b): four vectors interleaved (4x4 transposes).
@@ -148,16 +138,17 @@ class Fused {
     h_ = g.in[1], w_ = g.in[2], ph_ = g.p[1], pw_ = g.p[2];
     ho_ = g.out[1], wo_ = g.out[2], th_ = (ho_ + 3) / 4, tw_ = (wo_ + 3) / 4;
     tiles_ = n * th_ * tw_;
-    // Tile rows a block's tiles touch, at most; T's length a row (i), with room for the
-    // phases' last loads (64 floats from 4 t + 1 of the last vector) and `shift`'s start.
     // Vectors a block: V and M in up to 5/8 of L2, where they stay between the steps (a Zen 4's
     // 1 MiB: 640 KiB, two vectors at 64 channels, where 320 KiB allowed one: 8x64 -> 64 on
-    // 56x56 3.97 -> 3.78 ms, its weight gradient 4.9 -> 4.5; tiles transformed twice, by
-    // blocks that share their tile rows, fell from about 2 in 2 to 1 in 3).
+    // 56x56 3.97 -> 3.78 ms, its weight gradient 4.9 -> 4.5; by count, blocks of 16 tiles over
+    // rows of 14 transform about 1.9 tile rows for each row of tiles they hold, of 32 about 1.4).
     vecs_ = std::clamp<int64_t>(cpu_l2_bytes() * 5 / 8 / ((c_in + c_out) * kNN * kL * 4), 1, kVecs);
+    // Tile rows a block's tiles touch, at most (the weight gradient's blocks: whole rows).
     rows_ = (vecs_ * kL + tw_ - 2) / tw_ + 1;
     grad_rows_ = std::max<int64_t>(1, vecs_ * kL / tw_);
     grad_vecs_ = (grad_rows_ * tw_ + kL - 1) / kL;
+    // T's length a row (i), with room for the phases' last loads (64 floats from 4 t + 1 of the
+    // last vector) and `shift`'s start.
     t_len_ = 4 * tw_ * std::max(rows_, grad_rows_ + 1) + 4 * kL + 16;
   }
   int64_t blocks() const { return (tiles_ + vecs_ * kL - 1) / (vecs_ * kL); }
@@ -307,9 +298,10 @@ class Fused {
   // Z[k][xi] (xi < 36, 16 floats each from z) for the 16 tiles whose columns start at tg.
   EMBER_AVX512_STEP void horizontal_gy(const float* tg, float* z) const {
     for (int i = 0; i < 6; ++i) {
-      __m512 p[4], r[6];
-      phases4(tg + i * t_len_, p);
-      a_col(p, r);
+      __m512 p[2][2], r[6];
+      phase_pair(tg + i * t_len_, 0, p[0]);
+      phase_pair(tg + i * t_len_, 2, p[1]);
+      a_col({p[0][0], p[0][1], p[1][0], p[1][1]}, r);
       for (int j = 0; j < 6; ++j) _mm512_storeu_ps(z + (i * 6 + j) * kL, r[j]);
     }
   }
@@ -372,11 +364,11 @@ class Fused {
   // (4 floats a tile).
   EMBER_AVX512_STEP void horizontal(const float* tm, const float* ts, float* v) const {
     for (int i = 0; i < 6; ++i) {
-      __m512 p[6], r[6], q[4];
-      phases4(tm + i * t_len_, q);
-      p[0] = q[0], p[1] = q[1], p[2] = q[2], p[3] = q[3];
-      phases2(ts + i * t_len_, p[4], p[5]);
-      bt(p, r);
+      __m512 p[3][2], r[6];  // window columns 0-1, 2-3 (main), 4-5 (shift)
+      phase_pair(tm + i * t_len_, 0, p[0]);
+      phase_pair(tm + i * t_len_, 2, p[1]);
+      phase_pair(ts + i * t_len_, 0, p[2]);
+      bt({p[0][0], p[0][1], p[1][0], p[1][1], p[2][0], p[2][1]}, r);
       for (int j = 0; j < 6; ++j) _mm512_storeu_ps(v + (i * 6 + j) * kL, r[j]);
     }
   }
@@ -400,8 +392,9 @@ class Fused {
     }
   }
 
-  // Output channel k of the n tiles from tq: A^T M A, each row of 4 outputs of the 16 tiles
-  // interleaved into o (64 floats a row), then copied out by runs of one tile row.
+  // Output channel k of one vector of tiles: A^T M A, each row of 4 outputs of the 16 tiles
+  // interleaved in registers (64 floats a row), then stored by the vector's runs of one tile
+  // row (runs_of).
   EMBER_AVX512_STEP void outputs(const float* m, int64_t k, const Run* runs, int64_t nseg) const {
     const float* mk = m + k * kNN * kL;
     __m512 q[4][6];  // (A^T M)[a][column]
@@ -437,8 +430,8 @@ class Fused {
   }
 
   // Where a vector's tiles from tq (n of them) go, by runs of one tile row: their outputs'
-  // offset in y for output channel 0, where they start in a row of o, and the rows and columns
-  // that are outputs. Returns the runs' count (at most 16).
+  // offset in y for output channel 0, where they start in a row of the vector's 64 outputs, and
+  // the rows and columns that are outputs. Returns the runs' count (at most 16).
   int64_t runs_of(int64_t tq, int64_t n, Run* runs) const {
     int64_t count = 0;
     for (int64_t l = 0; l < n;) {
@@ -489,28 +482,6 @@ EMBER_AVX512 void weights(const float* w, float* u, int64_t c_in, int64_t c_out)
   });
 }
 
-}  // namespace
-
-bool winograd_fused_fits(int64_t c_in, int64_t c_out) {
-  // Up to 384 channels in and out together: V and M of one vector, 36 x 64 bytes a channel, in
-  // about a Zen 4's 1 MiB of L2 (8 x 192 -> 192 on 28x28, 2 threads: 7.5 ms against 11.6 for
-  // the unfused F(4x4); 8 x 256 -> 256: 31.2 against F(2x2)'s 22.3).
-  return cpu_isa() >= CpuIsa::Avx512 && c_out % 16 == 0 && c_in + c_out <= 384;
-}
-
-void winograd_fused_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
-                        int64_t c_out, const Geom& g) {
-  Scratch<float> u(kNN * c_in * c_out);
-  weights(w, u.get(), c_in, c_out);
-  Fused f(x, u.get(), y, n, c_in, c_out, g);
-  parallel_for(f.blocks(), 1, [&](int64_t b, int64_t e) {
-    Scratch<float> scratch(f.scratch());
-    for (int64_t i = b; i < e; ++i) f.run(i, scratch.get());
-  });
-}
-
-namespace {
-
 // part[ab][k][c] = (G^T du[.][k][c] G)[ab] for the 36 points' du[xi][k][c], 16 input channels
 // a vector (c_in a multiple of 16).
 EMBER_AVX512 void weights_back(const float* du, float* part, int64_t c_in, int64_t c_out) {
@@ -537,6 +508,24 @@ EMBER_AVX512 void weights_back(const float* du, float* part, int64_t c_in, int64
 }
 
 }  // namespace
+
+bool winograd_fused_fits(int64_t c_in, int64_t c_out) {
+  // Up to 384 channels in and out together: V and M of one vector, 36 x 64 bytes a channel, in
+  // about a Zen 4's 1 MiB of L2 (8 x 192 -> 192 on 28x28, 2 threads: 7.5 ms against 11.6 for
+  // the unfused F(4x4); 8 x 256 -> 256: 31.2 against F(2x2)'s 22.3).
+  return cpu_isa() >= CpuIsa::Avx512 && c_out % 16 == 0 && c_in + c_out <= 384;
+}
+
+void winograd_fused_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
+                        int64_t c_out, const Geom& g) {
+  Scratch<float> u(kNN * c_in * c_out);
+  weights(w, u.get(), c_in, c_out);
+  Fused f(x, u.get(), y, n, c_in, c_out, g);
+  parallel_for(f.blocks(), 1, [&](int64_t b, int64_t e) {
+    Scratch<float> scratch(f.scratch());
+    for (int64_t i = b; i < e; ++i) f.run(i, scratch.get());
+  });
+}
 
 bool winograd_fused_weight_grad_fits(const Geom& g, int64_t c_in, int64_t c_out) {
   // Past 64 channels each, only on images of 49 tiles or more: dU (36 c_out c_in floats a
