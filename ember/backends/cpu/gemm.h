@@ -91,15 +91,31 @@ struct Aligned {
 };
 
 /// Copies one row of a B panel, `width` (the micro-kernel's NR: 64 or 128 bytes) elements:
-/// with the width a constant in each branch, the copy is a few vector moves, not a call.
+/// with the width a constant in each branch, the copy is a few vector moves, not a call. With
+/// AVX, 32-byte moves: a memcpy of a constant 128 bytes came out as 16-byte ones (the generic
+/// tuning), and copying a 1x1 convolution's input from memory went from 6.4-8.0 to 8.1-8.7 GB/s.
 template <class T>
 inline void copy_panel_row(T* dst, const T* src, int64_t width) {
-  if (width * int64_t(sizeof(T)) == 64)
+  const int64_t bytes = width * int64_t(sizeof(T));
+#if defined(__AVX__)
+  if (bytes == 64 || bytes == 128) {
+    auto* d = reinterpret_cast<__m256i*>(dst);
+    auto* s = reinterpret_cast<const __m256i*>(src);
+    _mm256_storeu_si256(d, _mm256_loadu_si256(s));
+    _mm256_storeu_si256(d + 1, _mm256_loadu_si256(s + 1));
+    if (bytes == 128) {
+      _mm256_storeu_si256(d + 2, _mm256_loadu_si256(s + 2));
+      _mm256_storeu_si256(d + 3, _mm256_loadu_si256(s + 3));
+    }
+    return;
+  }
+#endif
+  if (bytes == 64)
     std::memcpy(dst, src, 64);
-  else if (width * int64_t(sizeof(T)) == 128)
+  else if (bytes == 128)
     std::memcpy(dst, src, 128);
   else
-    std::memcpy(dst, src, size_t(width) * sizeof(T));
+    std::memcpy(dst, src, size_t(bytes));
 }
 
 /// dst[i * ldd + r] = src[r * lds + i] for an 8 x 8 block: the packers' transposes, in eight
