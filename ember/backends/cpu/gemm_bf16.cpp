@@ -269,21 +269,18 @@ void pack_b_panel(MatRef<bf16> b, int64_t n, int64_t k, int64_t j0, int64_t p0, 
   }
 }
 
-// d[j] = bf16(s[j]) for j < n, rounded to nearest even, NaN kept quiet (as ember::bf16 does).
-__attribute__((target("avx512f"))) void round_to_bf16(const float* s, bf16* d, int64_t n) {
-  // (the maskz shifts: GCC 12's plain ones merge into an undefined vector, which
-  // -Wmaybe-uninitialized reports)
-  const __mmask16 all = 0xffff;
-  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
-  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+// d[j] = bf16(s[j]) for j < n, rounded to nearest even, NaN kept quiet (as ember::bf16 does), by
+// VCVTNEPS2BF16. It reads a subnormal as zero where ember::bf16 keeps it, but no s[j] is one:
+// each is a sum of VDPBF16PS or of the tiles, which flush subnormal results to zero. One
+// instruction a vector where the rounding by integer steps took eight: x^T g in bf16 (784 x 64
+// x 256, 200 704 results) 0.0915 -> 0.0845 ms on a Zen 4, 2 threads, alternating runs.
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512bf16"))) void round_to_bf16(const float* s,
+                                                                                   bf16* d,
+                                                                                   int64_t n) {
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
-    const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, s + j));
-    const __m512i odd = _mm512_and_si512(_mm512_maskz_srli_epi32(all, u, 16), one);
-    __m512i r = _mm512_maskz_srli_epi32(all, _mm512_add_epi32(u, _mm512_add_epi32(bias, odd)), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
-    r = _mm512_mask_or_epi32(r, nan, _mm512_maskz_srli_epi32(all, u, 16), _mm512_set1_epi32(0x40));
-    _mm512_mask_cvtepi32_storeu_epi16(d + j, m, r);
+    const __m256i r = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, s + j));
+    _mm256_mask_storeu_epi16(d + j, m, r);
   }
 }
 
