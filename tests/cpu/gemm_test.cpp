@@ -93,6 +93,9 @@ const Case kCases[] = {
     // one K block, B small enough for L2 and C wide: strips of one A panel along all of B, two
     // N blocks
     {620, 2300, 8, false, false, true},
+    // one K block of a row-major B whose rows are pages apart (a 1x1 convolution's image, its
+    // rows packed four at a time): N blocks of 2048 and 952 columns
+    {500, 3000, 64, false, false, true},
 };
 
 std::vector<CpuIsa> levels() {

@@ -275,7 +275,7 @@ void pack_b_panel(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t cols, 
 // 2.6% this way). Four rows side by side: from memory (a 1x1 conv's input, its rows planes
 // apart), a row at a time left the prefetchers one stream to follow, started over at each row's
 // stretch; four at a time, packing 64 x 2048 floats from memory on a Zen 4 went from 8.1-8.7 to
-// 11.2-12.7 GB/s (and from 6.4-8.0 before copy_panel_row's 32-byte moves).
+// 11.2-13.0 GB/s (and from 6.0-8.0 before copy_panel_row's 32-byte moves).
 template <class T>
 void pack_b_rows(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t count, int64_t width,
                  T* dst) {

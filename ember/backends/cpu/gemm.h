@@ -93,7 +93,7 @@ struct Aligned {
 /// Copies one row of a B panel, `width` (the micro-kernel's NR: 64 or 128 bytes) elements:
 /// with the width a constant in each branch, the copy is a few vector moves, not a call. With
 /// AVX, 32-byte moves: a memcpy of a constant 128 bytes came out as 16-byte ones (the generic
-/// tuning), and copying a 1x1 convolution's input from memory went from 6.4-8.0 to 8.1-8.7 GB/s.
+/// tuning), and copying a 1x1 convolution's input from memory went from 6.0-8.0 to 8.1-8.7 GB/s.
 template <class T>
 inline void copy_panel_row(T* dst, const T* src, int64_t width) {
   const int64_t bytes = width * int64_t(sizeof(T));
