@@ -51,6 +51,7 @@ inline constexpr Conv2dSize kConv2dSizes[] = {
     {"resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3},         // a ResNet stage-1 3x3 conv
     {"cifar_3x3_32x3x32x32", 32, 3, 32, 32, 3},          // a first layer on CIFAR-sized images
     {"resnet_1x1_8x64x56x56_to256", 8, 64, 256, 56, 1},  // a bottleneck's 1x1 expansion
+    {"resnet_1x1_1x64x56x56_to256", 1, 64, 256, 56, 1},  // the same for one image (inference)
     {"cifar_3x3_32x32x32x32", 32, 32, 32, 32, 3},        // a CIFAR network's middle layer
     {"small_3x3_64x16x28x28", 64, 16, 16, 28, 3},        // 16 channels on MNIST-sized images
 };

@@ -36,6 +36,7 @@ MATMUL_SIZES = (("256", 256, 256, 256, False, False), ("512", 512, 512, 512, Fal
 CONV2D_SIZES = (("resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3),
                 ("cifar_3x3_32x3x32x32", 32, 3, 32, 32, 3),
                 ("resnet_1x1_8x64x56x56_to256", 8, 64, 256, 56, 1),
+                ("resnet_1x1_1x64x56x56_to256", 1, 64, 256, 56, 1),
                 ("cifar_3x3_32x32x32x32", 32, 32, 32, 32, 3),
                 ("small_3x3_64x16x28x28", 64, 16, 16, 28, 3))
 POOL_N, POOL_C, POOL_HW = 8, 64, 112  # max_pool2d 3x3, stride 2, padding 1

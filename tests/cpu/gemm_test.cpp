@@ -96,6 +96,9 @@ const Case kCases[] = {
     // one K block of a row-major B whose rows are pages apart (a 1x1 convolution's image, its
     // rows packed four at a time): N blocks of 2048 and 952 columns
     {500, 3000, 64, false, false, true},
+    // one K block and B wide enough for each thread to take its own columns (on two threads or
+    // more): a column-major B, A transposed, last panel and last tile short
+    {45, 2500, 100, true, true, true},
 };
 
 std::vector<CpuIsa> levels() {
