@@ -450,9 +450,12 @@ bool strips_fit(int64_t n, int64_t k) {
 // reads what another packed. The blocked path below packs each B block with all the threads
 // (a region and a wait per block) and splits the rows, so that every thread reads all of B, half
 // of it packed on the other core. On an AMD EPYC (Zen 4), 2 threads, run in turn with oneDNN's
-// matmul: 256 x 64 x 3136 0.67-0.89x of it -> 0.97-0.99x, 576 x 64 x 3136 0.79-0.97x -> 1.00x,
-// 64 x 128 x 8192 0.70-0.96x -> 1.06-1.09x, 128 x 32 x 12544 0.49-0.81x -> 0.96-1.01x; 1024 x
-// 256 x 4096 and 2048 x 512 x 4096 unchanged (0.98-1.01x).
+// matmul: 256 x 64 x 3136 0.67-0.89x of it -> 0.97-0.99x, 256 x 64 x 1568 0.88-0.89x -> 0.98x,
+// 576 x 64 x 3136 0.79-0.97x -> 1.00x, 128 x 32 x 12544 0.49-0.81x -> 0.96-1.01x, 512 x 128 x
+// 784 0.90x -> 0.93x, 512^2 0.95x -> 0.96-0.98x; 1024 x 256 x 4096 and 2048 x 512 x 4096
+// unchanged. From 8 panels a thread: with 3 or 4 (1024 x 256 x 196) it fell from 0.89x to 0.72-
+// 0.76x. Not where each thread copies all of a small B for itself (x^T g, below): on AVX2, 784 x
+// 64 x 256 0.95x -> 0.90x.
 template <class Bk, class T, class PackB>
 void gemm_columns(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b,
                   MatRef<T> direct_b, T* c, int64_t ldc, bool add_to_c, int64_t threads) {
@@ -526,9 +529,6 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
   // not x^T g's 120 x 256, 0.12 MiB, which stays cached however many rows it is written along).
   const int64_t threads = parallel ? num_threads() : 1;
   const int64_t mpanels = (m + MR - 1) / MR;
-  // one K block and NC / 2 or more of B's columns a thread: each thread its own columns
-  if (threads > 1 && k <= Bk::kKC && n >= threads * (Bk::kNC / 2))
-    return gemm_columns<Bk>(m, n, k, a, pack_b, direct_b, c, ldc, add_to_c, threads);
   const int64_t nc_max = std::min<int64_t>(Bk::kNC, (n + NR - 1) / NR * NR);
   const bool strips = strips_fit<Bk, T>(n, k);
   const int64_t nblocks =
@@ -547,6 +547,10 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
   const bool a_in_place = one_block && a_columns.mode == kColumns;
   const bool own_b =
       one_block && direct_b.p && threads * nc_max * k * int64_t(sizeof(T)) <= (int64_t{256} << 10);
+  // One K block, 8 panels of B or more a thread, and B too large for a copy per thread: each
+  // thread its own run of B's columns (gemm_columns).
+  if (threads > 1 && k <= Bk::kKC && n >= threads * 8 * NR && !own_b)
+    return gemm_columns<Bk>(m, n, k, a, pack_b, direct_b, c, ldc, add_to_c, threads);
   Aligned<T> bpack(static_cast<size_t>(own_b ? 0 : nc_max * std::min<int64_t>(Bk::kKC, k)));
   for (int64_t jc = 0; jc < n; jc += Bk::kNC) {
     const int64_t nc = std::min<int64_t>(Bk::kNC, n - jc), npanels = (nc + NR - 1) / NR;
