@@ -99,6 +99,8 @@ const Case kCases[] = {
     // one K block and B wide enough for each thread to take its own columns (on two threads or
     // more): a column-major B, A transposed, last panel and last tile short
     {45, 2500, 100, true, true, true},
+    // ... and over 2 x 2048 columns: each thread's run packed in two blocks
+    {30, 4500, 20, false, false, true},
 };
 
 std::vector<CpuIsa> levels() {
