@@ -101,6 +101,10 @@ const Case kCases[] = {
     {45, 2500, 100, true, true, true},
     // ... and over 2 x 2048 columns: each thread's run packed in two blocks
     {30, 4500, 20, false, false, true},
+    // a last panel of one vector's columns or fewer (NR / 2), A packed: the one-vector kernels,
+    // writing C in place (48 columns on AVX-512, 24 on AVX2) and through a tile
+    {600, 48, 70, false, false, true},
+    {600, 24, 70, false, false, false},
 };
 
 std::vector<CpuIsa> levels() {

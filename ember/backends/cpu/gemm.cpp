@@ -53,24 +53,26 @@ struct Blocking {
 #define EMBER_GEMM_DECL(i) V c##i##0 {}, c##i##1 {};
 #define EMBER_GEMM_ROWS_WITH(X, B) \
   X(0, B) X(1, B) X(2, B) X(3, B) X(4, B) X(5, B) X(6, B) X(7, B) X(8, B) X(9, B) X(10, B) X(11, B)
-#define EMBER_GEMM_STEP(i, BCAST) \
-  if constexpr (i < MR) {         \
-    a = BCAST(ap + i * ars);      \
-    c##i##0 += a * b0;            \
-    c##i##1 += a * b1;            \
+#define EMBER_GEMM_STEP(i, BCAST)            \
+  if constexpr (i < MR) {                    \
+    a = BCAST(ap + i * ars);                 \
+    c##i##0 += a * b0;                       \
+    if constexpr (NV > 1) c##i##1 += a * b1; \
   }
-#define EMBER_GEMM_OUT(i)                      \
-  if constexpr (i < MR) {                      \
-    T* row = c + i * ldc;                      \
-    if (accumulate) {                          \
-      V lo, hi;                                \
-      std::memcpy(&lo, row, sizeof(V));        \
-      std::memcpy(&hi, row + W, sizeof(V));    \
-      c##i##0 += lo;                           \
-      c##i##1 += hi;                           \
-    }                                          \
-    std::memcpy(row, &c##i##0, sizeof(V));     \
-    std::memcpy(row + W, &c##i##1, sizeof(V)); \
+#define EMBER_GEMM_OUT(i)                                            \
+  if constexpr (i < MR) {                                            \
+    T* row = c + i * ldc;                                            \
+    if (accumulate) {                                                \
+      V lo;                                                          \
+      std::memcpy(&lo, row, sizeof(V));                              \
+      c##i##0 += lo;                                                 \
+      if constexpr (NV > 1) {                                        \
+        std::memcpy(&lo, row + W, sizeof(V));                        \
+        c##i##1 += lo;                                               \
+      }                                                              \
+    }                                                                \
+    std::memcpy(row, &c##i##0, sizeof(V));                           \
+    if constexpr (NV > 1) std::memcpy(row + W, &c##i##1, sizeof(V)); \
   }
 // The C tile is fetched (for writing) while the loop runs: its rows are ldc apart and rarely
 // still cached, and waiting for them after the loop cost several percent of a large GEMM.
@@ -83,15 +85,15 @@ struct Blocking {
 #define EMBER_GEMM_PREFETCH(i)                   \
   __builtin_prefetch(c + i * ldc, 1, 3);         \
   __builtin_prefetch(c + i * ldc + W - 1, 1, 3); \
-  __builtin_prefetch(c + i * ldc + 2 * W - 1, 1, 3);
-#define EMBER_GEMM_KSTEP(BCAST_)                  \
-  {                                               \
-    V b0, b1, a;                                  \
-    std::memcpy(&b0, bp, sizeof(V));              \
-    std::memcpy(&b1, bp + W, sizeof(V));          \
-    EMBER_GEMM_ROWS_WITH(EMBER_GEMM_STEP, BCAST_) \
-    ap += acs;                                    \
-    bp += ldb;                                    \
+  if constexpr (NV > 1) __builtin_prefetch(c + i * ldc + 2 * W - 1, 1, 3);
+#define EMBER_GEMM_KSTEP(BCAST_)                               \
+  {                                                            \
+    V b0, b1, a;                                               \
+    std::memcpy(&b0, bp, sizeof(V));                           \
+    if constexpr (NV > 1) std::memcpy(&b1, bp + W, sizeof(V)); \
+    EMBER_GEMM_ROWS_WITH(EMBER_GEMM_STEP, BCAST_)              \
+    ap += acs;                                                 \
+    bp += ldb;                                                 \
   }
 #define EMBER_GEMM_MICRO(T_, V_, MR_, AS_, BCAST_)                       \
   {                                                                      \
@@ -102,7 +104,7 @@ struct Blocking {
     const int64_t ars = InA == kRows ? lda : 1;                          \
     const int64_t acs = InA == kPacked ? AS_ : InA == kRows ? 1 : lda;   \
     EMBER_GEMM_ROWS(EMBER_GEMM_DECL)                                     \
-    constexpr bool spread = MR * 2 * int(sizeof(V)) > 1024;              \
+    constexpr bool spread = MR * NV * int(sizeof(V)) > 1024;             \
     const int64_t fetch = spread ? (kc < MR ? kc : MR) : 0;              \
     int64_t p = 0;                                                       \
     for (; p < fetch; ++p) {                                             \
@@ -124,7 +126,7 @@ typedef double vf64_portable __attribute__((vector_size(32)));
 // Each is a template over the rows it computes, R, and how it reads A, InA: from a panel packed MR
 // (6 or 12) rows wide, R = MR for full tiles, 4 and 8 for the last rows of a product (a batch of
 // 64 is 5 x 12 + 4); in place, every R up to MR.
-template <int R, int InA>
+template <int R, int InA, int NV = 2>
 void micro_portable_f32(int64_t kc, const float* __restrict ap, int64_t lda,
                         const float* __restrict bp, int64_t ldb, float* c, int64_t ldc,
                         bool accumulate) {
@@ -135,7 +137,7 @@ void micro_portable_f32(int64_t kc, const float* __restrict ap, int64_t lda,
   EMBER_GEMM_MICRO(float, vf32_portable, R, 6, EMBER_BCAST_GENERIC)
 #endif
 }
-template <int R, int InA>
+template <int R, int InA, int NV = 2>
 void micro_portable_f64(int64_t kc, const double* __restrict ap, int64_t lda,
                         const double* __restrict bp, int64_t ldb, double* c, int64_t ldc,
                         bool accumulate) {
@@ -151,25 +153,25 @@ void micro_portable_f64(int64_t kc, const double* __restrict ap, int64_t lda,
 #define EMBER_BCAST_512PS(p) _mm512_set1_ps(*(p))
 #define EMBER_BCAST_512PD(p) _mm512_set1_pd(*(p))
 // clang-format off
-template <int R, int InA>
+template <int R, int InA, int NV = 2>
 EMBER_TARGET_AVX2 void micro_avx2_f32(int64_t kc, const float* __restrict ap, int64_t lda,
                                       const float* __restrict bp, int64_t ldb, float* c,
                                       int64_t ldc, bool accumulate) {
   EMBER_GEMM_MICRO(float, __m256, R, 6, _mm256_broadcast_ss)
 }
-template <int R, int InA>
+template <int R, int InA, int NV = 2>
 EMBER_TARGET_AVX2 void micro_avx2_f64(int64_t kc, const double* __restrict ap, int64_t lda,
                                       const double* __restrict bp, int64_t ldb, double* c,
                                       int64_t ldc, bool accumulate) {
   EMBER_GEMM_MICRO(double, __m256d, R, 6, _mm256_broadcast_sd)
 }
-template <int R, int InA>
+template <int R, int InA, int NV = 2>
 EMBER_TARGET_AVX512 void micro_avx512_f32(int64_t kc, const float* __restrict ap, int64_t lda,
                                           const float* __restrict bp, int64_t ldb, float* c,
                                           int64_t ldc, bool accumulate) {
   EMBER_GEMM_MICRO(float, __m512, R, 12, EMBER_BCAST_512PS)
 }
-template <int R, int InA>
+template <int R, int InA, int NV = 2>
 EMBER_TARGET_AVX512 void micro_avx512_f64(int64_t kc, const double* __restrict ap, int64_t lda,
                                           const double* __restrict bp, int64_t ldb, double* c,
                                           int64_t ldc, bool accumulate) {
@@ -181,11 +183,15 @@ EMBER_TARGET_AVX512 void micro_avx512_f64(int64_t kc, const double* __restrict a
 // A variant: its blocking and micro-kernels (K<R, kPacked> for R rows of an MR-row panel;
 // K<R, kRows or kColumns> for R rows of A read in place, one for every R up to MR: past the last
 // row there is no row to read).
-template <class T, class Bk, template <int, int> class K>
+template <class T, class Bk, template <int, int, int = 2> class K>
 struct Variant : Bk {
   static constexpr auto micro = K<Bk::kMR, kPacked>::f;
   static constexpr auto micro4 = K<4, kPacked>::f;
   static constexpr auto micro8 = K<(Bk::kMR >= 8 ? 8 : Bk::kMR), kPacked>::f;
+  // half[0]: 4 rows, [1]: 8, [2]: MR, of one vector's columns (NR / 2): a last panel that narrow
+  static constexpr std::array half = {K<4, kPacked, 1>::f,
+                                      K<(Bk::kMR >= 8 ? 8 : Bk::kMR), kPacked, 1>::f,
+                                      K<Bk::kMR, kPacked, 1>::f};
   template <int InA, int... I>
   static constexpr auto in_place(std::integer_sequence<int, I...>) {
     return std::array{K<I + 1, InA>::f...};
@@ -195,10 +201,10 @@ struct Variant : Bk {
   static constexpr auto in_place_columns =
       in_place<kColumns>(std::make_integer_sequence<int, Bk::kMR>{});
 };
-#define EMBER_GEMM_KERNEL(name)             \
-  template <int R, int InA>                 \
-  struct K_##name {                         \
-    static constexpr auto f = name<R, InA>; \
+#define EMBER_GEMM_KERNEL(name)                 \
+  template <int R, int InA, int NV = 2>         \
+  struct K_##name {                             \
+    static constexpr auto f = name<R, InA, NV>; \
   };
 EMBER_GEMM_KERNEL(micro_portable_f32)
 EMBER_GEMM_KERNEL(micro_portable_f64)
@@ -315,13 +321,16 @@ void run_panel(int64_t kc, int64_t mc, int64_t cols, ABlock<T> a, const T* bp, i
     const int64_t lda = a.ld;
     // the last rows of a product take the smallest kernel that covers them (read in place, the
     // one of exactly their count)
+    const bool half = a.mode == kPacked && cols <= NR / 2;
+    const size_t size = rows <= 4 ? 0 : rows <= 8 ? 1 : 2;
     const auto micro = a.mode == kRows      ? Bk::in_place_rows[size_t(rows - 1)]
                        : a.mode == kColumns ? Bk::in_place_columns[size_t(rows - 1)]
+                       : half               ? Bk::half[size]
                        : rows <= 4          ? Bk::micro4
                        : rows <= 8          ? Bk::micro8
                                             : Bk::micro;
     const int64_t covered = a.mode != kPacked ? rows : rows <= 4 ? 4 : rows <= 8 && MR > 8 ? 8 : MR;
-    if (rows == covered && cols == NR) {
+    if (rows == covered && cols == (half ? NR / 2 : NR)) {
       micro(kc, ap, lda, bp, ldb, cp, ldc, accumulate);
     } else {
       for (int64_t i = 0; i < rows && accumulate; ++i)
