@@ -320,7 +320,10 @@ void run_panel(int64_t kc, int64_t mc, int64_t cols, ABlock<T> a, const T* bp, i
     const T* ap = a.p + i0 * (a.mode == kPacked ? kc : a.mode == kRows ? a.ld : 1);
     const int64_t lda = a.ld;
     // the last rows of a product take the smallest kernel that covers them (read in place, the
-    // one of exactly their count)
+    // one of exactly their count), and a last panel of NR / 2 columns or fewer a kernel of one
+    // vector: 196 columns are 6 panels and 4 columns, which the two-vector kernel ran with an
+    // eighth of its FMAs past the end (1024 x 256 x 196 on a Zen 4, 2 threads, paired with
+    // oneDNN: 0.81x -> 0.86-0.99x). Only for a packed A: in place, every row count would need one.
     const bool half = a.mode == kPacked && cols <= NR / 2;
     const size_t size = rows <= 4 ? 0 : rows <= 8 ? 1 : 2;
     const auto micro = a.mode == kRows      ? Bk::in_place_rows[size_t(rows - 1)]
