@@ -4,11 +4,13 @@
 // benchmark, so ember cannot reuse their buffers), as the PyTorch peer does.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "bench/cpu_bench.h"
+#include "bench/torch_server.h"
 #include "ember/core/thread_pool.h"
 #include "ember/ember.h"
 
@@ -267,21 +269,33 @@ void register_ember_matmul_benchmarks() {
         ->Unit(benchmark::kMillisecond);
 }
 
-// The paired comparisons against oneDNN: every matmul and conv2d size whose "<op>/<size>"
-// `filter` finds (see cpu_paired.cpp); only those are set up.
-std::vector<bench::Paired> paired_with_onednn(const std::regex& filter) {
+// The paired comparisons against oneDNN, and against PyTorch where `torch` is given: every
+// matmul and conv2d size whose "<op>/<size>" `filter` finds (see cpu_paired.cpp); only those are
+// set up.
+std::vector<bench::Paired> paired_rows(const std::regex& filter, bench::TorchServer* torch) {
   std::vector<bench::Paired> pairs;
   std::string error;
   auto peer = [&](std::vector<bench::PairedPeer>& peers, const char* who, bench::Op op) {
     if (op)
-      peers.push_back({who, std::move(op)});
+      peers.push_back({who, std::move(op), {}});
     else
       std::fprintf(stderr, "paired: no %s peer: %s\n", who, error.c_str());
+  };
+  auto torch_peer = [&](bench::Paired& p) {
+    if (!torch) return;
+    if (!torch->has(p.name)) {
+      std::fprintf(stderr, "paired: no torch peer for %s\n", p.name.c_str());
+      return;
+    }
+    p.peers.push_back({"torch", {}, [torch, name = p.name](double batch_ms, double gap_ms) {
+                         return torch->batch(name, batch_ms, gap_ms);
+                       }});
   };
   for (const bench::MatmulSize& m : bench::kMatmulSizes) {
     if (!std::regex_search(std::string("matmul/") + m.name, filter)) continue;
     bench::Paired p{std::string("matmul/") + m.name, m.flop(), matmul_op(m), {}};
     peer(p.peers, "onednn", bench::onednn_matmul_op(m, &error));
+    torch_peer(p);
     if (!p.peers.empty()) pairs.push_back(std::move(p));
   }
   for (const bench::Conv2dSize& c : bench::kConv2dSizes) {
@@ -289,6 +303,7 @@ std::vector<bench::Paired> paired_with_onednn(const std::regex& filter) {
     bench::Paired p{std::string("conv2d/") + c.name, c.flop(), conv2d_op(c), {}};
     peer(p.peers, "onednn", bench::onednn_conv2d_op(c, false, &error));
     peer(p.peers, "onednn_blocked", bench::onednn_conv2d_op(c, true, &error));
+    torch_peer(p);
     if (!p.peers.empty()) pairs.push_back(std::move(p));
   }
   return pairs;
@@ -311,8 +326,9 @@ std::string take_flag(int& argc, char** argv, const std::string& name, std::stri
 
 // cpu_bench [Google Benchmark flags]: the suite's rows.
 // cpu_bench --paired=ROUNDS [--paired_out=FILE.json] [--paired_batch_ms=40] [--paired_gap_ms=50]
-//           [--paired_filter=REGEX]:
-// matmul and conv2d (those whose "<op>/<size>" REGEX finds) against oneDNN in turn
+//           [--paired_filter=REGEX] [--paired_torch=bench/peer_torch_cpu.py]:
+// matmul and conv2d (those whose "<op>/<size>" REGEX finds) against oneDNN in turn, and against
+// PyTorch (that script, run by /usr/bin/python3, Debian's python3-torch) when given
 // (cpu_paired.cpp) instead.
 int main(int argc, char** argv) {
   if (const std::string rounds = take_flag(argc, argv, "paired", ""); !rounds.empty()) {
@@ -320,6 +336,7 @@ int main(int argc, char** argv) {
     const std::string batch = take_flag(argc, argv, "paired_batch_ms", "40");
     const std::string gap = take_flag(argc, argv, "paired_gap_ms", "50");
     const std::string pattern = take_flag(argc, argv, "paired_filter", ".*");
+    const std::string torch_script = take_flag(argc, argv, "paired_torch", "");
     if (argc > 1) {
       std::fprintf(stderr, "cpu_bench: unknown argument %s with --paired\n", argv[1]);
       return 2;
@@ -343,11 +360,18 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cpu_bench: --paired takes 1 round or more, times of 0 ms or more\n");
       return 2;
     }
-    const auto pairs = paired_with_onednn(filter);
+    std::unique_ptr<bench::TorchServer> torch;
+    if (!torch_script.empty()) try {
+        torch = std::make_unique<bench::TorchServer>("/usr/bin/python3", torch_script,
+                                                     ember::num_threads());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "cpu_bench: no PyTorch peer: %s\n", e.what());
+      }
+    const auto pairs = paired_rows(filter, torch.get());
     if (pairs.empty()) {
       std::fprintf(stderr,
-                   "cpu_bench: nothing to pair (built without oneDNN, or the filter "
-                   "matches no matmul or conv2d size)\n");
+                   "cpu_bench: nothing to pair (built without oneDNN and no PyTorch peer, or the "
+                   "filter matches no matmul or conv2d size)\n");
       return 0;
     }
     return bench::run_paired(pairs, n_rounds, batch_ms, gap_ms, out);

@@ -96,9 +96,13 @@ Op onednn_matmul_op(const MatmulSize& s, std::string* error);
 Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error);
 
 /// A paired comparison (cpu_paired.cpp): ember's op and its peers', run in turn in one process.
+/// A side that times its own batches (a peer in another process): the median ms of one batch of
+/// about `batch_ms` after `gap_ms` idle, timed as run_paired times an Op's.
+using BatchOp = std::function<double(double batch_ms, double gap_ms)>;
 struct PairedPeer {
-  std::string who;  // "onednn", "onednn_blocked"
-  Op op;
+  std::string who;  // "onednn", "onednn_blocked", "torch"
+  Op op;            // run here; or
+  BatchOp batch;    // timed by the peer
 };
 struct Paired {
   std::string name;  // "<op>/<size>", as the benchmark rows

@@ -1,4 +1,5 @@
-// Paired runs: ember's op and a native peer's in turn, in one process, a batch each per round.
+// Paired runs: ember's op and a peer's in turn, a batch each per round: a native peer in this
+// process, PyTorch in a child process that times its batches itself (torch_server.h).
 //
 // The suite's rows time ember and the peers seconds to minutes apart (each benchmark runs its
 // repetitions back to back, the peers after all of ember's). On a shared machine (a virtual
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "bench/cpu_bench.h"
@@ -65,13 +67,17 @@ int run_paired(const std::vector<Paired>& pairs, int rounds, double batch_ms, do
   if (json) json << "[\n";
   try {
     for (const Paired& p : pairs) {
-      std::vector<const Op*> sides = {&p.ember};
-      for (const PairedPeer& peer : p.peers) sides.push_back(&peer.op);
+      std::vector<std::function<double()>> sides = {
+          [&] { return batch(p.ember, batch_ms, gap_ms); }};
+      for (const PairedPeer& peer : p.peers)
+        sides.push_back([&] {
+          return peer.batch ? peer.batch(batch_ms, gap_ms) : batch(peer.op, batch_ms, gap_ms);
+        });
       std::vector<std::vector<double>> t(sides.size());
       for (int r = 0; r < rounds; ++r)
         for (size_t i = 0; i < sides.size(); ++i) {
           const size_t s = (i + size_t(r)) % sides.size();  // who starts rotates
-          t[s].push_back(batch(*sides[s], batch_ms, gap_ms));
+          t[s].push_back(sides[s]());
         }
       for (size_t k = 0; k < p.peers.size(); ++k) {
         std::vector<double> ratio;

@@ -4,6 +4,7 @@ timed in this process, printed (or written) as JSON for bench/merge_bench.py.
 
 Run by scripts/bench.sh cpu with Debian's python3-torch (/usr/bin/python3):
     /usr/bin/python3 bench/peer_torch_cpu.py --threads 2 [--reps 7] [--min-time 0.2] [--out F]
+and, with --serve, by cpu_bench --paired_torch for its paired rows (serve() below).
 
 Each op is warmed up, then timed `reps` times; one sample runs the op back to back until it
 has taken at least `min_time` seconds and counts the mean of that batch. The reported time is
@@ -165,6 +166,37 @@ def time_op(fn, reps, min_time):
     return statistics.median(samples), samples, batch
 
 
+def serve():
+    """Answers requests on stdin, one a line, for bench/cpu_paired.cpp's paired rows:
+    "has NAME" -> "1" or "0"; "run NAME BATCH_MS GAP_MS" -> the median ms of one batch of NAME,
+    run as cpu_paired.cpp runs ember's: GAP_MS idle, one untimed call, then calls timed one by
+    one until there are 3 or more and BATCH_MS have passed. An op's inputs are made on its first
+    run and kept until another op runs."""
+    makers = dict(cases())
+    current, fn = None, None
+    clock = time.perf_counter
+    for line in sys.stdin:
+        words = line.split()
+        if len(words) == 2 and words[0] == "has":
+            print("1" if words[1] in makers else "0", flush=True)
+        elif len(words) == 4 and words[0] == "run" and words[1] in makers:
+            name, batch_ms, gap_ms = words[1], float(words[2]), float(words[3])
+            if name != current:
+                fn, current = None, None
+                fn, current = makers[name](), name
+            time.sleep(gap_ms / 1e3)
+            fn()
+            samples, start = [], clock()
+            while len(samples) < 3 or (clock() - start) * 1e3 < batch_ms:
+                t0 = clock()
+                fn()
+                samples.append((clock() - t0) * 1e3)
+            print(f"{statistics.median(samples):.6g}", flush=True)
+        else:
+            print(f"error: {line.strip()!r}: 'has NAME' or 'run NAME BATCH_MS GAP_MS' expected",
+                  flush=True)
+
+
 def write_report(results, out):
     """Writes the peer report merge_bench.py reads (to `out`, or stdout when None)."""
     report = {"peer": "torch", "version": torch.__version__, "threads": torch.get_num_threads(),
@@ -184,10 +216,23 @@ def main():
     p.add_argument("--min-time", type=float, default=0.2, help="seconds per sample")
     p.add_argument("--filter", default="", help="only names containing this")
     p.add_argument("--out", help="write JSON here instead of stdout")
+    p.add_argument("--serve", action="store_true",
+                   help="time batches asked for on stdin (cpu_bench --paired_torch)")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    # glibc serves an allocation of its mmap threshold or more by mmap, and raises the threshold
+    # to the size of each such block freed (up to 32 MiB): until a larger block has been freed,
+    # every output of the same size is a fresh mapping, its pages faulted in on every call (3 ->
+    # 32 on 32x32, a 4 MiB output, took 3.2 ms against 0.41 after a larger op had run; the 1x1
+    # conv's 25.7 MiB output 21-26 ms against 6.4-6.8). A block of 31 MiB made and dropped here
+    # leaves every op in the state of a process that has run for a while.
+    torch.empty(31 << 18)
+    if args.serve:
+        with torch.inference_mode():
+            serve()
+        return
     results = []
     with torch.inference_mode():
         for name, make in cases():

@@ -178,9 +178,11 @@ done
   --out "$out/$suite.json" | tee "$out/$suite.txt"
 echo "bench.sh: wrote $out/$suite.json (raw: $out/$suite.ember.N.json, $out/$suite.torch.N.json" \
   "for rounds N = 1..$rounds)" >&2
-if [ "$suite" = cpu ] && grep -q '"onednn/matmul/' "$out/cpu.ember.1.json"; then
-  # ember and oneDNN in turn, in one process (docs/benchmarks.md, "Paired rows")
-  echo "bench.sh: paired rows: ember and oneDNN in turn" >&2
+if [ "$suite" = cpu ]; then
+  # ember, oneDNN (in the same process) and PyTorch (in a child process) in turn
+  # (docs/benchmarks.md, "Paired rows")
+  echo "bench.sh: paired rows: ember, oneDNN and PyTorch in turn" >&2
   run build/bench/cpu_bench --paired="${BENCH_PAIRED_ROUNDS:-9}" \
-    --paired_out="$out/cpu.paired.json" | tee "$out/cpu.paired.txt"
+    --paired_torch=bench/peer_torch_cpu.py --paired_out="$out/cpu.paired.json" |
+    tee "$out/cpu.paired.txt"
 fi
