@@ -58,6 +58,7 @@ def main():
     a = ap.parse_args()
     dev = torch.device(a.device)
     torch.set_num_threads(a.threads)
+    torch.empty(31 << 18)  # glibc's mmap threshold raised, as in peer_torch_cpu.py
     torch.manual_seed(a.seed)
     xtr, ytr = load(a.data, "train")
     xte, yte = load(a.data, "t10k")
