@@ -161,7 +161,10 @@ const LanesKernels& lanes_kernels_avx2() {
       kMaxRun3,
       1,
       [](bool three, int64_t run) {
-        return (three ? kKernels3[0][0].data() : kKernels.data())[run - 1];
+        // indexed per table: GCC 12 with -fsanitize=address,undefined compiled the one
+        // expression over either table's data() to a fixed index -1 for kKernels
+        const size_t i = size_t(run - 1);
+        return three ? kKernels3[0][0][i] : kKernels[i];
       },
       store_transposed,
       [](int64_t run, bool left, bool right) { return kKernels3[left][right][size_t(run - 1)]; }};

@@ -134,18 +134,21 @@ __attribute__((target("avx512f"))) void store_transposed(const float* sums, int6
 }  // namespace
 
 const LanesKernels& lanes_kernels_avx512() {
-  static const LanesKernels k{
-      kLanes,
-      kMaxRun,
-      kMaxRun3,
-      kRunStep,
-      [](bool three, int64_t run) {
-        return (three ? kKernels3[0][0].data() : kKernels.data())[run / kRunStep - 1];
-      },
-      store_transposed,
-      [](int64_t run, bool left, bool right) {
-        return kKernels3[left][right][size_t(run / kRunStep - 1)];
-      }};
+  static const LanesKernels k{kLanes,
+                              kMaxRun,
+                              kMaxRun3,
+                              kRunStep,
+                              [](bool three, int64_t run) {
+                                // indexed per table: GCC 12 with -fsanitize=address,undefined
+                                // compiled the one expression over either table's data() to a fixed
+                                // index -1 for kKernels
+                                const size_t i = size_t(run / kRunStep - 1);
+                                return three ? kKernels3[0][0][i] : kKernels[i];
+                              },
+                              store_transposed,
+                              [](int64_t run, bool left, bool right) {
+                                return kKernels3[left][right][size_t(run / kRunStep - 1)];
+                              }};
   return k;
 }
 
