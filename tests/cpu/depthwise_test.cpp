@@ -12,6 +12,7 @@
 #include "ember/backends/cpu/spatial.h"
 #include "ember/ember.h"
 #include "tests/support/conv_reference.h"
+#include "tests/support/expect_near.h"
 
 using namespace ember;
 
@@ -58,12 +59,7 @@ std::vector<double> reference(const Case& c, const std::vector<float>& x,
 
 void expect_near(const std::vector<float>& got, const std::vector<double>& want,
                  const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int64_t bad = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!(std::abs(double(got[i]) - want[i]) <= 2e-6 * 9) && bad++ < 5)
-      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << want[i];
-  EXPECT_EQ(bad, 0) << what;
+  test::expect_near(got, want, 2e-6 * 9, what);  // 9 products summed
 }
 
 const Case kCases[] = {

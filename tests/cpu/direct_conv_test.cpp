@@ -14,6 +14,7 @@
 #include "ember/backends/cpu/winograd.h"
 #include "ember/ember.h"
 #include "tests/support/conv_reference.h"
+#include "tests/support/expect_near.h"
 #include "tests/support/isa_level.h"
 
 using namespace ember;
@@ -31,15 +32,7 @@ cpu::Geom geom(const Case& c) {
   return g;
 }
 
-void expect_near(const std::vector<float>& got, const std::vector<double>& want, double tol,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int64_t bad = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!(std::abs(double(got[i]) - want[i]) <= tol) && bad++ < 5)
-      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << want[i];
-  EXPECT_EQ(bad, 0) << what;
-}
+using test::expect_near;
 
 std::string describe(const Case& c) {
   return std::to_string(c.n) + "x" + std::to_string(c.c_in) + "->" + std::to_string(c.c_out) + " " +

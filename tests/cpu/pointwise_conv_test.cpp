@@ -11,6 +11,7 @@
 
 #include "ember/ember.h"
 #include "tests/support/conv_reference.h"
+#include "tests/support/expect_near.h"
 
 using namespace ember;
 
@@ -19,15 +20,7 @@ namespace {
 using Case = test::ConvCase;
 using AD = Autodiff<Cpu>;
 
-void expect_near(const std::vector<float>& got, const std::vector<double>& want, double tol,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int64_t bad = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!(std::abs(double(got[i]) - want[i]) <= tol) && bad++ < 5)
-      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << want[i];
-  EXPECT_EQ(bad, 0) << what;
-}
+using test::expect_near;
 
 // dx[n][c][p] = sum over o of w[o][c] gy[n][o][p]: a 1x1 window's input gradient
 std::vector<double> input_grad_reference(const Case& c, const std::vector<float>& w,
