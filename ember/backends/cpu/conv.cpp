@@ -229,7 +229,7 @@ int64_t batch_images(int64_t N, int64_t L, int64_t rows, bool direct) {
   // about a thousand columns per GEMM, and a column matrix that stays in the L2 cache
   int64_t nb = std::max<int64_t>(1, 1024 / L);
   nb = std::min(nb, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(rows * L, 1)));
-  nb = std::min(nb, std::max<int64_t>(1, N / (2 * num_threads())));
+  nb = std::min(nb, std::max<int64_t>(1, N / (2 * int64_t{num_threads()})));
   return nb == 1 && direct ? 0 : nb;
 }
 
