@@ -182,7 +182,7 @@ def serve():
         elif len(words) == 4 and words[0] == "run" and words[1] in makers:
             name, batch_ms, gap_ms = words[1], float(words[2]), float(words[3])
             if name != current:
-                fn, current = None, None
+                fn = None  # the previous op's inputs freed before the next one's are made
                 fn, current = makers[name](), name
             time.sleep(gap_ms / 1e3)
             fn()
@@ -226,7 +226,7 @@ def main():
     # to the size of each such block freed (up to 32 MiB): until a larger block has been freed,
     # every output of the same size is a fresh mapping, its pages faulted in on every call (3 ->
     # 32 on 32x32, a 4 MiB output, took 3.2 ms against 0.41 after a larger op had run; the 1x1
-    # conv's 25.7 MiB output 21-26 ms against 6.4-6.8). A block of 31 MiB made and dropped here
+    # conv's 25.7 MB output 21-26 ms against 5.9-6.8). A block of 31 MiB made and dropped here
     # leaves every op in the state of a process that has run for a while.
     torch.empty(31 << 18)
     if args.serve:

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,12 +11,7 @@
 
 namespace bench {
 
-struct TorchServer::Reader {
-  FILE* f = nullptr;
-};
-
-TorchServer::TorchServer(const std::string& python, const std::string& script, int threads)
-    : from_(std::make_unique<Reader>()) {
+TorchServer::TorchServer(const std::string& python, const std::string& script, int threads) {
   int in[2], out[2];
   if (pipe(in) != 0 || pipe(out) != 0)
     throw std::runtime_error(std::string("torch peer: pipe: ") + std::strerror(errno));
@@ -35,17 +29,28 @@ TorchServer::TorchServer(const std::string& python, const std::string& script, i
   }
   close(in[0]), close(out[1]);
   to_ = in[1];
-  from_->f = fdopen(out[0], "r");
-  if (!from_->f) throw std::runtime_error("torch peer: fdopen failed");
-  // a first question: fails here, not in the middle of a run, when the peer cannot start
-  if (const std::string a = ask("has conv2d/none"); a != "0")
-    throw std::runtime_error("torch peer did not start (" + script + "): '" + a + "'");
+  from_ = fdopen(out[0], "r");
+  try {
+    if (!from_) {
+      close(out[0]);
+      throw std::runtime_error("torch peer: fdopen failed");
+    }
+    // a first question: fails here, not in the middle of a run, when the peer cannot start
+    if (const std::string a = ask("has conv2d/none"); a != "0")
+      throw std::runtime_error("torch peer did not start (" + script + "): '" + a + "'");
+  } catch (...) {
+    stop();  // no destructor runs for a constructor that throws
+    throw;
+  }
 }
 
-TorchServer::~TorchServer() {
+TorchServer::~TorchServer() { stop(); }
+
+void TorchServer::stop() {
   if (to_ >= 0) close(to_);  // end of its input: the peer returns
-  if (from_->f) std::fclose(from_->f);
+  if (from_) std::fclose(from_);
   if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  to_ = -1, from_ = nullptr, pid_ = -1;
 }
 
 std::string TorchServer::ask(const std::string& line) {
@@ -56,7 +61,7 @@ std::string TorchServer::ask(const std::string& line) {
     done += size_t(w);
   }
   char buf[512];
-  if (!std::fgets(buf, sizeof buf, from_->f)) throw std::runtime_error("torch peer: gone (EOF)");
+  if (!std::fgets(buf, sizeof buf, from_)) throw std::runtime_error("torch peer: gone (EOF)");
   std::string a(buf);
   while (!a.empty() && (a.back() == '\n' || a.back() == '\r')) a.pop_back();
   return a;

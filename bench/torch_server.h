@@ -2,7 +2,7 @@
 // asked over pipes for a batch of an op at a time (cpu_paired.cpp runs it between ember's).
 #pragma once
 
-#include <memory>
+#include <cstdio>
 #include <string>
 
 namespace bench {
@@ -23,10 +23,10 @@ class TorchServer {
 
  private:
   std::string ask(const std::string& line);
+  void stop();  // closes the pipes and waits for the child
   int pid_ = -1;
-  int to_ = -1;  // the peer's stdin
-  struct Reader;
-  std::unique_ptr<Reader> from_;  // its stdout, by line
+  int to_ = -1;           // the peer's stdin
+  FILE* from_ = nullptr;  // its stdout, read by line
 };
 
 }  // namespace bench

@@ -299,6 +299,23 @@ void pack_b_rows(MatRef<T> b, int64_t pc, int64_t j, int64_t kc, int64_t count, 
   }
 }
 
+// Packs panels b0..b1 of the B block at rows pc.. (kc of them) and columns jc.. (nc of them),
+// panel b at dst + b * NR * kc: a row-major B's full panels (direct_b) row by row, the others
+// (a narrower last one, or any B given by pack_b) by pack_b.
+template <int NR, class T, class PackB>
+void pack_b_block(const PackB& pack_b, MatRef<T> direct_b, int64_t pc, int64_t kc, int64_t jc,
+                  int64_t nc, int64_t b0, int64_t b1, T* dst) {
+  if (direct_b.p) {
+    const int64_t full = std::min(b1, nc / NR);
+    if (full > b0)
+      pack_b_rows(direct_b, pc, jc + b0 * NR, kc, full - b0, int64_t(NR), dst + b0 * NR * kc);
+    b0 = std::max(b0, full);
+  }
+  for (int64_t jp = b0; jp < b1; ++jp)
+    pack_b(pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR), int64_t(NR),
+           dst + jp * NR * kc);
+}
+
 // Where a block of A is: packed in MR-row panels (mode kPacked), or in place (kRows, kColumns)
 // at p with rows (columns) ld apart.
 template <class T>
@@ -480,12 +497,8 @@ void gemm_columns(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pac
       Aligned<T> bpack(static_cast<size_t>(std::min(chunk, p1 - p0) * NR * k));
       Aligned<T> apack(static_cast<size_t>(std::min(block, (m + MR - 1) / MR * MR) * k));
       for (int64_t c0 = p0; c0 < p1; c0 += chunk) {
-        const int64_t c1 = std::min(p1, c0 + chunk), full = std::min(c1, n / NR);
-        if (direct_b.p && full > c0)  // full panels of a row-major B row by row
-          pack_b_rows(direct_b, 0, c0 * NR, k, full - c0, int64_t(NR), bpack.p);
-        for (int64_t jp = direct_b.p ? std::max(c0, full) : c0; jp < c1; ++jp)
-          pack_b(0, jp * NR, k, std::min<int64_t>(NR, n - jp * NR), int64_t(NR),
-                 bpack.p + (jp - c0) * NR * k);
+        const int64_t c1 = std::min(p1, c0 + chunk);
+        pack_b_block<NR>(pack_b, direct_b, 0, k, c0 * NR, n - c0 * NR, 0, c1 - c0, bpack.p);
         for (int64_t ic = 0; ic < m; ic += block) {
           const int64_t mc = std::min(block, m - ic);
           pack_a<T, MR>(a, ic, 0, mc, k, apack.p);
@@ -542,11 +555,6 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
   const int64_t threads = parallel ? num_threads() : 1;
   const int64_t mpanels = (m + MR - 1) / MR;
   const int64_t nc_max = std::min<int64_t>(Bk::kNC, (n + NR - 1) / NR * NR);
-  const bool strips = strips_fit<Bk, T>(n, k);
-  const int64_t nblocks =
-      strips ? mpanels
-             : std::min(mpanels,
-                        mblocks >= threads ? (mblocks + threads - 1) / threads * threads : mblocks);
   // A product of one block of B and of A (x^T g of a linear layer's weight gradient: 784 x 64
   // x 256, x^T column-major, B = g 64 KiB packed) reads a column-major A in place, its MR
   // values of a column side by side, and, where the threads' copies of B come to 256 KiB or
@@ -563,6 +571,11 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
   // thread its own run of B's columns (gemm_columns).
   if (threads > 1 && k <= Bk::kKC && n >= threads * 8 * NR && !own_b)
     return gemm_columns<Bk>(m, n, k, a, pack_b, direct_b, c, ldc, add_to_c, threads);
+  const bool strips = strips_fit<Bk, T>(n, k);
+  const int64_t nblocks =
+      strips ? mpanels
+             : std::min(mpanels,
+                        mblocks >= threads ? (mblocks + threads - 1) / threads * threads : mblocks);
   Aligned<T> bpack(static_cast<size_t>(own_b ? 0 : nc_max * std::min<int64_t>(Bk::kKC, k)));
   for (int64_t jc = 0; jc < n; jc += Bk::kNC) {
     const int64_t nc = std::min<int64_t>(Bk::kNC, n - jc), npanels = (nc + NR - 1) / NR;
@@ -575,15 +588,7 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
           std::max<int64_t>(1, (int64_t{32} << 10) / (kc * NR * int64_t(sizeof(T))));
       // panels b0..b1 of this block into dst
       auto pack_panels = [&](int64_t b0, int64_t b1, T* dst) {
-        if (direct_b.p) {  // its full panels row by row
-          const int64_t full = std::min(b1, nc / NR);
-          if (full > b0)
-            pack_b_rows(direct_b, pc, jc + b0 * NR, kc, full - b0, int64_t(NR), dst + b0 * NR * kc);
-          b0 = std::max(b0, full);
-        }
-        for (int64_t jp = b0; jp < b1; ++jp)
-          pack_b(pc, jc + jp * NR, kc, std::min<int64_t>(NR, nc - jp * NR), int64_t(NR),
-                 dst + jp * NR * kc);
+        pack_b_block<NR>(pack_b, direct_b, pc, kc, jc, nc, b0, b1, dst);
       };
       if (!own_b)
         for_range(parallel, npanels, pack_grain,

@@ -43,8 +43,8 @@ inline constexpr float kWinograd4G[6][3] = {{1.0f / 4, 0, 0},
 bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
 
 /// The tile side M for `g`: 4 wherever winograd_fused_fits (AVX-512); elsewhere 4 where the
-/// output is at least 8 high and either 29 wide or more (8
-/// tiles a row, the transforms' vectors) with both channel counts at least 32, or narrower
+/// output is at least 8 high and either 29 wide or more (8 tiles a row, the transforms'
+/// vectors) with both channel counts at least 32, or narrower
 /// (tile rows laid end to end) with 16 tiles an image or more and neither channel count above
 /// three times the tiles; else 2. Measured on two threads of an AVX2 machine (docs/cpu.md):
 /// 16 -> 16 on 28x28, batch 64, 1.20 ms with F(4x4) against 1.29 with F(2x2) and 1.43 direct;
