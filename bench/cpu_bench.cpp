@@ -326,10 +326,11 @@ std::string take_flag(int& argc, char** argv, const std::string& name, std::stri
 
 // cpu_bench [Google Benchmark flags]: the suite's rows.
 // cpu_bench --paired=ROUNDS [--paired_out=FILE.json] [--paired_batch_ms=40] [--paired_gap_ms=50]
-//           [--paired_filter=REGEX] [--paired_torch=bench/peer_torch_cpu.py]:
+//           [--paired_filter=REGEX] [--paired_torch=bench/peer_torch_cpu.py]
+//           [--paired_python=/usr/bin/python3]:
 // matmul and conv2d (those whose "<op>/<size>" REGEX finds) against oneDNN in turn, and against
-// PyTorch (that script, run by /usr/bin/python3, Debian's python3-torch) when given
-// (cpu_paired.cpp) instead.
+// PyTorch (that script, run by that interpreter, by default Debian's with python3-torch) when
+// given (cpu_paired.cpp) instead.
 int main(int argc, char** argv) {
   if (const std::string rounds = take_flag(argc, argv, "paired", ""); !rounds.empty()) {
     const std::string out = take_flag(argc, argv, "paired_out", "");
@@ -337,6 +338,7 @@ int main(int argc, char** argv) {
     const std::string gap = take_flag(argc, argv, "paired_gap_ms", "50");
     const std::string pattern = take_flag(argc, argv, "paired_filter", ".*");
     const std::string torch_script = take_flag(argc, argv, "paired_torch", "");
+    const std::string python = take_flag(argc, argv, "paired_python", "/usr/bin/python3");
     if (argc > 1) {
       std::fprintf(stderr, "cpu_bench: unknown argument %s with --paired\n", argv[1]);
       return 2;
@@ -362,7 +364,7 @@ int main(int argc, char** argv) {
     }
     std::unique_ptr<bench::TorchServer> torch;
     if (!torch_script.empty()) try {
-        torch = std::make_unique<bench::TorchServer>("/usr/bin/python3", torch_script,
+        torch = std::make_unique<bench::TorchServer>(python, torch_script,
                                                      ember::num_threads());
       } catch (const std::exception& e) {
         std::fprintf(stderr, "cpu_bench: no PyTorch peer: %s\n", e.what());
