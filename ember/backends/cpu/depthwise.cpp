@@ -4,8 +4,9 @@
 // conv_transpose).
 //
 // With stride 1 along every dim (the common case) conv and its weight gradient run on the
-// wide layout (wide.h): each tap is one long contiguous loop. Other strides run tap by tap
-// over output rows.
+// wide layout (wide.h): each tap is one long contiguous loop; with other strides on the phase
+// layout (Phases below), which makes them the same loops. The transposed conv with strides
+// runs tap by tap over output rows.
 #include <type_traits>
 #include <vector>
 
@@ -40,6 +41,19 @@ void tap_sum(const T* x, const T* w, const int64_t* off, int64_t K, int64_t n, T
     storev(out + i + 2 * L, a2);
     storev(out + i + 3 * L, a3);
   }
+  // then a vector at a time, the last one over the one before where n is not a multiple of L
+  // (a 14 x 14 output at a pitch of 16 is 222 positions: 30 of them had been summed a scalar at
+  // a time, more than the vectors' work for a 5x5 window)
+  if (n >= L) {
+    for (;; i += L) {
+      if (i >= n) break;
+      if (i + L > n) i = n - L;
+      V a{};
+      for (int64_t t = 0; t < K; ++t) a += (V{} + w[t]) * loadv(x + i + off[t]);
+      storev(out + i, a);
+    }
+    return;
+  }
   for (; i < n; ++i) {
     T a = 0;
     for (int64_t t = 0; t < K; ++t) a += w[t] * x[i + off[t]];
@@ -67,10 +81,149 @@ T dot(const T* a, const T* b, int64_t n) {
   return r;
 }
 
+// ---- any stride: the phase layout --------------------------------------------------------
+
+// With stride s along a dim, output o reads the padded input at s * o + k * d (tap k, dilation
+// d): phase a of that dim, the padded positions a, a + s, a + 2s, ..., holds it at o + k * d /
+// s, with a = k * d % s. Each phase plane (one per combination of the dims' phases) is laid out
+// at one pitch, the output row's length plus the window's reach in phase columns, so that, as in
+// the wide layout, a tap reads one phase plane at one flat offset for every output, and the
+// loops over taps are the stride-1 ones (tap_sum, dot). Stride 2 in h and w reads 4 planes of a
+// quarter of the input each, made by one pass that splits each row's even and odd columns.
+struct Phases : WideRows {
+  int64_t count;             // phase planes: s[0] * s[1] * s[2]
+  std::vector<int64_t> off;  // each tap's flat offset, its phase plane's start included
+
+  explicit Phases(const Geom& g) {
+    count = 1;
+    for (int i = 0; i < 3; ++i) {
+      pitch[i] = g.out[i] + (g.k[i] - 1) * g.d[i] / g.s[i];
+      count *= g.s[i];
+    }
+    wide = ((g.out[0] - 1) * pitch[1] + g.out[1] - 1) * pitch[2] + g.out[2];
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+          const int64_t t[3] = {kd * g.d[0], kh * g.d[1], kw * g.d[2]};
+          const int64_t phase = (t[0] % g.s[0] * g.s[1] + t[1] % g.s[1]) * g.s[2] + t[2] % g.s[2];
+          off.push_back(phase * plane_size() +
+                        (t[0] / g.s[0] * pitch[1] + t[1] / g.s[1]) * pitch[2] + t[2] / g.s[2]);
+        }
+  }
+  int64_t plane_size() const { return pitch[0] * pitch[1] * pitch[2]; }
+
+  // Strides of up to 8 (others, and phase planes past 2^26 values, take the row loops below: a
+  // stride as large as the input makes as many planes as there are taps).
+  static bool fits(const Geom& g) {
+    int64_t n = 1;
+    for (int i = 0; i < 3; ++i) {
+      if (g.s[i] < 1 || g.s[i] > 8 || g.d[i] < 1 || g.out[i] < 1 || g.k[i] < 1) return false;
+      int64_t reach = 0;
+      if (__builtin_mul_overflow(g.k[i] - 1, g.d[i], &reach) || g.out[i] > (int64_t{1} << 26))
+        return false;
+      const int64_t pitch = g.out[i] + reach / g.s[i];
+      if (__builtin_mul_overflow(n, g.s[i], &n) || __builtin_mul_overflow(n, pitch, &n) ||
+          n > (int64_t{1} << 26))
+        return false;
+    }
+    return true;
+  }
+  int64_t plane() const { return count * plane_size(); }  // the scratch all phases take
+
+  // x (a plane of g.in) split into its phase planes in dst (plane() values), zeros where a phase
+  // position falls in the padding. The input's rows are read in order.
+  template <class T>
+  void split(const Geom& g, const T* x, T* dst) const {
+    for (int64_t r0 = 0; r0 < pitch[0]; ++r0)
+      for (int64_t a0 = 0; a0 < g.s[0]; ++a0)
+        for (int64_t r1 = 0; r1 < pitch[1]; ++r1)
+          for (int64_t a1 = 0; a1 < g.s[1]; ++a1) {
+            const int64_t z = g.s[0] * r0 + a0 - g.p[0], y = g.s[1] * r1 + a1 - g.p[1];
+            T* row =
+                dst + (a0 * g.s[1] + a1) * g.s[2] * plane_size() + (r0 * pitch[1] + r1) * pitch[2];
+            if (z < 0 || z >= g.in[0] || y < 0 || y >= g.in[1]) {
+              for (int64_t b = 0; b < g.s[2]; ++b)
+                std::fill(row + b * plane_size(), row + b * plane_size() + pitch[2], T(0));
+            } else {
+              // the row 8 ahead fetched meanwhile (a prefetch past the plane's end does not
+              // fault): without it, 8 x 64 x 112^2 stride 2 took 2.1 ms on 2 threads of a Zen 4
+              // against 1.45 (the row loop before, which read the input in place), with it
+              // 1.36-1.49, as the row loop
+              const T* src = x + (z * g.in[1] + y) * g.in[2];
+              for (int64_t i = 0; i < g.in[2]; i += 64 / int64_t(sizeof(T)))
+                __builtin_prefetch(src + 8 * g.in[2] + i, 0, 3);
+              split_row(g, src, row);
+            }
+          }
+  }
+
+ private:
+  // The row's phases: row[b * plane_size() + c] = src[s * c + b - p] (0 outside the row), for
+  // each b. Stride 2 takes both phases of 2 * L inputs a step (the even and the odd lanes) over
+  // the columns whose inputs are all inside the row, the last step over the one before where
+  // their count is not a multiple of L, and the few columns at the edges a value at a time: 28
+  // columns with a padding of 2 had taken 1 vector and 7 columns a value at a time (8 x 240 x
+  // 28^2, 5x5, on 2 threads of a Zen 4: 0.79 -> 0.69 ms). Copying the row with its padding
+  // into a buffer first, to run vectors from edge to edge, made the loads wait on those stores.
+  template <class T>
+  void split_row(const Geom& g, const T* src, T* row) const {
+    const int64_t s = g.s[2], p = g.p[2], n = g.in[2], cols = pitch[2];
+    auto at = [&](int64_t i) { return i >= 0 && i < n ? src[i] : T(0); };
+    if (s == 1) {
+      const int64_t lo = std::min(cols, p), hi = std::max(lo, std::min(cols, n + p));
+      std::fill(row, row + lo, T(0));
+      copy_short(src + lo - p, row + lo, hi - lo);
+      std::fill(row + hi, row + cols, T(0));
+      return;
+    }
+    if (s == 2) {
+      constexpr int64_t L = kLanes<T>;
+      T *even = row, *odd = row + plane_size();
+      // columns [lo, hi) read inputs 2c - p and 2c + 1 - p inside [0, n)
+      const int64_t lo = std::min(cols, (p + 1) / 2),
+                    hi = std::max(lo, std::min(cols, (n + p) / 2));
+      int64_t c = 0;
+      for (; c < lo; ++c) even[c] = at(2 * c - p), odd[c] = at(2 * c + 1 - p);
+      if (hi - lo >= L) {
+        for (;; c += L) {
+          if (c >= hi) break;
+          if (c + L > hi) c = hi - L;
+          const Vec<T> a = loadv(src + 2 * c - p), b = loadv(src + 2 * c - p + L);
+          storev(even + c, even_lanes<T>(a, b));
+          storev(odd + c, odd_lanes<T>(a, b));
+        }
+      }
+      for (; c < cols; ++c) even[c] = at(2 * c - p), odd[c] = at(2 * c + 1 - p);
+      return;
+    }
+    for (int64_t b = 0; b < s; ++b)
+      for (int64_t c = 0; c < cols; ++c) row[b * plane_size() + c] = at(s * c + b - p);
+  }
+};
+
+// The layout's plane of x: Wide's padded plane (x itself where there is no padding), or the
+// phase planes, in buf.
 template <class T>
+const T* layout_plane(const Wide& f, const Geom& g, const T* x, T* buf) {
+  return padded_plane(f, g, x, buf);
+}
+template <class T>
+const T* layout_plane(const Phases& f, const Geom& g, const T* x, T* buf) {
+  f.split(g, x, buf);
+  return buf;
+}
+template <class Layout>
+bool needs_scratch(const Layout& f) {
+  if constexpr (std::is_same_v<Layout, Wide>)
+    return f.padded;
+  else
+    return true;
+}
+
+template <class T, class Layout>
 void wide_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, const Geom& g,
                   int64_t per_group) {
-  const Wide f(g);
+  const Layout f(g);
   const int64_t N = x.meta.shape[0], c_in = x.meta.shape[1], c_out = y.meta.shape[1];
   const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
   const T *X = x.data<T>(), *W = w.data<T>();
@@ -78,10 +231,10 @@ void wide_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
   const int64_t work = per_group * f.wide * K;
   parallel_for(N * c_in, std::max<int64_t>(1, kGrain / std::max<int64_t>(work, 1)),
                [&](int64_t b, int64_t e) {
-                 Scratch<T> pad(f.padded ? f.plane() : 0), wide(f.wide);
+                 Scratch<T> pad(needs_scratch(f) ? f.plane() : 0), wide(f.wide);
                  for (int64_t item = b; item < e; ++item) {
                    const int64_t n = item / c_in, ci = item % c_in;
-                   const T* xp = padded_plane(f, g, X + item * Lin, pad.get());
+                   const T* xp = layout_plane(f, g, X + item * Lin, pad.get());
                    for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
                      tap_sum(xp, W + co * K, f.off.data(), K, f.wide, wide.get());
                      f.narrow(g, wide.get(), Y + (n * c_out + co) * L);
@@ -90,19 +243,19 @@ void wide_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
                });
 }
 
-template <class T>
+template <class T, class Layout>
 void wide_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& dw, const Geom& g,
                       int64_t per_group) {
-  const Wide f(g);
+  const Layout f(g);
   const int64_t N = x.meta.shape[0], c_in = x.meta.shape[1], c_out = gy.meta.shape[1];
   const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
   const T *X = x.data<T>(), *GY = gy.data<T>();
   sum_in_chunks<T>(N * c_in, c_out * K, dw.data<T>(), [&](int64_t b, int64_t e, T* acc) {
-    Scratch<T> pad(f.padded ? f.plane() : 0), wide(f.wide);
+    Scratch<T> pad(needs_scratch(f) ? f.plane() : 0), wide(f.wide);
     T* gw = wide.get();
     for (int64_t item = b; item < e; ++item) {
       const int64_t n = item / c_in, ci = item % c_in;
-      const T* xp = padded_plane(f, g, X + item * Lin, pad.get());
+      const T* xp = layout_plane(f, g, X + item * Lin, pad.get());
       for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
         // the output's gradient at the wide pitch, zero at the dropped positions
         f.widen(g, GY + (n * c_out + co) * L, gw);
@@ -112,7 +265,7 @@ void wide_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
   });
 }
 
-// ---- any stride: tap by tap over output rows --------------------------------------------
+// ---- any stride: tap by tap over output rows (the transposed conv, strides past 8) -------
 
 // Calls f(kd, kh, input row offset) for the taps of output row (od, oh) inside the input.
 template <class F>
@@ -256,7 +409,8 @@ void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, 
                                    xs[0], xs[1], per_group, g);
         }
       }
-      if (wide) return wide_forward<T>(in[0], in[1], out, g, per_group);
+      if (wide) return wide_forward<T, Wide>(in[0], in[1], out, g, per_group);
+      if (Phases::fits(g)) return wide_forward<T, Phases>(in[0], in[1], out, g, per_group);
       return rows_forward<T>(in[0], in[1], out, Rows(g, per_group));
     case OpCode::ConvTranspose:
       if constexpr (std::is_same_v<T, float>) {
@@ -282,7 +436,8 @@ void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, 
                                                out.data<float>(), xs[0], xs[1], per_group, g);
         }
       }
-      if (wide) return wide_weight_grad<T>(in[0], in[1], out, g, per_group);
+      if (wide) return wide_weight_grad<T, Wide>(in[0], in[1], out, g, per_group);
+      if (Phases::fits(g)) return wide_weight_grad<T, Phases>(in[0], in[1], out, g, per_group);
       return rows_weight_grad<T>(in[0], in[1], out, Rows(g, per_group));
     default:
       throw Error("[" + std::string(name(code)) + "] is not a depthwise conv op");

@@ -1,0 +1,138 @@
+// The CPU's depthwise convolutions off the stride-1 path (the phase layout, depthwise.cpp): the
+// forward and the weight gradient of conv2d with groups = channels against sums in doubles, for
+// strides of 2 and 3 (and 2 along one dim only), windows of 3x3, 5x5, 3x5 and 7x7, dilations of
+// 1 and 2, paddings from 0 to beyond half the window, rows narrower and wider than a vector, in
+// f32 and f64, with one and two outputs per input channel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ember/ember.h"
+#include "tests/support/conv_reference.h"
+
+using namespace ember;
+
+namespace {
+
+struct Case {
+  int64_t n, c_in, per_group, h, w, kh, kw, sh, sw, ph, pw, d;
+  int64_t ho() const { return (h + 2 * ph - d * (kh - 1) - 1) / sh + 1; }
+  int64_t wo() const { return (w + 2 * pw - d * (kw - 1) - 1) / sw + 1; }
+  int64_t c_out() const { return c_in * per_group; }
+  std::string name() const {
+    return std::to_string(n) + "x" + std::to_string(c_in) + "x" + std::to_string(h) + "x" +
+           std::to_string(w) + " x" + std::to_string(per_group) + " k" + std::to_string(kh) + "x" +
+           std::to_string(kw) + " s" + std::to_string(sh) + "," + std::to_string(sw) + " p" +
+           std::to_string(ph) + "," + std::to_string(pw) + " d" + std::to_string(d);
+  }
+};
+
+// f(xi, yi, wi) for every product of the convolution inside the input: output channel co reads
+// input channel co / per_group, output (i, j) tap (a, b) reads x[i * sh + a * d - ph][j * sw +
+// b * d - pw].
+template <class F>
+void for_each_product(const Case& c, F&& f) {
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t co = 0; co < c.c_out(); ++co)
+      for (int64_t i = 0; i < c.ho(); ++i)
+        for (int64_t j = 0; j < c.wo(); ++j)
+          for (int64_t a = 0; a < c.kh; ++a)
+            for (int64_t b = 0; b < c.kw; ++b) {
+              const int64_t r = i * c.sh + a * c.d - c.ph, q = j * c.sw + b * c.d - c.pw;
+              if (r < 0 || r >= c.h || q < 0 || q >= c.w) continue;
+              f(size_t(((n * c.c_in + co / c.per_group) * c.h + r) * c.w + q),
+                size_t(((n * c.c_out() + co) * c.ho() + i) * c.wo() + j),
+                size_t((co * c.kh + a) * c.kw + b));
+            }
+}
+
+const Case kCases[] = {
+    // n, c_in, per_group, h, w, kh, kw, sh, sw, ph, pw, d
+    {2, 3, 1, 12, 12, 3, 3, 2, 2, 1, 1, 1},  // MobileNet's downsampling 3x3
+    {1, 2, 1, 11, 37, 3, 3, 2, 2, 1, 1, 1},  // odd sizes, rows over several vectors
+    {1, 2, 2, 9, 9, 5, 5, 2, 2, 2, 2, 1},    // 5x5 stride 2, two outputs per channel
+    {1, 3, 1, 14, 40, 5, 5, 1, 2, 2, 2, 1},  // stride 2 along w only
+    {1, 2, 1, 16, 13, 3, 5, 2, 1, 1, 2, 1},  // 3x5, stride 2 along h only
+    {2, 2, 1, 15, 15, 7, 7, 2, 2, 3, 3, 1},  // 7x7
+    {1, 2, 1, 10, 21, 3, 3, 2, 2, 2, 2, 2},  // dilation 2
+    {1, 2, 1, 13, 50, 3, 3, 3, 3, 1, 0, 1},  // stride 3
+    {1, 2, 1, 8, 8, 3, 3, 2, 2, 0, 0, 1},    // no padding
+    {1, 2, 1, 6, 34, 3, 3, 2, 2, 2, 1, 1},   // a padding of 2 on a 3x3
+    {1, 1, 1, 2, 2, 3, 3, 2, 2, 1, 1, 1},    // a single output
+    {1, 2, 1, 9, 9, 5, 5, 1, 1, 0, 3, 1},    // stride 1 with padding past half on one side
+    {3, 4, 1, 7, 7, 3, 3, 2, 2, 1, 1, 1},    // narrow rows (7)
+};
+
+template <class T>
+std::vector<T> to(const std::vector<float>& v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+template <class T>
+void check_forward(const Case& c) {
+  const auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 7 + c.w));
+  const auto w = test::uniform_floats(size_t(c.c_out() * c.kh * c.kw), uint32_t(c.kw + 5));
+  std::vector<double> want(size_t(c.n * c.c_out() * c.ho() * c.wo()), 0.0);
+  for_each_product(c, [&](size_t xi, size_t yi, size_t wi) { want[yi] += double(x[xi]) * w[wi]; });
+  auto tx = Tensor<Cpu, 4>::from_data(TensorData::from<T>(to<T>(x), {c.n, c.c_in, c.h, c.w}));
+  auto tw = Tensor<Cpu, 4>::from_data(TensorData::from<T>(to<T>(w), {c.c_out(), 1, c.kh, c.kw}));
+  const auto y =
+      conv2d(tx, tw,
+             {.stride = {c.sh, c.sw}, .padding = {c.ph, c.pw}, .dilation = {c.d}, .groups = c.c_in})
+          .to_data()
+          .template to_vec<T>();
+  ASSERT_EQ(y.size(), want.size()) << c.name();
+  const double tol = (sizeof(T) == 4 ? 2e-6 : 1e-13) * double(c.kh * c.kw);
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::abs(double(y[i]) - want[i]) <= tol) && bad++ < 5)
+      ADD_FAILURE() << c.name() << " at " << i << ": " << y[i] << " vs " << want[i];
+  EXPECT_EQ(bad, 0) << c.name();
+}
+
+template <class T>
+void check_weight_grad(const Case& c) {
+  using AD = Autodiff<Cpu>;
+  const auto x = test::uniform_floats(size_t(c.n * c.c_in * c.h * c.w), uint32_t(c.h * 3 + c.w));
+  const auto w = test::uniform_floats(size_t(c.c_out() * c.kh * c.kw), uint32_t(c.w + 11));
+  const auto gy =
+      test::uniform_floats(size_t(c.n * c.c_out() * c.ho() * c.wo()), uint32_t(c.h + 17));
+  std::vector<double> want(w.size(), 0.0);
+  for_each_product(c, [&](size_t xi, size_t yi, size_t wi) { want[wi] += double(gy[yi]) * x[xi]; });
+  auto tx = Tensor<AD, 4>::from_data(TensorData::from<T>(to<T>(x), {c.n, c.c_in, c.h, c.w}));
+  auto tw = Tensor<AD, 4>::from_data(TensorData::from<T>(to<T>(w), {c.c_out(), 1, c.kh, c.kw}))
+                .require_grad();
+  auto tg =
+      Tensor<AD, 4>::from_data(TensorData::from<T>(to<T>(gy), {c.n, c.c_out(), c.ho(), c.wo()}));
+  auto y = conv2d(
+      tx, tw,
+      {.stride = {c.sh, c.sw}, .padding = {c.ph, c.pw}, .dilation = {c.d}, .groups = c.c_in});
+  const auto grads = (y * tg).sum().backward();
+  const auto got = tw.grad(grads)->to_data().template to_vec<T>();
+  ASSERT_EQ(got.size(), want.size()) << c.name();
+  const double tol = (sizeof(T) == 4 ? 2e-6 : 1e-13) * double(c.n * c.ho() * c.wo());
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::abs(double(got[i]) - want[i]) <= tol) && bad++ < 5)
+      ADD_FAILURE() << c.name() << " weight gradient at " << i << ": " << got[i] << " vs "
+                    << want[i];
+  EXPECT_EQ(bad, 0) << c.name();
+}
+
+}  // namespace
+
+TEST(CpuDepthwiseStrided, TheForwardMatchesSumsInDoubles) {
+  for (const Case& c : kCases) {
+    check_forward<float>(c);
+    check_forward<double>(c);
+  }
+}
+
+TEST(CpuDepthwiseStrided, TheWeightGradientMatchesSumsInDoubles) {
+  for (const Case& c : kCases) {
+    check_weight_grad<float>(c);
+    check_weight_grad<double>(c);
+  }
+}
