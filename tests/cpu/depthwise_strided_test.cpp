@@ -1,5 +1,6 @@
-// The CPU's depthwise convolutions off the stride-1 path (the phase layout, depthwise.cpp): the
-// forward and the weight gradient of conv2d with groups = channels against sums in doubles, for
+// The CPU's depthwise convolutions off AVX2's 3x3 stride-1 kernel (the wide and phase layouts,
+// the row loops, depthwise.cpp): the forward, the transposed conv (the input gradient) and the
+// weight gradient of conv2d with groups = channels against sums in doubles, for
 // strides of 2 and 3 (and 2 along one dim only), windows of 3x3, 5x5, 3x5 and 7x7, dilations of
 // 1 and 2, paddings from 0 to beyond half the window, rows narrower and wider than a vector, in
 // f32 and f64, with one and two outputs per input channel.
@@ -63,6 +64,9 @@ const Case kCases[] = {
     {1, 1, 1, 2, 2, 3, 3, 2, 2, 1, 1, 1},    // a single output
     {1, 2, 1, 9, 9, 5, 5, 1, 1, 0, 3, 1},    // stride 1 with padding past half on one side
     {3, 4, 1, 7, 7, 3, 3, 2, 2, 1, 1, 1},    // narrow rows (7)
+    {2, 3, 1, 11, 19, 5, 5, 1, 1, 2, 2, 1},  // 5x5 stride 1 (its transposed conv turned around)
+    {1, 2, 1, 12, 12, 7, 3, 1, 1, 3, 0, 1},  // 7x3 stride 1, no column padding
+    {1, 2, 1, 9, 30, 3, 3, 1, 1, 1, 1, 2},   // stride 1, dilation 2
 };
 
 template <class T>
@@ -121,7 +125,46 @@ void check_weight_grad(const Case& c) {
   EXPECT_EQ(bad, 0) << c.name();
 }
 
+// conv_transpose2d of gy with the conv's weights: dx[xi] = the sum of gy[yi] w[wi] over the
+// conv's products (output_padding gives back the rows and columns the conv's stride dropped).
+template <class T>
+void check_transposed(const Case& c) {
+  if (c.per_group != 1) return;
+  const auto gy =
+      test::uniform_floats(size_t(c.n * c.c_out() * c.ho() * c.wo()), uint32_t(c.w * 7 + 1));
+  const auto w = test::uniform_floats(size_t(c.c_out() * c.kh * c.kw), uint32_t(c.h + 5));
+  std::vector<double> want(size_t(c.n * c.c_in * c.h * c.w), 0.0);
+  for_each_product(c, [&](size_t xi, size_t yi, size_t wi) { want[xi] += double(gy[yi]) * w[wi]; });
+  const int64_t oph = c.h - ((c.ho() - 1) * c.sh - 2 * c.ph + c.d * (c.kh - 1) + 1);
+  const int64_t opw = c.w - ((c.wo() - 1) * c.sw - 2 * c.pw + c.d * (c.kw - 1) + 1);
+  auto tg =
+      Tensor<Cpu, 4>::from_data(TensorData::from<T>(to<T>(gy), {c.n, c.c_out(), c.ho(), c.wo()}));
+  auto tw = Tensor<Cpu, 4>::from_data(TensorData::from<T>(to<T>(w), {c.c_out(), 1, c.kh, c.kw}));
+  const auto dx = conv_transpose2d(tg, tw,
+                                   {.stride = {c.sh, c.sw},
+                                    .padding = {c.ph, c.pw},
+                                    .output_padding = {oph, opw},
+                                    .dilation = {c.d},
+                                    .groups = c.c_in})
+                      .to_data()
+                      .template to_vec<T>();
+  ASSERT_EQ(dx.size(), want.size()) << c.name();
+  const double tol = (sizeof(T) == 4 ? 2e-6 : 1e-13) * double(c.kh * c.kw);
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::abs(double(dx[i]) - want[i]) <= tol) && bad++ < 5)
+      ADD_FAILURE() << c.name() << " transposed at " << i << ": " << dx[i] << " vs " << want[i];
+  EXPECT_EQ(bad, 0) << c.name();
+}
+
 }  // namespace
+
+TEST(CpuDepthwiseStrided, TheTransposedConvMatchesSumsInDoubles) {
+  for (const Case& c : kCases) {
+    check_transposed<float>(c);
+    check_transposed<double>(c);
+  }
+}
 
 TEST(CpuDepthwiseStrided, TheForwardMatchesSumsInDoubles) {
   for (const Case& c : kCases) {
