@@ -199,16 +199,16 @@ void bm_max_pool2d(State& st) {
   bench::set_bytes(st, kF32 * (kPoolN * kPoolC * kPoolHW * kPoolHW + out));
 }
 
-void bm_depthwise_conv2d(State& st) {
+void bm_depthwise_conv2d(State& st, const bench::DepthwiseSize& d) {
   using namespace bench;
-  auto x = uniform<Cpu, 4>({kDepthwiseN, kDepthwiseC, kDepthwiseHW, kDepthwiseHW});
-  auto w = uniform<Cpu, 4>({kDepthwiseC, 1, 3, 3});
-  ConvOptions o{.padding = {1}, .groups = kDepthwiseC};
+  auto x = uniform<Cpu, 4>({d.n, d.c, d.hw, d.hw});
+  auto w = uniform<Cpu, 4>({d.c, 1, d.k, d.k});
+  ConvOptions o{.stride = {d.stride}, .padding = {d.k / 2}, .groups = d.c};
   for (auto _ : st) {
     auto y = conv2d(x, w, o);
     benchmark::DoNotOptimize(y);
   }
-  bench::set_bytes(st, 2 * kF32 * kDepthwiseN * kDepthwiseC * kDepthwiseHW * kDepthwiseHW);
+  bench::set_bytes(st, d.bytes());
 }
 
 void reg(const std::string& name, void (*fn)(State&), benchmark::TimeUnit unit) {
@@ -242,7 +242,11 @@ void register_ember_benchmarks() {
   reg("cpu/max_pool2d/" + std::to_string(bench::kPoolN) + "x" + std::to_string(bench::kPoolC) +
           "x" + std::to_string(bench::kPoolHW) + "x" + std::to_string(bench::kPoolHW) + "_k3s2",
       bm_max_pool2d, kMillisecond);
-  reg(std::string("cpu/") + bench::kDepthwiseName, bm_depthwise_conv2d, kMillisecond);
+  for (const auto& d : bench::kDepthwiseSizes)
+    benchmark::RegisterBenchmark((std::string("cpu/depthwise_conv2d/") + d.name).c_str(),
+                                 bm_depthwise_conv2d, d)
+        ->UseRealTime()
+        ->Unit(kMillisecond);
 }
 
 // Convolutions are GEMM-bound: they run after the bandwidth benchmarks, beside matmul.
@@ -364,8 +368,7 @@ int main(int argc, char** argv) {
     }
     std::unique_ptr<bench::TorchServer> torch;
     if (!torch_script.empty()) try {
-        torch = std::make_unique<bench::TorchServer>(python, torch_script,
-                                                     ember::num_threads());
+        torch = std::make_unique<bench::TorchServer>(python, torch_script, ember::num_threads());
       } catch (const std::exception& e) {
         std::fprintf(stderr, "cpu_bench: no PyTorch peer: %s\n", e.what());
       }

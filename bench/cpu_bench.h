@@ -69,11 +69,20 @@ inline constexpr AttentionSize kAttentionSizes[] = {
 };
 /// max_pool2d: the ResNet stem's 3x3, stride 2, padding 1 pool of [8, 64, 112, 112].
 inline constexpr int64_t kPoolN = 8, kPoolC = 64, kPoolHW = 112;
-/// A depthwise conv2d: x [8, 64, 56, 56] with w [64, 1, 3, 3], groups 64, stride 1, padding 1
-/// (a MobileNet block's): memory-bound, its bytes the input and the output. Named
-/// "depthwise_conv2d/8x64x56x56_k3" on every side ("copy": a memcpy of the same bytes).
-inline constexpr int64_t kDepthwiseN = 8, kDepthwiseC = 64, kDepthwiseHW = 56;
-inline constexpr const char* kDepthwiseName = "depthwise_conv2d/8x64x56x56_k3";
+/// Depthwise conv2ds: x [n, c, hw, hw] with w [c, 1, k, k], groups c, padding k / 2: a MobileNet
+/// block's 3x3 at stride 1, and an EfficientNet downsampling block's 5x5 at stride 2. Memory-
+/// bound, their bytes the input and the output. Named "depthwise_conv2d/<name>" on every side
+/// ("copy": a memcpy of the same bytes).
+struct DepthwiseSize {
+  const char* name;
+  int64_t n, c, hw, k, stride;
+  int64_t out_hw() const { return (hw + 2 * (k / 2) - k) / stride + 1; }
+  int64_t bytes() const { return int64_t(sizeof(float)) * n * c * (hw * hw + out_hw() * out_hw()); }
+};
+inline constexpr DepthwiseSize kDepthwiseSizes[] = {
+    {"8x64x56x56_k3", 8, 64, 56, 3, 1},
+    {"8x96x56x56_k5s2", 8, 96, 56, 5, 2},
+};
 
 // Work per iteration, read by merge_bench.py to turn the median time into a rate. Exactly one
 // is set per benchmark: "flop" (GFLOP/s), "bytes" moved = read + written (GB/s), or "ops"

@@ -306,8 +306,9 @@ void register_copy_benchmarks() {
       3 * kF32 * kElems);
   reg("copy/sum/" + std::to_string(kSumElems >> 20) + "M", benchmark::kMillisecond, copy_bytes,
       kF32 * kSumElems);
-  reg(std::string("copy/") + kDepthwiseName, benchmark::kMillisecond, copy_bytes,
-      2 * kF32 * kDepthwiseN * kDepthwiseC * kDepthwiseHW * kDepthwiseHW);
+  for (const auto& d : kDepthwiseSizes)
+    reg(std::string("copy/depthwise_conv2d/") + d.name, benchmark::kMillisecond, copy_bytes,
+        d.bytes());
 }
 
 void register_blas_benchmarks() {

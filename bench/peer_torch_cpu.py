@@ -41,7 +41,8 @@ CONV2D_SIZES = (("resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3),
                 ("cifar_3x3_32x32x32x32", 32, 32, 32, 32, 3),
                 ("small_3x3_64x16x28x28", 64, 16, 16, 28, 3))
 POOL_N, POOL_C, POOL_HW = 8, 64, 112  # max_pool2d 3x3, stride 2, padding 1
-DW_N, DW_C, DW_HW = 8, 64, 56  # depthwise conv2d 3x3, groups DW_C, padding 1
+# depthwise conv2d: (name, n, c, hw, k, stride), groups c, padding k // 2; as bench/cpu_bench.h
+DEPTHWISE_SIZES = (("8x64x56x56_k3", 8, 64, 56, 3, 1), ("8x96x56x56_k5s2", 8, 96, 56, 5, 2))
 # attention: (name, heads, len, d, causal), q = k = v shapes; as bench/cpu_bench.h
 ATTENTION_SIZES = (("8x512x64", 8, 512, 64, False),
                    ("8x1024x64_causal", 8, 1024, 64, True))
@@ -105,9 +106,9 @@ def cases():
         x = uniform(POOL_N, POOL_C, POOL_HW, POOL_HW)
         return lambda: torch.nn.functional.max_pool2d(x, 3, 2, 1)
 
-    def depthwise_conv2d():
-        x, w = uniform(DW_N, DW_C, DW_HW, DW_HW), uniform(DW_C, 1, 3, 3)
-        return lambda: torch.nn.functional.conv2d(x, w, None, 1, 1, 1, DW_C)
+    def depthwise_conv2d(n, c, hw, k, stride):
+        x, w = uniform(n, c, hw, hw), uniform(c, 1, k, k)
+        return lambda: torch.nn.functional.conv2d(x, w, None, stride, k // 2, 1, c)
 
     def attention(heads, n, d, causal):
         # torch 1.13 has no scaled_dot_product_attention: the same math as three ops
@@ -137,7 +138,8 @@ def cases():
     yield f"layer_norm/{SOFTMAX_ROWS}x{SOFTMAX_COLS}", layer_norm
     yield f"transpose_copy/{sq}", transpose_copy
     yield f"max_pool2d/{POOL_N}x{POOL_C}x{POOL_HW}x{POOL_HW}_k3s2", max_pool2d
-    yield f"depthwise_conv2d/{DW_N}x{DW_C}x{DW_HW}x{DW_HW}_k3", depthwise_conv2d
+    for name, *size in DEPTHWISE_SIZES:
+        yield f"depthwise_conv2d/{name}", lambda size=size: depthwise_conv2d(*size)
     for name, *size in MATMUL_SIZES:
         yield f"matmul/{name}", lambda size=size: matmul(*size)
     for name, *size in MATMUL_SIZES:
