@@ -12,6 +12,7 @@
 
 #include "ember/ember.h"
 #include "tests/support/conv_reference.h"
+#include "tests/support/expect_near.h"
 
 using namespace ember;
 
@@ -87,13 +88,7 @@ void check_forward(const Case& c) {
              {.stride = {c.sh, c.sw}, .padding = {c.ph, c.pw}, .dilation = {c.d}, .groups = c.c_in})
           .to_data()
           .template to_vec<T>();
-  ASSERT_EQ(y.size(), want.size()) << c.name();
-  const double tol = (sizeof(T) == 4 ? 2e-6 : 1e-13) * double(c.kh * c.kw);
-  int64_t bad = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!(std::abs(double(y[i]) - want[i]) <= tol) && bad++ < 5)
-      ADD_FAILURE() << c.name() << " at " << i << ": " << y[i] << " vs " << want[i];
-  EXPECT_EQ(bad, 0) << c.name();
+  test::expect_near(y, want, (sizeof(T) == 4 ? 2e-6 : 1e-13) * double(c.kh * c.kw), c.name());
 }
 
 template <class T>
@@ -115,14 +110,8 @@ void check_weight_grad(const Case& c) {
       {.stride = {c.sh, c.sw}, .padding = {c.ph, c.pw}, .dilation = {c.d}, .groups = c.c_in});
   const auto grads = (y * tg).sum().backward();
   const auto got = tw.grad(grads)->to_data().template to_vec<T>();
-  ASSERT_EQ(got.size(), want.size()) << c.name();
-  const double tol = (sizeof(T) == 4 ? 2e-6 : 1e-13) * double(c.n * c.ho() * c.wo());
-  int64_t bad = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!(std::abs(double(got[i]) - want[i]) <= tol) && bad++ < 5)
-      ADD_FAILURE() << c.name() << " weight gradient at " << i << ": " << got[i] << " vs "
-                    << want[i];
-  EXPECT_EQ(bad, 0) << c.name();
+  test::expect_near(got, want, (sizeof(T) == 4 ? 2e-6 : 1e-13) * double(c.n * c.ho() * c.wo()),
+                    c.name() + " weight gradient");
 }
 
 // conv_transpose2d of gy with the conv's weights: dx[xi] = the sum of gy[yi] w[wi] over the
@@ -148,13 +137,8 @@ void check_transposed(const Case& c) {
                                     .groups = c.c_in})
                       .to_data()
                       .template to_vec<T>();
-  ASSERT_EQ(dx.size(), want.size()) << c.name();
-  const double tol = (sizeof(T) == 4 ? 2e-6 : 1e-13) * double(c.kh * c.kw);
-  int64_t bad = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!(std::abs(double(dx[i]) - want[i]) <= tol) && bad++ < 5)
-      ADD_FAILURE() << c.name() << " transposed at " << i << ": " << dx[i] << " vs " << want[i];
-  EXPECT_EQ(bad, 0) << c.name();
+  test::expect_near(dx, want, (sizeof(T) == 4 ? 2e-6 : 1e-13) * double(c.kh * c.kw),
+                    c.name() + " transposed");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Element-wise comparison of a kernel's floats with an oracle's doubles, for the CPU kernel
-// tests: every element within `tol`, the first five misses reported with their index.
+// Element-wise comparison of a kernel's floats (or doubles) with an oracle's doubles, for the CPU
+// kernel tests: every element within `tol`, the first five misses reported with their index.
 //
 //   test::expect_near(y.to_data().to_vec<float>(), want, 1e-5, "conv2d forward");
 #pragma once
@@ -12,8 +12,9 @@
 
 namespace ember::test {
 
-inline void expect_near(const std::vector<float>& got, const std::vector<double>& want, double tol,
-                        const std::string& what) {
+template <class T>
+void expect_near(const std::vector<T>& got, const std::vector<double>& want, double tol,
+                 const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   int64_t bad = 0;
   for (size_t i = 0; i < want.size(); ++i)
