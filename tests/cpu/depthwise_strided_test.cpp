@@ -6,7 +6,6 @@
 // f32 and f64, with one and two outputs per input channel.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 #include <vector>
 
