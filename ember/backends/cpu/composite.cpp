@@ -16,24 +16,29 @@ namespace {
 using vmath::load8;
 using vmath::vf8;
 
-// The largest of a row's n floats (NaN never wins: it comes back from exp later). This is the
-// first pass over the row, from memory.
-float row_max(const float* x, int64_t n) {
-  vf8 acc[2];
-  acc[0] = acc[1] = vf8{} - INFINITY;
+// m[r] = the largest of row r's n floats (rows n apart; NaN never wins: it comes back from exp
+// later). The rows are read side by side: this is the first pass over them, from memory, and one
+// sequential run per core is held to what the prefetchers fetch ahead of it (reduce.cpp).
+template <int R>
+void row_maxima(const float* x, int64_t n, float (&m)[R]) {
+  vf8 acc[R][2];
+  for (auto& a : acc) a[0] = a[1] = vf8{} - INFINITY;
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const vf8 a = load8(x + i), b = load8(x + i + 8);
-    acc[0] = a > acc[0] ? a : acc[0];
-    acc[1] = b > acc[1] ? b : acc[1];
+  for (; i + 16 <= n; i += 16)
+    for (int r = 0; r < R; ++r) {
+      const vf8 a = load8(x + r * n + i), b = load8(x + r * n + i + 8);
+      acc[r][0] = a > acc[r][0] ? a : acc[r][0];
+      acc[r][1] = b > acc[r][1] ? b : acc[r][1];
+    }
+  for (int r = 0; r < R; ++r) {
+    float best = -INFINITY;
+    for (int j = 0; j < 8; ++j) {
+      best = acc[r][0][j] > best ? acc[r][0][j] : best;
+      best = acc[r][1][j] > best ? acc[r][1][j] : best;
+    }
+    for (int64_t k = i; k < n; ++k) best = x[r * n + k] > best ? x[r * n + k] : best;
+    m[r] = best;
   }
-  float best = -INFINITY;
-  for (int j = 0; j < 8; ++j) {
-    best = acc[0][j] > best ? acc[0][j] : best;
-    best = acc[1][j] > best ? acc[1][j] : best;
-  }
-  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
-  return best;
 }
 
 // One softmax row given its max: y = exp(x - max) / sum (log: x - max - log(sum)).
@@ -53,15 +58,30 @@ void softmax_row_f32(const float* x, float* y, int64_t n, float m, bool log) {
   }
 }
 
-// Softmax rows [b, e) of n floats, one after the other: the maxima's pass reads a row from
-// memory (a thread's rows are one sequential run) and the exps and the scale find it in cache.
-// The maxima of 4 rows side by side, with the next 4 fetched into L2 during the exps, had been
-// faster on an AVX2 EPYC (4096 x 1024 on 2 threads 1.95-1.99 -> 1.81-1.83 ms, fastest runs); on a
-// Zen 4 one row at a time is (1.04-1.06 -> 0.98 ms, alternating runs; fetching the next row
-// during the exps 1.04).
+// Softmax rows [b, e) of n floats, their maxima 4 rows at a time. While a row's exps are
+// computed (from L1: the maxima's pass brought the rows in), the same row of the next 4 is
+// fetched into L2, so that the next maxima's pass, the only one from memory, overlaps with them:
+// 4096 x 1024 on 2 threads of an AVX2 CPU, 1.95-1.99 -> 1.81-1.83 ms (fastest runs, alternating).
+// Into L1 instead it gained half that, and fetching the output rows for writing too nothing. One
+// row at a time, with nothing fetched, was faster on a Zen 4 (1.09 -> 0.94 ms) and slower on a
+// Xeon (1.25 -> 1.64, medians of 4 alternating runs; layer_norm's rows likewise: 0.91 -> 0.76 on
+// the Zen 4, 0.82 -> 1.05 on the Xeon).
 void softmax_rows_f32(const float* x, float* y, int64_t b, int64_t e, int64_t n, bool log) {
-  for (int64_t o = b; o < e; ++o)
-    softmax_row_f32(x + o * n, y + o * n, n, row_max(x + o * n, n), log);
+  int64_t o = b;
+  for (; o + 4 <= e; o += 4) {
+    float m[4];
+    row_maxima(x + o * n, n, m);
+    for (int r = 0; r < 4; ++r) {
+      if (o + 8 <= e)
+        for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(x + (o + 4 + r) * n + i, 0, 2);
+      softmax_row_f32(x + (o + r) * n, y + (o + r) * n, n, m[r], log);
+    }
+  }
+  for (; o < e; ++o) {
+    float m[1];
+    row_maxima(x + o * n, n, m);
+    softmax_row_f32(x + o * n, y + o * n, n, m[0], log);
+  }
 }
 
 // The general case over [outer, n, inner] in the compute type C.
@@ -105,31 +125,34 @@ bool has_composite_kernel(OpCode c) {
 }
 
 namespace {
-// The sum of a row's x - center (Squares: of their squares), 16 float lanes totalled in
-// double. layer_norm's first pass reads the row from memory.
-template <bool Squares>
-double row_moment(const float* x, int64_t n, float center) {
-  vf8 acc[2] = {};
+// For R float rows n apart: out[r] = the sum of row r's x - center[r] (Squares: of their
+// squares). The rows are read side by side (layer_norm's first pass reads them from memory); 16
+// float lanes a row, totalled in double.
+template <int R, bool Squares>
+void row_moments(const float* x, int64_t n, const float (&center)[R], double (&out)[R]) {
+  vf8 acc[R][2] = {};
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const vf8 a = load8(x + i) - center, b = load8(x + i + 8) - center;
-    acc[0] += Squares ? a * a : a;
-    acc[1] += Squares ? b * b : b;
+  for (; i + 16 <= n; i += 16)
+    for (int r = 0; r < R; ++r) {
+      const vf8 a = load8(x + r * n + i) - center[r], b = load8(x + r * n + i + 8) - center[r];
+      acc[r][0] += Squares ? a * a : a;
+      acc[r][1] += Squares ? b * b : b;
+    }
+  for (int r = 0; r < R; ++r) {
+    double t = 0;
+    for (int j = 0; j < 8; ++j) t += double(acc[r][0][j]) + double(acc[r][1][j]);
+    for (int64_t k = i; k < n; ++k) {
+      const double v = double(x[r * n + k]) - double(center[r]);
+      t += Squares ? v * v : v;
+    }
+    out[r] = t;
   }
-  double t = 0;
-  for (int j = 0; j < 8; ++j) t += double(acc[0][j]) + double(acc[1][j]);
-  for (; i < n; ++i) {
-    const double v = double(x[i]) - double(center);
-    t += Squares ? v * v : v;
-  }
-  return t;
 }
 
 // layer_norm (rms_norm: `layer` false) of f32 rows [b, e) of n: per row its mean (layer_norm),
 // then the variance around it (rms_norm: the mean square), then y = (x - mean) * rstd * gamma
-// + beta, a row at a time. The row is read from memory once: the second and third passes find
-// it in cache. 4 rows side by side, layer_norm of 4096 x 1024 on 2 threads of a Zen 4 took 0.92
-// ms against 0.80 (alternating runs).
+// + beta, the rows 4 at a time. The row is read from memory once: the second and third passes
+// find it in cache.
 void norm_rows_f32(const float* x, const float* gamma, const float* beta, float* y, int64_t b,
                    int64_t e, int64_t n, double eps, bool layer) {
   auto finish = [&](const float* xr, float* yr, float mean, double ms) {
@@ -139,11 +162,19 @@ void norm_rows_f32(const float* x, const float* gamma, const float* beta, float*
       yr[k] = beta ? v + beta[k] : v;
     }
   };
-  for (int64_t o = b; o < e; ++o) {
-    const float* xr = x + o * n;
-    const float mean = layer ? static_cast<float>(row_moment<false>(xr, n, 0.f) / double(n)) : 0.f;
-    finish(xr, y + o * n, mean, row_moment<true>(xr, n, mean) / double(n));
-  }
+  auto rows = [&]<int R>(int64_t o) {
+    double s[R], q[R];
+    float mean[R] = {};
+    if (layer) {
+      row_moments<R, false>(x + o * n, n, mean, s);
+      for (int r = 0; r < R; ++r) mean[r] = static_cast<float>(s[r] / double(n));
+    }
+    row_moments<R, true>(x + o * n, n, mean, q);
+    for (int r = 0; r < R; ++r) finish(x + (o + r) * n, y + (o + r) * n, mean[r], q[r] / double(n));
+  };
+  int64_t o = b;
+  for (; o + 4 <= e; o += 4) rows.template operator()<4>(o);
+  for (; o < e; ++o) rows.template operator()<1>(o);
 }
 
 // The same for doubles and halves, element by element in double (halves round once, at the
