@@ -3,7 +3,7 @@
 // weight gradient of conv2d with groups = channels against sums in doubles, for
 // strides of 2 and 3 (and 2 along one dim only), windows of 3x3, 5x5, 3x5 and 7x7, dilations of
 // 1 and 2, paddings from 0 to beyond half the window, rows narrower and wider than a vector, in
-// f32 and f64, with one and two outputs per input channel.
+// f32 and f64, with one and two outputs per input channel; and one 3-d case.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -161,4 +161,46 @@ TEST(CpuDepthwiseStrided, TheWeightGradientMatchesSumsInDoubles) {
     check_weight_grad<float>(c);
     check_weight_grad<double>(c);
   }
+}
+
+TEST(CpuDepthwiseStrided, ThreeDimsMatchSumsInDoubles) {
+  // conv3d with groups = channels, strides (2, 1, 2), a 3 x 2 x 5 window, paddings (1, 0, 2), and
+  // its transposed conv: the phase layout along the depth too.
+  const int64_t n = 2, c = 3, D = 7, H = 6, W = 11, kd = 3, kh = 2, kw = 5;
+  const int64_t sd = 2, sh = 1, sw = 2, pd = 1, ph = 0, pw = 2;
+  const int64_t od = (D + 2 * pd - kd) / sd + 1, oh = (H + 2 * ph - kh) / sh + 1,
+                ow = (W + 2 * pw - kw) / sw + 1;
+  const auto x = test::uniform_floats(size_t(n * c * D * H * W), 41);
+  const auto w = test::uniform_floats(size_t(c * kd * kh * kw), 43);
+  const auto gy = test::uniform_floats(size_t(n * c * od * oh * ow), 47);
+  std::vector<double> y(gy.size(), 0.0), dx(x.size(), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < od; ++i)
+        for (int64_t j = 0; j < oh; ++j)
+          for (int64_t l = 0; l < ow; ++l)
+            for (int64_t a = 0; a < kd; ++a)
+              for (int64_t e = 0; e < kh; ++e)
+                for (int64_t f = 0; f < kw; ++f) {
+                  const int64_t z = i * sd + a - pd, r = j * sh + e - ph, q = l * sw + f - pw;
+                  if (z < 0 || z >= D || r < 0 || r >= H || q < 0 || q >= W) continue;
+                  const size_t xi = size_t((((b * c + ch) * D + z) * H + r) * W + q);
+                  const size_t yi = size_t((((b * c + ch) * od + i) * oh + j) * ow + l);
+                  const size_t wi = size_t(((ch * kd + a) * kh + e) * kw + f);
+                  y[yi] += double(x[xi]) * w[wi];
+                  dx[xi] += double(gy[yi]) * w[wi];
+                }
+  auto tx = Tensor<Cpu, 5>::from_data(TensorData::from<float>(x, {n, c, D, H, W}));
+  auto tw = Tensor<Cpu, 5>::from_data(TensorData::from<float>(w, {c, 1, kd, kh, kw}));
+  auto tg = Tensor<Cpu, 5>::from_data(TensorData::from<float>(gy, {n, c, od, oh, ow}));
+  const auto got = conv3d(tx, tw, {.stride = {sd, sh, sw}, .padding = {pd, ph, pw}, .groups = c});
+  test::expect_near(got.to_data().to_vec<float>(), y, 2e-6 * double(kd * kh * kw), "conv3d");
+  const int64_t opd = D - ((od - 1) * sd - 2 * pd + kd), opw = W - ((ow - 1) * sw - 2 * pw + kw);
+  const auto back = conv_transpose3d(tg, tw,
+                                     {.stride = {sd, sh, sw},
+                                      .padding = {pd, ph, pw},
+                                      .output_padding = {opd, 0, opw},
+                                      .groups = c});
+  test::expect_near(back.to_data().to_vec<float>(), dx, 2e-6 * double(kd * kh * kw),
+                    "conv_transpose3d");
 }
