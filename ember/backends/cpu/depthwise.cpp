@@ -163,7 +163,7 @@ struct Phases : WideRows {
   // the columns whose inputs are all inside the row, the last step over the one before where
   // their count is not a multiple of L, and the few columns at the edges a value at a time: 28
   // columns with a padding of 2 had taken 1 vector and 7 columns a value at a time (8 x 240 x
-  // 28^2, 5x5, on 2 threads of a Zen 4: 0.79 -> 0.69 ms). Copying the row with its padding
+  // 28^2, 5x5, on 2 threads of a Zen 4: 0.79 -> 0.64-0.68 ms). Copying the row with its padding
   // into a buffer first, to run vectors from edge to edge, made the loads wait on those stores.
   template <class T>
   void split_row(const Geom& g, const T* src, T* row) const {
