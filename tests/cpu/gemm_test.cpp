@@ -105,6 +105,10 @@ const Case kCases[] = {
     // writing C in place (48 columns on AVX-512, 24 on AVX2) and through a tile
     {600, 48, 70, false, false, true},
     {600, 24, 70, false, false, false},
+    // a row-major A of few rows times a column-major B (g w^T of a linear layer's input
+    // gradient), computed as C^T = B^T A^T: several K blocks, C^T's last panel short (60 of
+    // 64 columns), its rows not a multiple of the tile's
+    {60, 333, 1100, false, true, false},
 };
 
 std::vector<CpuIsa> levels() {
