@@ -20,27 +20,33 @@ namespace {
 
 // ---- stride 1: the wide layout ----------------------------------------------------------
 
-// out[i] = sum over taps t of w[t] * x[i + off[t]], for i in [0, n)
-template <class T>
-void tap_sum(const T* x, const T* w, const int64_t* off, int64_t K, int64_t n, T* out) {
+// out[0, N vectors) = sum over taps t of w[t] * x[off[t] + (0, N vectors)]
+template <int N, class T>
+[[gnu::always_inline]] inline void tap_vectors(const T* x, const T* w, const int64_t* off,
+                                               int64_t K, T* out) {
   using V = Vec<T>;
   constexpr int64_t L = kLanes<T>;
-  int64_t i = 0;
-  for (; i + 4 * L <= n; i += 4 * L) {
-    V a0{}, a1{}, a2{}, a3{};
-    for (int64_t t = 0; t < K; ++t) {
-      const V wv = V{} + w[t];
-      const T* s = x + i + off[t];
-      a0 += wv * loadv(s);
-      a1 += wv * loadv(s + L);
-      a2 += wv * loadv(s + 2 * L);
-      a3 += wv * loadv(s + 3 * L);
-    }
-    storev(out + i, a0);
-    storev(out + i + L, a1);
-    storev(out + i + 2 * L, a2);
-    storev(out + i + 3 * L, a3);
+  V a[N] = {};
+  for (int64_t t = 0; t < K; ++t) {
+    const V wv = V{} + w[t];
+    const T* s = x + off[t];
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) a[j] += wv * loadv(s + j * L);
   }
+#pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) storev(out + j * L, a[j]);
+}
+
+// out[i] = sum over taps t of w[t] * x[i + off[t]], for i in [0, n): 8 vectors a step (each
+// tap's FMAs 8 independent sums, which two FMA units of 4 cycles' latency keep busy), then 4,
+// then one. With 4 a step, 7x7 over 8 x 32 x 112^2 took 3.8 ms on 2 threads of a Zen 4, 3.6
+// this way; 5x5 over 8 x 96 x 56^2 1.8-2.3 -> 1.8-2.1.
+template <class T>
+void tap_sum(const T* x, const T* w, const int64_t* off, int64_t K, int64_t n, T* out) {
+  constexpr int64_t L = kLanes<T>;
+  int64_t i = 0;
+  for (; i + 8 * L <= n; i += 8 * L) tap_vectors<8>(x + i, w, off, K, out + i);
+  for (; i + 4 * L <= n; i += 4 * L) tap_vectors<4>(x + i, w, off, K, out + i);
   // then a vector at a time, the last one over the one before where n is not a multiple of L
   // (a 14 x 14 output at a pitch of 16 is 222 positions: 30 of them had been summed a scalar at
   // a time, more than the vectors' work for a 5x5 window)
@@ -48,9 +54,7 @@ void tap_sum(const T* x, const T* w, const int64_t* off, int64_t K, int64_t n, T
     for (;; i += L) {
       if (i >= n) break;
       if (i + L > n) i = n - L;
-      V a{};
-      for (int64_t t = 0; t < K; ++t) a += (V{} + w[t]) * loadv(x + i + off[t]);
-      storev(out + i, a);
+      tap_vectors<1>(x + i, w, off, K, out + i);
     }
     return;
   }
@@ -131,33 +135,69 @@ struct Phases : WideRows {
   int64_t plane() const { return count * plane_size(); }  // the scratch all phases take
 
   // x (a plane of g.in) split into its phase planes in dst (plane() values), zeros where a phase
-  // position falls in the padding. The input's rows are read in order.
+  // position falls in the padding. The input's rows are read in order. Stride 2 along w splits
+  // each row inline, with every bound worked out once a plane and held in locals: the vector
+  // stores (memcpy's, which may alias anything) had every bound read again from the geometry
+  // after each store, in a call per row, and the split took as long as the taps' sums: 8 x 96 x
+  // 56^2, 5x5, 2 threads of a Zen 4, the split 0.28-0.29 ms of 0.62-0.64 -> 0.18-0.22.
   template <class T>
   void split(const Geom& g, const T* x, T* dst) const {
-    for (int64_t r0 = 0; r0 < pitch[0]; ++r0)
-      for (int64_t a0 = 0; a0 < g.s[0]; ++a0)
-        for (int64_t r1 = 0; r1 < pitch[1]; ++r1)
-          for (int64_t a1 = 0; a1 < g.s[1]; ++a1) {
-            const int64_t z = g.s[0] * r0 + a0 - g.p[0], y = g.s[1] * r1 + a1 - g.p[1];
-            T* row =
-                dst + (a0 * g.s[1] + a1) * g.s[2] * plane_size() + (r0 * pitch[1] + r1) * pitch[2];
-            if (z < 0 || z >= g.in[0] || y < 0 || y >= g.in[1]) {
-              for (int64_t b = 0; b < g.s[2]; ++b)
-                std::fill(row + b * plane_size(), row + b * plane_size() + pitch[2], T(0));
-            } else {
-              // the row 8 ahead fetched meanwhile (a prefetch past the plane's end does not
-              // fault): without it, 8 x 64 x 112^2 stride 2 took 2.1 ms on 2 threads of a Zen 4
-              // against 1.45 (the row loop before, which read the input in place), with it
-              // 1.36-1.49, as the row loop
-              const T* src = x + (z * g.in[1] + y) * g.in[2];
-              for (int64_t i = 0; i < g.in[2]; i += 64 / int64_t(sizeof(T)))
-                __builtin_prefetch(src + 8 * g.in[2] + i, 0, 3);
-              split_row(g, src, row);
-            }
-          }
+    if (g.s[2] != 2)
+      return for_input_rows(g, x, dst, [&](const T* src, T* row) { split_row(g, src, row); });
+    constexpr int64_t L = kLanes<T>;
+    const int64_t n = g.in[2], p = g.p[2], cols = pitch[2], plane = plane_size();
+    // columns [lo, hi) read inputs 2c - p and 2c + 1 - p inside [0, n)
+    const int64_t lo = std::min(cols, (p + 1) / 2), hi = std::max(lo, std::min(cols, (n + p) / 2));
+    const bool vectors = hi - lo >= L;
+    for_input_rows(g, x, dst, [=](const T* src, T* even) {
+      T* odd = even + plane;
+      auto at = [=](int64_t i) { return i >= 0 && i < n ? src[i] : T(0); };
+      auto pair = [=](int64_t c) {
+        const Vec<T> a = loadv(src + 2 * c - p), b = loadv(src + 2 * c - p + L);
+        storev(even + c, even_lanes<T>(a, b));
+        storev(odd + c, odd_lanes<T>(a, b));
+      };
+      int64_t c = 0;
+      for (; c < lo; ++c) even[c] = at(2 * c - p), odd[c] = at(2 * c + 1 - p);
+      if (vectors) {
+        for (; c + L <= hi; c += L) pair(c);
+        if (c < hi) pair(hi - L);  // over the one before
+        c = hi;
+      }
+      for (; c < cols; ++c) even[c] = at(2 * c - p), odd[c] = at(2 * c + 1 - p);
+    });
   }
 
  private:
+  // f(input row, its phase row in dst) for each row of each phase plane of dst inside the input;
+  // zeros for those in the padding.
+  template <class T, class F>
+  void for_input_rows(const Geom& g, const T* x, T* dst, F&& f) const {
+    const int64_t s0 = g.s[0], s1 = g.s[1], s2 = g.s[2], p0 = g.p[0], p1 = g.p[1];
+    const int64_t in0 = g.in[0], in1 = g.in[1], n = g.in[2];
+    const int64_t P0 = pitch[0], P1 = pitch[1], cols = pitch[2], plane = plane_size();
+    for (int64_t r0 = 0; r0 < P0; ++r0)
+      for (int64_t a0 = 0; a0 < s0; ++a0)
+        for (int64_t r1 = 0; r1 < P1; ++r1)
+          for (int64_t a1 = 0; a1 < s1; ++a1) {
+            const int64_t z = s0 * r0 + a0 - p0, y = s1 * r1 + a1 - p1;
+            T* row = dst + (a0 * s1 + a1) * s2 * plane + (r0 * P1 + r1) * cols;
+            if (z < 0 || z >= in0 || y < 0 || y >= in1) {
+              for (int64_t b = 0; b < s2; ++b)
+                std::fill(row + b * plane, row + b * plane + cols, T(0));
+              continue;
+            }
+            // the row 8 ahead fetched meanwhile (a prefetch past the plane's end does not
+            // fault): without it, 8 x 64 x 112^2 stride 2 took 2.1 ms on 2 threads of a Zen 4
+            // against 1.45 (the row loop before, which read the input in place), with it
+            // 1.36-1.49, as the row loop
+            const T* src = x + (z * in1 + y) * n;
+            for (int64_t i = 0; i < n; i += 64 / int64_t(sizeof(T)))
+              __builtin_prefetch(src + 8 * n + i, 0, 3);
+            f(src, row);
+          }
+  }
+
   // The row's phases: row[b * plane_size() + c] = src[s * c + b - p] (0 outside the row), for
   // each b. Stride 2 takes both phases of 2 * L inputs a step (the even and the odd lanes) over
   // the columns whose inputs are all inside the row, the last step over the one before where
