@@ -67,6 +67,7 @@ const Case kCases[] = {
     {2, 3, 1, 11, 19, 5, 5, 1, 1, 2, 2, 1},  // 5x5 stride 1 (its transposed conv turned around)
     {1, 2, 1, 12, 12, 7, 3, 1, 1, 3, 0, 1},  // 7x3 stride 1, no column padding
     {1, 2, 1, 9, 30, 3, 3, 1, 1, 1, 1, 2},   // stride 1, dilation 2
+    {1, 2, 1, 32, 29, 5, 5, 2, 2, 2, 2, 1},  // 5x5 stride 2, 16 rows of 15: blocks of rows
 };
 
 template <class T>
