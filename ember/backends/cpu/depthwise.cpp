@@ -199,15 +199,18 @@ auto rows_kernel(int sa, int sb) {
 // tap_sum over a layout of rows `pitch` apart whose first `cols` columns are wanted (the rest of
 // each row is left as it was): tap_rows over its whole rows, tap_sum for the last, partial one.
 // tap_sum alone where that would compute a quarter more vectors or over (tap_rows computes
-// whole blocks of rows and whole vectors of columns), and for layouts of under kTapRows whole
-// rows, rows under a vector, or groups of more than two spans. gw: tr.groups.size() values.
+// whole blocks of rows and whole vectors of columns), where the taps are under 6 or their groups
+// under 2 rows high on average (3x3 at stride 2: each input vector would serve one or two rows,
+// and the transposed 3x3 from 8 x 144 x 28^2 took 1.0-1.08 ms against 0.91-0.96), and for layouts
+// of under kTapRows whole rows, rows under a vector, or groups of more than two spans. gw:
+// tr.groups.size() values.
 template <class T>
 void tap_sum_rows(const TapRows& tr, const T* x, const T* w, const std::vector<int64_t>& off,
                   int64_t pitch, int64_t cols, int64_t n, TapRows::Weighted<T>* gw, T* out) {
   constexpr int64_t L = kLanes<T>;
   const int64_t K = int64_t(off.size()), full = n / pitch, G = int64_t(tr.groups.size());
   const int64_t blocks = (full + kTapRows - 1) / kTapRows, vectors = (cols + L - 1) / L;
-  if (tr.spans[0] == 0 || full < kTapRows || cols < L ||
+  if (tr.spans[0] == 0 || K < 6 || K < 2 * G || full < kTapRows || cols < L ||
       4 * blocks * kTapRows * vectors > 5 * ((n + L - 1) / L))
     return tap_sum(x, w, off.data(), K, n, out);
   tr.weigh(w, gw);
@@ -513,9 +516,16 @@ void phases_transpose(const T* X, const T* W, T* Y, int64_t N, int64_t C, const 
         offs[a].push_back(((Q[0] - u[0] / g.s[0]) * P[1] + Q[1] - u[1] / g.s[1]) * P[2] + Q[2] -
                           u[2] / g.s[2]);
       }
+  std::vector<TapRows> rows;
+  size_t most = 0;  // groups of a phase, at most
+  for (const auto& o : offs) {
+    rows.emplace_back(o, P[2]);
+    most = std::max(most, rows.back().groups.size());
+  }
   parallel_for(N * C, std::max<int64_t>(1, kGrain / std::max<int64_t>(Ly * K, 1)),
                [&](int64_t b, int64_t e) {
                  Scratch<T> xb(buffer), zb(count * wide), wb(K);
+                 std::vector<TapRows::Weighted<T>> gw(most);
                  T *xw = xb.get(), *z = zb.get();
                  std::fill(xw, xw + buffer, T(0));  // the margins stay zero
                  for (int64_t item = b; item < e; ++item) {
@@ -533,7 +543,8 @@ void phases_transpose(const T* X, const T* W, T* Y, int64_t N, int64_t C, const 
                        continue;
                      }
                      for (size_t j = 0; j < ts.size(); ++j) wb.get()[j] = w[ts[j]];
-                     tap_sum(xw, wb.get(), offs[size_t(a)].data(), int64_t(ts.size()), wide, za);
+                     tap_sum_rows(rows[size_t(a)], xw, wb.get(), offs[size_t(a)], P[2], M[2], wide,
+                                  gw.data(), za);
                    }
                    interleave_phases(g, z, wide, P, Y + item * Ly);
                  }
