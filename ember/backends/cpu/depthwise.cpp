@@ -162,13 +162,13 @@ constexpr int kTapRows = 8;  // output rows a block of tap_rows
 // rows alike within the noise.
 template <int SA, int SB, class T>
 [[gnu::noinline]] void tap_rows(const T* x, const TapRows::Weighted<T>* gw, int64_t groups,
-                                int64_t pitch, int64_t full, int64_t cols, T* out) {
+                                int64_t pitch, int64_t full, int64_t cols, T* out, int64_t ld) {
   constexpr int R = kTapRows;
   constexpr int64_t L = kLanes<T>;
   for (int64_t q0 = 0; q0 < full; q0 += R) {
     const int64_t q = std::min(q0, full - R);
     for (int64_t c0 = 0; c0 < cols; c0 += L) {
-      const int64_t i = q * pitch + std::min(c0, cols - L);
+      const int64_t c = std::min(c0, cols - L), i = q * pitch + c;
       Vec<T> acc[R] = {};
       for (int64_t gi = 0; gi < groups; ++gi) {
         const T* xs = x + i + gw[gi].base;
@@ -178,7 +178,7 @@ template <int SA, int SB, class T>
           group_rows<SB, R>(xs, pitch, gw[gi].w, acc);
       }
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) storev(out + i + r * pitch, acc[r]);
+      for (int r = 0; r < R; ++r) storev(out + (q + r) * ld + c, acc[r]);
     }
   }
 }
@@ -186,8 +186,8 @@ template <int SA, int SB, class T>
 // tap_rows<SA, SB> for spans sa >= sb.
 template <class T>
 auto rows_kernel(int sa, int sb) {
-  using Kernel =
-      void (*)(const T*, const TapRows::Weighted<T>*, int64_t, int64_t, int64_t, int64_t, T*);
+  using Kernel = void (*)(const T*, const TapRows::Weighted<T>*, int64_t, int64_t, int64_t, int64_t,
+                          T*, int64_t);
   static constexpr Kernel kKernels[TapRows::kSpan][TapRows::kSpan] = {
       {tap_rows<1, 1, T>, nullptr, nullptr, nullptr},
       {tap_rows<2, 1, T>, tap_rows<2, 2, T>, nullptr, nullptr},
@@ -197,7 +197,9 @@ auto rows_kernel(int sa, int sb) {
 }
 
 // tap_sum over a layout of rows `pitch` apart whose first `cols` columns are wanted (the rest of
-// each row is left as it was): tap_rows over its whole rows, tap_sum for the last, partial one.
+// each row is left as it was): tap_rows over its whole rows, written to rows `ld` apart from
+// `rows_out` (the layout itself, or an output of `cols`-wide rows), tap_sum for the last,
+// partial one into `out`. Returns the rows written to rows_out (0: all went to out).
 // tap_sum alone where that would compute a quarter more vectors or over (tap_rows computes
 // whole blocks of rows and whole vectors of columns), where the taps are under 6 or their groups
 // under 2 rows high on average (3x3 at stride 2: each input vector would serve one or two rows,
@@ -205,17 +207,21 @@ auto rows_kernel(int sa, int sb) {
 // of under kTapRows whole rows, rows under a vector, or groups of more than two spans. gw:
 // tr.groups.size() values.
 template <class T>
-void tap_sum_rows(const TapRows& tr, const T* x, const T* w, const std::vector<int64_t>& off,
-                  int64_t pitch, int64_t cols, int64_t n, TapRows::Weighted<T>* gw, T* out) {
+int64_t tap_sum_rows(const TapRows& tr, const T* x, const T* w, const std::vector<int64_t>& off,
+                     int64_t pitch, int64_t cols, int64_t n, TapRows::Weighted<T>* gw, T* out,
+                     T* rows_out, int64_t ld) {
   constexpr int64_t L = kLanes<T>;
   const int64_t K = int64_t(off.size()), full = n / pitch, G = int64_t(tr.groups.size());
   const int64_t blocks = (full + kTapRows - 1) / kTapRows, vectors = (cols + L - 1) / L;
   if (tr.spans[0] == 0 || K < 6 || K < 2 * G || full < kTapRows || cols < L ||
-      4 * blocks * kTapRows * vectors > 5 * ((n + L - 1) / L))
-    return tap_sum(x, w, off.data(), K, n, out);
+      4 * blocks * kTapRows * vectors > 5 * ((n + L - 1) / L)) {
+    tap_sum(x, w, off.data(), K, n, out);
+    return 0;
+  }
   tr.weigh(w, gw);
-  rows_kernel<T>(tr.spans[0], tr.spans[1])(x, gw, G, pitch, full, cols, out);
+  rows_kernel<T>(tr.spans[0], tr.spans[1])(x, gw, G, pitch, full, cols, rows_out, ld);
   tap_sum(x + full * pitch, w, off.data(), K, n - full * pitch, out + full * pitch);
+  return full;
 }
 
 // sum over i in [0, n) of a[i] * b[i]
@@ -512,6 +518,7 @@ void wide_forward(const T* X, const T* W, T* Y, int64_t N, int64_t c_in, int64_t
   const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
   const int64_t work = per_group * f.wide * K;
   const TapRows rows(f.off, f.pitch[2]);
+  const bool direct = g.out[0] == 1;
   parallel_for(N * c_in, std::max<int64_t>(1, kGrain / std::max<int64_t>(work, 1)),
                [&](int64_t b, int64_t e) {
                  Scratch<T> pad(needs_scratch(f) ? f.plane() : 0), wide(f.wide);
@@ -520,9 +527,17 @@ void wide_forward(const T* X, const T* W, T* Y, int64_t N, int64_t c_in, int64_t
                    const int64_t n = item / c_in, ci = item % c_in;
                    const T* xp = layout_plane(f, g, X + item * Lin, pad.get());
                    for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
-                     tap_sum_rows(rows, xp, W + co * K, f.off, f.pitch[2], g.out[2], f.wide,
-                                  gw.data(), wide.get());
-                     f.narrow(g, wide.get(), Y + (n * c_out + co) * L);
+                     // 2-d: the layout's rows are the output's, and tap_rows writes them there
+                     T* y = Y + (n * c_out + co) * L;
+                     const int64_t done = tap_sum_rows(
+                         rows, xp, W + co * K, f.off, f.pitch[2], g.out[2], f.wide, gw.data(),
+                         wide.get(), direct ? y : wide.get(), direct ? g.out[2] : f.pitch[2]);
+                     if (!direct) {
+                       f.narrow(g, wide.get(), y);
+                       continue;
+                     }
+                     for (int64_t oh = done; oh < g.out[1]; ++oh)
+                       copy_short(wide.get() + oh * f.pitch[2], y + oh * g.out[2], g.out[2]);
                    }
                  }
                });
@@ -640,7 +655,7 @@ void phases_transpose(const T* X, const T* W, T* Y, int64_t N, int64_t C, const 
                      }
                      for (size_t j = 0; j < ts.size(); ++j) wb.get()[j] = w[ts[j]];
                      tap_sum_rows(rows[size_t(a)], xw, wb.get(), offs[size_t(a)], P[2], M[2], wide,
-                                  gw.data(), za);
+                                  gw.data(), za, za, P[2]);
                    }
                    interleave_phases(g, z, wide, P, Y + item * Ly);
                  }
