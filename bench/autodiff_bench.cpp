@@ -74,6 +74,23 @@ void bm_conv2d_step(State& st) {
   st.counters["flop"] = 3.0 * 2 * kConvN * kConvC * kConvHW * kConvHW * kConvC * 9;
 }
 
+// A depthwise 5x5 conv of an EfficientNet stage (stride 1, padding 2): the input gradient (the
+// transposed conv) and the weight gradient of the output's sum.
+constexpr int64_t kDwN = 8, kDwC = 96, kDwHW = 56, kDwK = 5;
+
+void bm_depthwise_step(State& st) {
+  using B = Autodiff<Cpu>;
+  auto x =
+      Tensor<B, 4>::random({kDwN, kDwC, kDwHW, kDwHW}, Distribution::uniform(-1, 1)).require_grad();
+  auto w =
+      Tensor<B, 4>::random({kDwC, 1, kDwK, kDwK}, Distribution::uniform(-0.2, 0.2)).require_grad();
+  for (auto _ : st) {
+    auto grads = conv2d(x, w, {.padding = {kDwK / 2}, .groups = kDwC}).sum().backward();
+    benchmark::DoNotOptimize(grads);
+  }
+  st.counters["flop"] = 3.0 * 2 * kDwN * kDwC * kDwHW * kDwHW * kDwK * kDwK;
+}
+
 }  // namespace
 
 // Names: "<backend>/<op>/<size>", paired by merge_bench.py with the peer's "<op>/<size>".
@@ -82,6 +99,10 @@ BENCHMARK(bm_mlp_step<Autodiff<Dispatch>>)->Name("autodiff_dispatch/mlp_step/64"
 BENCHMARK(bm_mlp_forward<Autodiff<Cpu>>)->Name("autodiff_cpu/mlp_forward/64")->UseRealTime();
 BENCHMARK(bm_conv2d_step)
     ->Name("autodiff_cpu/conv2d_step/resnet_3x3_8x64x56x56")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_depthwise_step)
+    ->Name("autodiff_cpu/depthwise_step/5x5_8x96x56x56")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -55,9 +55,16 @@ def main():
     def conv_step():  # input and weight gradients of the output's sum
         return torch.autograd.grad(F.conv2d(cx, cw, None, 1, 1).sum(), (cx, cw))
 
+    dx = (torch.rand(8, 96, 56, 56) * 2 - 1).requires_grad_(True)
+    dw = (torch.rand(96, 1, 5, 5) * 0.4 - 0.2).requires_grad_(True)
+
+    def depthwise_step():  # the same for a depthwise 5x5 conv
+        return torch.autograd.grad(F.conv2d(dx, dw, None, 1, 2, 1, 96).sum(), (dx, dw))
+
     results = []
     for name, fn in (("mlp_step/64", step), ("mlp_forward/64", forward),
-                     ("conv2d_step/resnet_3x3_8x64x56x56", conv_step)):
+                     ("conv2d_step/resnet_3x3_8x64x56x56", conv_step),
+                     ("depthwise_step/5x5_8x96x56x56", depthwise_step)):
         median, samples, batch = time_op(fn, args.reps, args.min_time)
         results.append({"name": name, "ms": median * 1e3,
                         "samples_ms": [s * 1e3 for s in samples], "batch": batch})
