@@ -183,17 +183,31 @@ template <int SA, int SB, class T>
   }
 }
 
-// tap_rows<SA, SB> for spans sa >= sb.
-template <class T>
-auto rows_kernel(int sa, int sb) {
-  using Kernel = void (*)(const T*, const TapRows::Weighted<T>*, int64_t, int64_t, int64_t, int64_t,
-                          T*, int64_t);
-  static constexpr Kernel kKernels[TapRows::kSpan][TapRows::kSpan] = {
-      {tap_rows<1, 1, T>, nullptr, nullptr, nullptr},
-      {tap_rows<2, 1, T>, tap_rows<2, 2, T>, nullptr, nullptr},
-      {tap_rows<3, 1, T>, tap_rows<3, 2, T>, tap_rows<3, 3, T>, nullptr},
-      {tap_rows<4, 1, T>, tap_rows<4, 2, T>, tap_rows<4, 3, T>, tap_rows<4, 4, T>}};
-  return kKernels[sa - 1][sb - 1];
+// f.template operator()<SA, SB>() for the spans sa >= sb (TapRows::spans): one kernel per pair.
+template <class F>
+void with_spans(int sa, int sb, F&& f) {
+  switch (sa * 8 + sb) {
+    case 4 * 8 + 4:
+      return f.template operator()<4, 4>();
+    case 4 * 8 + 3:
+      return f.template operator()<4, 3>();
+    case 4 * 8 + 2:
+      return f.template operator()<4, 2>();
+    case 4 * 8 + 1:
+      return f.template operator()<4, 1>();
+    case 3 * 8 + 3:
+      return f.template operator()<3, 3>();
+    case 3 * 8 + 2:
+      return f.template operator()<3, 2>();
+    case 3 * 8 + 1:
+      return f.template operator()<3, 1>();
+    case 2 * 8 + 2:
+      return f.template operator()<2, 2>();
+    case 2 * 8 + 1:
+      return f.template operator()<2, 1>();
+    default:
+      return f.template operator()<1, 1>();
+  }
 }
 
 // tap_sum over a layout of rows `pitch` apart whose first `cols` columns are wanted (the rest of
@@ -219,7 +233,9 @@ int64_t tap_sum_rows(const TapRows& tr, const T* x, const T* w, const std::vecto
     return 0;
   }
   tr.weigh(w, gw);
-  rows_kernel<T>(tr.spans[0], tr.spans[1])(x, gw, G, pitch, full, cols, rows_out, ld);
+  with_spans(tr.spans[0], tr.spans[1], [&]<int SA, int SB>() {
+    tap_rows<SA, SB>(x, gw, G, pitch, full, cols, rows_out, ld);
+  });
   tap_sum(x + full * pitch, w, off.data(), K, n - full * pitch, out + full * pitch);
   return full;
 }
@@ -298,19 +314,6 @@ template <int SA, int SB, class T>
     }
 }
 
-// grad_rows<SA, SB> for spans sa >= sb.
-template <class T>
-auto grad_kernel(int sa, int sb) {
-  using Kernel = void (*)(const T*, const T*, const TapRows::Weighted<T>*, int64_t, int64_t,
-                          int64_t, int64_t, Vec<T>*);
-  static constexpr Kernel kKernels[TapRows::kSpan][TapRows::kSpan] = {
-      {grad_rows<1, 1, T>, nullptr, nullptr, nullptr},
-      {grad_rows<2, 1, T>, grad_rows<2, 2, T>, nullptr, nullptr},
-      {grad_rows<3, 1, T>, grad_rows<3, 2, T>, grad_rows<3, 3, T>, nullptr},
-      {grad_rows<4, 1, T>, grad_rows<4, 2, T>, grad_rows<4, 3, T>, grad_rows<4, 4, T>}};
-  return kKernels[sa - 1][sb - 1];
-}
-
 // acc[t] += dot(g, x + off[t], n) for each tap t, g zero past each row's `cols` (of `pitch`):
 // grad_rows over whole blocks of rows and the dots over the rest, where tap_sum_rows would take
 // its rows (the dots alone elsewhere). gw: the groups' offsets and spans (weights unused), sums:
@@ -325,7 +328,9 @@ void grad_sum_rows(const TapRows& tr, const TapRows::Weighted<T>* gw, const T* g
   int64_t from = 0;  // where the dots start
   if (rows) {
     std::fill(sums, sums + G * TapRows::kSpan, Vec<T>{});
-    grad_kernel<T>(tr.spans[0], tr.spans[1])(g, x, gw, G, pitch, blocks, cols, sums);
+    with_spans(tr.spans[0], tr.spans[1], [&]<int SA, int SB>() {
+      grad_rows<SA, SB>(g, x, gw, G, pitch, blocks, cols, sums);
+    });
     for (int64_t gi = 0; gi < G; ++gi)
       for (int h = 0; h < TapRows::kSpan; ++h)
         if (const int t = tr.groups[size_t(gi)].tap[h]; t >= 0)
