@@ -70,10 +70,11 @@ struct Wide : WideRows {
     return true;
   }
 
-  // x (a plane of g.in) copied into dst (a plane of the padded input) with zeros around it.
+  // x (a plane of g.in) copied into dst (a plane of the padded input) with zeros around it
+  // (there already where `zeroed`: dst holds an earlier padded plane).
   template <class T>
-  void pad_plane(const Geom& g, const T* x, T* dst) const {
-    std::fill(dst, dst + plane(), T(0));
+  void pad_plane(const Geom& g, const T* x, T* dst, bool zeroed = false) const {
+    if (!zeroed) std::fill(dst, dst + plane(), T(0));
     for (int64_t d = 0; d < g.in[0]; ++d)
       for (int64_t h = 0; h < g.in[1]; ++h)
         copy_short(x + (d * g.in[1] + h) * g.in[2],
@@ -89,11 +90,12 @@ struct Wide : WideRows {
   }
 };
 
-/// The padded plane of x (a plane of g.in): x itself without padding, else `buf` filled.
+/// The padded plane of x (a plane of g.in): x itself without padding, else `buf` filled (its
+/// padding left as it is where `zeroed`: buf holds an earlier padded plane of w).
 template <class T>
-const T* padded_plane(const Wide& w, const Geom& g, const T* x, T* buf) {
+const T* padded_plane(const Wide& w, const Geom& g, const T* x, T* buf, bool zeroed = false) {
   if (!w.padded) return x;
-  w.pad_plane(g, x, buf);
+  w.pad_plane(g, x, buf, zeroed);
   return buf;
 }
 
