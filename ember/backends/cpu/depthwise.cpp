@@ -4,14 +4,16 @@
 // conv_transpose).
 //
 // With stride 1 along every dim (the common case) conv and its weight gradient run on the
-// wide layout (wide.h): each tap is one long contiguous loop (the forward's taps in column
-// groups over blocks of rows: tap_rows); with other strides on the phase layout (Phases
-// below), which makes them the same loops. The transposed conv with strides sums each phase of
-// its output over a copy of its input (phases_transpose).
+// wide layout (wide.h): each tap is one long contiguous run, summed by flat_taps.h's loops (the
+// taps in column groups over blocks of rows where that pays); with other strides on the phase
+// layout (Phases below), which makes them the same loops. The transposed conv with strides sums
+// each phase of its output over a copy of its input (phases_transpose).
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "ember/backends/cpu/flat_taps.h"
 #include "ember/backends/cpu/simd.h"
 #include "ember/backends/cpu/spatial.h"
 #include "ember/backends/cpu/wide.h"
@@ -20,325 +22,9 @@ namespace ember::cpu {
 
 namespace {
 
-// ---- stride 1: the wide layout ----------------------------------------------------------
-
-// out[0, N vectors) = sum over taps t of w[t] * x[off[t] + (0, N vectors)]
-template <int N, class T>
-[[gnu::always_inline]] inline void tap_vectors(const T* x, const T* w, const int64_t* off,
-                                               int64_t K, T* out) {
-  using V = Vec<T>;
-  constexpr int64_t L = kLanes<T>;
-  V a[N] = {};
-  for (int64_t t = 0; t < K; ++t) {
-    const V wv = V{} + w[t];
-    const T* s = x + off[t];
-#pragma GCC unroll 8
-    for (int j = 0; j < N; ++j) a[j] += wv * loadv(s + j * L);
-  }
-#pragma GCC unroll 8
-  for (int j = 0; j < N; ++j) storev(out + j * L, a[j]);
-}
-
-// out[i] = sum over taps t of w[t] * x[i + off[t]], for i in [0, n): 8 vectors a step (each
-// tap's FMAs 8 independent sums, which two FMA units of 4 cycles' latency keep busy), then 4,
-// then one. With 4 a step, 7x7 over 8 x 32 x 112^2 took 3.8 ms on 2 threads of a Zen 4, 3.6
-// this way; 5x5 over 8 x 96 x 56^2 1.8-2.3 -> 1.8-2.1.
-template <class T>
-void tap_sum(const T* x, const T* w, const int64_t* off, int64_t K, int64_t n, T* out) {
-  constexpr int64_t L = kLanes<T>;
-  int64_t i = 0;
-  for (; i + 8 * L <= n; i += 8 * L) tap_vectors<8>(x + i, w, off, K, out + i);
-  for (; i + 4 * L <= n; i += 4 * L) tap_vectors<4>(x + i, w, off, K, out + i);
-  // then a vector at a time, the last one over the one before where n is not a multiple of L
-  // (a 14 x 14 output at a pitch of 16 is 222 positions: 30 of them had been summed a scalar at
-  // a time, more than the vectors' work for a 5x5 window)
-  if (n >= L) {
-    for (;; i += L) {
-      if (i >= n) break;
-      if (i + L > n) i = n - L;
-      tap_vectors<1>(x + i, w, off, K, out + i);
-    }
-    return;
-  }
-  for (; i < n; ++i) {
-    T a = 0;
-    for (int64_t t = 0; t < K; ++t) a += w[t] * x[i + off[t]];
-    out[i] = a;
-  }
-}
-
-// The taps of a flat layout (offsets into planes of rows `pitch` apart) grouped by column, for
-// tap_rows: each group is taps at one column whose rows lie within kSpan of its first row. Each
-// input vector a group loads then serves every output row it reaches (up to kSpan of them),
-// where tap_sum loads one per tap and output vector.
-struct TapRows {
-  static constexpr int kSpan = 4;
-  struct Group {
-    int64_t base;    // the first row's offset
-    int span;        // rows from the first to the last tap, plus one
-    int tap[kSpan];  // the tap h rows below the first, or -1
-  };
-  // A group with each tap's weight (zero where there is none), per output channel.
-  template <class T>
-  struct Weighted {
-    int64_t base;
-    int span;
-    T w[kSpan];
-  };
-  std::vector<Group> groups;
-  int spans[2] = {0, 0};  // the groups' spans, the larger first; {0, 0}: more than two
-
-  TapRows(const std::vector<int64_t>& off, int64_t pitch) {
-    std::vector<int> order(off.size());
-    for (size_t t = 0; t < off.size(); ++t) order[t] = int(t);
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      const int64_t ca = off[size_t(a)] % pitch, cb = off[size_t(b)] % pitch;
-      return ca != cb ? ca < cb : off[size_t(a)] < off[size_t(b)];
-    });
-    for (int t : order) {
-      const int64_t o = off[size_t(t)];
-      if (groups.empty() || o % pitch != groups.back().base % pitch ||
-          (o - groups.back().base) / pitch >= kSpan) {
-        groups.push_back({o, 0, {-1, -1, -1, -1}});
-      }
-      Group& g = groups.back();
-      const int h = int((o - g.base) / pitch);
-      g.tap[h] = t;
-      g.span = h + 1;
-    }
-    for (const Group& g : groups) {
-      if (g.span == spans[0] || g.span == spans[1]) continue;
-      if (spans[0] == 0) {
-        spans[0] = g.span;
-      } else if (spans[1] == 0) {
-        spans[1] = g.span;
-      } else {
-        spans[0] = spans[1] = 0;
-        return;
-      }
-    }
-    if (spans[1] == 0) spans[1] = spans[0];
-    if (spans[1] > spans[0]) std::swap(spans[0], spans[1]);
-  }
-  template <class T>
-  void weigh(const T* w, Weighted<T>* out) const {
-    for (size_t i = 0; i < groups.size(); ++i) {
-      out[i].base = groups[i].base;
-      out[i].span = groups[i].span;
-      for (int h = 0; h < kSpan; ++h)
-        out[i].w[h] = groups[i].tap[h] < 0 ? T(0) : w[groups[i].tap[h]];
-    }
-  }
-};
-
-// acc[r] += sum over h < S of w[h] * x[(r + h) * pitch + (0, L)], for r < R: each of the R + S - 1
-// input vectors loaded once.
-template <int S, int R, class T>
-[[gnu::always_inline]] inline void group_rows(const T* x, int64_t pitch, const T* w,
-                                              Vec<T> (&acc)[R]) {
-  Vec<T> wv[S];
-#pragma GCC unroll 8
-  for (int h = 0; h < S; ++h) wv[h] = Vec<T>{} + w[h];
-#pragma GCC unroll 16
-  for (int j = 0; j < R + S - 1; ++j, x += pitch) {
-    const Vec<T> xv = loadv(x);
-#pragma GCC unroll 8
-    for (int h = 0; h < S; ++h)
-      if (j - h >= 0 && j - h < R) acc[j - h] += wv[h] * xv;
-  }
-}
-
-constexpr int kTapRows = 8;  // output rows a block of tap_rows
-
-// tap_sum's sums over rows [0, full) of `pitch` positions, kTapRows rows x one vector at a time
-// (the last block and each row's last vector over the ones before), for groups of spans SA and
-// SB only: a branch between two bodies kept every sum in a register, where a branch among four
-// spans, or the rows' addresses as multiples of the pitch, had GCC spill them (and run slower
-// than tap_sum). On 2 threads of a Zen 4, the forward against tap_sum alone (medians of 30
-// calls, three runs, a noisy stretch): 7x7 over 8 x 32 x 112^2 3.63-3.69 -> 2.63-2.88 ms, its
-// input gradient (the transposed conv) 3.62-3.75 -> 2.69-2.81; 5x5 over 8 x 96 x 56^2
-// 1.45-1.68 -> 1.31-1.43 and 1.61-1.73 -> 1.27-1.32; at stride 2, 7x7 over 8 x 32 x 112^2
-// 1.05-1.07 -> 0.82-0.94, 5x5 over 8 x 96 x 56^2 0.59-0.87 -> 0.54-0.55; planes of 14 and 28
-// rows alike within the noise.
-template <int SA, int SB, class T>
-[[gnu::noinline]] void tap_rows(const T* x, const TapRows::Weighted<T>* gw, int64_t groups,
-                                int64_t pitch, int64_t full, int64_t cols, T* out, int64_t ld) {
-  constexpr int R = kTapRows;
-  constexpr int64_t L = kLanes<T>;
-  for (int64_t q0 = 0; q0 < full; q0 += R) {
-    const int64_t q = std::min(q0, full - R);
-    for (int64_t c0 = 0; c0 < cols; c0 += L) {
-      const int64_t c = std::min(c0, cols - L), i = q * pitch + c;
-      Vec<T> acc[R] = {};
-      for (int64_t gi = 0; gi < groups; ++gi) {
-        const T* xs = x + i + gw[gi].base;
-        if (gw[gi].span == SA)
-          group_rows<SA, R>(xs, pitch, gw[gi].w, acc);
-        else
-          group_rows<SB, R>(xs, pitch, gw[gi].w, acc);
-      }
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) storev(out + (q + r) * ld + c, acc[r]);
-    }
-  }
-}
-
-// f.template operator()<SA, SB>() for the spans sa >= sb (TapRows::spans): one kernel per pair.
-template <class F>
-void with_spans(int sa, int sb, F&& f) {
-  switch (sa * 8 + sb) {
-    case 4 * 8 + 4:
-      return f.template operator()<4, 4>();
-    case 4 * 8 + 3:
-      return f.template operator()<4, 3>();
-    case 4 * 8 + 2:
-      return f.template operator()<4, 2>();
-    case 4 * 8 + 1:
-      return f.template operator()<4, 1>();
-    case 3 * 8 + 3:
-      return f.template operator()<3, 3>();
-    case 3 * 8 + 2:
-      return f.template operator()<3, 2>();
-    case 3 * 8 + 1:
-      return f.template operator()<3, 1>();
-    case 2 * 8 + 2:
-      return f.template operator()<2, 2>();
-    case 2 * 8 + 1:
-      return f.template operator()<2, 1>();
-    default:
-      return f.template operator()<1, 1>();
-  }
-}
-
-// tap_sum over a layout of rows `pitch` apart whose first `cols` columns are wanted (the rest of
-// each row is left as it was): tap_rows over its whole rows, written to rows `ld` apart from
-// `rows_out` (the layout itself, or an output of `cols`-wide rows), tap_sum for the last,
-// partial one into `out`. Returns the rows written to rows_out (0: all went to out).
-// tap_sum alone where that would compute a quarter more vectors or over (tap_rows computes
-// whole blocks of rows and whole vectors of columns), where the taps are under 6 or their groups
-// under 2 rows high on average (3x3 at stride 2: each input vector would serve one or two rows,
-// and the transposed 3x3 from 8 x 144 x 28^2 took 1.0-1.08 ms against 0.91-0.96), and for layouts
-// of under kTapRows whole rows, rows under a vector, or groups of more than two spans. gw:
-// tr.groups.size() values.
-template <class T>
-int64_t tap_sum_rows(const TapRows& tr, const T* x, const T* w, const std::vector<int64_t>& off,
-                     int64_t pitch, int64_t cols, int64_t n, TapRows::Weighted<T>* gw, T* out,
-                     T* rows_out, int64_t ld) {
-  constexpr int64_t L = kLanes<T>;
-  const int64_t K = int64_t(off.size()), full = n / pitch, G = int64_t(tr.groups.size());
-  const int64_t blocks = (full + kTapRows - 1) / kTapRows, vectors = (cols + L - 1) / L;
-  if (tr.spans[0] == 0 || K < 6 || K < 2 * G || full < kTapRows || cols < L ||
-      4 * blocks * kTapRows * vectors > 5 * ((n + L - 1) / L)) {
-    tap_sum(x, w, off.data(), K, n, out);
-    return 0;
-  }
-  tr.weigh(w, gw);
-  with_spans(tr.spans[0], tr.spans[1], [&]<int SA, int SB>() {
-    tap_rows<SA, SB>(x, gw, G, pitch, full, cols, rows_out, ld);
-  });
-  tap_sum(x + full * pitch, w, off.data(), K, n - full * pitch, out + full * pitch);
-  return full;
-}
-
-// sum over i in [0, n) of a[i] * b[i]
-template <class T>
-T dot(const T* a, const T* b, int64_t n) {
-  using V = Vec<T>;
-  constexpr int64_t L = kLanes<T>;
-  V s0{}, s1{}, s2{}, s3{};
-  int64_t i = 0;
-  for (; i + 4 * L <= n; i += 4 * L) {
-    s0 += loadv(a + i) * loadv(b + i);
-    s1 += loadv(a + i + L) * loadv(b + i + L);
-    s2 += loadv(a + i + 2 * L) * loadv(b + i + 2 * L);
-    s3 += loadv(a + i + 3 * L) * loadv(b + i + 3 * L);
-  }
-  V s = (s0 + s1) + (s2 + s3);
-  T r = 0;
-  for (int64_t l = 0; l < L; ++l) r += s[l];
-  for (; i < n; ++i) r += a[i] * b[i];
-  return r;
-}
-
-// The weight gradient's sums over the same groups: sums[gi * kSpan + h] (vectors) += the sum over
-// the positions of a block of R rows x one vector of g (masked to the lanes inside its row) times
-// x at group gi's row h. Each input vector is loaded once for the (up to S) taps it meets.
-template <int S, int R, class T>
-[[gnu::always_inline]] inline void group_grad(const T* x, int64_t pitch, const Vec<T> (&g)[R],
-                                              Vec<T>* sums) {
-  Vec<T> a[S];
-#pragma GCC unroll 8
-  for (int h = 0; h < S; ++h) a[h] = sums[h];
-#pragma GCC unroll 16
-  for (int j = 0; j < R + S - 1; ++j, x += pitch) {
-    const Vec<T> xv = loadv(x);
-#pragma GCC unroll 8
-    for (int h = 0; h < S; ++h)
-      if (j - h >= 0 && j - h < R) a[h] += g[j - h] * xv;
-  }
-#pragma GCC unroll 8
-  for (int h = 0; h < S; ++h) sums[h] = a[h];
-}
-
-// grad_rows over `blocks` blocks of kTapRows rows: g the output gradient at the layout's pitch
-// (zero past each row's `cols` outputs), x the layout's input, sums kSpan vectors a group. Where
-// a tap's dot product loaded two vectors a multiply-add (the gradient's and the input's), this
-// loads about half of one. The weight gradient on 2 threads of a Zen 4 (backward of a depthwise
-// conv whose input needs none, medians of 20, three runs): 7x7 over 8 x 32 x 112^2 7.4-7.9 ->
-// 3.7-3.9 ms, 5x5 over 8 x 96 x 56^2 3.0 -> 2.0, 7x7 at stride 2 1.53 -> 0.99-1.06.
-template <int SA, int SB, class T>
-[[gnu::noinline]] void grad_rows(const T* g, const T* x, const TapRows::Weighted<T>* gw,
-                                 int64_t groups, int64_t pitch, int64_t blocks, int64_t cols,
-                                 Vec<T>* sums) {
-  constexpr int R = kTapRows;
-  constexpr int64_t L = kLanes<T>;
-  Vec<T> inside{};  // the last vector's lanes inside the row
-  for (int64_t l = 0; l < L; ++l) inside[l] = (cols - 1) / L * L + l < pitch ? T(1) : T(0);
-  for (int64_t q = 0; q < blocks * R; q += R)
-    for (int64_t c = 0; c < cols; c += L) {
-      const int64_t i = q * pitch + c;
-      Vec<T> gv[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) gv[r] = loadv(g + i + r * pitch);
-      if (c + L > pitch)
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) gv[r] *= inside;
-      for (int64_t gi = 0; gi < groups; ++gi) {
-        const T* xs = x + i + gw[gi].base;
-        Vec<T>* s = sums + gi * TapRows::kSpan;
-        if (gw[gi].span == SA)
-          group_grad<SA, R>(xs, pitch, gv, s);
-        else
-          group_grad<SB, R>(xs, pitch, gv, s);
-      }
-    }
-}
-
-// acc[t] += dot(g, x + off[t], n) for each tap t, g zero past each row's `cols` (of `pitch`):
-// grad_rows over whole blocks of rows and the dots over the rest, where tap_sum_rows would take
-// its rows (the dots alone elsewhere). gw: the groups' offsets and spans (weights unused), sums:
-// kSpan vectors a group of scratch.
-template <class T>
-void grad_sum_rows(const TapRows& tr, const TapRows::Weighted<T>* gw, const T* g, const T* x,
-                   const std::vector<int64_t>& off, int64_t pitch, int64_t cols, int64_t n,
-                   Vec<T>* sums, T* acc) {
-  const int64_t K = int64_t(off.size()), G = int64_t(tr.groups.size());
-  const int64_t blocks = n / pitch / kTapRows;
-  const bool rows = tr.spans[0] != 0 && K >= 6 && K >= 2 * G && blocks > 0 && cols >= kLanes<T>;
-  int64_t from = 0;  // where the dots start
-  if (rows) {
-    std::fill(sums, sums + G * TapRows::kSpan, Vec<T>{});
-    with_spans(tr.spans[0], tr.spans[1], [&]<int SA, int SB>() {
-      grad_rows<SA, SB>(g, x, gw, G, pitch, blocks, cols, sums);
-    });
-    for (int64_t gi = 0; gi < G; ++gi)
-      for (int h = 0; h < TapRows::kSpan; ++h)
-        if (const int t = tr.groups[size_t(gi)].tap[h]; t >= 0)
-          for (int64_t l = 0; l < kLanes<T>; ++l) acc[t] += sums[gi * TapRows::kSpan + h][l];
-    from = blocks * kTapRows * pitch;
-  }
-  for (int64_t t = 0; t < K; ++t) acc[t] += dot(g + from, x + off[size_t(t)] + from, n - from);
-}
+using flat::grad_sum_rows;
+using flat::tap_sum_rows;
+using flat::TapRows;
 
 // ---- any stride: the phase layout --------------------------------------------------------
 
@@ -347,7 +33,7 @@ void grad_sum_rows(const TapRows& tr, const TapRows::Weighted<T>* gw, const T* g
 // s, with a = k * d % s. Each phase plane (one per combination of the dims' phases) is laid out
 // at one pitch, the output row's length plus the window's reach in phase columns, so that, as in
 // the wide layout, a tap reads one phase plane at one flat offset for every output, and the
-// loops over taps are the stride-1 ones (tap_sum, dot). Stride 2 in h and w reads 4 planes of a
+// loops over taps are the stride-1 ones (flat_taps.h). Stride 2 in h and w reads 4 planes of a
 // quarter of the input each, made by one pass that splits each row's even and odd columns.
 struct Phases : WideRows {
   int64_t count;             // phase planes: s[0] * s[1] * s[2]
@@ -390,7 +76,8 @@ struct Phases : WideRows {
   int64_t plane() const { return count * plane_size(); }  // the scratch all phases take
 
   // x (a plane of g.in) split into its phase planes in dst (plane() values), zeros where a phase
-  // position falls in the padding. The input's rows are read in order. Stride 2 along w splits
+  // position falls in the padding (left as they are where `zeroed`: dst holds an earlier split
+  // of this layout). The input's rows are read in order. Stride 2 along w splits
   // each row inline, with every bound worked out once a plane and held in locals: the vector
   // stores (memcpy's, which may alias anything) had every bound read again from the geometry
   // after each store, in a call per row, and the split took as long as the taps' sums: 8 x 96 x
@@ -398,18 +85,19 @@ struct Phases : WideRows {
   template <class T>
   void split(const Geom& g, const T* x, T* dst, bool zeroed) const {
     if (g.s[2] != 2)
-      return for_input_rows(g, x, dst, true, [&](const T* src, T* row) { split_row(g, src, row); });
+      return for_input_rows(g, x, dst, !zeroed,
+                            [&](const T* src, T* row) { split_row(g, src, row); });
     constexpr int64_t L = kLanes<T>;
-    const int64_t n = g.in[2], p = g.p[2], cols = pitch[2], plane = plane_size();
+    const int64_t n = g.in[2], p = g.p[2], cols = pitch[2], phase_size = plane_size();
     // columns [lo, hi) read inputs 2c - p and 2c + 1 - p inside [0, n); [first, end) read one
     // inside at least, the rest only the padding
     const int64_t lo = std::min(cols, (p + 1) / 2), hi = std::max(lo, std::min(cols, (n + p) / 2));
     const int64_t first = std::min(lo, p / 2),
                   end = std::max(hi, std::min(cols, (n - 1 + p) / 2 + 1));
     const bool vectors = hi - lo >= L;
-    if (!zeroed) std::fill(dst, dst + this->plane(), T(0));
+    if (!zeroed) std::fill(dst, dst + plane(), T(0));
     for_input_rows(g, x, dst, false, [=](const T* src, T* even) {
-      T* odd = even + plane;
+      T* odd = even + phase_size;
       auto at = [=](int64_t i) { return i >= 0 && i < n ? src[i] : T(0); };
       auto pair = [=](int64_t c) {
         const Vec<T> a = loadv(src + 2 * c - p), b = loadv(src + 2 * c - p + L);
@@ -541,9 +229,9 @@ void wide_forward(const T* X, const T* W, T* Y, int64_t N, int64_t c_in, int64_t
                    for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
                      // 2-d: the layout's rows are the output's, and tap_rows writes them there
                      T* y = Y + (n * c_out + co) * L;
-                     const int64_t done = tap_sum_rows(
-                         rows, xp, W + co * K, f.off, f.pitch[2], g.out[2], f.wide, gw.data(),
-                         wide.get(), direct ? y : wide.get(), direct ? g.out[2] : f.pitch[2]);
+                     const int64_t done =
+                         tap_sum_rows(rows, xp, W + co * K, g.out[2], f.wide, gw.data(), wide.get(),
+                                      direct ? y : wide.get(), direct ? g.out[2] : f.pitch[2]);
                      if (!direct) {
                        f.narrow(g, wide.get(), y);
                        continue;
@@ -563,8 +251,6 @@ void wide_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
   const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
   const T *X = x.data<T>(), *GY = gy.data<T>();
   const TapRows rows(f.off, f.pitch[2]);
-  std::vector<TapRows::Weighted<T>> groups(rows.groups.size());
-  rows.weigh(std::vector<T>(size_t(K), T(1)).data(), groups.data());
   sum_in_chunks<T>(N * c_in, c_out * K, dw.data<T>(), [&](int64_t b, int64_t e, T* acc) {
     Scratch<T> pad(needs_scratch(f) ? f.plane() : 0), wide(f.wide);
     std::vector<Vec<T>> sums(rows.groups.size() * TapRows::kSpan);
@@ -575,8 +261,7 @@ void wide_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
       for (int64_t co = ci * per_group; co < (ci + 1) * per_group; ++co) {
         // the output's gradient at the wide pitch, zero at the dropped positions
         f.widen(g, GY + (n * c_out + co) * L, gw);
-        grad_sum_rows(rows, groups.data(), gw, xp, f.off, f.pitch[2], g.out[2], f.wide, sums.data(),
-                      acc + co * K);
+        grad_sum_rows(rows, gw, xp, g.out[2], f.wide, sums.data(), acc + co * K);
       }
     }
   });
@@ -612,7 +297,7 @@ void interleave_phases(const Geom& g, const T* z, int64_t wide, const int64_t (&
 // channel per input channel: y at the padded position U = s * m + a (per dim) is the sum over
 // the taps of phase a (k * d % s == a) of w[k] x[m - k * d / s]. With x laid in a buffer after
 // a margin of Q = (K - 1) * d / s zeros per dim, every phase plane of y is a sum of shifted runs
-// of that buffer (tap_sum), and the phase planes are then interleaved into y's rows (stride 2:
+// of that buffer (tap_sum_rows), and the phase planes are then interleaved into y's rows (stride 2:
 // a phase pair's vectors at a time). The row loops had scattered every tap over y's rows: 2
 // threads of a Zen 4, medians, 3x3 from 8 x 64 x 56^2 to 112^2 3.4 -> 1.9-2.4 ms, 5x5 from 8 x
 // 96 x 28^2 3.1-3.9 -> 0.8-1.0.
@@ -641,8 +326,8 @@ void phases_transpose(const T* X, const T* W, T* Y, int64_t N, int64_t C, const 
       }
   std::vector<TapRows> rows;
   size_t most = 0;  // groups of a phase, at most
-  for (const auto& o : offs) {
-    rows.emplace_back(o, P[2]);
+  for (auto& o : offs) {
+    rows.emplace_back(std::move(o), P[2]);
     most = std::max(most, rows.back().groups.size());
   }
   parallel_for(N * C, std::max<int64_t>(1, kGrain / std::max<int64_t>(Ly * K, 1)),
@@ -666,8 +351,8 @@ void phases_transpose(const T* X, const T* W, T* Y, int64_t N, int64_t C, const 
                        continue;
                      }
                      for (size_t j = 0; j < ts.size(); ++j) wb.get()[j] = w[ts[j]];
-                     tap_sum_rows(rows[size_t(a)], xw, wb.get(), offs[size_t(a)], P[2], M[2], wide,
-                                  gw.data(), za, za, P[2]);
+                     tap_sum_rows(rows[size_t(a)], xw, wb.get(), M[2], wide, gw.data(), za, za,
+                                  P[2]);
                    }
                    interleave_phases(g, z, wide, P, Y + item * Ly);
                  }
