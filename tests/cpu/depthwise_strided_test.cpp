@@ -1,9 +1,11 @@
 // The CPU's depthwise convolutions off AVX2's 3x3 stride-1 kernel (the wide and phase layouts,
-// the row loops, depthwise.cpp): the forward, the transposed conv (the input gradient) and the
-// weight gradient of conv2d with groups = channels against sums in doubles, for
-// strides of 2 and 3 (and 2 along one dim only), windows of 3x3, 5x5, 3x5 and 7x7, dilations of
-// 1 and 2, paddings from 0 to beyond half the window, rows narrower and wider than a vector, in
-// f32 and f64, with one and two outputs per input channel; and one 3-d case.
+// the row loops, depthwise.cpp; small planes with the channels in the vector lanes,
+// depthwise_lanes.cpp, and under EMBER_CPU_ISA=portable the plane loops for them): the forward, the
+// transposed conv (the input gradient) and the weight gradient of conv2d with groups = channels
+// against sums in doubles, for strides of 2 and 3 (and 2 along one dim only), windows of 3x3, 5x5,
+// 3x5 and 7x7, dilations of 1 and 2, paddings from 0 to beyond half the window, rows narrower and
+// wider than a vector, in f32 and f64, with one and two outputs per input channel; and one 3-d
+// case.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -68,6 +70,12 @@ const Case kCases[] = {
     {1, 2, 1, 12, 12, 7, 3, 1, 1, 3, 0, 1},  // 7x3 stride 1, no column padding
     {1, 2, 1, 9, 30, 3, 3, 1, 1, 1, 1, 2},   // stride 1, dilation 2
     {1, 2, 1, 32, 29, 5, 5, 2, 2, 2, 2, 1},  // 5x5 stride 2, 16 rows of 15: blocks of rows
+    // channels in the lanes (depthwise_lanes.cpp, AVX2): blocks of 8 channels and a short last
+    // one, planes under 8 positions, dilation and no padding
+    {2, 19, 1, 14, 14, 5, 5, 2, 2, 2, 2, 1},  // EfficientNet's 5x5 stride 2 on 14^2
+    {3, 12, 1, 7, 7, 5, 5, 1, 1, 2, 2, 1},    // 5x5 on 7^2 (and its transposed conv)
+    {2, 9, 1, 2, 3, 3, 3, 1, 1, 1, 1, 1},     // planes of 6 positions
+    {1, 16, 1, 11, 9, 3, 5, 2, 3, 0, 1, 2},   // dilation 2, strides 2 and 3, no row padding
 };
 
 template <class T>

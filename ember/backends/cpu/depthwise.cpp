@@ -499,8 +499,10 @@ void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, 
   const int64_t N = in[0].meta.shape[0], C = in[0].meta.shape[1];
   switch (code) {
     case OpCode::Conv:
-      if constexpr (std::is_same_v<T, float>)
+      if constexpr (std::is_same_v<T, float>) {
         if (depthwise3x3_avx2_fits(g)) return depthwise3x3_avx2(X, W, Y, N, C, per_group, g);
+        if (depthwise_lanes_fits(g, per_group)) return depthwise_lanes(X, W, Y, N, C, g);
+      }
       if (wide) return wide_forward<T, Wide>(X, W, Y, N, C, per_group, g);
       if (Phases::fits(g)) return wide_forward<T, Phases>(X, W, Y, N, C, per_group, g);
       return rows_forward<T>(in[0], in[1], out, Rows(g, per_group));
@@ -518,8 +520,10 @@ void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, 
         std::vector<T> wf(static_cast<size_t>(C * K));
         for (int64_t c = 0; c < C; ++c)
           for (int64_t t = 0; t < K; ++t) wf[size_t(c * K + t)] = W[c * K + K - 1 - t];
-        if constexpr (std::is_same_v<T, float>)
+        if constexpr (std::is_same_v<T, float>) {
           if (depthwise3x3_avx2_fits(f)) return depthwise3x3_avx2(X, wf.data(), Y, N, C, 1, f);
+          if (depthwise_lanes_fits(f, 1)) return depthwise_lanes(X, wf.data(), Y, N, C, f);
+        }
         return wide_forward<T, Wide>(X, wf.data(), Y, N, C, 1, f);
       }
       if (per_group == 1 && Phases::fits(g)) return phases_transpose<T>(X, W, Y, N, C, g);
@@ -532,6 +536,9 @@ void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, 
           return depthwise3x3_weight_grad_avx2(in[0].data<float>(), in[1].data<float>(),
                                                out.data<float>(), xs[0], xs[1], per_group, g);
         }
+        if (depthwise_lanes_fits(g, per_group))
+          return depthwise_lanes_weight_grad(in[0].data<float>(), in[1].data<float>(),
+                                             out.data<float>(), N, C, g);
       }
       if (wide) return wide_weight_grad<T, Wide>(in[0], in[1], out, g, per_group);
       if (Phases::fits(g)) return wide_weight_grad<T, Phases>(in[0], in[1], out, g, per_group);

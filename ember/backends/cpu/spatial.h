@@ -207,6 +207,17 @@ void depthwise3x3_avx2(const float* x, const float* w, float* y, int64_t n, int6
 void depthwise3x3_weight_grad_avx2(const float* x, const float* gy, float* dw, int64_t n,
                                    int64_t c_in, int64_t per_group, const Geom& g);
 
+/// Whether depthwise_lanes takes a conv of geometry g (depthwise_lanes.cpp): 2-d, one output
+/// channel per input channel, small planes (output rows under 16), a CPU with AVX2.
+bool depthwise_lanes_fits(const Geom& g, int64_t per_group);
+/// y [n, c, H', W'] = the depthwise conv of x [n, c, H, W] with w [c, 1, kh, kw], 8 channels at a
+/// time in the lanes of a vector; multithreaded over images and blocks of channels.
+void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_t c, const Geom& g);
+/// dw [c, 1, kh, kw] = the weight gradient of that conv, from x and the output's gradient gy
+/// [n, c, H', W']; multithreaded over blocks of channels.
+void depthwise_lanes_weight_grad(const float* x, const float* gy, float* dw, int64_t n, int64_t c,
+                                 const Geom& g);
+
 CpuTensor conv_family(const Op& op, Inputs in, const TensorMeta& out);
 CpuTensor pool_family(const Op& op, Inputs in, const TensorMeta& out);
 CpuTensor interpolate_family(const Op& op, Inputs in, const TensorMeta& out);
