@@ -526,6 +526,8 @@ void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, 
         }
         return wide_forward<T, Wide>(X, wf.data(), Y, N, C, 1, f);
       }
+      if constexpr (std::is_same_v<T, float>)
+        if (depthwise_lanes_fits(g, per_group)) return depthwise_lanes_transpose(X, W, Y, N, C, g);
       if (per_group == 1 && Phases::fits(g)) return phases_transpose<T>(X, W, Y, N, C, g);
       return rows_transpose<T>(in[0], in[1], out, Rows(g, per_group));
     }

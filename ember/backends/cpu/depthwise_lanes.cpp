@@ -48,6 +48,13 @@ struct LanesLayout {
   int64_t buffer() const { return rows * pitch * kLanes; }
 };
 
+// The places of n positions stored one after the other, 8 channels each: 0, 8, 16, ...
+std::vector<int64_t> flat_places(int64_t n) {
+  std::vector<int64_t> at(static_cast<size_t>(n));
+  for (int64_t q = 0; q < n; ++q) at[size_t(q)] = q * kLanes;
+  return at;
+}
+
 // The planes x[c] (n positions each) into buf, channel c in lane c, position q at buf + at[q]:
 // 8 positions of the planes (in their flat order, across rows) at a time through registers, each
 // then stored at its place; the last 8 overlap the ones before. The rest of buf is left as it is.
@@ -67,18 +74,22 @@ EMBER_TARGET_AVX2 void planes_to_lanes(const float* const (&x)[kLanes], const in
   }
 }
 
-// The inverse for the output: z [L][8] into the planes y[c] (L each) of the first `channels`.
-EMBER_TARGET_AVX2 void lanes_to_planes(const float* z, int64_t L, int64_t channels,
-                                       float* const (&y)[kLanes]) {
-  int64_t p = 0;
-  for (; p + kLanes <= L; p += kLanes) {
-    __m256 r[kLanes];
-    for (int64_t j = 0; j < kLanes; ++j) r[j] = _mm256_loadu_ps(z + (p + j) * kLanes);
-    transpose8x8(r);
-    for (int64_t c = 0; c < channels; ++c) _mm256_storeu_ps(y[c] + p, r[c]);
+// The inverse: the first `channels` planes y[c] (n positions each) out of z, position q at z +
+// at[q], 8 positions at a time through registers (the last 8 overlapping the ones before).
+EMBER_TARGET_AVX2 void lanes_to_planes(const float* z, const int64_t* at, int64_t n,
+                                       int64_t channels, float* const (&y)[kLanes]) {
+  if (n < kLanes) {
+    for (int64_t q = 0; q < n; ++q)
+      for (int64_t c = 0; c < channels; ++c) y[c][q] = z[at[q] + c];
+    return;
   }
-  for (; p < L; ++p)
-    for (int64_t c = 0; c < channels; ++c) y[c][p] = z[p * kLanes + c];
+  for (int64_t q0 = 0; q0 < n; q0 += kLanes) {
+    const int64_t q = std::min(q0, n - kLanes);
+    __m256 r[kLanes];
+    for (int64_t j = 0; j < kLanes; ++j) r[j] = _mm256_loadu_ps(z + at[q + j]);
+    transpose8x8(r);
+    for (int64_t c = 0; c < channels; ++c) _mm256_storeu_ps(y[c] + q, r[c]);
+  }
 }
 
 // z[p] = the sum over taps t of w[t] * buf[out_at[p] + tap_at[t]] (vectors of 8 channels): 8
@@ -145,6 +156,29 @@ EMBER_TARGET_AVX2 void lanes_tap_grads(const float* buf, const LanesLayout& f, c
   }
 }
 
+// The transposed conv: buf[out_at[p] + tap_at[t]] += w[t] * gz[p] over outputs p and taps t
+// (vectors of 8 channels), each output's value loaded once for its taps.
+EMBER_TARGET_AVX2 void lanes_scatter(const float* gz, const LanesLayout& f, const float* w,
+                                     float* buf) {
+  const int64_t L = int64_t(f.out_at.size()), K = int64_t(f.tap_at.size());
+  const int64_t* tap = f.tap_at.data();
+  for (int64_t p = 0; p < L; ++p) {
+    const __m256 g = _mm256_loadu_ps(gz + p * kLanes);
+    float* b = buf + f.out_at[size_t(p)];
+    for (int64_t t = 0; t < K; ++t) {
+      float* d = b + tap[t];
+      _mm256_storeu_ps(d, _mm256_fmadd_ps(g, _mm256_loadu_ps(w + t * kLanes), _mm256_loadu_ps(d)));
+    }
+  }
+}
+
+// wv[t][lane] = w[c0 + lane][t] (K taps a channel), lanes past the last of `channels` 0.
+void weights_to_lanes(const float* w, int64_t K, int64_t c0, int64_t channels, float* wv) {
+  std::fill(wv, wv + K * kLanes, 0.0f);
+  for (int64_t ch = 0; ch < channels; ++ch)
+    for (int64_t t = 0; t < K; ++t) wv[t * kLanes + ch] = w[(c0 + ch) * K + t];
+}
+
 }  // namespace
 
 bool depthwise_lanes_fits(const Geom& g, int64_t per_group) {
@@ -162,6 +196,7 @@ void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_
   const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
   const int64_t blocks = (c + kLanes - 1) / kLanes;
   const int64_t work = (Lin + L * K) * kLanes;
+  const std::vector<int64_t> flat = flat_places(L);
   parallel_for(n * blocks, std::max<int64_t>(1, kGrain / std::max<int64_t>(work, 1)),
                [&](int64_t b, int64_t e) {
                  std::vector<float> buf(static_cast<size_t>(f.buffer()), 0.0f);
@@ -172,11 +207,7 @@ void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_
                    const int64_t img = item / blocks, c0 = item % blocks * kLanes;
                    const int64_t channels = std::min(kLanes, c - c0);
                    if (weights_of != c0) {
-                     // wv[t][lane] = w[c0 + lane][t]; lanes past the last channel 0
-                     std::fill(wv.begin(), wv.end(), 0.0f);
-                     for (int64_t ch = 0; ch < channels; ++ch)
-                       for (int64_t t = 0; t < K; ++t)
-                         wv[size_t(t * kLanes + ch)] = w[(c0 + ch) * K + t];
+                     weights_to_lanes(w, K, c0, channels, wv.data());
                      weights_of = c0;
                    }
                    // lanes past the last channel read its plane again; their sums are dropped
@@ -189,7 +220,42 @@ void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_
                    }
                    planes_to_lanes(planes, f.in_at.data(), Lin, buf.data());
                    lanes_taps(buf.data(), f, wv.data(), z.data());
-                   lanes_to_planes(z.data(), L, channels, outs);
+                   lanes_to_planes(z.data(), flat.data(), L, channels, outs);
+                 }
+               });
+}
+
+void depthwise_lanes_transpose(const float* x, const float* w, float* y, int64_t n, int64_t c,
+                               const Geom& g) {
+  const LanesLayout f(g);
+  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
+  const int64_t blocks = (c + kLanes - 1) / kLanes;
+  const int64_t work = (Lin + L * K) * kLanes;
+  const std::vector<int64_t> flat = flat_places(L);
+  parallel_for(n * blocks, std::max<int64_t>(1, kGrain / std::max<int64_t>(work, 1)),
+               [&](int64_t b, int64_t e) {
+                 std::vector<float> buf(static_cast<size_t>(f.buffer()));
+                 std::vector<float> gz(static_cast<size_t>(L * kLanes));
+                 std::vector<float> wv(static_cast<size_t>(K * kLanes));
+                 int64_t weights_of = -1;
+                 for (int64_t item = b; item < e; ++item) {
+                   const int64_t img = item / blocks, c0 = item % blocks * kLanes;
+                   const int64_t channels = std::min(kLanes, c - c0);
+                   if (weights_of != c0) {
+                     weights_to_lanes(w, K, c0, channels, wv.data());
+                     weights_of = c0;
+                   }
+                   const float* grads[kLanes];
+                   float* outs[kLanes];
+                   for (int64_t ch = 0; ch < kLanes; ++ch) {
+                     const int64_t cc = c0 + std::min(ch, channels - 1);
+                     grads[ch] = x + (img * c + cc) * L;
+                     outs[ch] = y + (img * c + cc) * Lin;
+                   }
+                   planes_to_lanes(grads, flat.data(), L, gz.data());
+                   std::fill(buf.begin(), buf.end(), 0.0f);
+                   lanes_scatter(gz.data(), f, wv.data(), buf.data());
+                   lanes_to_planes(buf.data(), f.in_at.data(), Lin, channels, outs);
                  }
                });
 }
@@ -199,8 +265,7 @@ void depthwise_lanes_weight_grad(const float* x, const float* gy, float* dw, int
   const LanesLayout f(g);
   const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
   const int64_t blocks = (c + kLanes - 1) / kLanes;
-  std::vector<int64_t> flat(static_cast<size_t>(L));  // the output gradient's places: in order
-  for (int64_t p = 0; p < L; ++p) flat[size_t(p)] = p * kLanes;
+  const std::vector<int64_t> flat = flat_places(L);
   parallel_for(blocks, 1, [&](int64_t b, int64_t e) {
     std::vector<float> buf(static_cast<size_t>(f.buffer()), 0.0f);
     std::vector<float> gz(static_cast<size_t>(L * kLanes)), acc(static_cast<size_t>(K * kLanes));
@@ -231,6 +296,7 @@ void depthwise_lanes_weight_grad(const float* x, const float* gy, float* dw, int
 #else
 bool depthwise_lanes_fits(const Geom&, int64_t) { return false; }
 void depthwise_lanes(const float*, const float*, float*, int64_t, int64_t, const Geom&) {}
+void depthwise_lanes_transpose(const float*, const float*, float*, int64_t, int64_t, const Geom&) {}
 void depthwise_lanes_weight_grad(const float*, const float*, float*, int64_t, int64_t,
                                  const Geom&) {}
 #endif

@@ -213,6 +213,9 @@ bool depthwise_lanes_fits(const Geom& g, int64_t per_group);
 /// y [n, c, H', W'] = the depthwise conv of x [n, c, H, W] with w [c, 1, kh, kw], 8 channels at a
 /// time in the lanes of a vector; multithreaded over images and blocks of channels.
 void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_t c, const Geom& g);
+/// y [n, c, H, W] = the transposed conv (the input gradient) of that conv, of x [n, c, H', W'].
+void depthwise_lanes_transpose(const float* x, const float* w, float* y, int64_t n, int64_t c,
+                               const Geom& g);
 /// dw [c, 1, kh, kw] = the weight gradient of that conv, from x and the output's gradient gy
 /// [n, c, H', W']; multithreaded over blocks of channels.
 void depthwise_lanes_weight_grad(const float* x, const float* gy, float* dw, int64_t n, int64_t c,
