@@ -70,7 +70,7 @@ inline constexpr AttentionSize kAttentionSizes[] = {
 /// max_pool2d: the ResNet stem's 3x3, stride 2, padding 1 pool of [8, 64, 112, 112].
 inline constexpr int64_t kPoolN = 8, kPoolC = 64, kPoolHW = 112;
 /// Depthwise conv2ds: x [n, c, hw, hw] with w [c, 1, k, k], groups c, padding k / 2: a MobileNet
-/// block's 3x3 at stride 1, and an EfficientNet downsampling block's 5x5 at stride 2. Memory-
+/// block's 3x3 at stride 1, and EfficientNet downsampling blocks' 5x5 at stride 2. Memory-
 /// bound, their bytes the input and the output. Named "depthwise_conv2d/<name>" on every side
 /// ("copy": a memcpy of the same bytes).
 struct DepthwiseSize {
@@ -82,6 +82,7 @@ struct DepthwiseSize {
 inline constexpr DepthwiseSize kDepthwiseSizes[] = {
     {"8x64x56x56_k3", 8, 64, 56, 3, 1},
     {"8x96x56x56_k5s2", 8, 96, 56, 5, 2},
+    {"8x672x14x14_k5s2", 8, 672, 14, 5, 2},  // a late EfficientNet stage: small planes
 };
 
 // Work per iteration, read by merge_bench.py to turn the median time into a rate. Exactly one

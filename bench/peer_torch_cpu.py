@@ -42,7 +42,8 @@ CONV2D_SIZES = (("resnet_3x3_8x64x56x56", 8, 64, 64, 56, 3),
                 ("small_3x3_64x16x28x28", 64, 16, 16, 28, 3))
 POOL_N, POOL_C, POOL_HW = 8, 64, 112  # max_pool2d 3x3, stride 2, padding 1
 # depthwise conv2d: (name, n, c, hw, k, stride), groups c, padding k // 2; as bench/cpu_bench.h
-DEPTHWISE_SIZES = (("8x64x56x56_k3", 8, 64, 56, 3, 1), ("8x96x56x56_k5s2", 8, 96, 56, 5, 2))
+DEPTHWISE_SIZES = (("8x64x56x56_k3", 8, 64, 56, 3, 1), ("8x96x56x56_k5s2", 8, 96, 56, 5, 2),
+                   ("8x672x14x14_k5s2", 8, 672, 14, 5, 2))
 # attention: (name, heads, len, d, causal), q = k = v shapes; as bench/cpu_bench.h
 ATTENTION_SIZES = (("8x512x64", 8, 512, 64, False),
                    ("8x1024x64_causal", 8, 1024, 64, True))

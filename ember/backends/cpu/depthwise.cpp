@@ -7,7 +7,8 @@
 // wide layout (wide.h): each tap is one long contiguous run, summed by flat_taps.h's loops (the
 // taps in column groups over blocks of rows where that pays); with other strides on the phase
 // layout (Phases below), which makes them the same loops. The transposed conv with strides sums
-// each phase of its output over a copy of its input (phases_transpose).
+// each phase of its output over a copy of its input (phases_transpose). Small 2-d planes take
+// depthwise_lanes.cpp instead (8 channels in a vector's lanes) from AVX2 up.
 #include <algorithm>
 #include <type_traits>
 #include <utility>
