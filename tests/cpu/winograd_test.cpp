@@ -152,18 +152,25 @@ TEST(CpuWinograd, TakenOnlyWhereItApplies) {
   EXPECT_EQ(cpu::winograd_tile(geom({1, 48, 48, 14, 14, 1}), 48, 48), 4);
   EXPECT_EQ(cpu::winograd_tile(geom({1, 64, 64, 14, 14, 1}), 64, 64), 2);
   EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 12, 12, 1}), 16, 16), 2);
+  // Few outputs (the images' positions together) against the transformed weights: the GEMM.
+  EXPECT_FALSE(cpu::winograd_pays(geom({1, 512, 512, 7, 7, 1}), 1, 512, 512));
+  EXPECT_FALSE(cpu::winograd_pays(geom({8, 256, 256, 7, 7, 1}), 8, 256, 256));   // 392
+  EXPECT_TRUE(cpu::winograd_pays(geom({8, 256, 256, 14, 14, 1}), 8, 256, 256));  // 1568
   // With it, F(4x4) wherever the fused form fits.
   cpu::set_cpu_isa_cap(std::nullopt);
   if (cpu::cpu_isa() >= cpu::CpuIsa::Avx512) {
     EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 56, 56, 1}), 16, 16), 4);
     EXPECT_EQ(cpu::winograd_tile(geom({1, 64, 64, 14, 14, 1}), 64, 64), 4);
     EXPECT_EQ(cpu::winograd_tile(geom({1, 256, 256, 14, 14, 1}), 256, 256), 2);
+    EXPECT_TRUE(cpu::winograd_pays(geom({1, 64, 64, 14, 14, 1}), 1, 64, 64));     // fused: 196
+    EXPECT_FALSE(cpu::winograd_pays(geom({1, 128, 128, 7, 7, 1}), 1, 128, 128));  // 49
   }
 }
 
 TEST(CpuWinograd, TheConvOpMatchesTheDirectOne) {
-  // Through the op: conv2d of a [2, 16, 12, 10] input with a [24, 16, 3, 3] weight, padding 1.
-  Case c{2, 16, 24, 12, 10, 1};
+  // Through the op: conv2d of a [4, 16, 18, 16] input with a [24, 16, 3, 3] weight, padding 1
+  // (1152 outputs: Winograd pays).
+  Case c{4, 16, 24, 18, 16, 1};
   std::mt19937 gen(5);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> x(size_t(c.n * c.c_in * c.h * c.w)), w(size_t(c.c_out * c.c_in * 9));
@@ -180,8 +187,9 @@ TEST(CpuWinograd, TheConvOpMatchesTheDirectOne) {
 
 TEST(CpuWinograd, TheTransposedConvOpMatchesTheDirectOne) {
   // conv_transpose2d with stride 1 (a convolution's input gradient) takes the path with the
-  // window flipped: [2, 16, 9, 11] -> [2, 20, 11, 13] with padding 0, and -> [.., 9, 11] with 1.
-  const int64_t n = 2, ci = 16, co = 20, h = 9, w = 11;
+  // window flipped: [6, 16, 15, 17] -> [6, 20, 17, 19] with padding 0, -> [.., 15, 17] with 1,
+  // [.., 13, 15] with 2 (1170 outputs: Winograd pays).
+  const int64_t n = 6, ci = 16, co = 20, h = 15, w = 17;
   std::mt19937 gen(9);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> x(size_t(n * ci * h * w)), k(size_t(ci * co * 9));

@@ -322,7 +322,8 @@ void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
   T* Y = y.data<T>();
   if constexpr (std::is_same_v<T, float>) {
     if (direct_conv_fits(g, G, c_in, c_out)) return direct_conv_f32(X, W, Y, N, c_in, c_out, g);
-    if (winograd_fits(g, G, c_in, c_out)) return winograd_conv_f32(X, W, Y, N, c_in, c_out, g);
+    if (winograd_fits(g, G, c_in, c_out) && winograd_pays(g, N, c_in, c_out))
+      return winograd_conv_f32(X, W, Y, N, c_in, c_out, g);
   }
   if (ImageColumns<T> cc(g); int64_t nb = batch_images(N, cc.width, ck, direct)) {
     for_batches(N, nb, [&](int64_t n0, int64_t m) {
@@ -380,7 +381,7 @@ void conv_transpose_forward(const CpuTensor& x, const CpuTensor& w, const CpuTen
             wf.get()[(co * c_in + ci) * K + t] = W[(ci * c_out + co) * K + K - 1 - t];
       return direct_conv_f32(X, wf.get(), Y, N, c_in, c_out, f);
     }
-    if (G == 1 && winograd_fits(f, 1, c_in, c_out)) {
+    if (G == 1 && winograd_fits(f, 1, c_in, c_out) && winograd_pays(f, N, c_in, c_out)) {
       Scratch<float> wf(c_out * c_in * 9);
       for (int64_t ci = 0; ci < c_in; ++ci)
         for (int64_t co = 0; co < c_out; ++co)
@@ -440,10 +441,14 @@ void conv_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
     // those took 32 -> 32 on 32x32 3.3-3.7 ms against 5.5, and tied at 64 -> 64 on 56x56 (past
     // 64 channels, which they do not take, F(3x3, 2x2) 8.4 against 12.5 for im2col's GEMM).
     // On AVX-512, F(4x4) fused where it fits (docs/cpu.md: ahead of both below).
-    if (winograd_fits(g, G, c_in, c_out) && winograd_fused_weight_grad_fits(g, c_in, c_out))
+    // Both only where Winograd pays for the forward: 256 -> 256 on one 14x14 image, 2 threads of
+    // a Zen 4, 1.45 ms by F(3x3, 2x2) against 1.29 by the GEMM.
+    const bool pays = winograd_fits(g, G, c_in, c_out) && winograd_pays(g, N, c_in, c_out);
+    if (pays && winograd_fused_weight_grad_fits(g, c_in, c_out))
       return winograd_fused_weight_grad_f32(X, GY, DW, N, c_in, c_out, g);
     const bool kernels = direct_weight_grad_fits(g, G, c_in, c_out);
-    if (winograd_weight_grad_fits(g, G, c_in, c_out) && !(kernels && cpu_isa() >= CpuIsa::Avx512))
+    if (pays && winograd_weight_grad_fits(g, G, c_in, c_out) &&
+        !(kernels && cpu_isa() >= CpuIsa::Avx512))
       return winograd_weight_grad_f32(X, GY, DW, N, c_in, c_out, g);
     if (kernels) return direct_weight_grad_f32(X, GY, DW, N, c_in, c_out, g);
   }

@@ -548,6 +548,14 @@ bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
   return true;
 }
 
+bool winograd_pays(const Geom& g, int64_t n, int64_t c_in, int64_t c_out) {
+  static const int forced = tile_env();
+  if (forced == 2 || forced == 4) return true;
+  const int64_t outputs = n * g.out[1] * g.out[2];
+  return outputs >=
+         (winograd_tile(g, c_in, c_out) == 4 && winograd_fused_fits(c_in, c_out) ? 128 : 1024);
+}
+
 bool winograd_rows_end_to_end(const Geom& g) { return (g.out[2] + 3) / 4 < kLanes; }
 
 int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out) {
