@@ -191,17 +191,20 @@ bool depthwise_lanes_fits(const Geom& g, int64_t per_group) {
   return g.out[2] < 16 && (g.in[1] + 2 * g.p[1]) * (g.in[2] + 2 * g.p[2]) <= 64 * 64;
 }
 
-void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_t c,
-                     const Geom& g) {
-  const LanesLayout f(g);
-  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
+namespace {
+
+// Runs body(from, to, wv, channels, scratch) for every image and block of 8 channels, in
+// parallel: from and to the block's planes of src (`src_plane` values each) and dst, lanes past
+// the last channel at its planes again (their sums are dropped); wv the block's weights in lanes
+// (weights_to_lanes); scratch `scratch_floats` zeros when a thread starts, its own after.
+template <class Body>
+void for_blocks(const float* src, int64_t src_plane, float* dst, int64_t dst_plane, const float* w,
+                int64_t K, int64_t n, int64_t c, int64_t work, int64_t scratch_floats,
+                Body&& body) {
   const int64_t blocks = (c + kLanes - 1) / kLanes;
-  const int64_t work = (Lin + L * K) * kLanes;
-  const std::vector<int64_t> flat = flat_places(L);
   parallel_for(n * blocks, std::max<int64_t>(1, kGrain / std::max<int64_t>(work, 1)),
                [&](int64_t b, int64_t e) {
-                 std::vector<float> buf(static_cast<size_t>(f.buffer()), 0.0f);
-                 std::vector<float> z(static_cast<size_t>(L * kLanes));
+                 std::vector<float> scratch(static_cast<size_t>(scratch_floats), 0.0f);
                  std::vector<float> wv(static_cast<size_t>(K * kLanes));
                  int64_t weights_of = -1;  // the block whose weights wv holds
                  for (int64_t item = b; item < e; ++item) {
@@ -211,54 +214,51 @@ void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_
                      weights_to_lanes(w, K, c0, channels, wv.data());
                      weights_of = c0;
                    }
-                   // lanes past the last channel read its plane again; their sums are dropped
-                   const float* planes[kLanes];
-                   float* outs[kLanes];
+                   const float* from[kLanes];
+                   float* to[kLanes];
                    for (int64_t ch = 0; ch < kLanes; ++ch) {
-                     const int64_t cc = c0 + std::min(ch, channels - 1);
-                     planes[ch] = x + (img * c + cc) * Lin;
-                     outs[ch] = y + (img * c + cc) * L;
+                     const int64_t cc = img * c + c0 + std::min(ch, channels - 1);
+                     from[ch] = src + cc * src_plane;
+                     to[ch] = dst + cc * dst_plane;
                    }
-                   planes_to_lanes(planes, f.in_at.data(), Lin, buf.data());
-                   lanes_taps(buf.data(), f, wv.data(), z.data());
-                   lanes_to_planes(z.data(), flat.data(), L, channels, outs);
+                   body(from, to, wv.data(), channels, scratch.data());
                  }
                });
+}
+
+}  // namespace
+
+void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_t c,
+                     const Geom& g) {
+  const LanesLayout f(g);
+  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
+  const std::vector<int64_t> flat = flat_places(L);
+  // scratch: the padded buffer (its padding zero throughout), then the outputs in lanes
+  for_blocks(x, Lin, y, L, w, K, n, c, (Lin + L * K) * kLanes, f.buffer() + L * kLanes,
+             [&](const float* const(&from)[kLanes], float* const(&to)[kLanes], const float* wv,
+                 int64_t channels, float* scratch) {
+               float* z = scratch + f.buffer();
+               planes_to_lanes(from, f.in_at.data(), Lin, scratch);
+               lanes_taps(scratch, f, wv, z);
+               lanes_to_planes(z, flat.data(), L, channels, to);
+             });
 }
 
 void depthwise_lanes_transpose(const float* x, const float* w, float* y, int64_t n, int64_t c,
                                const Geom& g) {
   const LanesLayout f(g);
   const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
-  const int64_t blocks = (c + kLanes - 1) / kLanes;
-  const int64_t work = (Lin + L * K) * kLanes;
   const std::vector<int64_t> flat = flat_places(L);
-  parallel_for(n * blocks, std::max<int64_t>(1, kGrain / std::max<int64_t>(work, 1)),
-               [&](int64_t b, int64_t e) {
-                 std::vector<float> buf(static_cast<size_t>(f.buffer()));
-                 std::vector<float> gz(static_cast<size_t>(L * kLanes));
-                 std::vector<float> wv(static_cast<size_t>(K * kLanes));
-                 int64_t weights_of = -1;
-                 for (int64_t item = b; item < e; ++item) {
-                   const int64_t img = item / blocks, c0 = item % blocks * kLanes;
-                   const int64_t channels = std::min(kLanes, c - c0);
-                   if (weights_of != c0) {
-                     weights_to_lanes(w, K, c0, channels, wv.data());
-                     weights_of = c0;
-                   }
-                   const float* grads[kLanes];
-                   float* outs[kLanes];
-                   for (int64_t ch = 0; ch < kLanes; ++ch) {
-                     const int64_t cc = c0 + std::min(ch, channels - 1);
-                     grads[ch] = x + (img * c + cc) * L;
-                     outs[ch] = y + (img * c + cc) * Lin;
-                   }
-                   planes_to_lanes(grads, flat.data(), L, gz.data());
-                   std::fill(buf.begin(), buf.end(), 0.0f);
-                   lanes_scatter(gz.data(), f, wv.data(), buf.data());
-                   lanes_to_planes(buf.data(), f.in_at.data(), Lin, channels, outs);
-                 }
-               });
+  // scratch: the padded buffer the outputs' taps are scattered into, then x's values in lanes
+  for_blocks(x, L, y, Lin, w, K, n, c, (Lin + L * K) * kLanes, f.buffer() + L * kLanes,
+             [&](const float* const(&from)[kLanes], float* const(&to)[kLanes], const float* wv,
+                 int64_t channels, float* scratch) {
+               float* gz = scratch + f.buffer();
+               planes_to_lanes(from, flat.data(), L, gz);
+               std::fill(scratch, scratch + f.buffer(), 0.0f);
+               lanes_scatter(gz, f, wv, scratch);
+               lanes_to_planes(scratch, f.in_at.data(), Lin, channels, to);
+             });
 }
 
 void depthwise_lanes_weight_grad(const float* x, const float* gy, float* dw, int64_t n, int64_t c,
