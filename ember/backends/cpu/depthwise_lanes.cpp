@@ -193,18 +193,22 @@ bool depthwise_lanes_fits(const Geom& g, int64_t per_group) {
 
 namespace {
 
-// Runs body(from, to, wv, channels, scratch) for every image and block of 8 channels, in
+// Runs body(from, to, wv, channels, buf, z) for every image and block of 8 channels, in
 // parallel: from and to the block's planes of src (`src_plane` values each) and dst, lanes past
 // the last channel at its planes again (their sums are dropped); wv the block's weights in lanes
-// (weights_to_lanes); scratch `scratch_floats` zeros when a thread starts, its own after.
+// (weights_to_lanes); buf (the padded buffer) and z (the other side's values in lanes) a
+// thread's own, zeros when it starts. Apart: with z right after buf, the forward of 5x5 over 8 x
+// 1152 x 7^2 took 0.46 ms against 0.33 (loads of buf falsely waiting on stores to z 4 KiB on).
 template <class Body>
 void for_blocks(const float* src, int64_t src_plane, float* dst, int64_t dst_plane, const float* w,
-                int64_t K, int64_t n, int64_t c, int64_t work, int64_t scratch_floats,
-                Body&& body) {
+                const LanesLayout& f, int64_t n, int64_t c, Body&& body) {
+  const int64_t K = int64_t(f.tap_at.size()), L = int64_t(f.out_at.size());
+  const int64_t work = (int64_t(f.in_at.size()) + L * K) * kLanes;
   const int64_t blocks = (c + kLanes - 1) / kLanes;
   parallel_for(n * blocks, std::max<int64_t>(1, kGrain / std::max<int64_t>(work, 1)),
                [&](int64_t b, int64_t e) {
-                 std::vector<float> scratch(static_cast<size_t>(scratch_floats), 0.0f);
+                 std::vector<float> buf(static_cast<size_t>(f.buffer()), 0.0f);
+                 std::vector<float> z(static_cast<size_t>(L * kLanes), 0.0f);
                  std::vector<float> wv(static_cast<size_t>(K * kLanes));
                  int64_t weights_of = -1;  // the block whose weights wv holds
                  for (int64_t item = b; item < e; ++item) {
@@ -221,7 +225,7 @@ void for_blocks(const float* src, int64_t src_plane, float* dst, int64_t dst_pla
                      from[ch] = src + cc * src_plane;
                      to[ch] = dst + cc * dst_plane;
                    }
-                   body(from, to, wv.data(), channels, scratch.data());
+                   body(from, to, wv.data(), channels, buf.data(), z.data());
                  }
                });
 }
@@ -231,15 +235,14 @@ void for_blocks(const float* src, int64_t src_plane, float* dst, int64_t dst_pla
 void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_t c,
                      const Geom& g) {
   const LanesLayout f(g);
-  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
+  const int64_t Lin = g.in_numel(), L = g.out_numel();
   const std::vector<int64_t> flat = flat_places(L);
-  // scratch: the padded buffer (its padding zero throughout), then the outputs in lanes
-  for_blocks(x, Lin, y, L, w, K, n, c, (Lin + L * K) * kLanes, f.buffer() + L * kLanes,
+  // the padding of buf stays zero throughout
+  for_blocks(x, Lin, y, L, w, f, n, c,
              [&](const float* const(&from)[kLanes], float* const(&to)[kLanes], const float* wv,
-                 int64_t channels, float* scratch) {
-               float* z = scratch + f.buffer();
-               planes_to_lanes(from, f.in_at.data(), Lin, scratch);
-               lanes_taps(scratch, f, wv, z);
+                 int64_t channels, float* buf, float* z) {
+               planes_to_lanes(from, f.in_at.data(), Lin, buf);
+               lanes_taps(buf, f, wv, z);
                lanes_to_planes(z, flat.data(), L, channels, to);
              });
 }
@@ -247,17 +250,16 @@ void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_
 void depthwise_lanes_transpose(const float* x, const float* w, float* y, int64_t n, int64_t c,
                                const Geom& g) {
   const LanesLayout f(g);
-  const int64_t K = g.k_numel(), Lin = g.in_numel(), L = g.out_numel();
+  const int64_t Lin = g.in_numel(), L = g.out_numel();
   const std::vector<int64_t> flat = flat_places(L);
-  // scratch: the padded buffer the outputs' taps are scattered into, then x's values in lanes
-  for_blocks(x, L, y, Lin, w, K, n, c, (Lin + L * K) * kLanes, f.buffer() + L * kLanes,
+  // x's values in lanes scattered tap by tap into buf, zeroed for each block
+  for_blocks(x, L, y, Lin, w, f, n, c,
              [&](const float* const(&from)[kLanes], float* const(&to)[kLanes], const float* wv,
-                 int64_t channels, float* scratch) {
-               float* gz = scratch + f.buffer();
+                 int64_t channels, float* buf, float* gz) {
                planes_to_lanes(from, flat.data(), L, gz);
-               std::fill(scratch, scratch + f.buffer(), 0.0f);
-               lanes_scatter(gz, f, wv, scratch);
-               lanes_to_planes(scratch, f.in_at.data(), Lin, channels, to);
+               std::fill(buf, buf + f.buffer(), 0.0f);
+               lanes_scatter(gz, f, wv, buf);
+               lanes_to_planes(buf, f.in_at.data(), Lin, channels, to);
              });
 }
 
