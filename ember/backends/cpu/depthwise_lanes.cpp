@@ -198,7 +198,8 @@ namespace {
 // the last channel at its planes again (their sums are dropped); wv the block's weights in lanes
 // (weights_to_lanes); buf (the padded buffer) and z (the other side's values in lanes) a
 // thread's own, zeros when it starts. Apart: with z right after buf, the forward of 5x5 over 8 x
-// 1152 x 7^2 took 0.46 ms against 0.33 (loads of buf falsely waiting on stores to z 4 KiB on).
+// 1152 x 7^2 took 0.46 ms against 0.33 (likely loads of buf taken as waiting on stores to z
+// 4 KiB on: both at the same offsets within a page).
 template <class Body>
 void for_blocks(const float* src, int64_t src_plane, float* dst, int64_t dst_plane, const float* w,
                 const LanesLayout& f, int64_t n, int64_t c, Body&& body) {
