@@ -93,8 +93,9 @@ TEST_P(CpuWinogradAt, MatchesADirectConvolution) {
         // Rows of fewer than 8 tiles, laid end to end: the suite's 16 -> 16 on 28x28,
         // and images cut into several chunks (the last one shorter).
         Case{2, 16, 16, 28, 28, 1}, Case{1, 160, 144, 14, 13, 1}, Case{1, 64, 64, 50, 20, 1},
-        // Deep channels over small images: chunks past the budget (a panel of tiles).
-        Case{5, 128, 112, 9, 11, 1},
+        // Deep channels over small images: chunks past the budget (a panel of tiles), and a
+        // 7x7 image's 16 tiles of F(2x2) (half a panel of AVX-512's micro-kernel).
+        Case{5, 128, 112, 9, 11, 1}, Case{3, 40, 36, 7, 7, 1},
         // The fused form: blocks of 1 to 4 vectors of 16 tiles whose runs cross tile rows and
         // images, the last block short; rows of 1 to 15 tiles (a row's last tile reads the
         // columns 4 tw and 4 tw + 1), 64 -> 48 (each also run as on a CPU of 128 KiB of L2,
@@ -152,10 +153,13 @@ TEST(CpuWinograd, TakenOnlyWhereItApplies) {
   EXPECT_EQ(cpu::winograd_tile(geom({1, 48, 48, 14, 14, 1}), 48, 48), 4);
   EXPECT_EQ(cpu::winograd_tile(geom({1, 64, 64, 14, 14, 1}), 64, 64), 2);
   EXPECT_EQ(cpu::winograd_tile(geom({1, 16, 16, 12, 12, 1}), 16, 16), 2);
-  // Few outputs (the images' positions together) against the transformed weights: the GEMM.
-  EXPECT_FALSE(cpu::winograd_pays(geom({1, 512, 512, 7, 7, 1}), 1, 512, 512));
-  EXPECT_FALSE(cpu::winograd_pays(geom({8, 256, 256, 7, 7, 1}), 8, 256, 256));   // 392
-  EXPECT_TRUE(cpu::winograd_pays(geom({8, 256, 256, 14, 14, 1}), 8, 256, 256));  // 1568
+  // Few outputs (the images' positions together) against the transformed weights, or images
+  // of few tiles: the GEMM.
+  EXPECT_FALSE(cpu::winograd_pays(geom({1, 512, 512, 7, 7, 1}), 1, 512, 512));  // 49 outputs
+  EXPECT_FALSE(cpu::winograd_pays(geom({2, 256, 256, 7, 7, 1}), 2, 256, 256));  // 98
+  EXPECT_FALSE(cpu::winograd_pays(geom({8, 256, 256, 5, 5, 1}), 8, 256, 256));  // 9 tiles
+  EXPECT_TRUE(cpu::winograd_pays(geom({8, 256, 256, 7, 7, 1}), 8, 256, 256));   // 392, 16 tiles
+  EXPECT_TRUE(cpu::winograd_pays(geom({1, 256, 256, 14, 14, 1}), 1, 256, 256));
   // With it, F(4x4) wherever the fused form fits.
   cpu::set_cpu_isa_cap(std::nullopt);
   if (cpu::cpu_isa() >= cpu::CpuIsa::Avx512) {

@@ -347,7 +347,13 @@ class Plan {
   }
 
  private:
-  int64_t padded_tiles(int64_t nt) const { return (nt + pg_.nr - 1) / pg_.nr * pg_.nr; }
+  // Tiles padded to whole panels of the micro-kernel's columns, or to half of one on AVX-512
+  // (32 columns) where they fit: the micro-kernel of one vector takes them (a 7x7 image's 16
+  // tiles of F(2x2) had run as 32, half of the products' work thrown away).
+  int64_t padded_tiles(int64_t nt) const {
+    const int64_t q = pg_.nr >= 32 && nt <= pg_.nr / 2 ? pg_.nr / 2 : pg_.nr;
+    return (nt + q - 1) / q * q;
+  }
   // n floats rounded up to 64 bytes, and 64 more.
   static int64_t skewed(int64_t n) { return (n + 15) / 16 * 16 + 16; }
   static int64_t in_rows(int64_t tile_rows) { return M * tile_rows + 2; }
@@ -567,9 +573,10 @@ bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
 bool winograd_pays(const Geom& g, int64_t n, int64_t c_in, int64_t c_out) {
   static const int forced = tile_env();
   if (forced == 2 || forced == 4) return true;
-  const int64_t outputs = n * g.out[1] * g.out[2];
-  return outputs >=
-         (winograd_tile(g, c_in, c_out) == 4 && winograd_fused_fits(c_in, c_out) ? 128 : 1024);
+  const int64_t m = winograd_tile(g, c_in, c_out), outputs = n * g.out[1] * g.out[2];
+  if (m == 4 && winograd_fused_fits(c_in, c_out)) return outputs >= 128;
+  const int64_t tiles = (g.out[1] + m - 1) / m * ((g.out[2] + m - 1) / m);
+  return tiles >= 16 && outputs >= 196;
 }
 
 bool winograd_rows_end_to_end(const Geom& g) { return (g.out[2] + 3) / 4 < kLanes; }
