@@ -189,11 +189,11 @@ TEST(CpuWinograd, TheConvOpMatchesTheDirectOne) {
   for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
 }
 
-TEST(CpuWinograd, TheTransposedConvOpMatchesTheDirectOne) {
-  // conv_transpose2d with stride 1 (a convolution's input gradient) takes the path with the
-  // window flipped: [6, 16, 15, 17] -> [6, 20, 17, 19] with padding 0, -> [.., 15, 17] with 1,
-  // [.., 13, 15] with 2 (1170 outputs: Winograd pays).
-  const int64_t n = 6, ci = 16, co = 20, h = 15, w = 17;
+namespace {
+
+// conv_transpose2d of [6, 16, 15, 17] into co channels, paddings 0 to 2, against sums in double.
+void check_transposed_op(int64_t co) {
+  const int64_t n = 6, ci = 16, h = 15, w = 17;
   std::mt19937 gen(9);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> x(size_t(n * ci * h * w)), k(size_t(ci * co * 9));
@@ -221,8 +221,19 @@ TEST(CpuWinograd, TheTransposedConvOpMatchesTheDirectOne) {
                       double(k[size_t(((c * co + d) * 3 + a) * 3 + e)]);
                 }
     ASSERT_EQ(got.size(), want.size()) << pad;
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << pad << " " << i;
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-4) << co << " outputs, padding " << pad << ", at " << i;
   }
+}
+
+}  // namespace
+
+TEST(CpuWinograd, TheTransposedConvOpMatchesTheDirectOne) {
+  // conv_transpose2d with stride 1 (a convolution's input gradient) takes the path with the
+  // window flipped: [6, 16, 15, 17] -> [6, 20, 17, 19] with padding 0, -> [.., 15, 17] with 1,
+  // [.., 13, 15] with 2 (1170 outputs: Winograd pays); the weights turned around by the weight
+  // transform (20 outputs), and for AVX-512's fused F(4x4) before it (32).
+  for (const int64_t co : {20, 32}) check_transposed_op(co);
 }
 
 // The weight gradient by F(3x3, 2x2) against sums in double: paddings 0 to 2, outputs whose

@@ -393,14 +393,8 @@ void conv_transpose_forward(const CpuTensor& x, const CpuTensor& w, const CpuTen
             wf.get()[(co * c_in + ci) * K + t] = W[(ci * c_out + co) * K + K - 1 - t];
       return direct_conv_f32(X, wf.get(), Y, N, c_in, c_out, f);
     }
-    if (G == 1 && winograd_fits(f, 1, c_in, c_out) && winograd_pays(f, N, c_in, c_out)) {
-      Scratch<float> wf(c_out * c_in * 9);
-      for (int64_t ci = 0; ci < c_in; ++ci)
-        for (int64_t co = 0; co < c_out; ++co)
-          for (int t = 0; t < 9; ++t)
-            wf.get()[(co * c_in + ci) * 9 + t] = W[(ci * c_out + co) * 9 + 8 - t];
-      return winograd_conv_f32(X, wf.get(), Y, N, c_in, c_out, f);
-    }
+    if (G == 1 && winograd_fits(f, 1, c_in, c_out) && winograd_pays(f, N, c_in, c_out))
+      return winograd_conv_f32(X, W, Y, N, c_in, c_out, f, 0, /*transposed=*/true);
   }
   if (ImageColumns<T> cc(g); int64_t nb = batch_images(N, cc.width, ok, direct)) {
     for_batches(N, nb, [&](int64_t n0, int64_t m) {

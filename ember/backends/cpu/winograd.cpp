@@ -214,6 +214,19 @@ inline void store_row(float* y, const vf (&r)[M]) {
   }
 }
 
+// g = the 3x3 kernel from input channel c to output channel o: w[o][c], or with `transposed`,
+// of a transposed conv's weight w [c_in, c_out, 3, 3] (a conv's input gradient), w[c][o] turned
+// around.
+inline void kernel_of(const float* w, bool transposed, int64_t o, int64_t c, int64_t c_in,
+                      int64_t c_out, float* g) {
+  if (!transposed) {
+    std::copy_n(w + (o * c_in + c) * 9, 9, g);
+    return;
+  }
+  const float* k = w + (c * c_out + o) * 9;
+  for (int t = 0; t < 9; ++t) g[t] = k[8 - t];
+}
+
 // U = G w G^T straight into the micro-kernel's packed layout (pack_a's, mr rows a panel): U[xi]'s
 // element (o, c) at up + xi * up_stride + (o / mr) * mr * c_in + c * mr + o % mr, the rows past
 // c_out zero. A block of channels of a panel at a time through a small buffer, each of the NN
@@ -222,8 +235,8 @@ inline void store_row(float* y, const vf (&r)[M]) {
 // transforming and then packing 512 x 512 weights took 9 ms; one thread transformed them in 11.7
 // ms by the stores in place, 3.9 through the buffer (the rest is writing 16 MiB).
 template <int M>
-void weight_transform_packed(const float* w, float* up, int64_t up_stride, int64_t c_in,
-                             int64_t c_out, int64_t mr) {
+void weight_transform_packed(const float* w, bool transposed, float* up, int64_t up_stride,
+                             int64_t c_in, int64_t c_out, int64_t mr) {
   constexpr int N = Tr<M>::N;
   constexpr int64_t kBlock = 16;  // channels a block
   const int64_t panels = (c_out + mr - 1) / mr;
@@ -239,7 +252,8 @@ void weight_transform_packed(const float* w, float* up, int64_t up_stride, int64
               for (int xi = 0; xi < N * N; ++xi) buf[size_t(xi * run + at)] = 0.0f;
               continue;
             }
-            const float* g = w + (o * c_in + c0 + c) * 9;
+            float g[9];  // the kernel of output o and input c0 + c
+            kernel_of(w, transposed, o, c0 + c, c_in, c_out, g);
             float s[N][3];  // G g
             for (int i = 0; i < N; ++i)
               for (int j = 0; j < 3; ++j)
@@ -535,14 +549,14 @@ class Plan {
 };
 
 template <int M>
-void run(const float* x, const float* w, float* y, int64_t n, int64_t c_in, int64_t c_out,
-         const Geom& g) {
+void run(const float* x, const float* w, bool transposed, float* y, int64_t n, int64_t c_in,
+         int64_t c_out, const Geom& g) {
   constexpr int NN = Tr<M>::N * Tr<M>::N;
   // Each U[xi] packed once for the micro-kernel, which reads it for every chunk.
   const PanelGemmF32& pg = panel_gemm_f32();
   const int64_t up_stride = (c_out + pg.mr - 1) / pg.mr * pg.mr * c_in;
   Scratch<float> up(NN * up_stride);
-  weight_transform_packed<M>(w, up.get(), up_stride, c_in, c_out, pg.mr);
+  weight_transform_packed<M>(w, transposed, up.get(), up_stride, c_in, c_out, pg.mr);
   Plan<M> plan(x, up.get(), up_stride, y, c_in, c_out, g, pg);
   const int64_t chunks = n * plan.chunks_per_image();
   parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
@@ -597,14 +611,22 @@ int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out) {
 }
 
 void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
-                       int64_t c_out, const Geom& g, int tile) {
+                       int64_t c_out, const Geom& g, int tile, bool transposed) {
   if (tile == 0) tile = winograd_tile(g, c_in, c_out);
-  if (tile == 4 && winograd_fused_fits(c_in, c_out))
-    return winograd_fused_f32(x, w, y, n, c_in, c_out, g);
+  if (tile == 4 && winograd_fused_fits(c_in, c_out)) {
+    if (!transposed) return winograd_fused_f32(x, w, y, n, c_in, c_out, g);
+    Scratch<float> wf(c_out * c_in * 9);
+    parallel_for(c_out, 1, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o)
+        for (int64_t c = 0; c < c_in; ++c)
+          kernel_of(w, true, o, c, c_in, c_out, wf.get() + (o * c_in + c) * 9);
+    });
+    return winograd_fused_f32(x, wf.get(), y, n, c_in, c_out, g);
+  }
   if (tile == 4)
-    run<4>(x, w, y, n, c_in, c_out, g);
+    run<4>(x, w, transposed, y, n, c_in, c_out, g);
   else
-    run<2>(x, w, y, n, c_in, c_out, g);
+    run<2>(x, w, transposed, y, n, c_in, c_out, g);
 }
 
 }  // namespace ember::cpu

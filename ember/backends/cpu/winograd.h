@@ -66,9 +66,11 @@ bool winograd_pays(const Geom& g, int64_t n, int64_t c_in, int64_t c_out);
 bool winograd_rows_end_to_end(const Geom& g);
 
 /// y [n, c_out, H', W'] = conv2d(x [n, c_in, H, W], w [c_out, c_in, 3, 3]) with g's padding; all
-/// dense. `tile`: M (2 or 4), 0 for winograd_tile. Multithreaded over chunks of tiles.
+/// dense. `tile`: M (2 or 4), 0 for winograd_tile. `transposed`: w is a transposed conv's weight
+/// [c_in, c_out, 3, 3], used turned around (the stride-1 transposed conv, g its flipped_geom),
+/// read in place by the weight transform. Multithreaded over chunks of tiles.
 void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_t c_in,
-                       int64_t c_out, const Geom& g, int tile = 0);
+                       int64_t c_out, const Geom& g, int tile = 0, bool transposed = false);
 
 /// Whether winograd_fused_f32 (winograd_avx512.cpp) runs F(4x4) for these channel counts: the
 /// CPU has AVX-512 (under the cap, cpu/isa.h), c_out is a multiple of 16, c_in + c_out <= 384.
