@@ -55,10 +55,11 @@ int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out);
 /// Whether Winograd pays against im2col and the GEMM for n images where winograd_fits: the
 /// products of each of its 16 or 36 positions have the images' tiles as their columns, so with
 /// few outputs they are thin and read all of the transformed weights (1.8 or 4 times the
-/// weights) for little work. On 2 threads of a Zen 4 (docs/cpu.md), 512 -> 512 on 7x7 took 11.0
-/// ms for one image by F(2x2) and 2.0 by the GEMM. Unfused, from 1024 outputs (the images'
-/// positions together); fused (AVX-512's F(4x4)), from 128. EMBER_CPU_WINOGRAD=2 or 4 takes
-/// Winograd wherever it fits.
+/// weights) for little work, and the unfused forms run each image's tiles apart. On 2 threads of
+/// a Zen 4 (docs/cpu.md), 512 -> 512 on one 7x7 image took 4.3-5.0 ms by F(2x2) and 2.0 by the
+/// GEMM. Unfused, from 196 outputs (the images' positions together) and 16 tiles an image;
+/// fused (AVX-512's F(4x4), tiles of all images end to end), from 128 outputs.
+/// EMBER_CPU_WINOGRAD=2 or 4 takes Winograd wherever it fits.
 bool winograd_pays(const Geom& g, int64_t n, int64_t c_in, int64_t c_out);
 
 /// Whether g's output rows hold fewer than 8 tiles of 4 (28 wide or less), which F(4x4, 3x3)
