@@ -68,11 +68,12 @@ TEST_P(CpuDirectConv, MatchesAConvolutionInDoubles) {
     // under 8 positions to other paths (the kernels compute them all the same, and are checked
     // on them here too).
     const bool winograd4 = cpu::winograd_fits(g, 1, c.c_in, c.c_out) &&
+                           cpu::winograd_pays(g, c.n, c.c_in, c.c_out) &&
                            cpu::winograd_tile(g, c.c_in, c.c_out) == 4 &&
                            (cpu::winograd_fused_fits(c.c_in, c.c_out) ||
                             !(avx512() && cpu::winograd_rows_end_to_end(g)));
     EXPECT_EQ(
-        cpu::direct_conv_fits(g, 1, c.c_in, c.c_out),
+        cpu::direct_conv_fits(g, 1, c.c_in, c.c_out, c.n),
         !winograd4 && (avx512() || (c.c_in > 1 && (cpu::direct_conv_positions_fits(g, 1, c.c_in) ||
                                                    cpu::lanes_run_length(c.wo(), c.k) >= 8))))
         << what;
@@ -104,7 +105,7 @@ TEST_P(CpuDirectConv, RowAndColumnPaddingsMayDiffer) {
       g.out[1] = hp - 2, g.out[2] = wp - 2;
       g.k[1] = g.k[2] = 3;
       g.p[1] = p.ph, g.p[2] = p.pw;
-      ASSERT_TRUE(cpu::direct_conv_fits(g, 1, c_in, c_out)) << what;
+      ASSERT_TRUE(cpu::direct_conv_fits(g, 1, c_in, c_out, n)) << what;
       auto x = test::uniform_floats(size_t(n * c_in * h * w), uint32_t(11 + p.ph * 3 + p.pw));
       auto wt = test::uniform_floats(size_t(c_out * c_in * 9), 12);
       std::vector<float> padded(size_t(n * c_in * hp * wp), 0.0f);
@@ -148,23 +149,25 @@ TEST_P(CpuDirectConv, FewTapsPutThePositionsAcrossTheLanes) {
 
 TEST_P(CpuDirectConv, TakenOnlyWhereItApplies) {
   cpu::Geom g = geom({1, 16, 16, 12, 12, 3, 1});
-  EXPECT_TRUE(cpu::direct_conv_fits(g, 1, 16, 24));
-  EXPECT_EQ(cpu::direct_conv_fits(g, 1, 16, 16), !avx512());  // AVX-512: Winograd's fused F(4x4)
-  EXPECT_FALSE(cpu::direct_conv_fits(g, 2, 16, 16));          // groups
-  EXPECT_FALSE(cpu::direct_conv_fits(g, 1, 64, 16));          // 64 x 9 taps: Winograd's or im2col's
-  EXPECT_FALSE(cpu::direct_conv_fits(g, 1, 16, 128));         // many output channels
+  EXPECT_TRUE(cpu::direct_conv_fits(g, 1, 16, 24, 1));
+  EXPECT_EQ(cpu::direct_conv_fits(g, 1, 16, 16, 1), !avx512());  // AVX-512: Winograd's fused F(4x4)
+  EXPECT_FALSE(cpu::direct_conv_fits(g, 2, 16, 16, 1));          // groups
+  EXPECT_FALSE(cpu::direct_conv_fits(g, 1, 64, 16, 1));   // 64 x 9 taps: Winograd's or im2col's
+  EXPECT_FALSE(cpu::direct_conv_fits(g, 1, 16, 128, 1));  // many output channels
   cpu::Geom s = g;
   s.s[2] = 2;
-  EXPECT_FALSE(cpu::direct_conv_fits(s, 1, 16, 16));  // stride
+  EXPECT_FALSE(cpu::direct_conv_fits(s, 1, 16, 16, 1));  // stride
   cpu::Geom d = g;
   d.d[1] = 2;
-  EXPECT_FALSE(cpu::direct_conv_fits(d, 1, 16, 16));  // dilation
+  EXPECT_FALSE(cpu::direct_conv_fits(d, 1, 16, 16, 1));  // dilation
   cpu::Geom narrow = geom({1, 16, 16, 12, 5, 3, 1});
-  EXPECT_FALSE(cpu::direct_conv_fits(narrow, 1, 16, 16));  // rows under 8 outputs
+  EXPECT_FALSE(cpu::direct_conv_fits(narrow, 1, 16, 16, 1));  // rows under 8 outputs
   // One input channel, and rows of 13 (two runs of 7 on AVX2): AVX-512 only.
-  EXPECT_EQ(cpu::direct_conv_fits(geom({1, 1, 8, 28, 28, 3, 0}), 1, 1, 8), avx512());
-  EXPECT_EQ(cpu::direct_conv_fits(geom({1, 16, 8, 13, 13, 3, 1}), 1, 16, 8), avx512());
-  EXPECT_TRUE(cpu::direct_conv_fits(geom({1, 16, 8, 16, 16, 3, 1}), 1, 16, 8));  // runs of 8
+  EXPECT_EQ(cpu::direct_conv_fits(geom({1, 1, 8, 28, 28, 3, 0}), 1, 1, 8, 1), avx512());
+  EXPECT_EQ(cpu::direct_conv_fits(geom({1, 16, 8, 13, 13, 3, 1}), 1, 16, 8, 1), avx512());
+  EXPECT_TRUE(cpu::direct_conv_fits(geom({1, 16, 8, 16, 16, 3, 1}), 1, 16, 8, 1));  // runs of 8
+  // One image of 8x8, 64 outputs: too few for Winograd (winograd_pays), the direct kernels'.
+  EXPECT_TRUE(cpu::direct_conv_fits(geom({1, 16, 16, 8, 8, 3, 1}), 1, 16, 16, 1));
 }
 
 TEST_P(CpuDirectConv, TheConvAndTransposedConvOpsMatch) {

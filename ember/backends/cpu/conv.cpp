@@ -231,17 +231,24 @@ int64_t batch_images(int64_t N, int64_t L, int64_t rows, bool direct) {
   int64_t nb = std::max<int64_t>(1, 1024 / L);
   nb = std::min(nb, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(rows * L, 1)));
   nb = std::min(nb, std::max<int64_t>(1, N / (2 * threads)));
-  // Up to 512 columns a GEMM (at most a thread's share of the images, in batches the threads
+  // About 512 columns a GEMM (at most a thread's share of the images, in batches the threads
   // share evenly), even where the column matrix then leaves L2, up to 8 MiB of it: deep channels
   // on small images (L of 49 or 196) had run a thin GEMM per image, which packed all of the
   // weights again for each. 2 threads of a Zen 4, 8 images: the 1x1 2048 -> 512 on 7x7 5.3 ->
   // 4.3-4.7 ms, its weight gradient 8.0 -> 5.0; 1024 -> 256 on 14x14 4.8-5.4 -> 4.3-4.7; the
   // weight gradient of 512 -> 512 3x3 on 7x7 21.1 -> 14.8.
-  int64_t wide =
-      std::min({(512 + L - 1) / L, std::max<int64_t>(1, N / threads),
-                std::max<int64_t>(1, (int64_t{2} << 20) / std::max<int64_t>(rows * L, 1))});
-  while (wide < N && (N + wide - 1) / wide % threads != 0) ++wide;
-  nb = std::max(nb, wide);
+  const int64_t most = std::min(
+      N / threads, std::max<int64_t>(1, (int64_t{2} << 20) / std::max<int64_t>(rows * L, 1)));
+  if (most >= 2) {
+    const int64_t want = std::min((512 + L - 1) / L, most);
+    const auto even = [&](int64_t w) { return (N + w - 1) / w % threads == 0; };
+    int64_t wide = want;
+    while (wide <= most && !even(wide)) ++wide;  // up to the caps, then down
+    if (wide > most)
+      for (wide = want; wide >= 2 && !even(wide); --wide) {
+      }
+    if (wide >= 2) nb = std::max(nb, wide);
+  }
   return nb == 1 && direct ? 0 : nb;
 }
 
@@ -333,7 +340,7 @@ void conv_forward(const CpuTensor& x, const CpuTensor& w, const CpuTensor& y, co
   const T *X = x.data<T>(), *W = w.data<T>();
   T* Y = y.data<T>();
   if constexpr (std::is_same_v<T, float>) {
-    if (direct_conv_fits(g, G, c_in, c_out)) return direct_conv_f32(X, W, Y, N, c_in, c_out, g);
+    if (direct_conv_fits(g, G, c_in, c_out, N)) return direct_conv_f32(X, W, Y, N, c_in, c_out, g);
     if (winograd_fits(g, G, c_in, c_out) && winograd_pays(g, N, c_in, c_out))
       return winograd_conv_f32(X, W, Y, N, c_in, c_out, g);
   }
@@ -384,7 +391,7 @@ void conv_transpose_forward(const CpuTensor& x, const CpuTensor& w, const CpuTen
     // With stride 1 this is a convolution of x (padded by 2 - p) with the window flipped and
     // its channel axes swapped: Winograd's where that fits.
     Geom f = flipped_geom(g);
-    if (G == 1 && direct_conv_fits(f, 1, c_in, c_out)) {
+    if (G == 1 && direct_conv_fits(f, 1, c_in, c_out, N)) {
       const int64_t K = g.k_numel();
       Scratch<float> wf(c_out * c_in * K);
       for (int64_t ci = 0; ci < c_in; ++ci)
@@ -566,7 +573,7 @@ CpuTensor conv_family(const Op& op, Inputs in, const TensorMeta& out) {
   // its weight gradient 0.145 -> 0.087 ms, inside a training epoch).
   const bool direct =
       out.dtype == DType::F32 &&
-      ((op.code == OpCode::Conv && direct_conv_fits(conv_geom(), G, xs[1], c_out)) ||
+      ((op.code == OpCode::Conv && direct_conv_fits(conv_geom(), G, xs[1], c_out, xs[0])) ||
        (op.code == OpCode::ConvWeightGrad &&
         direct_weight_grad_fits(conv_geom(), G, xs[1], c_out)));
   if (one_input_channel && !direct) {

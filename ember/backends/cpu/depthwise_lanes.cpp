@@ -3,7 +3,8 @@
 // channels of a position side by side), every output is then a sum of one vector FMA per tap
 // (a tap's 8 channel weights times the 8 channels at the tap's input position), 8 outputs at a
 // time, and the [out positions][8] result is transposed back into the 8 output planes. Any
-// stride, padding and dilation: a tap is one offset into the buffer for every output.
+// stride and dilation, and paddings up to the window's size: a tap is one offset into the
+// buffer for every output.
 //
 // The plane-at-a-time loops (depthwise.cpp) pay per plane for laying it out and per output row
 // for its vectors: a 14 x 14 plane at stride 2 has output rows of 7, under one vector. On 2
@@ -183,7 +184,8 @@ void weights_to_lanes(const float* w, int64_t K, int64_t c0, int64_t channels, f
 }  // namespace
 
 bool depthwise_lanes_fits(const Geom& g, int64_t per_group) {
-  if (cpu_isa() < CpuIsa::Avx2 || per_group != 1 || g.in[0] != 1 || g.k[0] != 1 || g.out[0] != 1)
+  if (cpu_isa() < CpuIsa::Avx2 || per_group != 1 || g.in[0] != 1 || g.k[0] != 1 || g.out[0] != 1 ||
+      g.p[0] != 0)
     return false;
   for (int i = 1; i < 3; ++i)
     if (g.p[i] < 0 || g.p[i] > g.k[i]) return false;
@@ -213,7 +215,8 @@ void for_blocks(const float* src, int64_t src_plane, float* dst, int64_t dst_pla
                  std::vector<float> wv(static_cast<size_t>(K * kLanes));
                  int64_t weights_of = -1;  // the block whose weights wv holds
                  for (int64_t item = b; item < e; ++item) {
-                   const int64_t img = item / blocks, c0 = item % blocks * kLanes;
+                   // a block's images one after the other: its weights are laid out once
+                   const int64_t img = item % n, c0 = item / n * kLanes;
                    const int64_t channels = std::min(kLanes, c - c0);
                    if (weights_of != c0) {
                      weights_to_lanes(w, K, c0, channels, wv.data());

@@ -153,7 +153,7 @@ Scratch<float> pack_channel_blocks(const float* w, int64_t c_out, int64_t taps, 
   return dst;
 }
 
-bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out) {
+bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out, int64_t n) {
   if (!direct_geometry_fits(g, groups) || g.out[2] < 8 || c_out > 64 ||
       c_in * g.k[1] * g.k[2] > 32 * 9)
     return false;
@@ -164,7 +164,8 @@ bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out
   // here (docs/cpu.md). Elsewhere on AVX-512 the direct kernels stay ahead of the unfused F(4x4)
   // on rows of under 8 tiles (0.78-0.93x of oneDNN's blocked layout against 0.71-0.77x on a Xeon).
   const bool avx512 = cpu_isa() >= CpuIsa::Avx512;
-  if (winograd_fits(g, groups, c_in, c_out) && winograd_tile(g, c_in, c_out) == 4 &&
+  if (winograd_fits(g, groups, c_in, c_out) && winograd_pays(g, n, c_in, c_out) &&
+      winograd_tile(g, c_in, c_out) == 4 &&
       (winograd_fused_fits(c_in, c_out) || !(avx512 && winograd_rows_end_to_end(g))))
     return false;
   if (avx512) return true;

@@ -26,9 +26,10 @@ namespace ember::cpu {
 
 /// Whether a conv of geometry `g` with `groups`, `c_in` and `c_out` channels takes the direct
 /// path: 2D, stride and dilation 1, one group, at most 32 x 9 input taps per output and 64
-/// output channels, output rows of at least 8, on a CPU with AVX2 or AVX-512 (cpu_isa());
+/// output channels, output rows of at least 8, on a CPU with AVX2 or AVX-512 (cpu_isa()), and
+/// not where Winograd's F(4x4) runs ahead of it for n images (winograd.h);
 /// EMBER_CPU_DIRECT_CONV=0 turns it off.
-bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
+bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out, int64_t n);
 
 /// y [n, c_out, H', W'] = conv2d(x [n, c_in, H, W], w [c_out, c_in, kh, kw]) with g's padding;
 /// all dense. Multithreaded over images, channel blocks and output rows.

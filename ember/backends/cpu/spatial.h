@@ -208,7 +208,8 @@ void depthwise3x3_weight_grad_avx2(const float* x, const float* gy, float* dw, i
                                    int64_t c_in, int64_t per_group, const Geom& g);
 
 /// Whether depthwise_lanes takes a conv of geometry g (depthwise_lanes.cpp): 2-d, one output
-/// channel per input channel, small planes (output rows under 16), a CPU with AVX2.
+/// channel per input channel, paddings up to the window's size, small planes (output rows under
+/// 16, the padded input 64 x 64 or less), a CPU with AVX2.
 bool depthwise_lanes_fits(const Geom& g, int64_t per_group);
 /// y [n, c, H', W'] = the depthwise conv of x [n, c, H, W] with w [c, 1, kh, kw], 8 channels at a
 /// time in the lanes of a vector; multithreaded over images and blocks of channels.
