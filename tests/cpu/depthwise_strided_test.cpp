@@ -213,3 +213,20 @@ TEST(CpuDepthwiseStrided, ThreeDimsMatchSumsInDoubles) {
   test::expect_near(back.to_data().to_vec<float>(), dx, 2e-6 * double(kd * kh * kw),
                     "conv_transpose3d");
 }
+
+TEST(CpuDepthwiseStrided, ADepthOfOneOverItsPaddingIsZero) {
+  // conv3d of one depth slice with depth padding 1 and depth stride 3: the one output depth
+  // reads depth -1, the padding, so every output is 0 (the 2-d kernels, which see one depth,
+  // must not take it); 3x3 (AVX2's kernel) and 5x5 on a small plane (the lanes kernel).
+  for (const int64_t k : {3, 5}) {
+    const int64_t c = 9, H = 10, W = 12;
+    const auto x = test::uniform_floats(size_t(c * H * W), 51);
+    const auto w = test::uniform_floats(size_t(c * k * k), 53);
+    auto tx = Tensor<Cpu, 5>::from_data(TensorData::from<float>(x, {1, c, 1, H, W}));
+    auto tw = Tensor<Cpu, 5>::from_data(TensorData::from<float>(w, {c, 1, 1, k, k}));
+    const auto y = conv3d(tx, tw, {.stride = {3, 1, 1}, .padding = {1, k / 2, k / 2}, .groups = c});
+    ASSERT_EQ(y.shape()[2], 1);
+    test::expect_near(y.to_data().to_vec<float>(), std::vector<double>(size_t(c * H * W), 0.0), 0.0,
+                      "k" + std::to_string(k));
+  }
+}

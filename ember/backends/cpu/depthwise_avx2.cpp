@@ -154,7 +154,8 @@ EMBER_TARGET_AVX2 void channel_weight_grad3x3(const float* x, int64_t x_step, co
 }  // namespace
 
 bool depthwise3x3_avx2_fits(const Geom& g) {
-  if (cpu_isa() < CpuIsa::Avx2 || g.in[0] != 1 || g.k[0] != 1 || g.out[0] != 1) return false;
+  if (cpu_isa() < CpuIsa::Avx2 || g.in[0] != 1 || g.k[0] != 1 || g.out[0] != 1 || g.p[0] != 0)
+    return false;
   for (int i = 1; i < 3; ++i)
     if (g.k[i] != 3 || g.s[i] != 1 || g.d[i] != 1 || g.p[i] < 0 || g.p[i] > 1 ||
         g.out[i] != g.in[i] + 2 * g.p[i] - 2)
