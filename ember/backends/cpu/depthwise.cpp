@@ -519,8 +519,7 @@ void run_depthwise(OpCode code, Inputs in, const CpuTensor& out, const Geom& g, 
       if (flips) {
         const int64_t K = g.k_numel();
         std::vector<T> wf(static_cast<size_t>(C * K));
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t t = 0; t < K; ++t) wf[size_t(c * K + t)] = W[c * K + K - 1 - t];
+        turned_weights(W, C, int64_t{1}, K, wf.data());  // each channel's window turned around
         if constexpr (std::is_same_v<T, float>) {
           if (depthwise3x3_avx2_fits(f)) return depthwise3x3_avx2(X, wf.data(), Y, N, C, 1, f);
           if (depthwise_lanes_fits(f, 1)) return depthwise_lanes(X, wf.data(), Y, N, C, f);

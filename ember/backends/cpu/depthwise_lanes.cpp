@@ -181,23 +181,18 @@ void weights_to_lanes(const float* w, int64_t K, int64_t c0, int64_t channels, f
     for (int64_t t = 0; t < K; ++t) wv[t * kLanes + ch] = w[(c0 + ch) * K + t];
 }
 
-}  // namespace
-
-bool depthwise_lanes_fits(const Geom& g, int64_t per_group) {
-  if (cpu_isa() < CpuIsa::Avx2 || per_group != 1 || g.in[0] != 1 || g.k[0] != 1 || g.out[0] != 1 ||
-      g.p[0] != 0)
-    return false;
-  for (int i = 1; i < 3; ++i)
-    if (g.p[i] < 0 || g.p[i] > g.k[i]) return false;
-  // Small planes only: from output rows of 16 the plane loops' vectors are full.
-  return g.out[2] < 16 && (g.in[1] + 2 * g.p[1]) * (g.in[2] + 2 * g.p[2]) <= 64 * 64;
+// planes[lane] = image img's plane of channel c0 + lane (of c, `plane` values each, from base),
+// lanes past the last of `channels` at its plane again (their sums are dropped).
+template <class T>
+void block_planes(T* base, int64_t plane, int64_t img, int64_t c, int64_t c0, int64_t channels,
+                  T* (&planes)[kLanes]) {
+  for (int64_t ch = 0; ch < kLanes; ++ch)
+    planes[ch] = base + (img * c + c0 + std::min(ch, channels - 1)) * plane;
 }
 
-namespace {
-
 // Runs body(from, to, wv, channels, buf, z) for every image and block of 8 channels, in
-// parallel: from and to the block's planes of src (`src_plane` values each) and dst, lanes past
-// the last channel at its planes again (their sums are dropped); wv the block's weights in lanes
+// parallel: from and to the block's planes of src (`src_plane` values each) and dst
+// (block_planes); wv the block's weights in lanes
 // (weights_to_lanes); buf (the padded buffer) and z (the other side's values in lanes) a
 // thread's own, zeros when it starts. Apart: with z right after buf, the forward of 5x5 over 8 x
 // 1152 x 7^2 took 0.46 ms against 0.33 (likely loads of buf taken as waiting on stores to z
@@ -224,17 +219,24 @@ void for_blocks(const float* src, int64_t src_plane, float* dst, int64_t dst_pla
                    }
                    const float* from[kLanes];
                    float* to[kLanes];
-                   for (int64_t ch = 0; ch < kLanes; ++ch) {
-                     const int64_t cc = img * c + c0 + std::min(ch, channels - 1);
-                     from[ch] = src + cc * src_plane;
-                     to[ch] = dst + cc * dst_plane;
-                   }
+                   block_planes(src, src_plane, img, c, c0, channels, from);
+                   block_planes(dst, dst_plane, img, c, c0, channels, to);
                    body(from, to, wv.data(), channels, buf.data(), z.data());
                  }
                });
 }
 
 }  // namespace
+
+bool depthwise_lanes_fits(const Geom& g, int64_t per_group) {
+  if (cpu_isa() < CpuIsa::Avx2 || per_group != 1 || g.in[0] != 1 || g.k[0] != 1 || g.out[0] != 1 ||
+      g.p[0] != 0)
+    return false;
+  for (int i = 1; i < 3; ++i)
+    if (g.p[i] < 0 || g.p[i] > g.k[i]) return false;
+  // Small planes only: from output rows of 16 the plane loops' vectors are full.
+  return g.out[2] < 16 && (g.in[1] + 2 * g.p[1]) * (g.in[2] + 2 * g.p[2]) <= 64 * 64;
+}
 
 void depthwise_lanes(const float* x, const float* w, float* y, int64_t n, int64_t c,
                      const Geom& g) {
@@ -282,11 +284,8 @@ void depthwise_lanes_weight_grad(const float* x, const float* gy, float* dw, int
       for (int64_t img = 0; img < n; ++img) {
         const float* planes[kLanes];
         const float* grads[kLanes];
-        for (int64_t ch = 0; ch < kLanes; ++ch) {
-          const int64_t cc = c0 + std::min(ch, channels - 1);
-          planes[ch] = x + (img * c + cc) * Lin;
-          grads[ch] = gy + (img * c + cc) * L;
-        }
+        block_planes(x, Lin, img, c, c0, channels, planes);
+        block_planes(gy, L, img, c, c0, channels, grads);
         planes_to_lanes(planes, f.in_at.data(), Lin, buf.data());
         planes_to_lanes(grads, flat.data(), L, gz.data());
         int64_t t = 0;

@@ -43,6 +43,18 @@ inline Geom flipped_geom(const Geom& g) {
   return f;
 }
 
+/// The weights of the convolution that flipped_geom's transposed conv equals: dst [c_out, c_in,
+/// K] (K taps) from the transposed conv's w [c_in, c_out, K], each window turned around.
+///
+///   turned_weights(w, c_in, c_out, 9, dst);  // dst[(o * c_in + c) * 9 + t] = w[c][o][8 - t]
+template <class T>
+void turned_weights(const T* w, int64_t c_in, int64_t c_out, int64_t K, T* dst) {
+  for (int64_t c = 0; c < c_in; ++c)
+    for (int64_t o = 0; o < c_out; ++o)
+      for (int64_t t = 0; t < K; ++t)
+        dst[(o * c_in + c) * K + t] = w[(c * c_out + o) * K + K - 1 - t];
+}
+
 /// The spatial dims of an [N, C, *spatial] shape.
 inline Dims spatial_of(const Shape& s) {
   return Dims(std::span<const int64_t>(s.dims().data() + 2, s.rank() - 2));

@@ -216,7 +216,7 @@ inline void store_row(float* y, const vf (&r)[M]) {
 
 // g = the 3x3 kernel from input channel c to output channel o: w[o][c], or with `transposed`,
 // of a transposed conv's weight w [c_in, c_out, 3, 3] (a conv's input gradient), w[c][o] turned
-// around.
+// around (turned_weights's element, read in place).
 inline void kernel_of(const float* w, bool transposed, int64_t o, int64_t c, int64_t c_in,
                       int64_t c_out, float* g) {
   if (!transposed) {
@@ -616,11 +616,7 @@ void winograd_conv_f32(const float* x, const float* w, float* y, int64_t n, int6
   if (tile == 4 && winograd_fused_fits(c_in, c_out)) {
     if (!transposed) return winograd_fused_f32(x, w, y, n, c_in, c_out, g);
     Scratch<float> wf(c_out * c_in * 9);
-    parallel_for(c_out, 1, [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o)
-        for (int64_t c = 0; c < c_in; ++c)
-          kernel_of(w, true, o, c, c_in, c_out, wf.get() + (o * c_in + c) * 9);
-    });
+    turned_weights(w, c_in, c_out, 9, wf.get());
     return winograd_fused_f32(x, wf.get(), y, n, c_in, c_out, g);
   }
   if (tile == 4)
