@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# scripts/bench.sh distributed: data-parallel training on this host's CPUs and the all-reduce
-# underneath it, in one run.
+# scripts/bench.sh distributed: data-parallel training and the all-reduce underneath it, in one
+# run: on this host's GPUs where it has NVIDIA GPUs (below, "On GPUs"), on its CPUs otherwise
+# (BENCH_DIST=cpu, gpu or all chooses).
+#
+# On CPUs:
 #  - images/s of the main job's CNN (one epoch of Fashion-MNIST, from the Learner's timing of
 #    the training epoch) on 1 process with every core, and on 2 processes under ember-run with
 #    half the cores each (the global batch doubles: each rank keeps the batch size);
 #  - the all-reduce (sum) bandwidth of ember's process group (Gloo) on 2 ranks beside a raw
 #    MPI_Allreduce of the same sizes (Open MPI), both over loopback.
 # Writes bench/out/distributed.json and .txt. Environment: BENCH_THREADS (default nproc).
+#
+# On GPUs (bench/out/distributed_gpu.json and .txt): the main job's CNN for one epoch on 1, 2, 4
+# ... GPUs (up to BENCH_GPUS, default all), one rank a GPU under ember-run, gradients averaged
+# through NCCL (and on 1 GPU with EMBER_GRAD_SYNC=nccl, the cost of that path alone), beside
+# PyTorch DistributedDataParallel on the same GPUs (bench/peer_torch_ddp.py; PYTHON, default
+# python3); then NCCL all-reduce of 1, 16 and 64 MiB on all of them, through ember's
+# NcclGroup and through torch.distributed (NCCL's own kernels under both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench/out
@@ -14,6 +24,8 @@ mkdir -p "$out"
 threads=${BENCH_THREADS:-$(nproc)}
 half=$(( threads > 1 ? threads / 2 : 1 ))
 run=build/ember-run
+gpus=${BENCH_GPUS:-$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)}
+mode=${BENCH_DIST:-$([ "${gpus:-0}" -gt 0 ] && echo gpu || echo cpu)}
 
 images() {  # images/s of the training epoch in a run folder's metrics.jsonl (rank 0's shard x ranks)
   /usr/bin/python3 - "$1" "$2" <<'PY'
@@ -24,6 +36,67 @@ print(60000 // int(sys.argv[2]) * int(sys.argv[2]) / s)
 PY
 }
 
+
+gpu_bench() {
+  local py=${PYTHON:-python3} counts="" n=1
+  while [ "$n" -le "$gpus" ]; do counts="$counts $n"; n=$((n * 2)); done
+  echo "bench.sh: GPUs: $gpus; the CNN's kernels compiled once (a warm-up epoch)" >&2
+  rm -rf "$out/dist-gpu-warm"
+  "$run" --nproc 1 -- build/examples/mnist train --model cnn --epochs 1 --plain --backend cuda \
+    --out "$out/dist-gpu-warm" >"$out/dist-gpu-warm.log" 2>&1
+  : >"$out/dist-gpu.ember.jsonl"
+  : >"$out/dist-gpu.torch.jsonl"
+  for n in $counts; do
+    echo "bench.sh: the CNN on $n GPU(s): ember, then PyTorch DDP" >&2
+    rm -rf "$out/dist-gpu-$n"
+    "$run" --nproc "$n" -- build/examples/mnist train --model cnn --epochs 1 --plain \
+      --backend cuda --out "$out/dist-gpu-$n" >"$out/dist-gpu-$n.log" 2>&1
+    echo "{\"name\": \"cnn_fmnist_images_per_s\", \"gpus\": $n, \"value\": $(images "$out/dist-gpu-$n" "$n")}" \
+      >>"$out/dist-gpu.ember.jsonl"
+    sizes=$([ "$n" -eq "$gpus" ] && echo 1,16,64 || echo "")
+    "$py" bench/peer_torch_ddp.py --gpus "$n" --sizes-mib "$sizes" >>"$out/dist-gpu.torch.jsonl" \
+      2>"$out/dist-gpu-$n.torch.log" || echo "bench.sh: the DDP peer failed on $n GPU(s)" >&2
+  done
+  echo "bench.sh: the CNN on 1 GPU with its gradients through NCCL (EMBER_GRAD_SYNC=nccl)" >&2
+  rm -rf "$out/dist-gpu-1-nccl"
+  EMBER_GRAD_SYNC=nccl "$run" --nproc 1 -- build/examples/mnist train --model cnn --epochs 1 \
+    --plain --backend cuda --out "$out/dist-gpu-1-nccl" >"$out/dist-gpu-1-nccl.log" 2>&1
+  local forced
+  forced=$(images "$out/dist-gpu-1-nccl" 1)
+  echo "bench.sh: NCCL all-reduce on $gpus GPU(s), ember" >&2
+  "$run" --nproc "$gpus" -- build/bench/dist_allreduce_bench --nccl >>"$out/dist-gpu.ember.jsonl"
+  /usr/bin/python3 - "$out" "$forced" <<'PY' | tee "$out/distributed_gpu.txt"
+import json, sys
+out, forced = sys.argv[1], float(sys.argv[2])
+rows = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+e, t = rows(out + "/dist-gpu.ember.jsonl"), rows(out + "/dist-gpu.torch.jsonl")
+img = lambda rs: {r["gpus"]: r["value"] for r in rs if r["name"] == "cnn_fmnist_images_per_s"}
+ar = lambda rs: {r["name"]: r for r in rs if r["name"].startswith("allreduce")}
+ei, ti, ea, ta = img(e), img(t), ar(e), ar(t)
+nan = float("nan")
+records = []
+print(f"{'figure':34s} {'ember':>10s} {'PyTorch':>10s} {'ratio':>7s} {'ember eff.':>10s} {'torch eff.':>10s}")
+for n in sorted(ei):
+    a, b = ei[n], ti.get(n, nan)
+    fe, ft = a / (n * ei[1]), b / (n * ti.get(1, nan))
+    print(f"{'CNN images/s, %d GPU(s)' % n:34s} {a:10.0f} {b:10.0f} {a / b:7.2f} {fe:10.2f} {ft:10.2f}")
+    records.append({"name": "cnn_fmnist_images_per_s_%dgpu" % n, "gpus": n, "ember": a,
+                    "peer": "pytorch_ddp", "peer_value": b, "speedup": a / b,
+                    "scaling_efficiency": fe, "peer_scaling_efficiency": ft})
+print(f"{'CNN images/s, 1 GPU, NCCL path':34s} {forced:10.0f} {'':10s} {forced / ei[1]:7.2f}  (of 1 GPU)")
+records.append({"name": "cnn_fmnist_images_per_s_1gpu_nccl_forced", "ember": forced})
+for name, r in ea.items():
+    p = ta.get(name)
+    print(f"{name + ' GB/s (%d GPUs)' % r['ranks']:34s} {r['GBps']:10.1f} "
+          f"{p['GBps'] if p else nan:10.1f} {(p['ms'] / r['ms']) if p else nan:7.2f}")
+    records.append({"name": name, "ranks": r["ranks"], "ember_ms": r["ms"], "ember_GBps": r["GBps"],
+                    "peer": "torch.distributed (NCCL)", "peer_ms": p["ms"] if p else None,
+                    "peer_GBps": p["GBps"] if p else None})
+json.dump(records, open(out + "/distributed_gpu.json", "w"), indent=1)
+PY
+}
+
+cpu_bench() {
 rm -rf "$out/dist-1" "$out/dist-2"
 echo "bench.sh: the CNN, 1 process x $threads threads" >&2
 EMBER_NUM_THREADS=$threads build/examples/mnist train --model cnn --epochs 1 --plain --workers 1 \
@@ -74,3 +147,11 @@ for name, r in e.items():
                     "mpi_tcp_ms": pt["ms"] if pt else None})
 json.dump(records, open(out + "/distributed.json", "w"), indent=1)
 PY
+}
+
+case "$mode" in
+  cpu) cpu_bench ;;
+  gpu) gpu_bench ;;
+  all) cpu_bench; gpu_bench ;;
+  *) echo "bench.sh: BENCH_DIST is cpu, gpu or all" >&2; exit 2 ;;
+esac

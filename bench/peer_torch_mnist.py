@@ -91,4 +91,5 @@ def main():
                    "epochs": epochs}, f)
 
 
-main()
+if __name__ == "__main__":
+    main()

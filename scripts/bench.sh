@@ -21,9 +21,12 @@
 #                              # 32 (BENCH_BATCHES; BENCH_RUNS per model and batch, default 50;
 #                              # ORT_NODE_DIR: where onnxruntime-node is, default build/ort,
 #                              # installed there when missing)
-#   scripts/bench.sh distributed  # data-parallel training on CPU: the main job's CNN on 1 and 2
-#                              # processes (images/s), and the all-reduce bandwidth of ember's
-#                              # process group beside a raw MPI all-reduce (same run)
+#   scripts/bench.sh distributed  # data-parallel training: on GPUs (where nvidia-smi lists
+#                              # some) the main job's CNN on 1, 2, 4 ... GPUs through NCCL beside
+#                              # PyTorch DDP, and NCCL all-reduce beside torch.distributed's; on
+#                              # CPUs the CNN on 1 and 2 processes and the process group's
+#                              # all-reduce beside a raw MPI all-reduce (same run; BENCH_DIST=
+#                              # cpu|gpu|all, BENCH_GPUS, PYTHON)
 #   scripts/bench.sh remote    # the Remote backend on loopback: small-op latency (batched and
 #                              # one round trip per op) against the local CPU, uploads and
 #                              # downloads of 1 and 64 MiB against raw asio in the same run, and

@@ -53,6 +53,12 @@ class DeviceBackendFor final : public DeviceBackend {
   void flush(Device dev) override {
     if constexpr (requires { B::flush(dev); }) B::flush(dev);
   }
+  void with_device_memory(const DispatchHandle& h, const DeviceMemoryFn& f) override {
+    if constexpr (HasDeviceMemory<B>)
+      B::with_device_memory(static_cast<const detail::HandleOf<B>*>(h.h.get())->h, f);
+    else
+      DeviceBackend::with_device_memory(h, f);
+  }
 
  private:
   int count_;

@@ -103,6 +103,11 @@ std::vector<Device> available_devices() {
 
 void flush(Device dev) { device_backend(dev).flush(dev); }
 
+void DeviceBackend::with_device_memory(const DispatchHandle& h, const DeviceMemoryFn&) {
+  throw ValueError("with_device_memory: " + h.device.to_string() + " (the " + std::string(name()) +
+                   " backend) gives no device memory (CUDA tensors do)");
+}
+
 Device Dispatch::default_device() { return g_default_device; }
 void Dispatch::set_default_device(Device d) {
   device_backend(d);  // validates

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ember/backend/backend.h"
+#include "ember/backend/device_memory.h"
 #include "ember/core/export.h"
 
 namespace ember {
@@ -41,6 +42,8 @@ class EMBER_API DeviceBackend {
                              Device dev) = 0;
   /// Runs what a lazy backend (Fusion) holds for the device; the default has nothing to run.
   virtual void flush(Device) {}
+  /// Calls `f` with the tensor's device memory (device_memory.h); the default has none.
+  virtual void with_device_memory(const DispatchHandle& h, const DeviceMemoryFn& f);
 };
 
 /// Registers the backend for a device kind (replacing any earlier one).
@@ -75,6 +78,10 @@ class EMBER_API Dispatch {
   }
   static TensorData to_data(const Handle& h) { return device_backend(h.device).to_data(h); }
   static Handle run(const Op& op, std::span<Handle> in, const TensorMeta& out, Device dev);
+  /// The device's backend gives the memory, where it has any (device_memory.h).
+  static void with_device_memory(const Handle& h, const DeviceMemoryFn& f) {
+    device_backend(h.device).with_device_memory(h, f);
+  }
   /// Composites go through to the device's backend, which decides kernel or decomposition.
   static bool supports(OpCode) { return true; }
   /// Debug mode: every op is encoded to the binary IR and decoded again before it runs.

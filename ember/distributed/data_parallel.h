@@ -12,11 +12,16 @@
 //       fc.forward(x).square().mean().backward(), fc);
 //   ember::dist::all_reduce_grads(pg, grads, fc);    // the mean over the ranks
 #pragma once
+#include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "ember/backend/device_memory.h"
+#include "ember/distributed/grad_sync.h"
+#include "ember/distributed/nccl.h"
 #include "ember/distributed/process_group.h"
 #include "ember/nn/module.h"
 #include "ember/optim/grads.h"
@@ -45,24 +50,30 @@ void broadcast_params(ProcessGroup& pg, M& model, int root = 0) {
 }
 
 /// Replaces each gradient of `model`'s float parameters by its mean over the ranks. The
-/// gradients travel in buckets of about `bucket_bytes` (f32), in the module's parameter order,
-/// which every rank shares; a parameter without a gradient on this rank counts as zeros.
+/// gradients travel in buckets (GradSyncOptions), in the module's parameter order, which every
+/// rank shares; a parameter without a gradient on this rank counts as zeros. CUDA gradients are
+/// averaged on the device through NCCL (packed into buckets there): the call returns when the
+/// all-reduce has run, or throws DistributedError when a rank is lost meanwhile.
 template <Backend B, nn::Module M>
 void all_reduce_grads(ProcessGroup& pg, optim::GradientsParams<B>& grads, const M& model,
-                      size_t bucket_bytes = size_t(25) << 20) {
-  if (pg.world_size() == 1) return;
+                      const GradSyncOptions& o = {}) {
   using I = typename B::Inner;
-  std::vector<float> bucket;
-  std::vector<std::function<void(const float*)>> unpack;  // each entry's gradient, set back
-  std::vector<size_t> offsets;
-  auto flush = [&] {
-    if (bucket.empty()) return;
-    pg.all_reduce(bucket.data(), bucket.size(), Reduce::Mean);
-    for (size_t i = 0; i < unpack.size(); ++i) unpack[i](bucket.data() + offsets[i]);
-    bucket.clear();
-    unpack.clear();
-    offsets.clear();
+  std::optional<Device> device;  // the first float parameter's
+  nn::for_each_param(model, [&](const std::string&, const auto& p) {
+    if constexpr (detail::ParamTensor<std::decay_t<decltype(p.val())>>::is_float)
+      if (!device && p.trainable()) device = p.val().device();
+  });
+  if (!device) return;
+  const GradTransport t = resolve_grad_transport(pg, *device, o.transport);
+  if (t == GradTransport::Host && pg.world_size() == 1) return;  // nothing to add
+
+  // Each float parameter's gradient (zeros where it has none), f32 and flat, with a function
+  // that sets a flat f32 mean back as its gradient.
+  struct Entry {
+    Tensor<I, 1> flat;
+    std::function<void(const Tensor<I, 1>&)> set;
   };
+  std::vector<Entry> entries;
   nn::for_each_param(model, [&](const std::string&, const auto& p) {
     using V = detail::ParamTensor<std::decay_t<decltype(p.val())>>;
     constexpr int D = V::rank;
@@ -71,20 +82,61 @@ void all_reduce_grads(ProcessGroup& pg, optim::GradientsParams<B>& grads, const 
       const auto& v = p.val();
       auto g = grads.template get<D>(p.id());
       Tensor<I, D> have = g ? *g : Tensor<I, D>::zeros(v.shape(), v.device(), v.dtype());
-      TensorData d = have.to_data().convert(DType::F32);
-      std::span<const float> f = d.template as<float>();
-      offsets.push_back(bucket.size());
-      bucket.insert(bucket.end(), f.begin(), f.end());
-      unpack.push_back([&grads, id = p.id(), shape = v.shape(), dev = v.device(),
-                        dt = have.dtype()](const float* mean) {
-        TensorData back =
-            TensorData::from<float>(std::span<const float>(mean, size_t(shape.numel())), shape);
-        grads.set(id, Tensor<I, D>::from_data(back.convert(dt), dev));
-      });
-      if (bucket.size() * sizeof(float) >= bucket_bytes) flush();
+      auto flat = have.template reshape<1>(std::array<int64_t, 1>{v.shape().numel()});
+      entries.push_back({flat.cast(DType::F32), [&grads, id = p.id(), shape = v.shape(),
+                                                 dt = have.dtype()](const Tensor<I, 1>& mean) {
+                           std::array<int64_t, D> dims{};
+                           for (int d = 0; d < D; ++d) dims[size_t(d)] = shape[d];
+                           grads.set(id, mean.cast(dt).template reshape<D>(dims));
+                         }});
     }
   });
-  flush();
+
+  size_t first = 0, floats = 0;
+  auto flush = [&](size_t end) {
+    if (end == first) return;
+    if (t == GradTransport::Nccl) {
+      std::vector<Tensor<I, 1>> parts;
+      for (size_t i = first; i < end; ++i) parts.push_back(entries[i].flat);
+      Tensor<I, 1> bucket = parts.size() == 1 ? parts[0] * 1.0f : cat(parts, 0);  // its own buffer
+      NcclGroup& nccl = pg.nccl(bucket.device().index);
+      with_device_memory(bucket, [&](const DeviceMemory& m) {
+        nccl.all_reduce(m.address, floats, DType::F32, Reduce::Mean, m.stream);
+        nccl.wait(m.stream, "all_reduce_grads");
+      });
+      int64_t at = 0;
+      for (size_t i = first; i < end; ++i) {
+        int64_t n = entries[i].flat.shape()[0];
+        entries[i].set(bucket.slice({Slice(at, at + n)}));
+        at += n;
+      }
+    } else {
+      std::vector<float> host;
+      host.reserve(floats);
+      for (size_t i = first; i < end; ++i) {
+        TensorData d = entries[i].flat.to_data();
+        std::span<const float> f = d.template as<float>();
+        host.insert(host.end(), f.begin(), f.end());
+      }
+      pg.all_reduce(host.data(), host.size(), Reduce::Mean);
+      size_t at = 0;
+      for (size_t i = first; i < end; ++i) {
+        const Tensor<I, 1>& f = entries[i].flat;
+        size_t n = size_t(f.shape()[0]);
+        TensorData back =
+            TensorData::from<float>(std::span<const float>(host.data() + at, n), Shape{int64_t(n)});
+        entries[i].set(Tensor<I, 1>::from_data(back, f.device()));
+        at += n;
+      }
+    }
+    first = end;
+    floats = 0;
+  };
+  for (size_t i = 0; i < entries.size(); ++i) {
+    floats += size_t(entries[i].flat.shape()[0]);
+    if (floats * sizeof(float) >= o.bucket_bytes) flush(i + 1);
+  }
+  flush(entries.size());
 }
 
 }  // namespace ember::dist

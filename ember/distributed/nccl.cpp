@@ -2,8 +2,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
+#include "ember/distributed/grad_sync.h"
 #include "ember/kernel/dynlib.h"
 
 namespace ember::dist {
@@ -25,6 +27,8 @@ struct Nccl {
   Result (*CommDestroy)(void*) = nullptr;
   Result (*AllReduce)(const void*, void*, size_t, int, int, void*, void*) = nullptr;
   Result (*Broadcast)(const void*, void*, size_t, int, int, void*, void*) = nullptr;
+  Result (*CommGetAsyncError)(void*, Result*) = nullptr;
+  Result (*CommAbort)(void*) = nullptr;
   const char* (*GetErrorString)(Result) = nullptr;
   bool ready = false;
   Nccl() {
@@ -42,6 +46,8 @@ struct Nccl {
             lib.bind(CommDestroy, {"ncclCommDestroy"}, error) &&
             lib.bind(AllReduce, {"ncclAllReduce"}, error) &&
             lib.bind(Broadcast, {"ncclBroadcast"}, error) &&
+            lib.bind(CommGetAsyncError, {"ncclCommGetAsyncError"}, error) &&
+            lib.bind(CommAbort, {"ncclCommAbort"}, error) &&
             lib.bind(GetErrorString, {"ncclGetErrorString"}, error);
   }
 };
@@ -98,24 +104,47 @@ int nccl_op(Reduce op) {  // ncclRedOp_t
   return 0;
 }
 
+// The CUDA driver's entry points used here: the device's primary context, and events to wait
+// for a stream.
+struct Driver {
+  using CUresult = int;
+  kernel::DynLib lib;
+  std::string why;
+  CUresult (*Init)(unsigned) = nullptr;
+  CUresult (*DeviceGet)(int*, int) = nullptr;
+  CUresult (*PrimaryCtxRetain)(void**, int) = nullptr;
+  CUresult (*CtxSetCurrent)(void*) = nullptr;
+  CUresult (*EventCreate)(void**, unsigned) = nullptr;
+  CUresult (*EventRecord)(void*, void*) = nullptr;
+  CUresult (*EventQuery)(void*) = nullptr;
+  CUresult (*EventDestroy)(void*) = nullptr;
+  bool ok = false;
+  Driver() {
+    ok = lib.open({"libcuda.so.1"}, why) && lib.bind(Init, {"cuInit"}, why) &&
+         lib.bind(DeviceGet, {"cuDeviceGet"}, why) &&
+         lib.bind(PrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"}, why) &&
+         lib.bind(CtxSetCurrent, {"cuCtxSetCurrent"}, why) &&
+         lib.bind(EventCreate, {"cuEventCreate"}, why) &&
+         lib.bind(EventRecord, {"cuEventRecord"}, why) &&
+         lib.bind(EventQuery, {"cuEventQuery"}, why) &&
+         lib.bind(EventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"}, why) && Init(0) == 0;
+  }
+};
+
+const Driver& driver() {
+  static const Driver d;
+  return d;
+}
+
 // Makes device `d`'s primary context current (NCCL works on the current device).
 void use_device(int d) {
-  using CUresult = int;
-  static kernel::DynLib cuda;
-  static CUresult (*init)(unsigned) = nullptr;
-  static CUresult (*get)(int*, int) = nullptr;
-  static CUresult (*retain)(void**, int) = nullptr;
-  static CUresult (*set)(void*) = nullptr;
-  static std::string why;
-  static const bool ok = cuda.open({"libcuda.so.1"}, why) && cuda.bind(init, {"cuInit"}, why) &&
-                         cuda.bind(get, {"cuDeviceGet"}, why) &&
-                         cuda.bind(retain, {"cuDevicePrimaryCtxRetain"}, why) &&
-                         cuda.bind(set, {"cuCtxSetCurrent"}, why) && init(0) == 0;
+  const Driver& cu = driver();
   int dev = 0;
   void* ctx = nullptr;
-  if (!ok || get(&dev, d) != 0 || retain(&ctx, dev) != 0 || set(ctx) != 0)
+  if (!cu.ok || cu.DeviceGet(&dev, d) != 0 || cu.PrimaryCtxRetain(&ctx, dev) != 0 ||
+      cu.CtxSetCurrent(ctx) != 0)
     throw DistributedError("[nccl] no CUDA device " + std::to_string(d) +
-                           (why.empty() ? "" : ": " + why));
+                           (cu.why.empty() ? "" : ": " + cu.why));
 }
 
 }  // namespace
@@ -132,7 +161,12 @@ int nccl_version() {
   return v;
 }
 
-NcclGroup::NcclGroup(ProcessGroup& pg, int cuda_device) : rank_(pg.rank()), size_(pg.world_size()) {
+NcclGroup::NcclGroup(ProcessGroup& pg, int cuda_device)
+    : rank_(pg.rank()),
+      size_(pg.world_size()),
+      device_(cuda_device),
+      timeout_(pg.timeout()),
+      gone_ranks_(pg.gone_ranks_probe()) {
   const Nccl& n = api();
   use_device(cuda_device);
   UniqueId id{};
@@ -148,11 +182,116 @@ NcclGroup::~NcclGroup() {
   if (comm_) api().CommDestroy(comm_);
 }
 
+void* NcclGroup::live_comm(const char* op) const {
+  if (!aborted_.empty())
+    throw DistributedError(std::string("[") + op + "] rank " + std::to_string(rank_) + " of " +
+                           std::to_string(size_) + ": the NCCL communicator was aborted earlier (" +
+                           aborted_ + ")");
+  return comm_;
+}
+
+void NcclGroup::fail(const char* op, const std::string& why) {
+  std::string msg = std::string("[") + op + "] rank " + std::to_string(rank_) + " of " +
+                    std::to_string(size_) + ": " + why;
+  // Aborting ends the communicator's kernels that wait for the lost rank, so the stream (and
+  // every op of ember queued after them) goes on.
+  if (comm_) api().CommAbort(comm_);
+  comm_ = nullptr;
+  aborted_ = why;
+  throw DistributedError(msg);
+}
+
+void NcclGroup::wait(void* stream, const char* op) {
+  void* comm = live_comm(op);
+  const Driver& cu = driver();
+  void* event = nullptr;
+  if (!cu.ok || cu.EventCreate(&event, 2 /* CU_EVENT_DISABLE_TIMING */) != 0)
+    throw DistributedError(std::string("[") + op + "] cannot make a CUDA event" +
+                           (cu.why.empty() ? "" : ": " + cu.why));
+  struct Destroy {
+    const Driver& cu;
+    void* e;
+    ~Destroy() { cu.EventDestroy(e); }
+  } destroy{cu, event};
+  if (cu.EventRecord(event, stream) != 0)
+    throw DistributedError(std::string("[") + op + "] cannot record a CUDA event on the stream");
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto next_check = start;
+  for (int polls = 0;; ++polls) {
+    int q = cu.EventQuery(event);
+    if (q == 0) return;
+    if (q != 600 /* CUDA_ERROR_NOT_READY */)
+      fail(op, "the CUDA stream failed (CUresult " + std::to_string(q) + ")");
+    const auto now = Clock::now();
+    if (now >= next_check) {  // the watch, ten times a second
+      next_check = now + std::chrono::milliseconds(100);
+      Result async = 0;
+      api().CommGetAsyncError(comm, &async);
+      if (async != 0 && async != 7 /* ncclInProgress */)
+        fail(op, std::string("NCCL reports ") + api().GetErrorString(async) + " (" +
+                     std::to_string(async) + ")");
+      if (std::vector<int> gone = gone_ranks_ ? gone_ranks_() : std::vector<int>{}; !gone.empty())
+        fail(op, "lost rank " + detail::rank_list(gone) + " (its process is gone)");
+      if (now - start > timeout_)
+        fail(op, "a peer did not answer within " + std::to_string(timeout_.count()) + " ms");
+    }
+    // Spin briefly (a bucket's all-reduce takes microseconds), then sleep a little.
+    if (polls < 2000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+GradTransport resolve_grad_transport(const ProcessGroup& pg, Device device, GradTransport asked) {
+  if (asked == GradTransport::Auto) {
+    if (const char* e = std::getenv("EMBER_GRAD_SYNC"); e && *e) {
+      std::string v = e;
+      if (v == "host")
+        asked = GradTransport::Host;
+      else if (v == "nccl")
+        asked = GradTransport::Nccl;
+      else
+        throw DistributedError("[all_reduce_grads] EMBER_GRAD_SYNC=" + v +
+                               " is not a transport (host or nccl)");
+    }
+  }
+  const bool cuda = device.kind == DeviceKind::Cuda;
+  std::string why;
+  switch (asked) {
+    case GradTransport::Host:
+      return GradTransport::Host;
+    case GradTransport::Nccl:
+      if (!cuda)
+        throw DistributedError("[all_reduce_grads] NCCL averages CUDA gradients; these are on " +
+                               device.to_string());
+      if (!nccl_available(&why)) throw DistributedError("[all_reduce_grads] " + why);
+      return GradTransport::Nccl;
+    case GradTransport::Auto:
+      break;
+  }
+  return cuda && pg.world_size() > 1 && nccl_available() ? GradTransport::Nccl
+                                                         : GradTransport::Host;
+}
+
+NcclGroup& ProcessGroup::nccl(int cuda_device) {
+  if (!nccl_) {
+    nccl_ = std::make_unique<NcclGroup>(*this, cuda_device);
+  } else if (nccl_->device() != cuda_device) {
+    throw DistributedError("[nccl] rank " + std::to_string(rank()) +
+                           "'s communicator is on cuda:" + std::to_string(nccl_->device()) +
+                           ", not cuda:" + std::to_string(cuda_device) + " (one GPU a rank)");
+  }
+  return *nccl_;
+}
+
 void NcclGroup::all_reduce(uint64_t ptr, size_t count, DType dtype, Reduce op, void* stream) {
   int t = nccl_type(dtype);
   if (count == 0) return;
   void* p = reinterpret_cast<void*>(ptr);
-  check(api().AllReduce(p, p, count, t, nccl_op(op), comm_, stream), "ncclAllReduce");
+  check(api().AllReduce(p, p, count, t, nccl_op(op), live_comm("all_reduce"), stream),
+        "ncclAllReduce");
 }
 
 void NcclGroup::broadcast(uint64_t ptr, size_t count, DType dtype, int root, void* stream) {
@@ -162,7 +301,7 @@ void NcclGroup::broadcast(uint64_t ptr, size_t count, DType dtype, int root, voi
   int t = nccl_type(dtype);
   if (count == 0) return;
   void* p = reinterpret_cast<void*>(ptr);
-  check(api().Broadcast(p, p, count, t, root, comm_, stream), "ncclBroadcast");
+  check(api().Broadcast(p, p, count, t, root, live_comm("broadcast"), stream), "ncclBroadcast");
 }
 
 }  // namespace ember::dist

@@ -1,5 +1,7 @@
 #include "ember/distributed/process_group.h"
 
+#include "ember/distributed/nccl.h"  // the group owns its NCCL communicator
+
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -68,7 +70,20 @@ bool process_gone(long pid) {
          (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
 
+std::vector<int> gone_ranks(const std::vector<long>& pids, int self) {
+  std::vector<int> gone;
+  for (int r = 0; r < int(pids.size()); ++r)
+    if (r != self && process_gone(pids[r])) gone.push_back(r);
+  return gone;
+}
+
 }  // namespace
+
+std::string detail::rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
 
 struct ProcessGroup::Impl {
   int rank = 0, size = 1;
@@ -87,9 +102,7 @@ struct ProcessGroup::Impl {
     std::string gone;
     for (int tries = 0; tries < (timed_out ? 1 : 20) && gone.empty(); ++tries) {
       if (tries) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-      for (int r = 0; r < size; ++r)
-        if (r != rank && r < int(pids.size()) && process_gone(pids[r]))
-          gone += (gone.empty() ? "" : ", ") + std::to_string(r);
+      gone = detail::rank_list(gone_ranks(pids, rank));
     }
     std::string msg = std::string("[") + op + "] rank " + std::to_string(rank) + " of " +
                       std::to_string(size) + ": ";
@@ -166,7 +179,13 @@ ProcessGroup ProcessGroup::from_env() {
   return ProcessGroup(o);
 }
 
-bool ProcessGroup::in_env() { return env_int("WORLD_SIZE", 1) > 1; }
+bool ProcessGroup::in_env() { return std::getenv("WORLD_SIZE") != nullptr; }
+
+std::chrono::milliseconds ProcessGroup::timeout() const { return impl_->timeout; }
+
+std::function<std::vector<int>()> ProcessGroup::gone_ranks_probe() const {
+  return [pids = impl_->pids, self = impl_->rank] { return gone_ranks(pids, self); };
+}
 
 ProcessGroup::ProcessGroup(ProcessGroup&&) noexcept = default;
 ProcessGroup& ProcessGroup::operator=(ProcessGroup&&) noexcept = default;

@@ -19,8 +19,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ember/core/dtype.h"
 #include "ember/core/error.h"
@@ -36,6 +38,13 @@ class EMBER_API DistributedError : public Error {
 };
 
 enum class Reduce { Sum, Mean, Max, Min };
+
+class NcclGroup;
+
+namespace detail {
+/// "1, 3": ranks as a message names them.
+EMBER_API std::string rank_list(const std::vector<int>& ranks);
+}  // namespace detail
 
 struct GroupOptions {
   int rank = 0;
@@ -55,7 +64,8 @@ class EMBER_API ProcessGroup {
   /// From the environment ember-run (or torchrun with EMBER_STORE) sets: RANK, WORLD_SIZE,
   /// EMBER_STORE, and optionally EMBER_HOST and EMBER_DIST_TIMEOUT (seconds).
   static ProcessGroup from_env();
-  /// Whether the environment names a group of more than one rank.
+  /// Whether the environment names a group (WORLD_SIZE is set, one rank too): the process was
+  /// started by a launcher.
   static bool in_env();
   ProcessGroup(ProcessGroup&&) noexcept;
   ProcessGroup& operator=(ProcessGroup&&) noexcept;
@@ -63,6 +73,16 @@ class EMBER_API ProcessGroup {
 
   int rank() const;
   int world_size() const;
+  /// How long a collective waits for the others.
+  std::chrono::milliseconds timeout() const;
+  /// A function naming the ranks whose processes on this host have ended (ranks on other hosts
+  /// are not seen), for watching collectives that run outside the group (NCCL's). It holds
+  /// what it needs: it may outlive the group.
+  std::function<std::vector<int>()> gone_ranks_probe() const;
+  /// The group's NCCL communicator (nccl.h) on CUDA device `cuda_device` of this rank, formed
+  /// by every rank's first call (a collective); the same one afterwards. Throws
+  /// DistributedError when NCCL does not load or a later call names another device.
+  NcclGroup& nccl(int cuda_device);
 
   /// In place: every rank ends with the reduction of all ranks' `count` elements of `dtype`
   /// (f32, f64, i32, i64).
@@ -84,6 +104,7 @@ class EMBER_API ProcessGroup {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<NcclGroup> nccl_;
 };
 
 }  // namespace ember::dist

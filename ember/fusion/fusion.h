@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ember/backend/apply.h"
+#include "ember/backend/device_memory.h"
 #include "ember/core/error.h"
 #include "ember/fusion/backend.h"
 #include "ember/fusion/program.h"
@@ -82,6 +83,12 @@ class Fusion {
       flush_locked(s, dev);
     }
     if constexpr (requires { B::flush(dev); }) B::flush(dev);  // B's own queue, if it has one
+  }
+
+  /// B's device memory of `h` (backend/device_memory.h), its program run first if pending.
+  static void with_device_memory(const Handle& h,
+                                 const DeviceMemoryFn& f) requires HasDeviceMemory<B> {
+    B::with_device_memory(value(h), f);
   }
 
   /// The value of `h` on B, running its program first if it is pending.

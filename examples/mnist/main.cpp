@@ -144,6 +144,10 @@ Args parse_args(int argc, char** argv) {
     }
   }
   if (a.model != "mlp" && a.model != "cnn") usage_error("--model is mlp or cnn");
+  // Started by ember-run: a GPU backend named without an index means this rank's own GPU.
+  if (const char* local = std::getenv("LOCAL_RANK");
+      local && a.backend != "cpu" && a.backend.find(':') == std::string::npos)
+    a.backend += std::string(":") + local;
   if (a.cmd == "infer" && (a.model_dir.empty() || a.inputs.empty()))
     usage_error("infer needs --model-dir DIR and at least one input");
   return a;

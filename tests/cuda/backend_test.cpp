@@ -6,6 +6,9 @@
 #include <cmath>
 
 #include "backend_fixture.h"
+#include "ember/backend/device_memory.h"
+#include "ember/backends/cpu/cpu.h"
+#include "ember/backends/cuda/driver.h"
 #include "ember/fusion/fusion.h"
 
 using namespace ember;
@@ -449,8 +452,41 @@ TEST_F(CudaBackend, OutOfMemoryIsAMemoryError) {
   EXPECT_EQ(Dispatch::to_data(on(small, kGpu)), small);  // still usable
 }
 
+// with_device_memory: the address and size of a pending (fused) result, a memset queued on the
+// stream it gives lands in order before the next read, and what cannot give memory says so.
+TEST_F(CudaBackend, DeviceMemoryForOutsideCode) {
+  TensorData d = random({3, 1000}, DType::F32);
+  auto x = Tensor<Dispatch, 2>::from_data(d, kGpu);
+  auto y = x * 2.0 + 1.0;  // pending in Fusion until needed
+  std::vector<float> before(3000), want(3000);
+  auto xs = d.as<float>();
+  for (size_t i = 0; i < want.size(); ++i) want[i] = xs[i] * 2.0f + 1.0f;
+  with_device_memory(y, [&](const DeviceMemory& m) {
+    EXPECT_EQ(m.bytes, size_t(3000 * 4));
+    EXPECT_EQ(m.device, kGpu);
+    EXPECT_NE(m.address, 0u);
+    auto* s = static_cast<cuda::CuStream*>(m.stream);
+    cuda::raw::copy_dtoh(before.data(), m.address, m.bytes, s);
+    cuda::raw::stream_synchronize(s);
+    // 1.5f everywhere, queued on the stream: the next read sees it.
+    uint32_t bits = 0x3fc00000u;
+    cuda::raw::memset(m.address, bits, 4, 3000, s);
+  });
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_FLOAT_EQ(before[i], want[i]) << i;
+  auto after = y.to_data();
+  for (float v : after.as<float>()) ASSERT_EQ(v, 1.5f);
+  EXPECT_THROW(with_device_memory(y.transpose(), [](const DeviceMemory&) {}), ValueError);
+  EXPECT_THROW(with_device_memory(Tensor<Dispatch, 1>::ones({4}), [](const DeviceMemory&) {}),
+               ValueError);
+}
+
 // Runs everywhere: without a GPU nothing is registered and a cuda device is a clean error.
 TEST(CudaNoGpu, NothingRegisteredAndCleanErrors) {
+  // CPU tensors have no device memory to give, GPU or not.
+  EXPECT_THROW(with_device_memory(Tensor<Cpu, 1>::ones({4}), [](const DeviceMemory&) {}),
+               ValueError);
+  EXPECT_THROW(with_device_memory(Tensor<Dispatch, 1>::ones({4}), [](const DeviceMemory&) {}),
+               ValueError);
   std::string why;
   if (cuda::available(&why)) GTEST_SKIP() << "a GPU is present";
   for (Device d : available_devices()) EXPECT_NE(d.kind, DeviceKind::Cuda);

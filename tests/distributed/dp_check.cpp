@@ -1,13 +1,22 @@
-// Run by ember-run on 2 and 4 ranks (ctest): data-parallel training of a small MLP with Adam,
-// each rank on its shard of every batch, against one process training on the whole batches.
-// Every rank starts from its own random parameters (rank 0's are broadcast); rank 0 trains the
-// one-process reference from the same start. After an epoch and a half every rank's parameters
-// must equal the reference's within float tolerance, and each other's exactly. Exits 1 if not.
+// Run by ember-run (ctest): data-parallel training of a small MLP with Adam, each rank on its
+// shard of every batch, against one process training on the whole batches. Every rank starts
+// from its own random parameters (rank 0's are broadcast); rank 0 trains the one-process
+// reference from the same start. After an epoch and a half every rank's parameters must equal
+// the reference's within float tolerance, and each other's exactly. Exits 1 if not.
+//
+//   dp_check            on the CPU, gradients through the host (2 and 4 ranks)
+//   dp_check cuda       rank r on GPU r % GPUs: NCCL where every rank has a GPU of its own,
+//                       the host where ranks share one; exits 77 (skipped) without a GPU
+//   dp_check cuda nccl  NCCL forced, one rank too, in buckets of 256 bytes (a bucket of one
+//                       gradient, buckets of several, a gradient larger than a bucket)
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#ifdef EMBER_DP_CUDA
+#include "ember/backends/cuda/driver.h"
+#endif
 #include "ember/data/loader.h"
 #include "ember/distributed/data_parallel.h"
 #include "ember/ember.h"
@@ -16,7 +25,7 @@
 #include "ember/optim/adam.h"
 
 using namespace ember;
-using B = Autodiff<Cpu>;
+using B = Autodiff<Dispatch>;
 
 namespace {
 
@@ -26,38 +35,39 @@ struct Net {
   Tensor<B, 2> forward(const Tensor<B, 2>& x) const {
     return fc2.forward(activation::relu(fc1.forward(x)));
   }
-  static Net init() {
-    return {nn::LinearConfig{8, 16}.init<B>(), nn::LinearConfig{16, 3}.init<B>()};
+  static Net init(Device dev) {
+    return {nn::LinearConfig{8, 16}.init<B>(dev), nn::LinearConfig{16, 3}.init<B>(dev)};
   }
 };
 
 constexpr size_t kItems = 96, kBatch = 4;  // per rank
 
 // Item i: 8 features and a class, a pure function of i.
-std::pair<Tensor<B, 2>, Tensor<B, 1, Int>> batch_of(const std::vector<size_t>& items) {
+std::pair<Tensor<B, 2>, Tensor<B, 1, Int>> batch_of(const std::vector<size_t>& items, Device dev) {
   std::vector<float> f;
   std::vector<int64_t> c;
   for (size_t i : items) {
     for (int k = 0; k < 8; ++k) f.push_back(std::sin(0.37f * float(i) + 1.3f * float(k)));
     c.push_back(int64_t(i % 3));
   }
-  return {Tensor<B, 2>::from_data(TensorData::from<float>(f, {int64_t(items.size()), 8})),
-          Tensor<B, 1, Int>::from_data(TensorData::from<int64_t>(c, {int64_t(items.size())}))};
+  return {Tensor<B, 2>::from_data(TensorData::from<float>(f, {int64_t(items.size()), 8}), dev),
+          Tensor<B, 1, Int>::from_data(TensorData::from<int64_t>(c, {int64_t(items.size())}), dev)};
 }
 
 // Trains `net` for `steps` batches of `loader`; with a group of several ranks, the gradients
 // are averaged over it.
 template <class L>
-void train(Net& net, L& loader, int steps, dist::ProcessGroup* pg) {
+void train(Net& net, L& loader, int steps, Device dev, dist::ProcessGroup* pg,
+           const dist::GradSyncOptions& sync = {}) {
   auto opt = optim::AdamConfig{}.init<B>();
   auto ce = nn::CrossEntropyLossConfig{}.init();
   int done = 0;
   while (done < steps)
     for (auto& items : loader) {
-      auto [x, y] = batch_of(items);
+      auto [x, y] = batch_of(items, dev);
       auto grads =
           optim::GradientsParams<B>::from_grads(ce.forward(net.forward(x), y).backward(), net);
-      if (pg) dist::all_reduce_grads(*pg, grads, net);
+      if (pg) dist::all_reduce_grads(*pg, grads, net, sync);
       opt.step(1e-2, net, grads);
       if (++done == steps) break;
     }
@@ -75,12 +85,48 @@ std::vector<float> flat(const Net& n) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   int rank = 0;
   try {
     auto pg = dist::ProcessGroup::from_env();
     rank = pg.rank();
     int w = pg.world_size();
+    const std::string kind = argc > 1 ? argv[1] : "cpu";
+    const bool force_nccl = argc > 2 && std::string(argv[2]) == "nccl";
+    Device dev = Device::parse("cpu");
+    dist::GradSyncOptions sync;
+    if (kind == "cuda") {
+#ifndef EMBER_DP_CUDA
+      std::printf("rank %d: skipped: built without the CUDA backend\n", rank);
+      return 77;
+#else
+      std::string why;
+      if (!cuda::available(&why)) {
+        std::printf("rank %d: skipped: no CUDA GPU (%s)\n", rank, why.c_str());
+        return 77;
+      }
+      const int gpus = cuda::device_count();
+      dev = Device::parse("cuda:" + std::to_string(rank % gpus));
+      if (force_nccl) {
+        if (!dist::nccl_available(&why)) {
+          std::printf("rank %d: skipped: %s\n", rank, why.c_str());
+          return 77;
+        }
+        sync = {.bucket_bytes = 256, .transport = dist::GradTransport::Nccl};
+      } else if (w > gpus) {
+        sync.transport = dist::GradTransport::Host;  // NCCL takes one GPU a rank
+      }
+      if (rank == 0)
+        std::printf(
+            "%d rank(s) on %d GPU(s), gradients through %s\n", w, gpus,
+            dist::resolve_grad_transport(pg, dev, sync.transport) == dist::GradTransport::Nccl
+                ? "NCCL"
+                : "the host");
+#endif
+    } else if (kind != "cpu") {
+      std::fprintf(stderr, "usage: dp_check [cpu | cuda [nccl]]\n");
+      return 2;
+    }
     data::InMemoryDataset<size_t> ds([] {
       std::vector<size_t> v(kItems);
       for (size_t i = 0; i < kItems; ++i) v[i] = i;
@@ -89,7 +135,7 @@ int main() {
     int steps = int(kItems / (kBatch * w)) * 3 / 2;  // an epoch and a half
 
     seed(100 + uint64_t(rank));  // different starts: the broadcast makes them rank 0's
-    Net net = Net::init();
+    Net net = Net::init(dev);
     (void)flat(net);  // initialized here, on this rank's seed
     dist::broadcast_params(pg, net);
     data::DataLoader shard(ds, {.batch_size = kBatch,
@@ -97,7 +143,7 @@ int main() {
                                 .seed = 5,
                                 .num_shards = size_t(w),
                                 .shard = size_t(rank)});
-    train(net, shard, steps, &pg);
+    train(net, shard, steps, dev, &pg, sync);
     std::vector<float> mine = flat(net);
 
     // Every rank's parameters, gathered: equal to each other bit for bit.
@@ -109,9 +155,9 @@ int main() {
         if (a[r * mine.size() + i] != mine[i]) ++bad;
     if (rank == 0) {
       seed(100);  // rank 0's start
-      Net ref = Net::init();
+      Net ref = Net::init(dev);
       data::DataLoader whole(ds, {.batch_size = kBatch * size_t(w), .shuffle = true, .seed = 5});
-      train(ref, whole, steps, nullptr);
+      train(ref, whole, steps, dev, nullptr);
       std::vector<float> want = flat(ref);
       double worst = 0;
       for (size_t i = 0; i < want.size(); ++i)

@@ -1,10 +1,30 @@
 #!/usr/bin/env bash
 # A rank killed mid-run: the others must exit with an error naming it, within the group's
 # timeout (EMBER_DIST_TIMEOUT), and ember-run must report it and fail.
-#   fault_test.sh EMBER_RUN FAULT_CHECK
+#   fault_test.sh EMBER_RUN FAULT_CHECK         3 ranks, Gloo on the host
+#   fault_test.sh EMBER_RUN FAULT_CHECK nccl    2 ranks on 2 GPUs, NCCL (exit 77 with fewer GPUs)
 set -u
-run=$1 check=$2
+run=$1 check=$2 mode=${3:-}
 out=$(mktemp)
+if [ "$mode" = nccl ]; then
+  start=$(date +%s%N)
+  EMBER_DIST_TIMEOUT=5 FAULT_RANK=1 timeout 60 "$run" --nproc 2 --grace 30 -- "$check" nccl \
+    >"$out" 2>&1
+  status=$?
+  elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+  cat "$out"
+  if grep -q "skipped" "$out"; then rm -f "$out"; exit 77; fi
+  echo "fault_test: NCCL: ember-run exited $status after ${elapsed} ms"
+  fail=0
+  [ $status -ne 0 ] && [ $status -ne 124 ] || { echo "fault_test: expected a failure status"; fail=1; }
+  grep -q "rank 1 (pid [0-9]*) was killed by signal 9" "$out" ||
+    { echo "fault_test: ember-run did not name the killed rank"; fail=1; }
+  grep -q "^rank 0: \[all_reduce\] rank 0 of 2: lost rank 1" "$out" ||
+    { echo "fault_test: rank 0 did not report losing rank 1"; fail=1; }
+  [ "$elapsed" -lt 20000 ] || { echo "fault_test: took ${elapsed} ms"; fail=1; }
+  rm -f "$out"
+  exit $fail
+fi
 start=$(date +%s%N)
 EMBER_DIST_TIMEOUT=5 FAULT_RANK=1 timeout 60 "$run" --nproc 3 --grace 30 -- "$check" >"$out" 2>&1
 status=$?

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ember/backend/backend.h"
+#include "ember/backend/device_memory.h"
 #include "ember/backends/cuda/pool.h"
 #include "ember/backends/gpu/tensor.h"
 #include "ember/core/export.h"
@@ -95,6 +96,10 @@ class EMBER_API Cuda {
   static bool supports(OpCode c);
   /// Submits the device's queued commands to its stream (not waited for).
   static void flush(Device dev);
+  /// Calls `f` with the tensor's device address and the device's stream, its queued commands
+  /// submitted first and the stream held for `f` alone (backend/device_memory.h). Throws
+  /// ValueError for a view that is not contiguous.
+  static void with_device_memory(const Handle& h, const DeviceMemoryFn& f);
   /// Fusion<Cuda>: whether a validated elementwise op may join a fused program, and a program
   /// run as one generated kernel (fused.cpp; docs/fusion.md).
   static bool can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out);

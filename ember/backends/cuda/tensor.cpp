@@ -34,6 +34,20 @@ bool Cuda::supports(OpCode c) { return gpu::supports(c); }
 
 void Cuda::flush(Device dev) { state(dev).submit(); }
 
+void Cuda::with_device_memory(const CudaTensor& h, const DeviceMemoryFn& f) {
+  if (!h.is_contiguous())
+    throw ValueError("with_device_memory: the tensor is a view that is not contiguous (shape " +
+                     h.meta.shape.to_string() + "): make a contiguous copy first");
+  const Device dev = device(h);
+  auto& st = state(dev);
+  std::lock_guard lk(st.stream_mu);
+  cuda::CuStream* stream = st.s();
+  f(DeviceMemory{.address = h.ptr(),
+                 .bytes = size_t(h.meta.shape.numel()) * size_t(size_of(h.meta.dtype)),
+                 .stream = stream,
+                 .device = dev});
+}
+
 bool Cuda::can_fuse(const Op& op, std::span<const TensorMeta* const> in, const TensorMeta& out) {
   return gpu::can_fuse(op, in, out);
 }
