@@ -20,7 +20,7 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_torch_mnist import load, model  # noqa: E402  (the same data and model)
+from peer_torch_mnist import load, model, train_epoch  # noqa: E402  (the same data, model, steps)
 
 
 def run(rank, a, store):
@@ -36,17 +36,9 @@ def run(rank, a, store):
     sampler = torch.utils.data.distributed.DistributedSampler(data, shuffle=True, seed=a.seed,
                                                               drop_last=True)
     loader = torch.utils.data.DataLoader(data, batch_size=64, sampler=sampler, drop_last=True)
-    lossf = nn.CrossEntropyLoss()
-    images = 0
     dist.barrier()
     t0 = time.perf_counter()
-    for xb, yb in loader:
-        xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
-        opt.zero_grad()
-        loss = lossf(net(xb), yb)
-        loss.backward()
-        opt.step()
-        images += xb.shape[0]
+    images = train_epoch(net, opt, loader, dev)
     torch.cuda.synchronize()
     secs = time.perf_counter() - t0
     if rank == 0:

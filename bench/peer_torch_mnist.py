@@ -45,6 +45,20 @@ def model(kind):
                          nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(400, 10))
 
 
+def train_epoch(net, opt, loader, dev):
+    """One epoch of steps on `loader`'s batches (cross-entropy); returns the images seen."""
+    lossf = nn.CrossEntropyLoss()
+    images = 0
+    for xb, yb in loader:
+        xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
+        opt.zero_grad()
+        loss = lossf(net(xb), yb)
+        loss.backward()
+        opt.step()
+        images += xb.shape[0]
+    return images
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="cnn")
@@ -66,17 +80,11 @@ def main():
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xtr, ytr),
                                          batch_size=64, shuffle=True)
-    lossf = nn.CrossEntropyLoss()
     epochs = []
     for _ in range(a.epochs):
         net.train()
         t0 = time.perf_counter()
-        for xb, yb in loader:
-            xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
-            opt.zero_grad()
-            loss = lossf(net(xb), yb)
-            loss.backward()
-            opt.step()
+        train_epoch(net, opt, loader, dev)
         if dev.type == "cuda":
             torch.cuda.synchronize()
         secs = time.perf_counter() - t0
