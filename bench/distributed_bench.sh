@@ -12,10 +12,10 @@
 # Writes bench/out/distributed.json and .txt. Environment: BENCH_THREADS (default nproc).
 #
 # On GPUs (bench/out/distributed_gpu.json and .txt): the main job's CNN for one epoch on 1, 2, 4
-# ... GPUs (up to BENCH_GPUS, default all), one rank a GPU under ember-run, gradients averaged
+# ... GPUs (powers of two up to BENCH_GPUS, default all), one rank a GPU under ember-run, gradients averaged
 # through NCCL (and on 1 GPU with EMBER_GRAD_SYNC=nccl, the cost of that path alone), beside
 # PyTorch DistributedDataParallel on the same GPUs (bench/peer_torch_ddp.py; PYTHON, default
-# python3); then NCCL all-reduce of 1, 16 and 64 MiB on all of them, through ember's
+# python3); then NCCL all-reduce of 1, 16 and 64 MiB on the most of them, through ember's
 # NcclGroup and through torch.distributed (NCCL's own kernels under both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,8 +38,8 @@ PY
 
 
 gpu_bench() {
-  local py=${PYTHON:-python3} counts="" n=1
-  while [ "$n" -le "$gpus" ]; do counts="$counts $n"; n=$((n * 2)); done
+  local py=${PYTHON:-python3} counts="" n=1 last=1 rate sizes
+  while [ "$n" -le "$gpus" ]; do counts="$counts $n"; last=$n; n=$((n * 2)); done
   echo "bench.sh: GPUs: $gpus; the CNN's kernels compiled once (a warm-up epoch)" >&2
   rm -rf "$out/dist-gpu-warm"
   "$run" --nproc 1 -- build/examples/mnist train --model cnn --epochs 1 --plain --backend cuda \
@@ -51,9 +51,10 @@ gpu_bench() {
     rm -rf "$out/dist-gpu-$n"
     "$run" --nproc "$n" -- build/examples/mnist train --model cnn --epochs 1 --plain \
       --backend cuda --out "$out/dist-gpu-$n" >"$out/dist-gpu-$n.log" 2>&1
-    echo "{\"name\": \"cnn_fmnist_images_per_s\", \"gpus\": $n, \"value\": $(images "$out/dist-gpu-$n" "$n")}" \
+    rate=$(images "$out/dist-gpu-$n" "$n")
+    echo "{\"name\": \"cnn_fmnist_images_per_s\", \"gpus\": $n, \"value\": $rate}" \
       >>"$out/dist-gpu.ember.jsonl"
-    sizes=$([ "$n" -eq "$gpus" ] && echo 1,16,64 || echo "")
+    sizes=$([ "$n" -eq "$last" ] && echo 1,16,64 || echo "")
     "$py" bench/peer_torch_ddp.py --gpus "$n" --sizes-mib "$sizes" >>"$out/dist-gpu.torch.jsonl" \
       2>"$out/dist-gpu-$n.torch.log" || echo "bench.sh: the DDP peer failed on $n GPU(s)" >&2
   done
@@ -63,8 +64,8 @@ gpu_bench() {
     --plain --backend cuda --out "$out/dist-gpu-1-nccl" >"$out/dist-gpu-1-nccl.log" 2>&1
   local forced
   forced=$(images "$out/dist-gpu-1-nccl" 1)
-  echo "bench.sh: NCCL all-reduce on $gpus GPU(s), ember" >&2
-  "$run" --nproc "$gpus" -- build/bench/dist_allreduce_bench --nccl >>"$out/dist-gpu.ember.jsonl"
+  echo "bench.sh: NCCL all-reduce on $last GPU(s), ember" >&2
+  "$run" --nproc "$last" -- build/bench/dist_allreduce_bench --nccl >>"$out/dist-gpu.ember.jsonl"
   /usr/bin/python3 - "$out" "$forced" <<'PY' | tee "$out/distributed_gpu.txt"
 import json, sys
 out, forced = sys.argv[1], float(sys.argv[2])

@@ -26,6 +26,7 @@ from peer_torch_mnist import load, model, train_epoch  # noqa: E402  (the same d
 def run(rank, a, store):
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     torch.cuda.set_device(rank)
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // a.gpus))  # the host's cores shared
     dist.init_process_group("nccl", init_method="file://" + store, rank=rank, world_size=a.gpus)
     dev = torch.device("cuda", rank)
     torch.manual_seed(a.seed)

@@ -13,7 +13,9 @@
 //   });
 //
 // Writing through the address is safe only where the tensor holds its buffer alone (a tensor
-// just made by an op, not a view of another's): a view would see the writes too.
+// just made by an op, not a view of another's): a view would see the writes too. `f` holds the
+// device's stream: it queues work and returns (it runs no ember op, and waits for nothing long;
+// record an event to wait on afterwards).
 #pragma once
 #include <cstddef>
 #include <cstdint>

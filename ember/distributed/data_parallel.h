@@ -100,10 +100,12 @@ void all_reduce_grads(ProcessGroup& pg, optim::GradientsParams<B>& grads, const 
       for (size_t i = first; i < end; ++i) parts.push_back(entries[i].flat);
       Tensor<I, 1> bucket = parts.size() == 1 ? parts[0] * 1.0f : cat(parts, 0);  // its own buffer
       NcclGroup& nccl = pg.nccl(bucket.device().index);
+      NcclGroup::Marker done;
       with_device_memory(bucket, [&](const DeviceMemory& m) {
         nccl.all_reduce(m.address, floats, DType::F32, Reduce::Mean, m.stream);
-        nccl.wait(m.stream, "all_reduce_grads");
+        done = nccl.mark(m.stream);
       });
+      nccl.wait(done, "all_reduce_grads");  // the stream is free for others meanwhile
       int64_t at = 0;
       for (size_t i = first; i < end; ++i) {
         int64_t n = entries[i].flat.shape()[0];

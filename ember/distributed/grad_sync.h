@@ -14,8 +14,9 @@ namespace ember::dist {
 
 /// How all_reduce_grads moves the gradients between the ranks.
 enum class GradTransport {
-  /// NCCL where the gradients are on a CUDA device, NCCL loads and there are 2+ ranks; the
-  /// host otherwise. The environment's EMBER_GRAD_SYNC=host or =nccl overrides it.
+  /// NCCL where the gradients are on a CUDA device, there are 2+ ranks, NCCL loads on all of
+  /// them and no two share a GPU; the host otherwise. The environment's EMBER_GRAD_SYNC=host or
+  /// =nccl overrides it.
   Auto,
   /// Through the host, over the process group (Gloo): what CPU tensors take.
   Host,
@@ -29,9 +30,10 @@ struct GradSyncOptions {
   GradTransport transport = GradTransport::Auto;
 };
 
-/// The transport all_reduce_grads takes for gradients on `device` (see GradTransport); throws
-/// DistributedError where Nccl is asked for and cannot be had.
-EMBER_API GradTransport resolve_grad_transport(const ProcessGroup& pg, Device device,
+/// The transport all_reduce_grads takes for gradients on `device` (see GradTransport): with
+/// Auto, NCCL where ProcessGroup::nccl_usable (every rank's first call decides together).
+/// Throws DistributedError where Nccl is asked for and cannot be had.
+EMBER_API GradTransport resolve_grad_transport(ProcessGroup& pg, Device device,
                                                GradTransport asked);
 
 }  // namespace ember::dist

@@ -1,7 +1,10 @@
 #include "ember/distributed/nccl.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -114,6 +117,8 @@ struct Driver {
   CUresult (*DeviceGet)(int*, int) = nullptr;
   CUresult (*PrimaryCtxRetain)(void**, int) = nullptr;
   CUresult (*CtxSetCurrent)(void*) = nullptr;
+  CUresult (*CtxGetCurrent)(void**) = nullptr;
+  CUresult (*DeviceGetPCIBusId)(char*, int, int) = nullptr;
   CUresult (*EventCreate)(void**, unsigned) = nullptr;
   CUresult (*EventRecord)(void*, void*) = nullptr;
   CUresult (*EventQuery)(void*) = nullptr;
@@ -124,6 +129,8 @@ struct Driver {
          lib.bind(DeviceGet, {"cuDeviceGet"}, why) &&
          lib.bind(PrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"}, why) &&
          lib.bind(CtxSetCurrent, {"cuCtxSetCurrent"}, why) &&
+         lib.bind(CtxGetCurrent, {"cuCtxGetCurrent"}, why) &&
+         lib.bind(DeviceGetPCIBusId, {"cuDeviceGetPCIBusId"}, why) &&
          lib.bind(EventCreate, {"cuEventCreate"}, why) &&
          lib.bind(EventRecord, {"cuEventRecord"}, why) &&
          lib.bind(EventQuery, {"cuEventQuery"}, why) &&
@@ -136,15 +143,40 @@ const Driver& driver() {
   return d;
 }
 
-// Makes device `d`'s primary context current (NCCL works on the current device).
-void use_device(int d) {
+// Makes device `d`'s primary context current (NCCL works on the current device) until the
+// object goes, then the context that was current before.
+class OnDevice {
+ public:
+  explicit OnDevice(int d) {
+    const Driver& cu = driver();
+    int dev = 0;
+    void* ctx = nullptr;
+    if (!cu.ok || cu.CtxGetCurrent(&before_) != 0 || cu.DeviceGet(&dev, d) != 0 ||
+        cu.PrimaryCtxRetain(&ctx, dev) != 0 || cu.CtxSetCurrent(ctx) != 0)
+      throw DistributedError("[nccl] no CUDA device " + std::to_string(d) +
+                             (cu.why.empty() ? "" : ": " + cu.why));
+  }
+  ~OnDevice() { driver().CtxSetCurrent(before_); }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  void* before_ = nullptr;
+};
+
+// Which GPU device `d` is across processes: its PCI bus id ("" where the driver does not say).
+std::string bus_id(int d) {
   const Driver& cu = driver();
   int dev = 0;
-  void* ctx = nullptr;
-  if (!cu.ok || cu.DeviceGet(&dev, d) != 0 || cu.PrimaryCtxRetain(&ctx, dev) != 0 ||
-      cu.CtxSetCurrent(ctx) != 0)
-    throw DistributedError("[nccl] no CUDA device " + std::to_string(d) +
-                           (cu.why.empty() ? "" : ": " + cu.why));
+  char id[64] = {};
+  if (!cu.ok || cu.DeviceGet(&dev, d) != 0 || cu.DeviceGetPCIBusId(id, sizeof id, dev) != 0)
+    return "";
+  return id;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "";
 }
 
 }  // namespace
@@ -168,7 +200,8 @@ NcclGroup::NcclGroup(ProcessGroup& pg, int cuda_device)
       timeout_(pg.timeout()),
       gone_ranks_(pg.gone_ranks_probe()) {
   const Nccl& n = api();
-  use_device(cuda_device);
+  check(n.GetVersion(&version_), "ncclGetVersion");
+  OnDevice on(cuda_device);
   UniqueId id{};
   if (rank_ == 0) check(n.GetUniqueId(&id), "ncclGetUniqueId");
   TensorData bytes(std::vector<std::byte>(sizeof id), Shape{int64_t(sizeof id)}, DType::U8);
@@ -201,38 +234,40 @@ void NcclGroup::fail(const char* op, const std::string& why) {
   throw DistributedError(msg);
 }
 
-void NcclGroup::wait(void* stream, const char* op) {
-  void* comm = live_comm(op);
+NcclGroup::Marker NcclGroup::mark(void* stream) {
   const Driver& cu = driver();
   void* event = nullptr;
   if (!cu.ok || cu.EventCreate(&event, 2 /* CU_EVENT_DISABLE_TIMING */) != 0)
-    throw DistributedError(std::string("[") + op + "] cannot make a CUDA event" +
+    throw DistributedError("[nccl] cannot make a CUDA event" +
                            (cu.why.empty() ? "" : ": " + cu.why));
-  struct Destroy {
-    const Driver& cu;
-    void* e;
-    ~Destroy() { cu.EventDestroy(e); }
-  } destroy{cu, event};
+  Marker m{std::shared_ptr<void>(event, [](void* e) { driver().EventDestroy(e); })};
   if (cu.EventRecord(event, stream) != 0)
-    throw DistributedError(std::string("[") + op + "] cannot record a CUDA event on the stream");
+    throw DistributedError("[nccl] cannot record a CUDA event on the stream");
+  return m;
+}
+
+void NcclGroup::wait(const Marker& m, const char* op) {
+  void* comm = live_comm(op);
+  const Driver& cu = driver();
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto next_check = start;
   for (int polls = 0;; ++polls) {
-    int q = cu.EventQuery(event);
+    int q = cu.EventQuery(m.event.get());
     if (q == 0) return;
     if (q != 600 /* CUDA_ERROR_NOT_READY */)
       fail(op, "the CUDA stream failed (CUresult " + std::to_string(q) + ")");
     const auto now = Clock::now();
     if (now >= next_check) {  // the watch, ten times a second
       next_check = now + std::chrono::milliseconds(100);
+      // A lost rank first: NCCL may report its own error for the same loss.
+      if (std::vector<int> gone = gone_ranks_ ? gone_ranks_() : std::vector<int>{}; !gone.empty())
+        fail(op, "lost rank " + detail::rank_list(gone) + " (its process is gone)");
       Result async = 0;
       api().CommGetAsyncError(comm, &async);
       if (async != 0 && async != 7 /* ncclInProgress */)
         fail(op, std::string("NCCL reports ") + api().GetErrorString(async) + " (" +
                      std::to_string(async) + ")");
-      if (std::vector<int> gone = gone_ranks_ ? gone_ranks_() : std::vector<int>{}; !gone.empty())
-        fail(op, "lost rank " + detail::rank_list(gone) + " (its process is gone)");
       if (now - start > timeout_)
         fail(op, "a peer did not answer within " + std::to_string(timeout_.count()) + " ms");
     }
@@ -244,7 +279,27 @@ void NcclGroup::wait(void* stream, const char* op) {
   }
 }
 
-GradTransport resolve_grad_transport(const ProcessGroup& pg, Device device, GradTransport asked) {
+bool ProcessGroup::nccl_usable(int cuda_device) {
+  if (nccl_usable_ < 0) {
+    // Every rank's verdict and GPU, gathered: NCCL on all of them or on none.
+    std::string id = nccl_available() ? bus_id(cuda_device) : "";
+    std::string key = id.empty() ? "" : id + "@" + host_name();
+    std::vector<int64_t> mine(2, 0);
+    mine[0] = key.empty() ? 0 : 1;
+    mine[1] = int64_t(std::hash<std::string>{}(key)&0x7fffffffffffffff);
+    TensorData all = all_gather(TensorData::from<int64_t>(mine, {2}));
+    auto v = all.as<int64_t>();
+    bool ok = true;
+    for (int r = 0; r < world_size(); ++r) {
+      ok = ok && v[size_t(2 * r)] == 1;
+      for (int q = 0; q < r; ++q) ok = ok && v[size_t(2 * q + 1)] != v[size_t(2 * r + 1)];
+    }
+    nccl_usable_ = ok ? 1 : 0;
+  }
+  return nccl_usable_ == 1;
+}
+
+GradTransport resolve_grad_transport(ProcessGroup& pg, Device device, GradTransport asked) {
   if (asked == GradTransport::Auto) {
     if (const char* e = std::getenv("EMBER_GRAD_SYNC"); e && *e) {
       std::string v = e;
@@ -271,8 +326,8 @@ GradTransport resolve_grad_transport(const ProcessGroup& pg, Device device, Grad
     case GradTransport::Auto:
       break;
   }
-  return cuda && pg.world_size() > 1 && nccl_available() ? GradTransport::Nccl
-                                                         : GradTransport::Host;
+  return cuda && pg.world_size() > 1 && pg.nccl_usable(device.index) ? GradTransport::Nccl
+                                                                     : GradTransport::Host;
 }
 
 NcclGroup& ProcessGroup::nccl(int cuda_device) {
@@ -288,6 +343,9 @@ NcclGroup& ProcessGroup::nccl(int cuda_device) {
 
 void NcclGroup::all_reduce(uint64_t ptr, size_t count, DType dtype, Reduce op, void* stream) {
   int t = nccl_type(dtype);
+  if (op == Reduce::Mean && version_ < 21000)
+    throw DistributedError("[nccl] a mean over the ranks needs NCCL 2.10 or newer (this is " +
+                           std::to_string(version_) + ")");
   if (count == 0) return;
   void* p = reinterpret_cast<void*>(ptr);
   check(api().AllReduce(p, p, count, t, nccl_op(op), live_comm("all_reduce"), stream),

@@ -47,18 +47,25 @@ class EMBER_API NcclGroup {
   void all_reduce(uint64_t ptr, size_t count, DType dtype, Reduce op, void* stream = nullptr);
   /// `root`'s `count` elements at `ptr` to every rank's `ptr`.
   void broadcast(uint64_t ptr, size_t count, DType dtype, int root, void* stream = nullptr);
-  /// Waits until what is queued on `stream` so far has run. Throws DistributedError naming
-  /// `op` and this rank when a rank of this host is gone, NCCL reports an error, or the group's
-  /// timeout passes first; the communicator is then aborted (its kernels end) and every later
-  /// call throws.
-  void wait(void* stream, const char* op = "nccl");
+  /// A point on a stream: what was queued on it before `mark` (a CUDA event).
+  struct Marker {
+    std::shared_ptr<void> event;
+  };
+  /// Marks what is queued on `stream` so far, for `wait` (which need not hold the stream).
+  Marker mark(void* stream);
+  /// Waits until the marked work has run. Throws DistributedError naming `op` and this rank
+  /// when a rank of this host is gone, NCCL reports an error, or the group's timeout passes
+  /// first; the communicator is then aborted (its kernels end) and every later call throws.
+  void wait(const Marker& m, const char* op = "nccl");
+  /// mark, then wait.
+  void wait(void* stream, const char* op = "nccl") { wait(mark(stream), op); }
 
  private:
   void* live_comm(const char* op) const;
   [[noreturn]] void fail(const char* op, const std::string& why);
 
   void* comm_ = nullptr;
-  int rank_ = 0, size_ = 1, device_ = 0;
+  int rank_ = 0, size_ = 1, device_ = 0, version_ = 0;
   std::chrono::milliseconds timeout_{};
   std::function<std::vector<int>()> gone_ranks_;
   std::string aborted_;  // why the communicator was aborted

@@ -13,6 +13,7 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -70,6 +71,16 @@ bool process_gone(long pid) {
          (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
 
+// This process's machine and process-id namespace ("" where /proc does not say): two ranks'
+// pids name processes of one table only when these are equal.
+std::string pid_space() {
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  struct stat ns {};
+  if (boot.empty() || ::stat("/proc/self/ns/pid", &ns) != 0) return "";
+  return boot + "/" + std::to_string(ns.st_ino);
+}
+
 std::vector<int> gone_ranks(const std::vector<long>& pids, int self) {
   std::vector<int> gone;
   for (int r = 0; r < int(pids.size()); ++r)
@@ -89,7 +100,7 @@ struct ProcessGroup::Impl {
   int rank = 0, size = 1;
   std::chrono::milliseconds timeout{};
   std::shared_ptr<gloo::rendezvous::Context> ctx;
-  std::vector<long> pids;  // each rank's process id (they are on this host when kill(pid, 0) works)
+  std::vector<long> pids;  // each rank's process id where it is of this host's table, else 0
   std::string store;
 
   // The message of a failed collective: the op, Gloo's reason, and the ranks on this host
@@ -147,8 +158,10 @@ ProcessGroup::ProcessGroup(const GroupOptions& o) : impl_(std::make_unique<Impl>
   try {
     gloo::rendezvous::FileStore files(o.store);
     gloo::rendezvous::PrefixStore store("ember", files);
-    // Each rank's process id, so a failure can say which ranks are gone.
-    std::string pid = std::to_string(long(getpid()));
+    // Each rank's process id and where it means something, so a failure can say which ranks of
+    // this host are gone (a rank of another host, or of another container, is not looked for).
+    const std::string space = pid_space();
+    std::string pid = std::to_string(long(getpid())) + " " + space;
     store.set("pid/" + std::to_string(o.rank), std::vector<char>(pid.begin(), pid.end()));
     gloo::transport::tcp::attr attr;
     attr.hostname = o.host;
@@ -159,7 +172,10 @@ ProcessGroup::ProcessGroup(const GroupOptions& o) : impl_(std::make_unique<Impl>
     impl_->pids.assign(o.world_size, 0);
     for (int r = 0; r < o.world_size; ++r) {
       std::vector<char> v = store.get("pid/" + std::to_string(r));
-      impl_->pids[r] = std::atol(std::string(v.begin(), v.end()).c_str());
+      std::string entry(v.begin(), v.end());
+      size_t cut = entry.find(' ');
+      bool here = !space.empty() && cut != std::string::npos && entry.substr(cut + 1) == space;
+      impl_->pids[r] = here ? std::atol(entry.c_str()) : 0;  // 0: not looked for
     }
   } catch (const std::exception& e) {
     throw DistributedError("[process_group] rank " + std::to_string(o.rank) + " of " +
@@ -179,7 +195,9 @@ ProcessGroup ProcessGroup::from_env() {
   return ProcessGroup(o);
 }
 
-bool ProcessGroup::in_env() { return std::getenv("WORLD_SIZE") != nullptr; }
+bool ProcessGroup::in_env() {
+  return env_int("WORLD_SIZE", 1) > 1 || std::getenv("EMBER_STORE") != nullptr;
+}
 
 std::chrono::milliseconds ProcessGroup::timeout() const { return impl_->timeout; }
 

@@ -64,8 +64,8 @@ class EMBER_API ProcessGroup {
   /// From the environment ember-run (or torchrun with EMBER_STORE) sets: RANK, WORLD_SIZE,
   /// EMBER_STORE, and optionally EMBER_HOST and EMBER_DIST_TIMEOUT (seconds).
   static ProcessGroup from_env();
-  /// Whether the environment names a group (WORLD_SIZE is set, one rank too): the process was
-  /// started by a launcher.
+  /// Whether the environment names a group: more than one rank, or started by ember-run (its
+  /// EMBER_STORE is set, one rank too).
   static bool in_env();
   ProcessGroup(ProcessGroup&&) noexcept;
   ProcessGroup& operator=(ProcessGroup&&) noexcept;
@@ -83,6 +83,10 @@ class EMBER_API ProcessGroup {
   /// by every rank's first call (a collective); the same one afterwards. Throws
   /// DistributedError when NCCL does not load or a later call names another device.
   NcclGroup& nccl(int cuda_device);
+  /// Whether NCCL can join this group's ranks on their CUDA devices (`cuda_device` here): it
+  /// loads on every rank and no two ranks share a GPU. Decided by every rank's first call
+  /// together (a collective), then kept.
+  bool nccl_usable(int cuda_device);
 
   /// In place: every rank ends with the reduction of all ranks' `count` elements of `dtype`
   /// (f32, f64, i32, i64).
@@ -105,6 +109,7 @@ class EMBER_API ProcessGroup {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<NcclGroup> nccl_;
+  int nccl_usable_ = -1;  // not yet decided
 };
 
 }  // namespace ember::dist

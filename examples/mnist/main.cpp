@@ -144,10 +144,15 @@ Args parse_args(int argc, char** argv) {
     }
   }
   if (a.model != "mlp" && a.model != "cnn") usage_error("--model is mlp or cnn");
-  // Started by ember-run: a GPU backend named without an index means this rank's own GPU.
+  // Started by ember-run: a GPU backend named without an index means this rank's own GPU (the
+  // ranks of a host dealt out to its GPUs in turn).
   if (const char* local = std::getenv("LOCAL_RANK");
-      local && a.backend != "cpu" && a.backend.find(':') == std::string::npos)
-    a.backend += std::string(":") + local;
+      local && a.backend != "cpu" && a.backend.find(':') == std::string::npos) {
+    const DeviceKind kind = Device::parse(a.backend).kind;
+    int gpus = 0;
+    for (Device d : available_devices()) gpus += d.kind == kind;
+    if (gpus > 0) a.backend += ":" + std::to_string(std::atoi(local) % gpus);
+  }
   if (a.cmd == "infer" && (a.model_dir.empty() || a.inputs.empty()))
     usage_error("infer needs --model-dir DIR and at least one input");
   return a;
