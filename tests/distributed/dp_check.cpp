@@ -9,6 +9,8 @@
 //                       the host where ranks share one; exits 77 (skipped) without a GPU
 //   dp_check cuda nccl  NCCL forced, one rank too, in buckets of 256 bytes (a bucket of one
 //                       gradient, buckets of several, a gradient larger than a bucket)
+//   ... cnn             the main job's CNN instead of the MLP, 28x28 images, for 300 steps on
+//                       2 ranks (a global batch of 8, Adam at 1e-3)
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -23,6 +25,7 @@
 #include "ember/nn/layers/linear.h"
 #include "ember/nn/loss.h"
 #include "ember/optim/adam.h"
+#include "examples/mnist/cnn.h"
 
 using namespace ember;
 using B = Autodiff<Dispatch>;
@@ -40,40 +43,72 @@ struct Net {
   }
 };
 
-constexpr size_t kItems = 96, kBatch = 4;  // per rank
+constexpr size_t kBatch = 4;  // per rank
 
-// Item i: 8 features and a class, a pure function of i.
-std::pair<Tensor<B, 2>, Tensor<B, 1, Int>> batch_of(const std::vector<size_t>& items, Device dev) {
+// What the check trains: the model, its input's shape per item (a pure function of the item's
+// index), the classes, the items and how many epochs (in halves), the learning rate, and how
+// far the data-parallel parameters may be from the one-process ones.
+struct Mlp {
+  using Model = Net;
+  static constexpr const char* kName = "MLP";
+  static constexpr int kRank = 2;
+  static constexpr int64_t kClasses = 3;
+  static constexpr size_t kItems = 96, kHalfEpochs = 3;
+  static constexpr double kLr = 1e-2, kTolerance = 1e-5;
+  static std::vector<int64_t> item_shape() { return {8}; }
+  static Model init(Device dev) { return Net::init(dev); }
+};
+struct Cnn {
+  using Model = mnist::Cnn<B>;
+  static constexpr const char* kName = "CNN";
+  static constexpr int kRank = 4;
+  static constexpr int64_t kClasses = 10;
+  static constexpr size_t kItems = 2400, kHalfEpochs = 2;
+  static constexpr double kLr = 1e-3, kTolerance = 1e-4;
+  static std::vector<int64_t> item_shape() { return {1, 28, 28}; }
+  static Model init(Device dev) { return Model::init(dev); }
+};
+
+// The items' inputs (a pure function of each index) and classes.
+template <class W>
+std::pair<Tensor<B, W::kRank>, Tensor<B, 1, Int>> batch_of(const std::vector<size_t>& items,
+                                                           Device dev) {
+  std::vector<int64_t> shape = W::item_shape();
+  int64_t per = 1;
+  for (int64_t d : shape) per *= d;
   std::vector<float> f;
   std::vector<int64_t> c;
   for (size_t i : items) {
-    for (int k = 0; k < 8; ++k) f.push_back(std::sin(0.37f * float(i) + 1.3f * float(k)));
-    c.push_back(int64_t(i % 3));
+    for (int64_t k = 0; k < per; ++k)
+      f.push_back(std::sin(0.37f * float(i) + 1.3f * float(k % 8) + 0.011f * float(k)));
+    c.push_back(int64_t(i % size_t(W::kClasses)));
   }
-  return {Tensor<B, 2>::from_data(TensorData::from<float>(f, {int64_t(items.size()), 8}), dev),
+  shape.insert(shape.begin(), int64_t(items.size()));
+  return {Tensor<B, W::kRank>::from_data(TensorData::from<float>(f, Shape(shape)), dev),
           Tensor<B, 1, Int>::from_data(TensorData::from<int64_t>(c, {int64_t(items.size())}), dev)};
 }
 
 // Trains `net` for `steps` batches of `loader`; with a group of several ranks, the gradients
 // are averaged over it.
-template <class L>
-void train(Net& net, L& loader, int steps, Device dev, dist::ProcessGroup* pg,
+template <class W, class L>
+void train(typename W::Model& net, L& loader, int steps, Device dev, dist::ProcessGroup* pg,
            const dist::GradSyncOptions& sync = {}) {
   auto opt = optim::AdamConfig{}.init<B>();
   auto ce = nn::CrossEntropyLossConfig{}.init();
   int done = 0;
   while (done < steps)
     for (auto& items : loader) {
-      auto [x, y] = batch_of(items, dev);
+      auto [x, y] = batch_of<W>(items, dev);
       auto grads =
           optim::GradientsParams<B>::from_grads(ce.forward(net.forward(x), y).backward(), net);
       if (pg) dist::all_reduce_grads(*pg, grads, net, sync);
-      opt.step(1e-2, net, grads);
+      opt.step(W::kLr, net, grads);
       if (++done == steps) break;
     }
 }
 
-std::vector<float> flat(const Net& n) {
+template <class M>
+std::vector<float> flat(const M& n) {
   std::vector<float> out;
   nn::for_each_param(n, [&](const std::string&, const auto& p) {
     TensorData d = p.val().to_data();
@@ -81,6 +116,56 @@ std::vector<float> flat(const Net& n) {
     out.insert(out.end(), v.begin(), v.end());
   });
   return out;
+}
+
+// Trains W's model data-parallel on this group and, on rank 0, in one process on the whole
+// batches; the count of mismatches (every rank's parameters against each other, rank 0's
+// against the one-process ones).
+template <class W>
+int check(dist::ProcessGroup& pg, Device dev, const dist::GradSyncOptions& sync) {
+  const int rank = pg.rank(), w = pg.world_size();
+  data::InMemoryDataset<size_t> ds([] {
+    std::vector<size_t> v(W::kItems);
+    for (size_t i = 0; i < W::kItems; ++i) v[i] = i;
+    return v;
+  }());
+  int steps = int(W::kItems / (kBatch * w) * W::kHalfEpochs / 2);
+
+  seed(100 + uint64_t(rank));  // different starts: the broadcast makes them rank 0's
+  auto net = W::init(dev);
+  (void)flat(net);  // initialized here, on this rank's seed
+  dist::broadcast_params(pg, net);
+  data::DataLoader shard(ds, {.batch_size = kBatch,
+                              .shuffle = true,
+                              .seed = 5,
+                              .num_shards = size_t(w),
+                              .shard = size_t(rank)});
+  train<W>(net, shard, steps, dev, &pg, sync);
+  std::vector<float> mine = flat(net);
+
+  // Every rank's parameters, gathered: equal to each other bit for bit.
+  TensorData all = pg.all_gather(TensorData::from<float>(mine, {int64_t(mine.size())}));
+  auto a = all.as<float>();
+  int bad = 0;
+  for (int r = 0; r < w; ++r)
+    for (size_t i = 0; i < mine.size(); ++i)
+      if (a[r * mine.size() + i] != mine[i]) ++bad;
+  if (rank == 0) {
+    seed(100);  // rank 0's start
+    auto ref = W::init(dev);
+    data::DataLoader whole(ds, {.batch_size = kBatch * size_t(w), .shuffle = true, .seed = 5});
+    train<W>(ref, whole, steps, dev, nullptr);
+    std::vector<float> want = flat(ref);
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, double(std::abs(want[i] - mine[i])) / (1 + std::abs(want[i])));
+    std::printf(
+        "%s: %d ranks x batch %zu vs one process x batch %zu: %d steps, %zu parameters, "
+        "largest difference %.3g\n",
+        W::kName, w, kBatch, kBatch * w, steps, want.size(), worst);
+    if (!(worst < W::kTolerance)) ++bad;
+  }
+  return bad;
 }
 
 }  // namespace
@@ -92,7 +177,12 @@ int main(int argc, char** argv) {
     rank = pg.rank();
     int w = pg.world_size();
     const std::string kind = argc > 1 ? argv[1] : "cpu";
-    const bool force_nccl = argc > 2 && std::string(argv[2]) == "nccl";
+    bool force_nccl = false, cnn = false;
+    for (int i = 2; i < argc; ++i) {
+      force_nccl = force_nccl || std::string(argv[i]) == "nccl";
+      cnn = cnn || std::string(argv[i]) == "cnn";
+    }
+    if (kind == "cnn") cnn = true;
     Device dev = Device::parse("cpu");
     dist::GradSyncOptions sync;
     if (kind == "cuda") {
@@ -123,51 +213,11 @@ int main(int argc, char** argv) {
                 ? "NCCL"
                 : "the host");
 #endif
-    } else if (kind != "cpu") {
-      std::fprintf(stderr, "usage: dp_check [cpu | cuda [nccl]]\n");
+    } else if (kind != "cpu" && kind != "cnn") {
+      std::fprintf(stderr, "usage: dp_check [cpu | cuda [nccl]] [cnn]\n");
       return 2;
     }
-    data::InMemoryDataset<size_t> ds([] {
-      std::vector<size_t> v(kItems);
-      for (size_t i = 0; i < kItems; ++i) v[i] = i;
-      return v;
-    }());
-    int steps = int(kItems / (kBatch * w)) * 3 / 2;  // an epoch and a half
-
-    seed(100 + uint64_t(rank));  // different starts: the broadcast makes them rank 0's
-    Net net = Net::init(dev);
-    (void)flat(net);  // initialized here, on this rank's seed
-    dist::broadcast_params(pg, net);
-    data::DataLoader shard(ds, {.batch_size = kBatch,
-                                .shuffle = true,
-                                .seed = 5,
-                                .num_shards = size_t(w),
-                                .shard = size_t(rank)});
-    train(net, shard, steps, dev, &pg, sync);
-    std::vector<float> mine = flat(net);
-
-    // Every rank's parameters, gathered: equal to each other bit for bit.
-    TensorData all = pg.all_gather(TensorData::from<float>(mine, {int64_t(mine.size())}));
-    auto a = all.as<float>();
-    int bad = 0;
-    for (int r = 0; r < w; ++r)
-      for (size_t i = 0; i < mine.size(); ++i)
-        if (a[r * mine.size() + i] != mine[i]) ++bad;
-    if (rank == 0) {
-      seed(100);  // rank 0's start
-      Net ref = Net::init(dev);
-      data::DataLoader whole(ds, {.batch_size = kBatch * size_t(w), .shuffle = true, .seed = 5});
-      train(ref, whole, steps, dev, nullptr);
-      std::vector<float> want = flat(ref);
-      double worst = 0;
-      for (size_t i = 0; i < want.size(); ++i)
-        worst = std::max(worst, double(std::abs(want[i] - mine[i])) / (1 + std::abs(want[i])));
-      std::printf(
-          "%d ranks x batch %zu vs one process x batch %zu: %d steps, %zu parameters, "
-          "largest difference %.3g\n",
-          w, kBatch, kBatch * w, steps, want.size(), worst);
-      if (!(worst < 1e-5)) ++bad;
-    }
+    const int bad = cnn ? check<Cnn>(pg, dev, sync) : check<Mlp>(pg, dev, sync);
     // Any rank's failure fails them all.
     int64_t failed = bad ? 1 : 0;
     pg.all_reduce(&failed, 1, DType::I64, dist::Reduce::Max);
