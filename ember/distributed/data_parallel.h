@@ -95,41 +95,28 @@ void all_reduce_grads(ProcessGroup& pg, optim::GradientsParams<B>& grads, const 
   size_t first = 0, floats = 0;
   auto flush = [&](size_t end) {
     if (end == first) return;
-    if (t == GradTransport::Nccl) {
-      std::vector<Tensor<I, 1>> parts;
-      for (size_t i = first; i < end; ++i) parts.push_back(entries[i].flat);
-      Tensor<I, 1> bucket = parts.size() == 1 ? parts[0] * 1.0f : cat(parts, 0);  // its own buffer
-      NcclGroup& nccl = pg.nccl(bucket.device().index);
+    const bool nccl = t == GradTransport::Nccl;
+    std::vector<Tensor<I, 1>> parts;
+    for (size_t i = first; i < end; ++i) parts.push_back(entries[i].flat);
+    // One tensor a bucket, on the gradients' device (NCCL writes into it: its own buffer).
+    Tensor<I, 1> bucket = parts.size() > 1 ? cat(parts, 0) : nccl ? parts[0] * 1.0f : parts[0];
+    if (nccl) {
+      NcclGroup& group = pg.nccl(bucket.device().index);
       NcclGroup::Marker done;
       with_device_memory(bucket, [&](const DeviceMemory& m) {
-        nccl.all_reduce(m.address, floats, DType::F32, Reduce::Mean, m.stream);
-        done = nccl.mark(m.stream);
+        group.all_reduce(m.address, floats, DType::F32, Reduce::Mean, m.stream);
+        done = group.mark(m.stream);
       });
-      nccl.wait(done, "all_reduce_grads");  // the stream is free for others meanwhile
-      int64_t at = 0;
-      for (size_t i = first; i < end; ++i) {
-        int64_t n = entries[i].flat.shape()[0];
-        entries[i].set(bucket.slice({Slice(at, at + n)}));
-        at += n;
-      }
-    } else {
-      std::vector<float> host;
-      host.reserve(floats);
-      for (size_t i = first; i < end; ++i) {
-        TensorData d = entries[i].flat.to_data();
-        std::span<const float> f = d.template as<float>();
-        host.insert(host.end(), f.begin(), f.end());
-      }
-      pg.all_reduce(host.data(), host.size(), Reduce::Mean);
-      size_t at = 0;
-      for (size_t i = first; i < end; ++i) {
-        const Tensor<I, 1>& f = entries[i].flat;
-        size_t n = size_t(f.shape()[0]);
-        TensorData back =
-            TensorData::from<float>(std::span<const float>(host.data() + at, n), Shape{int64_t(n)});
-        entries[i].set(Tensor<I, 1>::from_data(back, f.device()));
-        at += n;
-      }
+      group.wait(done, "all_reduce_grads");  // the stream is free for others meanwhile
+    } else {  // one copy to the host and back a bucket
+      bucket = Tensor<I, 1>::from_data(pg.all_reduce(bucket.to_data(), Reduce::Mean),
+                                       bucket.device());
+    }
+    int64_t at = 0;
+    for (size_t i = first; i < end; ++i) {  // views of the bucket
+      int64_t n = entries[i].flat.shape()[0];
+      entries[i].set(bucket.slice({Slice(at, at + n)}));
+      at += n;
     }
     first = end;
     floats = 0;
