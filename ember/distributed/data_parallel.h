@@ -104,13 +104,13 @@ void all_reduce_grads(ProcessGroup& pg, optim::GradientsParams<B>& grads, const 
       NcclGroup& group = pg.nccl(bucket.device().index);
       NcclGroup::Marker done;
       with_device_memory(bucket, [&](const DeviceMemory& m) {
-        group.all_reduce(m.address, floats, DType::F32, Reduce::Mean, m.stream);
+        group.all_reduce(m.address, size_t(bucket.shape()[0]), DType::F32, Reduce::Mean, m.stream);
         done = group.mark(m.stream);
       });
       group.wait(done, "all_reduce_grads");  // the stream is free for others meanwhile
-    } else {  // one copy to the host and back a bucket
-      bucket = Tensor<I, 1>::from_data(pg.all_reduce(bucket.to_data(), Reduce::Mean),
-                                       bucket.device());
+    } else {                                 // one copy to the host and back a bucket
+      bucket =
+          Tensor<I, 1>::from_data(pg.all_reduce(bucket.to_data(), Reduce::Mean), bucket.device());
     }
     int64_t at = 0;
     for (size_t i = first; i < end; ++i) {  // views of the bucket
