@@ -11,12 +11,14 @@
 #    MPI_Allreduce of the same sizes (Open MPI), both over loopback.
 # Writes bench/out/distributed.json and .txt. Environment: BENCH_THREADS (default nproc).
 #
-# On GPUs (bench/out/distributed_gpu.json and .txt): the main job's CNN for one epoch on 1, 2, 4
-# ... GPUs (powers of two up to BENCH_GPUS, default all), one rank a GPU under ember-run, gradients averaged
-# through NCCL (and on 1 GPU with EMBER_GRAD_SYNC=nccl, the cost of that path alone), beside
-# PyTorch DistributedDataParallel on the same GPUs (bench/peer_torch_ddp.py; PYTHON, default
-# python3); then NCCL all-reduce of 1, 16 and 64 MiB on the most of them, through ember's
-# NcclGroup and through torch.distributed (NCCL's own kernels under both).
+# On GPUs (bench/out/distributed_gpu.json and .txt): the main job's CNN for one epoch and a
+# transformer encoder layer for 20 steps (bench/dist_train_bench.cpp: d 768, bf16, 8 x 512 tokens a
+# rank) on 1, 2, 4 ... GPUs (powers of two up to BENCH_GPUS, default all), one rank a GPU under
+# ember-run, gradients averaged through NCCL (and on 1 GPU with EMBER_GRAD_SYNC=nccl, the CNN's
+# cost of that path alone), beside PyTorch DistributedDataParallel on the same GPUs
+# (bench/peer_torch_ddp.py; PYTHON, default python3); then NCCL all-reduce of 1, 16 and 64 MiB on
+# the most of them, through ember's NcclGroup and through torch.distributed (NCCL's own kernels
+# under both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench/out
@@ -54,6 +56,8 @@ gpu_bench() {
     rate=$(images "$out/dist-gpu-$n" "$n")
     echo "{\"name\": \"cnn_fmnist_images_per_s\", \"gpus\": $n, \"value\": $rate}" \
       >>"$out/dist-gpu.ember.jsonl"
+    "$run" --nproc "$n" -- build/bench/dist_train_bench >>"$out/dist-gpu.ember.jsonl" \
+      2>"$out/dist-gpu-$n.transformer.log" || echo "bench.sh: the transformer failed on $n GPU(s)" >&2
     sizes=$([ "$n" -eq "$last" ] && echo 1,16,64 || echo "")
     "$py" bench/peer_torch_ddp.py --gpus "$n" --sizes-mib "$sizes" >>"$out/dist-gpu.torch.jsonl" \
       2>"$out/dist-gpu-$n.torch.log" || echo "bench.sh: the DDP peer failed on $n GPU(s)" >&2
@@ -72,6 +76,7 @@ out, forced = sys.argv[1], float(sys.argv[2])
 rows = lambda p: [json.loads(l) for l in open(p) if l.strip()]
 e, t = rows(out + "/dist-gpu.ember.jsonl"), rows(out + "/dist-gpu.torch.jsonl")
 img = lambda rs: {r["gpus"]: r["value"] for r in rs if r["name"] == "cnn_fmnist_images_per_s"}
+tok = lambda rs: {r["ranks"]: r["value"] for r in rs if r["name"] == "transformer_tokens_per_s"}
 ar = lambda rs: {r["name"]: r for r in rs if r["name"].startswith("allreduce")}
 ei, ti, ea, ta = img(e), img(t), ar(e), ar(t)
 nan = float("nan")
@@ -82,6 +87,14 @@ for n in sorted(ei):
     fe, ft = a / (n * ei[1]), b / (n * ti.get(1, nan))
     print(f"{'CNN images/s, %d GPU(s)' % n:34s} {a:10.0f} {b:10.0f} {a / b:7.2f} {fe:10.2f} {ft:10.2f}")
     records.append({"name": "cnn_fmnist_images_per_s_%dgpu" % n, "gpus": n, "ember": a,
+                    "peer": "pytorch_ddp", "peer_value": b, "speedup": a / b,
+                    "scaling_efficiency": fe, "peer_scaling_efficiency": ft})
+ek, tk = tok(e), tok(t)
+for n in sorted(ek):
+    a, b = ek[n], tk.get(n, nan)
+    fe, ft = a / (n * ek.get(1, nan)), b / (n * tk.get(1, nan))
+    print(f"{'transformer tokens/s, %d GPU(s)' % n:34s} {a:10.0f} {b:10.0f} {a / b:7.2f} {fe:10.2f} {ft:10.2f}")
+    records.append({"name": "transformer_tokens_per_s_%dgpu" % n, "gpus": n, "ember": a,
                     "peer": "pytorch_ddp", "peer_value": b, "speedup": a / b,
                     "scaling_efficiency": fe, "peer_scaling_efficiency": ft})
 print(f"{'CNN images/s, 1 GPU, NCCL path':34s} {forced:10.0f} {'':10s} {forced / ei[1]:7.2f}  (of 1 GPU)")

@@ -2,8 +2,11 @@
 """The PyTorch peer of scripts/bench.sh distributed on GPUs: the main job's CNN (the same model,
 batch 64 a rank, Adam 1e-3, the same normalization as examples/mnist) trained data-parallel for
 one epoch of Fashion-MNIST with DistributedDataParallel on N GPUs of this host, one process a GPU
-(NCCL); then torch.distributed.all_reduce (NCCL) of f32 buffers of the given sizes. Rank 0
-prints JSON lines: images/s of the training epoch, and each size's median time and bandwidth.
+(NCCL); the transformer layer of bench/dist_train_bench.cpp (d 768, 12 heads, ff 3072, pre-norm,
+batch 8 x 512 a rank, bf16 autocast over f32 weights as in the fusion suite's peer, AdamW 1e-4)
+for 5 warm-up and 20 timed steps; then torch.distributed.all_reduce (NCCL) of f32 buffers of the
+given sizes. Rank 0 prints JSON lines: images/s of the training epoch, tokens/s of the
+transformer's steps, and each size's median time and bandwidth.
 
     peer_torch_ddp.py --gpus 2 [--sizes-mib 1,16,64] [--reps 20]
 """
@@ -45,6 +48,31 @@ def run(rank, a, store):
     if rank == 0:
         print(json.dumps({"name": "cnn_fmnist_images_per_s", "gpus": a.gpus,
                           "value": images * a.gpus / secs}), flush=True)
+    layer = nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True, norm_first=True).to(dev)
+    ddp = nn.parallel.DistributedDataParallel(layer, device_ids=[rank])
+    topt = torch.optim.AdamW(ddp.parameters(), lr=1e-4)
+    x = torch.randn(8, 512, 768, device=dev)
+
+    def step():
+        topt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = ddp(x)
+        out.float().pow(2).mean().backward()
+        topt.step()
+
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(20):
+        step()
+    torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+    if rank == 0:
+        print(json.dumps({"name": "transformer_tokens_per_s", "ranks": a.gpus,
+                          "value": 8 * 512 * a.gpus * 20 / secs, "step_ms": secs / 20 * 1e3}),
+              flush=True)
     for mib in a.sizes_mib:
         buf = torch.ones(mib * (1 << 20) // 4, device=dev)
         dist.all_reduce(buf)  # warm-up

@@ -11,6 +11,8 @@
 //                       gradient, buckets of several, a gradient larger than a bucket)
 //   ... cnn             the main job's CNN instead of the MLP, 28x28 images, for 300 steps on
 //                       2 ranks (a global batch of 8, Adam at 1e-3)
+//   ... transformer     a pre-norm transformer encoder layer (attention, layer norms, feed-
+//                       forward; no dropout) under a linear head on sequences of 8 x 16
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -23,8 +25,10 @@
 #include "ember/distributed/data_parallel.h"
 #include "ember/ember.h"
 #include "ember/nn/layers/linear.h"
+#include "ember/nn/layers/transformer.h"
 #include "ember/nn/loss.h"
 #include "ember/optim/adam.h"
+#include "ember/optim/sgd.h"
 #include "examples/mnist/cnn.h"
 
 using namespace ember;
@@ -46,8 +50,8 @@ struct Net {
 constexpr size_t kBatch = 4;  // per rank
 
 // What the check trains: the model, its input's shape per item (a pure function of the item's
-// index), the classes, the items and how many epochs (in halves), the learning rate, and how
-// far the data-parallel parameters may be from the one-process ones.
+// index), the classes, the items and how many epochs (in halves), the optimizer and its learning
+// rate, and how far the data-parallel parameters may be from the one-process ones.
 struct Mlp {
   using Model = Net;
   static constexpr const char* kName = "MLP";
@@ -57,6 +61,7 @@ struct Mlp {
   static constexpr double kLr = 1e-2, kTolerance = 1e-5;
   static std::vector<int64_t> item_shape() { return {8}; }
   static Model init(Device dev) { return Net::init(dev); }
+  static auto optimizer() { return optim::AdamConfig{}.init<B>(); }
 };
 struct Cnn {
   using Model = mnist::Cnn<B>;
@@ -67,6 +72,43 @@ struct Cnn {
   static constexpr double kLr = 1e-3, kTolerance = 1e-4;
   static std::vector<int64_t> item_shape() { return {1, 28, 28}; }
   static Model init(Device dev) { return Model::init(dev); }
+  static auto optimizer() { return optim::AdamConfig{}.init<B>(); }
+};
+
+// A transformer encoder layer whose outputs, averaged over the sequence, a linear head classes.
+struct Encoder {
+  nn::TransformerEncoderLayer<B> layer;
+  nn::Linear<B> head;
+  EMBER_MODULE(Encoder, layer, head)
+  Tensor<B, 2> forward(const Tensor<B, 3>& x) const {
+    auto h = layer.forward(x).mean_dim(1);  // [n, 1, d]
+    return head.forward(h.reshape<2>(std::array<int64_t, 2>{h.shape()[0], h.shape()[2]}));
+  }
+};
+struct Transformer {
+  using Model = Encoder;
+  static constexpr const char* kName = "transformer";
+  static constexpr int kRank = 3;
+  static constexpr int64_t kClasses = 4;
+  static constexpr size_t kItems = 384, kHalfEpochs = 6;
+  static constexpr double kLr = 0.05, kTolerance = 1e-4;
+  static std::vector<int64_t> item_shape() { return {8, 16}; }
+  // SGD: the key projection's bias has a gradient of zero but for rounding (softmax ignores a
+  // shift shared by a row's scores), which Adam would scale up to steps of the learning rate.
+  static auto optimizer() {
+    optim::SgdConfig c;
+    c.momentum = 0.9;
+    return c.init<B>();
+  }
+  static Model init(Device dev) {
+    nn::TransformerEncoderLayerConfig c;
+    c.d_model = 16;
+    c.n_heads = 2;
+    c.d_ff = 32;
+    c.dropout = 0;  // dropout draws differ between the ranks and the one process
+    c.norm_first = true;
+    return {c.init<B>(dev), nn::LinearConfig{16, kClasses}.init<B>(dev)};
+  }
 };
 
 // The items' inputs (a pure function of each index) and classes.
@@ -93,7 +135,7 @@ std::pair<Tensor<B, W::kRank>, Tensor<B, 1, Int>> batch_of(const std::vector<siz
 template <class W, class L>
 void train(typename W::Model& net, L& loader, int steps, Device dev, dist::ProcessGroup* pg,
            const dist::GradSyncOptions& sync = {}) {
-  auto opt = optim::AdamConfig{}.init<B>();
+  auto opt = W::optimizer();
   auto ce = nn::CrossEntropyLossConfig{}.init();
   int done = 0;
   while (done < steps)
@@ -177,12 +219,17 @@ int main(int argc, char** argv) {
     rank = pg.rank();
     int w = pg.world_size();
     const std::string kind = argc > 1 ? argv[1] : "cpu";
-    bool force_nccl = false, cnn = false;
-    for (int i = 2; i < argc; ++i) {
-      force_nccl = force_nccl || std::string(argv[i]) == "nccl";
-      cnn = cnn || std::string(argv[i]) == "cnn";
+    bool force_nccl = false;
+    std::string model = "mlp";
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "nccl" && i > 1)
+        force_nccl = true;
+      else if (a == "cnn" || a == "transformer")
+        model = a;
+      else if (i > 1 || (a != "cpu" && a != "cuda"))
+        model = "?";
     }
-    if (kind == "cnn") cnn = true;
     Device dev = Device::parse("cpu");
     dist::GradSyncOptions sync;
     if (kind == "cuda") {
@@ -213,11 +260,14 @@ int main(int argc, char** argv) {
                 ? "NCCL"
                 : "the host");
 #endif
-    } else if (kind != "cpu" && kind != "cnn") {
-      std::fprintf(stderr, "usage: dp_check [cpu | cuda [nccl]] [cnn]\n");
+    }
+    if (model == "?") {
+      std::fprintf(stderr, "usage: dp_check [cpu | cuda [nccl]] [cnn | transformer]\n");
       return 2;
     }
-    const int bad = cnn ? check<Cnn>(pg, dev, sync) : check<Mlp>(pg, dev, sync);
+    const int bad = model == "cnn"           ? check<Cnn>(pg, dev, sync)
+                    : model == "transformer" ? check<Transformer>(pg, dev, sync)
+                                             : check<Mlp>(pg, dev, sync);
     // Any rank's failure fails them all.
     int64_t failed = bad ? 1 : 0;
     pg.all_reduce(&failed, 1, DType::I64, dist::Reduce::Max);
