@@ -7,6 +7,7 @@
 #  - images/s of the main job's CNN (one epoch of Fashion-MNIST, from the Learner's timing of
 #    the training epoch) on 1 process with every core, and on 2 processes under ember-run with
 #    half the cores each (the global batch doubles: each rank keeps the batch size);
+#  - tokens/s of a transformer layer (bench/dist_train_bench.cpp, d 256, f32) likewise;
 #  - the all-reduce (sum) bandwidth of ember's process group (Gloo) on 2 ranks beside a raw
 #    MPI_Allreduce of the same sizes (Open MPI), both over loopback.
 # Writes bench/out/distributed.json and .txt. Environment: BENCH_THREADS (default nproc).
@@ -120,6 +121,13 @@ EMBER_NUM_THREADS=$half "$run" --nproc 2 -- build/examples/mnist train --model c
   --plain --workers 1 --out "$out/dist-2" >"$out/dist-2.log" 2>&1
 one=$(images "$out/dist-1" 1)
 two=$(images "$out/dist-2" 2)
+echo "bench.sh: a transformer layer (d 256, f32, 8 x 128 tokens a rank), 1 process, then 2" >&2
+small=(--device cpu --dtype f32 --d 256 --heads 4 --ff 1024 --batch 8 --seq 128 --steps 20
+  --warmup 3)
+EMBER_NUM_THREADS=$threads "$run" --nproc 1 -- build/bench/dist_train_bench "${small[@]}" \
+  >"$out/dist.transformer.jsonl"
+EMBER_NUM_THREADS=$half "$run" --nproc 2 -- build/bench/dist_train_bench "${small[@]}" \
+  >>"$out/dist.transformer.jsonl"
 
 echo "bench.sh: all-reduce, ember (Gloo) and MPI, 2 ranks" >&2
 EMBER_NUM_THREADS=1 "$run" --nproc 2 -- build/bench/dist_allreduce_bench >"$out/dist.ember.jsonl"
@@ -148,6 +156,12 @@ records = [{"name": "cnn_fmnist_images_per_s_1proc", "backend": "cpu", "value": 
 print(f"{'figure':32s} {'ember':>10s} {'MPI':>10s} {'ratio':>7s} {'MPI tcp':>10s} {'ratio':>7s}")
 print(f"{'CNN images/s, 1 process':32s} {one:10.0f}")
 print(f"{'CNN images/s, 2 processes':32s} {two:10.0f} {'':10s} {two / one:7.2f}  (of 1 process)")
+tr = {r["ranks"]: r["value"] for r in map(json.loads, open(out + "/dist.transformer.jsonl")) if r}
+for n in sorted(tr):
+    print(f"{'transformer tokens/s, %d proc.' % n:32s} {tr[n]:10.0f} {'':10s} "
+          f"{tr[n] / tr[min(tr)]:7.2f}  (of 1 process)")
+    records.append({"name": "transformer_tokens_per_s_%dproc" % n, "backend": "cpu", "value": tr[n],
+                    "scaling": tr[n] / tr[min(tr)]})
 for name, r in e.items():
     p, pt = m.get(name), mt.get(name)
     ratio = r["ms"] and p and p["ms"] / r["ms"]
