@@ -93,6 +93,8 @@ void all_reduce_grads(ProcessGroup& pg, optim::GradientsParams<B>& grads, const 
   });
 
   size_t first = 0, floats = 0;
+  NcclGroup* group = nullptr;
+  NcclGroup::Marker queued;  // the last bucket's all-reduce on the device's stream
   auto flush = [&](size_t end) {
     if (end == first) return;
     const bool nccl = t == GradTransport::Nccl;
@@ -100,15 +102,13 @@ void all_reduce_grads(ProcessGroup& pg, optim::GradientsParams<B>& grads, const 
     for (size_t i = first; i < end; ++i) parts.push_back(entries[i].flat);
     // One tensor a bucket, on the gradients' device (NCCL writes into it: its own buffer).
     Tensor<I, 1> bucket = parts.size() > 1 ? cat(parts, 0) : nccl ? parts[0] * 1.0f : parts[0];
-    if (nccl) {
-      NcclGroup& group = pg.nccl(bucket.device().index);
-      NcclGroup::Marker done;
+    if (nccl) {  // queued on the stream: what reads the bucket later runs after it
+      group = &pg.nccl(bucket.device().index);
       with_device_memory(bucket, [&](const DeviceMemory& m) {
-        group.all_reduce(m.address, size_t(bucket.shape()[0]), DType::F32, Reduce::Mean, m.stream);
-        done = group.mark(m.stream);
+        group->all_reduce(m.address, size_t(bucket.shape()[0]), DType::F32, Reduce::Mean, m.stream);
+        queued = group->mark(m.stream);
       });
-      group.wait(done, "all_reduce_grads");  // the stream is free for others meanwhile
-    } else {                                 // one copy to the host and back a bucket
+    } else {  // one copy to the host and back a bucket
       bucket =
           Tensor<I, 1>::from_data(pg.all_reduce(bucket.to_data(), Reduce::Mean), bucket.device());
     }
@@ -126,6 +126,9 @@ void all_reduce_grads(ProcessGroup& pg, optim::GradientsParams<B>& grads, const 
     if (floats * sizeof(float) >= o.bucket_bytes) flush(i + 1);
   }
   flush(entries.size());
+  // Every bucket's all-reduce queued, the last one waited for (the stream runs them in order),
+  // with the stream free for others meanwhile: a lost rank is an error here, not a hang later.
+  if (group) group->wait(queued, "all_reduce_grads");
 }
 
 }  // namespace ember::dist
