@@ -9,6 +9,7 @@
 # and the fusion benchmark:  bundle/bench_fusion.sh
 # and the kernels on the Vulkan driver beside CUDA:  bundle/vulkan.sh
 # and the main job on the GPU beside PyTorch's:  EMBER_MNIST_DIR=... bundle/mnist.sh [epochs]
+# and data-parallel training on the machine's GPUs:  EMBER_MNIST_DIR=... bundle/distributed.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${EMBER_GPU_BUILD:-build-gpu}
@@ -241,6 +242,63 @@ exit $status
 VULKAN
   sed -i "s/DEVICE_TESTS/${device_tests[*]}/" "$bundle/vulkan.sh"
   chmod +x "$bundle/vulkan.sh"
+fi
+# Data-parallel training on the machine's GPUs (bundle/distributed.sh, docs/distributed.md): the
+# checks behind ctest's distributed_*cuda* and *nccl* entries, then bench.sh distributed's GPU
+# mode. bundle/distributed/ keeps the source tree's layout, so the bench script runs as is.
+if grep -q "^dp_check:" <<<"$targets"; then
+  cmake --build "$build" --target dp_check fault_check nccl_check ember-run dist_allreduce_bench \
+    dist_train_bench -j "${JOBS:-2}"
+  d="$bundle/distributed"
+  mkdir -p "$d/build/examples" "$d/build/bench" "$d/bench" "$d/tests"
+  cp "$build/ember-run" "$d/build/"
+  cp "$build/examples/mnist" "$d/build/examples/"
+  cp "$build/bench/dist_allreduce_bench" "$build/bench/dist_train_bench" "$d/build/bench/"
+  cp "$build/tests/distributed/dp_check" "$build/tests/distributed/fault_check" \
+    "$build/tests/distributed/nccl_check" tests/distributed/fault_test.sh "$d/tests/"
+  cp bench/distributed_bench.sh bench/peer_torch_ddp.py bench/peer_torch_mnist.py "$d/bench/"
+  for b in dp_check fault_check nccl_check; do
+    for l in $(ldd "$d/tests/$b" | awk '/libgloo|libhiredis|libibverbs|libnl-|libstdc\+\+|libgcc_s/ {print $3}'); do
+      cp -n "$l" "$bundle/lib/"
+    done
+    if LD_LIBRARY_PATH="$bundle/lib" ldd "$d/tests/$b" | grep -E "libcuda|libnccl|not found"; then
+      echo "gpu_bundle.sh: $b links a library the GPU machine may lack" >&2
+      exit 1
+    fi
+  done
+  cat >"$bundle/distributed.sh" <<'DIST'
+#!/usr/bin/env bash
+# Data-parallel training on this machine's GPUs, one rank a GPU under ember-run: NCCL on one
+# rank, the CNN and the transformer on 2 ranks against one process on the summed batch, a rank
+# killed mid-run (2 GPUs or more), then bench.sh distributed's GPU mode (out in
+# distributed/bench/out/distributed_gpu.txt), unless the first argument is --tests-only.
+# EMBER_MNIST_DIR: the Fashion-MNIST IDX files; EMBER_NCCL: libnccl.so.2 where the loader does not
+# find it by name (PyTorch's wheel brings one, found below). The exit status is the first
+# failure's (77, a check skipped for want of GPUs, is not one).
+cd "$(dirname "$0")/distributed"
+export LD_LIBRARY_PATH="$PWD/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ -z "${EMBER_NCCL:-}" ]; then
+  EMBER_NCCL=$(python3 -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  [ -f "$EMBER_NCCL" ] && export EMBER_NCCL || unset EMBER_NCCL
+fi
+status=0
+check() {
+  echo "== $*"; "$@"; rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ $status -eq 0 ]; then status=$rc; fi
+}
+check build/ember-run --nproc 1 -- tests/nccl_check
+check build/ember-run --nproc 1 -- tests/dp_check cuda nccl
+check build/ember-run --nproc 1 -- tests/dp_check cuda nccl transformer
+check build/ember-run --nproc 2 -- tests/dp_check cuda
+check build/ember-run --nproc 2 -- tests/dp_check cuda cnn
+check build/ember-run --nproc 2 -- tests/dp_check cuda transformer
+check tests/fault_test.sh build/ember-run tests/fault_check nccl
+[ "${1:-}" = "--tests-only" ] && exit $status
+BENCH_DIST=gpu bench/distributed_bench.sh; rc=$?
+[ $rc -ne 0 ] && [ $status -eq 0 ] && status=$rc
+exit $status
+DIST
+  chmod +x "$bundle/distributed.sh"
 fi
 # xz: a third smaller than gzip for these binaries (EMBER_GPU_TAR=0: the bundle folder only)
 if [ "${EMBER_GPU_TAR:-1}" != 0 ]; then

@@ -169,6 +169,13 @@ ProcessGroup::ProcessGroup(const GroupOptions& o) : impl_(std::make_unique<Impl>
     impl_->ctx = std::make_shared<gloo::rendezvous::Context>(o.rank, o.world_size);
     impl_->ctx->setTimeout(o.timeout);
     impl_->ctx->connectFullMesh(store, dev);
+    // Every rank's connections made before any rank goes on: one that went on and ended at once
+    // (a check that skips, a program that needs no collective) closed its sockets while a peer
+    // was still finishing its side, whose join then failed ("Connection closed by peer") or
+    // whose Gloo I/O thread aborted the process.
+    gloo::BarrierOptions joined(impl_->ctx);
+    joined.setTimeout(o.timeout);
+    gloo::barrier(joined);
     impl_->pids.assign(o.world_size, 0);
     for (int r = 0; r < o.world_size; ++r) {
       std::vector<char> v = store.get("pid/" + std::to_string(r));
