@@ -35,12 +35,26 @@ int main(int argc, char** argv) {
     }
     a[argv[i]] = argv[i + 1];
   }
-  auto num = [&](const char* k) { return std::atoll(a[k].c_str()); };
+  auto num = [&](const char* k) {
+    char* end = nullptr;
+    const long long v = std::strtoll(a[k].c_str(), &end, 10);
+    if (a[k].empty() || *end != '\0' || v < (std::string(k) == "--warmup" ? 0 : 1))
+      throw ValueError(std::string(k) + " " + a[k] + ": a whole number " +
+                       (std::string(k) == "--warmup" ? "0 or more" : "1 or more") + " expected");
+    return v;
+  };
   int rank = 0;
   try {
+    if (a["--dtype"] != "bf16" && a["--dtype"] != "f32")
+      throw ValueError("--dtype " + a["--dtype"] + ": bf16 or f32 expected");
+    const DType dtype = a["--dtype"] == "bf16" ? DType::BF16 : DType::F32;
+    const int64_t d = num("--d"), batch = num("--batch"), seq = num("--seq");
+    const int64_t heads = num("--heads"), ff = num("--ff");
+    const int steps = int(num("--steps")), warmup = int(num("--warmup"));
+    Device dev = Device::parse(a["--device"]);
+
     auto pg = dist::ProcessGroup::from_env();
     rank = pg.rank();
-    Device dev = Device::parse(a["--device"]);
     if (dev.kind != DeviceKind::Cpu && a["--device"].find(':') == std::string::npos) {
       // one GPU a rank: this host's ranks dealt out to its GPUs in turn
       int gpus = 0;
@@ -49,14 +63,11 @@ int main(int argc, char** argv) {
       const char* local = std::getenv("LOCAL_RANK");
       dev.index = (local ? std::atoi(local) : rank) % gpus;
     }
-    const DType dtype = a["--dtype"] == "bf16" ? DType::BF16 : DType::F32;
-    const int64_t d = num("--d"), batch = num("--batch"), seq = num("--seq");
-    const int steps = int(num("--steps")), warmup = int(num("--warmup"));
 
     nn::TransformerEncoderLayerConfig c;
     c.d_model = d;
-    c.n_heads = num("--heads");
-    c.d_ff = num("--ff");
+    c.n_heads = heads;
+    c.d_ff = ff;
     c.norm_first = true;
     seed(7 + uint64_t(rank));
     auto layer = nn::to_dtype(c.init<B>(dev), dtype);

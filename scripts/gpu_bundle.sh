@@ -257,11 +257,12 @@ if grep -q "^dp_check:" <<<"$targets"; then
   cp "$build/tests/distributed/dp_check" "$build/tests/distributed/fault_check" \
     "$build/tests/distributed/nccl_check" tests/distributed/fault_test.sh "$d/tests/"
   cp bench/distributed_bench.sh bench/peer_torch_ddp.py bench/peer_torch_mnist.py "$d/bench/"
-  for b in dp_check fault_check nccl_check; do
-    for l in $(ldd "$d/tests/$b" | awk '/libgloo|libhiredis|libibverbs|libnl-|libstdc\+\+|libgcc_s/ {print $3}'); do
+  for b in tests/dp_check tests/fault_check tests/nccl_check build/ember-run build/examples/mnist \
+    build/bench/dist_allreduce_bench build/bench/dist_train_bench; do
+    for l in $(ldd "$d/$b" | awk '/libgloo|libhiredis|libibverbs|libnl-|libstdc\+\+|libgcc_s/ {print $3}'); do
       cp -n "$l" "$bundle/lib/"
     done
-    if LD_LIBRARY_PATH="$bundle/lib" ldd "$d/tests/$b" | grep -E "libcuda|libnccl|not found"; then
+    if LD_LIBRARY_PATH="$bundle/lib" ldd "$d/$b" | grep -E "libcuda|libnccl|not found"; then
       echo "gpu_bundle.sh: $b links a library the GPU machine may lack" >&2
       exit 1
     fi
@@ -289,11 +290,16 @@ check() {
 check build/ember-run --nproc 1 -- tests/nccl_check
 check build/ember-run --nproc 1 -- tests/dp_check cuda nccl
 check build/ember-run --nproc 1 -- tests/dp_check cuda nccl transformer
+check build/ember-run --nproc 2 -- tests/dp_check cuda nccl transformer
 check build/ember-run --nproc 2 -- tests/dp_check cuda
 check build/ember-run --nproc 2 -- tests/dp_check cuda cnn
 check build/ember-run --nproc 2 -- tests/dp_check cuda transformer
 check tests/fault_test.sh build/ember-run tests/fault_check nccl
 [ "${1:-}" = "--tests-only" ] && exit $status
+if [ -z "${EMBER_MNIST_DIR:-}" ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then
+  echo "distributed.sh: no Fashion-MNIST for the benchmark: set EMBER_MNIST_DIR" >&2
+  exit 2
+fi
 BENCH_DIST=gpu bench/distributed_bench.sh; rc=$?
 [ $rc -ne 0 ] && [ $status -eq 0 ] && status=$rc
 exit $status

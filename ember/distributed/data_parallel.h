@@ -121,11 +121,23 @@ void all_reduce_grads(ProcessGroup& pg, optim::GradientsParams<B>& grads, const 
     first = end;
     floats = 0;
   };
-  for (size_t i = 0; i < entries.size(); ++i) {
-    floats += size_t(entries[i].flat.shape()[0]);
-    if (floats * sizeof(float) >= o.bucket_bytes) flush(i + 1);
+  try {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      floats += size_t(entries[i].flat.shape()[0]);
+      if (floats * sizeof(float) >= o.bucket_bytes) flush(i + 1);
+    }
+    flush(entries.size());
+  } catch (...) {
+    // Buckets already queued are waited for (under the watch) before the error goes on: left in
+    // flight, one waiting for a lost rank would hang whatever next waits for the stream.
+    if (group && queued.event) {
+      try {
+        group->wait(queued, "all_reduce_grads");
+      } catch (const std::exception&) {  // the first error is the one reported
+      }
+    }
+    throw;
   }
-  flush(entries.size());
   // Every bucket's all-reduce queued, the last one waited for (the stream runs them in order),
   // with the stream free for others meanwhile: a lost rank is an error here, not a hang later.
   if (group) group->wait(queued, "all_reduce_grads");

@@ -1,6 +1,6 @@
-// Run by ember-run (ctest): data-parallel training of a small MLP with Adam, each rank on its
-// shard of every batch, against one process training on the whole batches. Every rank starts
-// from its own random parameters (rank 0's are broadcast); rank 0 trains the one-process
+// Run by ember-run (ctest): data-parallel training of a small model (an MLP by default), each
+// rank on its shard of every batch, against one process training on the whole batches. Every rank
+// starts from its own random parameters (rank 0's are broadcast); rank 0 trains the one-process
 // reference from the same start. After an epoch and a half every rank's parameters must equal
 // the reference's within float tolerance, and each other's exactly. Exits 1 if not.
 //
@@ -8,7 +8,8 @@
 //   dp_check cuda       rank r on GPU r % GPUs: NCCL where every rank has a GPU of its own,
 //                       the host where ranks share one; exits 77 (skipped) without a GPU
 //   dp_check cuda nccl  NCCL forced, one rank too, in buckets of 256 bytes (a bucket of one
-//                       gradient, buckets of several, a gradient larger than a bucket)
+//                       gradient, buckets of several, a gradient larger than a bucket); exits
+//                       77 where the ranks outnumber the GPUs (NCCL takes one GPU a rank)
 //   ... cnn             the main job's CNN instead of the MLP, 28x28 images, for 300 steps on
 //                       2 ranks (a global batch of 8, Adam at 1e-3)
 //   ... transformer     a pre-norm transformer encoder layer (attention, layer norms, feed-
@@ -218,17 +219,25 @@ int main(int argc, char** argv) {
     auto pg = dist::ProcessGroup::from_env();
     rank = pg.rank();
     int w = pg.world_size();
-    const std::string kind = argc > 1 ? argv[1] : "cpu";
+    // [cpu | cuda [nccl]] [cnn | transformer], checked before any device work
+    int i = 1;
+    const auto next_is = [&](const char* word) {
+      if (i < argc && std::string(argv[i]) == word) return ++i, true;
+      return false;
+    };
+    std::string kind = "cpu", model = "mlp";
     bool force_nccl = false;
-    std::string model = "mlp";
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a == "nccl" && i > 1)
-        force_nccl = true;
-      else if (a == "cnn" || a == "transformer")
-        model = a;
-      else if (i > 1 || (a != "cpu" && a != "cuda"))
-        model = "?";
+    if (next_is("cuda"))
+      kind = "cuda", force_nccl = next_is("nccl");
+    else
+      next_is("cpu");
+    if (next_is("cnn"))
+      model = "cnn";
+    else if (next_is("transformer"))
+      model = "transformer";
+    if (i < argc) {
+      std::fprintf(stderr, "usage: dp_check [cpu | cuda [nccl]] [cnn | transformer]\n");
+      return 2;
     }
     Device dev = Device::parse("cpu");
     dist::GradSyncOptions sync;
@@ -245,8 +254,10 @@ int main(int argc, char** argv) {
       const int gpus = cuda::device_count();
       dev = Device::parse("cuda:" + std::to_string(rank % gpus));
       if (force_nccl) {
-        if (!dist::nccl_available(&why)) {
-          std::printf("rank %d: skipped: %s\n", rank, why.c_str());
+        if (!dist::nccl_available(&why) || w > gpus) {
+          std::printf("rank %d: skipped: %s\n", rank,
+                      w > gpus ? "NCCL takes one GPU a rank, and the ranks outnumber the GPUs"
+                               : why.c_str());
           return 77;
         }
         sync = {.bucket_bytes = 256, .transport = dist::GradTransport::Nccl};
@@ -260,10 +271,6 @@ int main(int argc, char** argv) {
                 ? "NCCL"
                 : "the host");
 #endif
-    }
-    if (model == "?") {
-      std::fprintf(stderr, "usage: dp_check [cpu | cuda [nccl]] [cnn | transformer]\n");
-      return 2;
     }
     const int bad = model == "cnn"           ? check<Cnn>(pg, dev, sync)
                     : model == "transformer" ? check<Transformer>(pg, dev, sync)
