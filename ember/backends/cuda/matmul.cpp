@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -286,13 +287,17 @@ void preload_cublaslt(DeviceState& d) {
   // the caller's thread: making it here too left the CNN's warm-cache first step on an H200 at
   // 0.12 s against 0.14 without, within the runs' spread, at the cost of loading cuDNN in
   // programs that never convolve.)
-  std::thread([&d] {
+  // Detached, and waited for by the device's first read to the host (DeviceState::wait_preload).
+  auto done = std::make_shared<std::promise<void>>();
+  d.preloaded = done->get_future().share();
+  std::thread([&d, done] {
     try {
       d.bind();
       LtDevice& ld = lt_device(d);
       warm_up(ld, d);
     } catch (...) {
     }
+    done->set_value();
   }).detach();
 }
 

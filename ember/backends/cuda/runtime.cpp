@@ -166,12 +166,14 @@ void DeviceState::upload(const gpu::Storage& dst, size_t offset, const void* src
 }
 
 void DeviceState::download(void* dst, const gpu::Storage& src, size_t offset, size_t bytes) {
+  wait_preload();
   std::lock_guard lk(stream_mu);
   bind();
   staging.download(dst, src.ptr + offset, bytes, s());
 }
 
 void DeviceState::synchronize() {
+  wait_preload();
   std::lock_guard lk(stream_mu);
   bind();
   raw::stream_synchronize(s());
@@ -227,6 +229,7 @@ using detail::device;
 void synchronize(int dev) {
   Fusion<Cuda>::flush({DeviceKind::Cuda, dev});  // what is still recorded runs first
   auto& d = device(dev);
+  d.wait_preload();
   std::lock_guard lk(d.stream_mu);
   raw::stream_synchronize(d.s());
 }

@@ -55,6 +55,14 @@ class DeviceState final : public gpu::Runtime {
   void submit();
   /// Makes this device's context current on the calling thread.
   void bind() const;
+  /// Set while cuBLASLt loads on its background thread (preload_cublaslt), ready when it is done.
+  std::shared_future<void> preloaded;
+  /// Waits for that loading: the host's first read from the device does, so that a program that
+  /// ends soon after (its last read) never exits while the loading thread is inside cuBLASLt,
+  /// which the process's exit then tears down under it (a crash at exit, status 139).
+  void wait_preload() const {
+    if (preloaded.valid()) preloaded.wait();
+  }
 
   const char* backend() const override { return "cuda"; }
   std::shared_ptr<gpu::Storage> allocate(size_t bytes) override;
