@@ -76,28 +76,24 @@ import json, sys
 out, forced = sys.argv[1], float(sys.argv[2])
 rows = lambda p: [json.loads(l) for l in open(p) if l.strip()]
 e, t = rows(out + "/dist-gpu.ember.jsonl"), rows(out + "/dist-gpu.torch.jsonl")
-img = lambda rs: {r["gpus"]: r["value"] for r in rs if r["name"] == "cnn_fmnist_images_per_s"}
-tok = lambda rs: {r["ranks"]: r["value"] for r in rs if r["name"] == "transformer_tokens_per_s"}
+# ember's and DDP's figure `name` per GPU count (the ranks' count under `key`)
+per_gpus = lambda rs, name, key: {r[key]: r["value"] for r in rs if r["name"] == name}
 ar = lambda rs: {r["name"]: r for r in rs if r["name"].startswith("allreduce")}
-ei, ti, ea, ta = img(e), img(t), ar(e), ar(t)
+ea, ta = ar(e), ar(t)
 nan = float("nan")
 records = []
 print(f"{'figure':34s} {'ember':>10s} {'PyTorch':>10s} {'ratio':>7s} {'ember eff.':>10s} {'torch eff.':>10s}")
-for n in sorted(ei):
-    a, b = ei[n], ti.get(n, nan)
-    fe, ft = a / (n * ei[1]), b / (n * ti.get(1, nan))
-    print(f"{'CNN images/s, %d GPU(s)' % n:34s} {a:10.0f} {b:10.0f} {a / b:7.2f} {fe:10.2f} {ft:10.2f}")
-    records.append({"name": "cnn_fmnist_images_per_s_%dgpu" % n, "gpus": n, "ember": a,
-                    "peer": "pytorch_ddp", "peer_value": b, "speedup": a / b,
-                    "scaling_efficiency": fe, "peer_scaling_efficiency": ft})
-ek, tk = tok(e), tok(t)
-for n in sorted(ek):
-    a, b = ek[n], tk.get(n, nan)
-    fe, ft = a / (n * ek.get(1, nan)), b / (n * tk.get(1, nan))
-    print(f"{'transformer tokens/s, %d GPU(s)' % n:34s} {a:10.0f} {b:10.0f} {a / b:7.2f} {fe:10.2f} {ft:10.2f}")
-    records.append({"name": "transformer_tokens_per_s_%dgpu" % n, "gpus": n, "ember": a,
-                    "peer": "pytorch_ddp", "peer_value": b, "speedup": a / b,
-                    "scaling_efficiency": fe, "peer_scaling_efficiency": ft})
+for label, name, key in (("CNN images/s", "cnn_fmnist_images_per_s", "gpus"),
+                         ("transformer tokens/s", "transformer_tokens_per_s", "ranks")):
+    mine, peer = per_gpus(e, name, key), per_gpus(t, name, key)
+    for n in sorted(mine):
+        a, b = mine[n], peer.get(n, nan)
+        fe, ft = a / (n * mine.get(1, nan)), b / (n * peer.get(1, nan))
+        print(f"{label + ', %d GPU(s)' % n:34s} {a:10.0f} {b:10.0f} {a / b:7.2f} {fe:10.2f} {ft:10.2f}")
+        records.append({"name": name + "_%dgpu" % n, "gpus": n, "ember": a, "peer": "pytorch_ddp",
+                        "peer_value": b, "speedup": a / b, "scaling_efficiency": fe,
+                        "peer_scaling_efficiency": ft})
+ei = per_gpus(e, "cnn_fmnist_images_per_s", "gpus")
 print(f"{'CNN images/s, 1 GPU, NCCL path':34s} {forced:10.0f} {'':10s} {forced / ei[1]:7.2f}  (of 1 GPU)")
 records.append({"name": "cnn_fmnist_images_per_s_1gpu_nccl_forced", "ember": forced})
 for name, r in ea.items():

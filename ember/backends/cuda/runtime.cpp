@@ -228,10 +228,7 @@ using detail::device;
 
 void synchronize(int dev) {
   Fusion<Cuda>::flush({DeviceKind::Cuda, dev});  // what is still recorded runs first
-  auto& d = device(dev);
-  d.wait_preload();
-  std::lock_guard lk(d.stream_mu);
-  raw::stream_synchronize(d.s());
+  device(dev).synchronize();
 }
 GraphStats graph_stats() { return detail::queue_stats(); }
 void reset_graph_stats() { detail::reset_queue_stats(); }
