@@ -14,6 +14,7 @@
 #include <string>
 
 #include "ember/distributed/data_parallel.h"
+#include "ember/distributed/local_device.h"
 #include "ember/ember.h"
 #include "ember/nn/layers/transformer.h"
 #include "ember/optim/adamw.h"
@@ -56,12 +57,10 @@ int main(int argc, char** argv) {
     auto pg = dist::ProcessGroup::from_env();
     rank = pg.rank();
     if (dev.kind != DeviceKind::Cpu && a["--device"].find(':') == std::string::npos) {
-      // one GPU a rank: this host's ranks dealt out to its GPUs in turn
-      int gpus = 0;
-      for (Device d : available_devices()) gpus += d.kind == dev.kind ? 1 : 0;
-      if (gpus == 0) throw DeviceError("no " + a["--device"] + " device on this machine");
-      const char* local = std::getenv("LOCAL_RANK");
-      dev.index = (local ? std::atoi(local) : rank) % gpus;
+      bool any = false;
+      for (Device d : available_devices()) any = any || d.kind == dev.kind;
+      if (!any) throw DeviceError("no " + a["--device"] + " device on this machine");
+      dev = dist::local_device(a["--device"]);  // one GPU a rank under ember-run
     }
 
     nn::TransformerEncoderLayerConfig c;

@@ -22,6 +22,7 @@
 #include "ember/core/parse.h"
 #include "ember/data/image.h"
 #include "ember/data/mnist.h"
+#include "ember/distributed/local_device.h"
 #ifdef EMBER_MNIST_KERNEL_STATS
 #include "ember/kernel/cache.h"  // part of ember in a build with a GPU backend
 #endif
@@ -144,15 +145,9 @@ Args parse_args(int argc, char** argv) {
     }
   }
   if (a.model != "mlp" && a.model != "cnn") usage_error("--model is mlp or cnn");
-  // Started by ember-run: a GPU backend named without an index means this rank's own GPU (the
-  // ranks of a host dealt out to its GPUs in turn).
-  if (const char* local = std::getenv("LOCAL_RANK");
-      local && a.backend != "cpu" && a.backend.find(':') == std::string::npos) {
-    const DeviceKind kind = Device::parse(a.backend).kind;
-    int gpus = 0;
-    for (Device d : available_devices()) gpus += d.kind == kind;
-    if (gpus > 0) a.backend += ":" + std::to_string(std::atoi(local) % gpus);
-  }
+  // Started by ember-run: a GPU backend named without an index means this rank's own GPU.
+  if (std::getenv("LOCAL_RANK") && a.backend != "cpu" && a.backend.find(':') == std::string::npos)
+    a.backend = dist::local_device(a.backend).to_string();
   if (a.cmd == "infer" && (a.model_dir.empty() || a.inputs.empty()))
     usage_error("infer needs --model-dir DIR and at least one input");
   return a;
