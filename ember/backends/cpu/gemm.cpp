@@ -25,9 +25,6 @@ namespace {
 
 // How the micro-kernel reads A: packed in MR-row panels, or in place, row- or column-major.
 constexpr int kPacked = 0, kRows = 1, kColumns = 2;
-// How many of B's rows ahead the micro-kernel fetches where they are far apart (4, 8 and 16
-// measured the same).
-constexpr int64_t kBAhead = 8;
 
 // The blocking of one micro-kernel variant: an MR x NR tile of C in registers (NR: two vectors
 // of `Bytes`), A packed in MC x KC blocks, B in KC x NR panels. KC keeps an A and a B
@@ -98,9 +95,6 @@ struct Blocking {
     ap += acs;                                                 \
     bp += ldb;                                                 \
   }
-// B's rows a page or more apart (a 1x1 convolution's input read in place, its rows planes apart)
-// are fetched kBAhead steps ahead: no prefetcher follows a stride that long, and each step's
-// loads would otherwise wait on L2.
 #define EMBER_GEMM_MICRO(T_, V_, MR_, AS_, BCAST_)                       \
   {                                                                      \
     using T = T_;                                                        \
@@ -119,14 +113,6 @@ struct Blocking {
     }                                                                    \
     for (int64_t i = fetch; i < MR; ++i) {                               \
       EMBER_GEMM_PREFETCH(i)                                             \
-    }                                                                    \
-    if (ldb * int64_t(sizeof(T)) >= 4096) {                              \
-      const int64_t ahead = kBAhead * ldb;                               \
-      _Pragma("GCC unroll 4") for (; p < kc; ++p) {                      \
-        __builtin_prefetch(bp + ahead);                                  \
-        if constexpr (NV > 1) __builtin_prefetch(bp + ahead + W);        \
-        EMBER_GEMM_KSTEP(BCAST_)                                         \
-      }                                                                  \
     }                                                                    \
     _Pragma("GCC unroll 4") for (; p < kc; ++p) EMBER_GEMM_KSTEP(BCAST_) \
         EMBER_GEMM_ROWS(EMBER_GEMM_OUT)                                  \
@@ -501,8 +487,7 @@ bool strips_fit(int64_t n, int64_t k) {
 // 64 x 256 0.95x -> 0.90x.
 template <class Bk, class T, class PackB>
 void gemm_columns(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b,
-                  MatRef<T> direct_b, bool b_in_place, T* c, int64_t ldc, bool add_to_c,
-                  int64_t threads) {
+                  MatRef<T> direct_b, T* c, int64_t ldc, bool add_to_c, int64_t threads) {
   constexpr int MR = Bk::kMR, NR = Bk::kNR;
   const int64_t npanels = (n + NR - 1) / NR, chunk = Bk::kNC / NR;
   const int64_t block = strips_fit<Bk, T>(n, k) ? MR : Bk::kMC;  // rows of A a block
@@ -513,20 +498,14 @@ void gemm_columns(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pac
       Aligned<T> apack(static_cast<size_t>(std::min(block, (m + MR - 1) / MR * MR) * k));
       for (int64_t c0 = p0; c0 < p1; c0 += chunk) {
         const int64_t c1 = std::min(p1, c0 + chunk);
-        // in place, only a last narrower panel is packed
-        const int64_t from = b_in_place ? std::max(c0, n / NR) : c0;
-        if (from < c1)
-          pack_b_block<NR>(pack_b, direct_b, 0, k, c0 * NR, n - c0 * NR, from - c0, c1 - c0,
-                           bpack.p);
+        pack_b_block<NR>(pack_b, direct_b, 0, k, c0 * NR, n - c0 * NR, 0, c1 - c0, bpack.p);
         for (int64_t ic = 0; ic < m; ic += block) {
           const int64_t mc = std::min(block, m - ic);
           pack_a<T, MR>(a, ic, 0, mc, k, apack.p);
-          for (int64_t jp = c0; jp < c1; ++jp) {
-            const bool here = jp < from;
+          for (int64_t jp = c0; jp < c1; ++jp)
             run_panel<Bk>(k, mc, std::min<int64_t>(NR, n - jp * NR), ABlock<T>{apack.p, kPacked, 0},
-                          here ? direct_b.p + jp * NR : bpack.p + (jp - c0) * NR * k,
-                          here ? direct_b.rs : int64_t(NR), c + ic * ldc + jp * NR, ldc, add_to_c);
-          }
+                          bpack.p + (jp - c0) * NR * k, int64_t(NR), c + ic * ldc + jp * NR, ldc,
+                          add_to_c);
         }
       }
     }
@@ -646,15 +625,10 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
   const bool a_in_place = one_block && a_columns.mode == kColumns;
   const bool own_b =
       one_block && direct_b.p && threads * nc_max * k * int64_t(sizeof(T)) <= (int64_t{256} << 10);
-  // One K block of a row-major B whose rows are a page or more apart (a 1x1 convolution's input,
-  // rows planes apart): B is read where it lies, its rows fetched ahead by the micro-kernel,
-  // not packed first. Packing read all of it from memory before any product started (5% of a
-  // 1x1 conv on 8 images on a Zen 4); in place, those reads overlap the first tiles' products.
-  const bool b_in_place = b_rows_far && k <= Bk::kKC && !own_b;
   // One K block, 8 panels of B or more a thread, and B too large for a copy per thread: each
   // thread its own run of B's columns (gemm_columns).
   if (threads > 1 && k <= Bk::kKC && n >= threads * 8 * NR && !own_b)
-    return gemm_columns<Bk>(m, n, k, a, pack_b, direct_b, b_in_place, c, ldc, add_to_c, threads);
+    return gemm_columns<Bk>(m, n, k, a, pack_b, direct_b, c, ldc, add_to_c, threads);
   const bool strips = strips_fit<Bk, T>(n, k);
   const int64_t nblocks =
       strips ? mpanels
@@ -674,11 +648,9 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
       auto pack_panels = [&](int64_t b0, int64_t b1, T* dst) {
         pack_b_block<NR>(pack_b, direct_b, pc, kc, jc, nc, b0, b1, dst);
       };
-      // in place, only a last narrower panel is packed
-      const int64_t from = b_in_place ? nc / NR : 0;
-      if (!own_b && from < npanels)
-        for_range(parallel, npanels - from, pack_grain,
-                  [&](int64_t b0, int64_t b1) { pack_panels(from + b0, from + b1, bpack.p); });
+      if (!own_b)
+        for_range(parallel, npanels, pack_grain,
+                  [&](int64_t b0, int64_t b1) { pack_panels(b0, b1, bpack.p); });
       const int64_t pgroups =
           std::clamp<int64_t>((8 * threads + nblocks - 1) / nblocks, 1, npanels);
       const int64_t items = nblocks * pgroups;
@@ -700,11 +672,8 @@ void gemm(int64_t m, int64_t n, int64_t k, MatRef<T> a, const PackB& pack_b, Mat
           const int64_t p_end = share(g + 1, npanels, pgroups);
           for (int64_t jp = share(g, npanels, pgroups); jp < p_end; ++jp) {
             const int64_t j = jc + jp * NR;
-            const bool here = jp < from;
-            run_panel<Bk>(kc, mc, std::min<int64_t>(NR, n - j), ab,
-                          here ? direct_b.p + pc * direct_b.rs + j : bsrc + jp * NR * kc,
-                          here ? direct_b.rs : int64_t(NR), c + ic * ldc + j, ldc,
-                          add_to_c || pc > 0);
+            run_panel<Bk>(kc, mc, std::min<int64_t>(NR, n - j), ab, bsrc + jp * NR * kc,
+                          int64_t(NR), c + ic * ldc + j, ldc, add_to_c || pc > 0);
           }
         }
       });
