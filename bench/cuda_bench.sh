@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs ember's CUDA benchmark (cuda_bench) and, where PyTorch sees a GPU, the PyTorch peer
-# (peer_torch_cuda.py) in the same session, then prints the table of figures and ratios,
+# (peer_torch_cuda.py) in the same run, then prints the table of figures and ratios,
 # also against the stored H200 anchor (peer_torch_cuda_h200.json), and writes OUT/cuda.json.
 # Called by scripts/bench.sh cuda, and as bundle/bench.sh in the GPU bundle.
 #   EMBER_CUDA_BENCH=path/to/cuda_bench BENCH_OUT=dir cuda_bench.sh [cuda_bench args...]

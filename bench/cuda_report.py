@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Pairs bench/cuda_bench.cpp's report with the PyTorch peer's (bench/peer_torch_cuda.py,
-run in the same session) and with a stored anchor (bench/peer_torch_cuda_h200.json: one
+timed in the same run) and with a stored anchor (bench/peer_torch_cuda_h200.json: one
 H200 run of the project's anchor script), prints the table and writes bench/out/cuda.json.
 
     cuda_report.py --ember E.json [--peer T.json] [--anchor A.json] --out cuda.json

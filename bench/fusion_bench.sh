@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs fusion_bench twice (an empty kernel cache, then the one it filled: the JIT warm-up cold
-# and warm) and, where PyTorch sees a GPU, bench/peer_torch_fusion.py in the same session;
+# and warm) and, where PyTorch sees a GPU, bench/peer_torch_fusion.py in the same run;
 # prints the table (bench/fusion_report.py) and writes OUT/fusion.json.
 # Called by scripts/bench.sh fusion, and as bundle/bench_fusion.sh in the GPU bundle.
 #   EMBER_FUSION_BENCH=path/to/fusion_bench BENCH_OUT=dir fusion_bench.sh

@@ -5,7 +5,7 @@
 // the time per launch between two GPU timestamps around them (the wall time where the queue
 // writes none): the queue runs them back to back, as a CUDA stream does.
 // Then softmax, the sum and the matmul once more as ops of the Vulkan backend (its kernels and
-// launch parameters; wall time of a batch of ops). Run beside cuda_bench in one session
+// launch parameters; wall time of a batch of ops). Run together with cuda_bench
 // (scripts/gpu_bundle.sh's bench_vulkan.sh) to compare.
 //
 //   vulkan_bench [--reps N] [--scale S]   # S < 1 shrinks the sizes (lavapipe)

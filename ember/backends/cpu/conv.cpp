@@ -451,7 +451,7 @@ void conv_weight_grad(const CpuTensor& x, const CpuTensor& gy, const CpuTensor& 
     // F(3x3, 2x2) from 32 channels, but where AVX-512's direct kernels apply: on a Xeon, 2 threads,
     // those took 32 -> 32 on 32x32 3.3-3.7 ms against 5.5, and tied at 64 -> 64 on 56x56 (past
     // 64 channels, which they do not take, F(3x3, 2x2) 8.4 against 12.5 for im2col's GEMM).
-    // On AVX-512, F(4x4) fused where it fits (docs/cpu.md: ahead of both below).
+    // On AVX-512, F(4x4) fused where it fits (docs/cpu-measurements.md: ahead of both below).
     // Both only where Winograd pays for the forward (winograd_pays, one rule for the three): at
     // its edge, 256 -> 256 on one 14x14 image, 2 threads of a Zen 4, F(3x3, 2x2) took 1.48 ms
     // against 1.40 by the GEMM.

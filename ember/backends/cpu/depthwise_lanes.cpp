@@ -10,7 +10,8 @@
 // for its vectors: a 14 x 14 plane at stride 2 has output rows of 7, under one vector. On 2
 // threads of an AMD EPYC (Zen 4), 5x5 at stride 2 over 8 x 672 x 14^2 took 0.61 ms that way
 // (PyTorch 1.13: 0.22-0.27 ms, its oneDNN kernel in a channel-blocked layout), 0.24-0.31 this
-// way; its weight gradient 1.55 -> 0.25 ms, its transposed conv 1.55 -> 0.50 (docs/cpu.md).
+// way; its weight gradient 1.55 -> 0.25 ms, its transposed conv 1.55 -> 0.50
+// (docs/cpu-measurements.md, "Small planes with the channels in the lanes").
 #include <algorithm>
 #include <vector>
 

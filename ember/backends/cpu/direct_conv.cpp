@@ -161,15 +161,17 @@ bool direct_conv_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out
   // and takes the convolution: 32 -> 32 on 32x32, batch 32, one thread, 4.6-4.9 ms against
   // 6.5-7.7 here on AVX2. On AVX-512 its fused form (winograd_fused_fits) takes every shape it
   // fits: 16 -> 16 on 28x28, batch 64, two threads of an AMD Zen 4, 0.79-0.96 ms against 1.16-1.22
-  // here (docs/cpu.md). Elsewhere on AVX-512 the direct kernels stay ahead of the unfused F(4x4)
-  // on rows of under 8 tiles (0.78-0.93x of oneDNN's blocked layout against 0.71-0.77x on a Xeon).
+  // here (docs/cpu-measurements.md). Elsewhere on AVX-512 the direct kernels stay ahead of the
+  // unfused F(4x4) on rows of under 8 tiles (0.78-0.93x of oneDNN's blocked layout against
+  // 0.71-0.77x on a Xeon).
   const bool avx512 = cpu_isa() >= CpuIsa::Avx512;
   if (winograd_fits(g, groups, c_in, c_out) && winograd_pays(g, n, c_in, c_out) &&
       winograd_tile(g, c_in, c_out) == 4 &&
       (winograd_fused_fits(c_in, c_out) || !(avx512 && winograd_rows_end_to_end(g))))
     return false;
   if (avx512) return true;
-  // AVX2's 8 lanes, measured on the main job's layers against the paths it replaces (docs/cpu.md):
+  // AVX2's 8 lanes, measured on the main job's layers against the paths it replaces
+  // (docs/cpu-measurements.md, "Direct kernels on AVX2"):
   // one input channel stays with the depthwise loops (0.21 against 0.25 ms at 64x1x28x28 -> 8),
   // and rows cut into runs under 8 positions (13 or 14 wide) with im2col (the input gradient
   // of 8 -> 16 on 13x13, 0.44-0.61 against 0.85 ms).
@@ -183,7 +185,7 @@ void direct_conv_f32(const float* x, const float* w, float* y, int64_t n, int64_
   if (direct_conv_positions_fits(g, 1, c_in))
     return direct_conv_positions_f32(x, w, y, n, c_in, c_out, g);
   // 16 output channels or more: the lanes kernel (direct_conv_lanes.cpp), measured ahead of
-  // the row kernel at 16 and 32 (docs/cpu.md); AVX2 has only the lanes kernel.
+  // the row kernel at 16 and 32 (docs/cpu-measurements.md); AVX2 has only the lanes kernel.
   if (c_out >= kLanes || cpu_isa() < CpuIsa::Avx512)
     return direct_conv_lanes_f32(x, w, y, n, c_in, c_out, g);
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];

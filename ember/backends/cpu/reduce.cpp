@@ -200,8 +200,9 @@ typename R::A reduce_run(const T* x, int64_t n, int64_t k0) {
 // out[o] for the rows o in [b, e) of r elements each, one row after the other: the thread's rows
 // are one sequential run. Read 4 rows side by side instead, sum_dim over the last dim of 4096 x
 // 4096 floats took 1.23 ms on 2 threads of a Zen 4 (1.02 ms this way) and 2.55 on one (2.03),
-// where an AVX2 EPYC of an earlier session had read faster side by side ("Memory streams"); on
-// a Xeon 1.30 against 1.35 (2.72 against 2.81 on one thread), medians of 4 alternating runs.
+// where an AVX2 EPYC measured earlier had read faster side by side ("Memory streams" in
+// docs/cpu-measurements.md); on a Xeon 1.30 against 1.35 (2.72 against 2.81 on one thread),
+// medians of 4 alternating runs.
 template <class R, class T, class O>
 void reduce_rows(const T* x, O* out, int64_t b, int64_t e, int64_t r) {
   for (int64_t o = b; o < e; ++o) out[o] = R::final(reduce_run<R>(x + o * r, r, 0));

@@ -599,14 +599,15 @@ int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out) {
   static const int forced = tile_env();
   if (forced == 2 || forced == 4) return forced;
   // AVX-512's F(4x4) with every step on a thread's small buffers (winograd_avx512.cpp) was ahead
-  // of F(2x2), of the F(4x4) below and of the direct kernels on every shape measured (docs/cpu.md).
+  // of F(2x2), of the F(4x4) below and of the direct kernels on every shape measured
+  // (docs/cpu-measurements.md).
   if (winograd_fused_fits(c_in, c_out)) return 4;
   const int64_t th = (g.out[1] + 3) / 4, tw = (g.out[2] + 3) / 4;
   if (g.out[1] < 8) return 2;
   if (!winograd_rows_end_to_end(g)) return c_in >= 32 && c_out >= 32 ? 4 : 2;
   // Rows of fewer than 8 tiles (laid end to end): F(4x4) on images of 16 tiles or more, up to
   // three times as many channels as tiles, past which a chunk holds too few tiles for the
-  // GEMM's columns (measured on AVX2, docs/cpu.md).
+  // GEMM's columns (measured on AVX2, docs/cpu-measurements.md).
   return th * tw >= 16 && std::max(c_in, c_out) <= 3 * th * tw ? 4 : 2;
 }
 

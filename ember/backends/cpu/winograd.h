@@ -46,7 +46,8 @@ bool winograd_fits(const Geom& g, int64_t groups, int64_t c_in, int64_t c_out);
 /// output is at least 8 high and either 29 wide or more (8 tiles a row, the transforms'
 /// vectors) with both channel counts at least 32, or narrower
 /// (tile rows laid end to end) with 16 tiles an image or more and neither channel count above
-/// three times the tiles; else 2. Measured on two threads of an AVX2 machine (docs/cpu.md):
+/// three times the tiles; else 2. Measured on two threads of an AVX2 machine
+/// (docs/cpu-measurements.md):
 /// 16 -> 16 on 28x28, batch 64, 1.20 ms with F(4x4) against 1.29 with F(2x2) and 1.43 direct;
 /// 64 -> 64 on 14x14 (16 tiles an image), 0.73 against 0.61. EMBER_CPU_WINOGRAD=2 or 4 forces
 /// one.
@@ -56,9 +57,9 @@ int winograd_tile(const Geom& g, int64_t c_in, int64_t c_out);
 /// products of each of its 16 or 36 positions have the images' tiles as their columns, so with
 /// few outputs they are thin and read all of the transformed weights (1.8 or 4 times the
 /// weights) for little work, and the unfused forms run each image's tiles apart. On 2 threads of
-/// a Zen 4 (docs/cpu.md), 512 -> 512 on one 7x7 image took 4.3-5.0 ms by F(2x2) and 2.0 by the
-/// GEMM. Unfused, from 196 outputs (the images' positions together) and 16 tiles an image;
-/// fused (AVX-512's F(4x4), tiles of all images end to end), from 128 outputs.
+/// a Zen 4 (docs/cpu-measurements.md), 512 -> 512 on one 7x7 image took 4.3-5.0 ms by F(2x2)
+/// and 2.0 by the GEMM. Unfused, from 196 outputs (the images' positions together) and 16 tiles
+/// an image; fused (AVX-512's F(4x4), tiles of all images end to end), from 128 outputs.
 /// EMBER_CPU_WINOGRAD=2 or 4 takes Winograd wherever it fits.
 bool winograd_pays(const Geom& g, int64_t n, int64_t c_in, int64_t c_out);
 

@@ -20,7 +20,7 @@
 // The weight gradient (grad_block, per block of whole tile rows) makes V the same way and Z =
 // A gy A^T from the output gradient's 4x4 tiles, turns V to 16 channels a vector, and adds
 // Z[xi] V[xi]^T over the block's tiles into dU, the gradient w.r.t. U = G w G^T; dw = G^T dU G
-// at the end (weights_back). docs/cpu.md has the measurements.
+// at the end (weights_back). docs/cpu-measurements.md has the measurements.
 #include <immintrin.h>
 
 #include <algorithm>
