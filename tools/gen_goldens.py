@@ -587,6 +587,24 @@ for key in ("layer_norm", "rms_norm"):
 # the API-breadth keys (golden_breadth.cpp), after these: the cases above keep their inputs
 gen_goldens_breadth.add_cases(interp_case)
 
+# int_matmul: 8-bit operands, exact i32 sums (after the breadth keys, so that theirs keep their
+# inputs). Shapes cross the CPU kernel's edges: k not a multiple of 4, rows and columns past a
+# tile, the largest magnitudes of each sign, batch dims broadcast, transposed operands.
+def int_mm(a, b):
+    return torch.matmul(a.to(torch.int32), b.to(torch.int32))
+
+
+case("int_matmul", int_mm, [I(3, 4, dtype="u8", lo=0, hi=255), I(4, 5, dtype="i8", lo=-128, hi=127)])
+case("int_matmul", int_mm, [I(13, 70, dtype="i8", lo=-128, hi=127), I(70, 37, dtype="i8", lo=-128, hi=127)], tag="i8_i8")
+case("int_matmul", int_mm, [I(29, 67, dtype="u8", lo=0, hi=255), I(67, 45, dtype="u8", lo=0, hi=255)], tag="u8_u8")
+case("int_matmul", int_mm, [I(25, 132, dtype="u8", lo=0, hi=255), I(132, 70, dtype="i8", lo=-128, hi=127)], tag="u8_i8_tiles")
+case("int_matmul", int_mm, [I(6, 8, dtype="i8", values=[-128] * 48), I(8, 3, dtype="i8", values=[-128] * 24)], tag="extremes")
+case("int_matmul", int_mm, [I(6, 8, dtype="u8", values=[255] * 48), I(8, 3, dtype="i8", values=[-128] * 24)], tag="extremes_u8")
+case("int_matmul", int_mm, [I(2, 5, 19, dtype="u8", lo=0, hi=255), I(1, 19, 33, dtype="i8", lo=-128, hi=127)], tag="broadcast")
+case("int_matmul", int_mm, [I(17, 9, dtype="i8", lo=-128, hi=127, layout="transposed"),
+                            I(9, 35, dtype="u8", lo=0, hi=255, layout="transposed")], tag="noncontig")
+case("int_matmul", int_mm, [I(3, 0, dtype="u8", lo=0, hi=255), I(0, 5, dtype="i8", lo=-128, hi=127)], tag="k0")
+
 out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")
 with open(path, "w") as f:

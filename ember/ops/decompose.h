@@ -214,6 +214,8 @@ typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
     }
     case C::Pad:
       return detail::pad<B>(op, x, out).handle();
+    case C::IntMatmul:  // exact: a sum of k products of 8-bit ints fits i32 up to k = 2^16
+      return x.cast(DType::I32).matmul(T(in[1]).cast(DType::I32)).handle();
     default:
       throw Error("[" + std::string(name(op.code)) + "] has no decomposition");
   }

@@ -284,7 +284,15 @@ TensorMeta index_rule(Op& op, Metas in) {
 
 TensorMeta matmul_rule(const Op& op, Metas in) {
   const Shape &a = in[0]->shape, &b = in[1]->shape;
-  check_same_dtype(op, in, 0);
+  if (op.code == OpCode::IntMatmul) {
+    for (const TensorMeta* t : in)
+      if (t->dtype != DType::I8 && t->dtype != DType::U8)
+        throw DTypeError(tag(op) + "takes i8 or u8 operands, got " +
+                         std::string(name(in[0]->dtype)) + " " + a.to_string() + " and " +
+                         std::string(name(in[1]->dtype)) + " " + b.to_string());
+  } else {
+    check_same_dtype(op, in, 0);
+  }
   if (a.rank() < 2 || b.rank() < 2)
     throw ShapeError(tag(op) + "needs rank >= 2, got lhs " + a.to_string() + ", rhs " +
                      b.to_string());
@@ -293,10 +301,10 @@ TensorMeta matmul_rule(const Op& op, Metas in) {
                      b.to_string());
   Shape ba(std::span<const int64_t>(a.dims().data(), a.rank() - 2));
   Shape bb(std::span<const int64_t>(b.dims().data(), b.rank() - 2));
-  Shape out = broadcast_shapes(ba, bb, "matmul");
+  Shape out = broadcast_shapes(ba, bb, name(op.code));
   out.dims().push_back(a[a.rank() - 2]);
   out.dims().push_back(b[b.rank() - 1]);
-  return {out, in[0]->dtype};
+  return {out, op.code == OpCode::IntMatmul ? DType::I32 : in[0]->dtype};
 }
 
 // ---- spatial ops: [N, C, *spatial] with 1 to 3 spatial dims ----------------------------
@@ -730,6 +738,7 @@ TensorMeta infer_rule(Op& op, Metas in) {
       if (op.code == OpCode::Attention) return attention_rule(op, in);
       if (op.code == OpCode::LayerNorm || op.code == OpCode::RmsNorm) return norm_rule(op, in);
       if (op.code == OpCode::Pad) return pad_rule(op, x);
+      if (op.code == OpCode::IntMatmul) return matmul_rule(op, in);
       if (op.code == OpCode::Lerp || op.code == OpCode::Addcmul ||
           op.code == OpCode::AdaptiveStep || op.code == OpCode::ReluBackward) {
         check_same_dtype(op, in, 0);

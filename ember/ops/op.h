@@ -49,7 +49,7 @@ enum class OpFamily : uint8_t {
 /// Element types an op accepts for its first input.
 enum class Accepts : uint8_t { Float, Numeric, Integer, Bool, Any };
 /// How the output element type is chosen.
-enum class ResultType : uint8_t { Same, ToBool, ToI64, Attr };
+enum class ResultType : uint8_t { Same, ToBool, ToI64, ToI32, Attr };
 
 /// What a gradient rule needs kept from the forward pass.
 enum class Save : uint8_t { None, X, Y, XY };

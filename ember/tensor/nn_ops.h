@@ -224,6 +224,23 @@ Tensor<B, D> scaled_dot_product_attention(const Tensor<B, D>& q, const Tensor<B,
                                std::span<typename B::Handle>(in.data(), o.mask ? 4 : 3)));
 }
 
+/// The product of two tensors of 8-bit integers (i8 or u8, each either), as `matmul` (batch
+/// dims broadcast), summed in i32: exact while the sums fit (k up to 32768 for any operands),
+/// wrapping past that, as ONNX's MatMulInteger does. The CPU backend runs it on AVX-512 VNNI's
+/// byte dot products where the CPU has them (docs/cpu.md); elsewhere the operands are widened to
+/// i32 and multiplied. Not differentiable.
+///
+///   using I2 = ember::Tensor<ember::Cpu, 2, ember::Int>;
+///   auto a = I2::from_values<uint8_t>({1, 2, 3, 4}, {2, 2});
+///   auto b = I2::from_values<int8_t>({-1, 0, 5, 1}, {2, 2});
+///   auto c = ember::int_matmul(a, b);   // i32 [2, 2]: 9, 2, 17, 4
+template <Backend B, int D>
+Tensor<B, D, Int> int_matmul(const Tensor<B, D, Int>& a, const Tensor<B, D, Int>& b) {
+  static_assert(D >= 2, "int_matmul multiplies [..., m, k] by [..., k, n]");
+  std::array<typename B::Handle, 2> in{a.handle(), b.handle()};
+  return Tensor<B, D, Int>(apply<B>(Op{OpCode::IntMatmul, {}}, std::span<typename B::Handle>(in)));
+}
+
 /// Layer norm of x over its last G dims, like torch.nn.functional.layer_norm with
 /// normalized_shape = gamma's shape: (x - mean) / sqrt(var + epsilon) * gamma + beta, with the
 /// biased variance; f16/bf16 compute in f32. gamma and beta have the shape of x's last G dims.

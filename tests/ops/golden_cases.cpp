@@ -406,6 +406,11 @@ std::map<std::string, OpFn<B>>& golden_ops() {
         return rms_norm(a.template f<D>(0), a.template f<G>(1), a.fa("eps"));
       });
     };
+    ops["int_matmul"] = [](const A& a) {
+      if (a.rank(0) == 2) return int_matmul(a.template i<2>(0), a.template i<2>(1)).handle();
+      if (a.rank(0) == 3) return int_matmul(a.template i<3>(0), a.template i<3>(1)).handle();
+      throw ValueError("[golden] int_matmul rank not wired");
+    };
     add_breadth_ops<B>(ops);
     return ops;
   }();
