@@ -161,6 +161,22 @@ void bm_matmul_bf16(State& st, bench::MatmulSize s) {
   bench::set_flop(st, s.flop());
 }
 
+// u8 x i8 -> i32 (int_matmul): the 8-bit products of quantized inference.
+void bm_matmul_u8s8(State& st, bench::MatmulSize s) {
+  auto bytes = [](Shape shape, double scale, double offset, DType t) {
+    return (uniform<Cpu, 2>(std::move(shape)) * scale + offset).int_(t);
+  };
+  auto a = s.ta ? bytes({s.k, s.m}, 127, 128, DType::U8).transpose()
+                : bytes({s.m, s.k}, 127, 128, DType::U8);
+  auto b = s.tb ? bytes({s.n, s.k}, 127, 0, DType::I8).transpose()
+                : bytes({s.k, s.n}, 127, 0, DType::I8);
+  for (auto _ : st) {
+    auto c = int_matmul(a, b);
+    benchmark::DoNotOptimize(c);
+  }
+  bench::set_flop(st, s.flop());
+}
+
 bench::Op conv2d_op(const bench::Conv2dSize& c) {
   auto x = uniform<Cpu, 4>({c.n, c.c_in, c.hw, c.hw});
   auto w = uniform<Cpu, 4>({c.c_out, c.c_in, c.k, c.k});
@@ -268,6 +284,11 @@ void register_ember_matmul_benchmarks() {
         ->Unit(benchmark::kMillisecond);
   for (const bench::MatmulSize& m : bench::kMatmulSizes)
     benchmark::RegisterBenchmark((std::string("cpu/matmul_bf16/") + m.name).c_str(), bm_matmul_bf16,
+                                 m)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  for (const bench::MatmulSize& m : bench::kMatmulSizes)
+    benchmark::RegisterBenchmark((std::string("cpu/matmul_u8s8/") + m.name).c_str(), bm_matmul_u8s8,
                                  m)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);

@@ -202,6 +202,43 @@ void onednn_matmul_bf16(State& st, MatmulSize s) {
   dnnl_primitive_desc_destroy(pd);
 }
 
+// oneDNN's matmul primitive on u8 x s8 -> s32 (its VNNI or AMX int8 kernels where the CPU has
+// them), operands in plain row-major or transposed layouts as ember's.
+void onednn_matmul_u8s8(State& st, MatmulSize s) {
+  auto fail = [&](const char* what) { st.SkipWithError(what); };
+  const Engine engine;
+  if (!engine.ok()) return fail("oneDNN engine");
+  dnnl_engine_t eng = engine.eng;
+  dnnl_dims_t a_dims = {s.m, s.k}, b_dims = {s.k, s.n}, c_dims = {s.m, s.n};
+  dnnl_memory_desc_t a_md, b_md, c_md;
+  dnnl_memory_desc_init_by_tag(&a_md, 2, a_dims, dnnl_u8, s.ta ? dnnl_ba : dnnl_ab);
+  dnnl_memory_desc_init_by_tag(&b_md, 2, b_dims, dnnl_s8, s.tb ? dnnl_ba : dnnl_ab);
+  dnnl_memory_desc_init_by_tag(&c_md, 2, c_dims, dnnl_s32, dnnl_ab);
+  dnnl_matmul_desc_t md;
+  dnnl_primitive_desc_t pd = nullptr;
+  if (dnnl_matmul_desc_init(&md, &a_md, &b_md, nullptr, &c_md) != dnnl_success ||
+      dnnl_primitive_desc_create(&pd, &md, nullptr, eng, nullptr) != dnnl_success)
+    return fail("oneDNN u8 x s8 matmul descriptor");
+  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr;
+  dnnl_memory_create(&a, &a_md, eng, DNNL_MEMORY_ALLOCATE);
+  dnnl_memory_create(&b, &b_md, eng, DNNL_MEMORY_ALLOCATE);
+  dnnl_memory_create(&c, &c_md, eng, DNNL_MEMORY_ALLOCATE);
+  std::mt19937 g(3);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto [mem, desc] :
+       {std::pair<dnnl_memory_t, const dnnl_memory_desc_t*>{a, &a_md}, {b, &b_md}}) {
+    void* p = nullptr;
+    dnnl_memory_get_data_handle(mem, &p);
+    auto* h = static_cast<uint8_t*>(p);
+    for (size_t i = 0; i < dnnl_memory_desc_get_size(desc); ++i) h[i] = uint8_t(byte(g));
+  }
+  time_primitive(st, pd, engine.stream,
+                 {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  set_flop(st, s.flop());
+  for (dnnl_memory_t mem : {a, b, c}) dnnl_memory_destroy(mem);
+  dnnl_primitive_desc_destroy(pd);
+}
+
 // A convolution primitive with its memories, destroyed with it.
 struct ConvPrimitive {
   Engine engine;
@@ -330,6 +367,8 @@ void register_blas_benchmarks() {
                  "cpu_peers: oneDNN has no bf16 matmul on this CPU (it needs AVX-512 "
                  "BF16 or AMX); onednn/matmul_bf16 is not run\n");
   }
+  for (const MatmulSize& m : kMatmulSizes)
+    reg(std::string("onednn/matmul_u8s8/") + m.name, kMillisecond, onednn_matmul_u8s8, m);
   for (const Conv2dSize& c : kConv2dSizes) {
     reg(std::string("onednn/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, false);
     reg(std::string("onednn_blocked/conv2d/") + c.name, kMillisecond, onednn_conv2d, c, true);

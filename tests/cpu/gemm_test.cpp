@@ -261,6 +261,86 @@ TEST(CpuGemmBf16, BelowAvx512Bf16ItDeclines) {
   EXPECT_EQ(c, std::vector<float>(4, -1.f));
 }
 
+// The 8-bit integer GEMM (AVX-512 VNNI) against a plain loop in int64, reduced modulo 2^32: every
+// pairing of i8 and u8, transposed operands, a row stride wider than the row, partial tiles,
+// several blocks of k (1024) and of columns (512), the extreme values, and sums past i32 (which
+// wrap as the operands widened to i32 would).
+struct Int8Case {
+  int64_t m, n, k;
+  bool a_signed, b_signed, a_transposed, b_transposed;
+  int fill;  // 0: random; 1: the smallest values (-128 or 0); 2: the largest (127 or 255)
+};
+
+void check_int8(const Int8Case& c) {
+  std::mt19937 g(uint32_t(c.m * 131 + c.n * 7 + c.k + c.fill));
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> a(size_t(c.m * c.k)), b(size_t(c.k * c.n));
+  auto value = [&](bool is_signed) -> uint8_t {
+    if (c.fill == 1) return is_signed ? 0x80 : 0;
+    if (c.fill == 2) return is_signed ? 0x7f : 0xff;
+    return uint8_t(byte(g));
+  };
+  for (uint8_t& v : a) v = value(c.a_signed);
+  for (uint8_t& v : b) v = value(c.b_signed);
+  // A [m, k]: row-major, or stored as its transpose [k, m]; B likewise
+  const Int8Ref ar = c.a_transposed ? Int8Ref{a.data(), 1, c.m, c.a_signed}
+                                    : Int8Ref{a.data(), c.k, 1, c.a_signed};
+  const Int8Ref br = c.b_transposed ? Int8Ref{b.data(), 1, c.k, c.b_signed}
+                                    : Int8Ref{b.data(), c.n, 1, c.b_signed};
+  auto at = [](const Int8Ref& r, int64_t i, int64_t j) -> int64_t {
+    const uint8_t v = r.p[i * r.rs + j * r.cs];
+    return r.is_signed ? int64_t(int8_t(v)) : int64_t(v);
+  };
+  const int64_t ldc = c.n + 3;
+  std::vector<int32_t> out(size_t(c.m * ldc), -7);
+  ASSERT_TRUE(gemm_int8(c.m, c.n, c.k, ar, br, out.data(), ldc));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      int64_t s = 0;
+      for (int64_t p = 0; p < c.k; ++p) s += at(ar, i, p) * at(br, p, j);
+      const auto want = int32_t(uint32_t(uint64_t(s)));  // modulo 2^32
+      if (out[size_t(i * ldc + j)] != want && bad++ < 5)
+        ADD_FAILURE() << c.m << "x" << c.n << "x" << c.k << " (" << (c.a_signed ? "i8" : "u8")
+                      << (c.a_transposed ? "^T" : "") << " x " << (c.b_signed ? "i8" : "u8")
+                      << (c.b_transposed ? "^T" : "") << ", fill " << c.fill << ") at " << i << ","
+                      << j << ": " << out[size_t(i * ldc + j)] << " want " << want;
+    }
+    for (int64_t j = c.n; j < ldc; ++j) ASSERT_EQ(out[size_t(i * ldc + j)], -7) << "past the row";
+  }
+}
+
+TEST(CpuGemmInt8, MatchesAPlainLoop) {
+  if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  std::vector<Int8Case> cases;
+  for (bool sa : {false, true})
+    for (bool sb : {false, true}) {
+      cases.push_back({13, 37, 70, sa, sb, false, false, 0});
+      cases.push_back({12, 32, 4, sa, sb, false, false, 0});
+      cases.push_back({1, 1, 1, sa, sb, false, false, 0});
+      cases.push_back({25, 70, 131, sa, sb, true, false, 0});
+      cases.push_back({30, 45, 67, sa, sb, false, true, 0});
+      cases.push_back({17, 33, 9, sa, sb, true, true, 0});
+      cases.push_back({40, 600, 2100, sa, sb, false, false, 0});  // 2 column and 3 k blocks
+      cases.push_back({24, 64, 300, sa, sb, false, false, 1});
+      cases.push_back({24, 64, 300, sa, sb, false, false, 2});
+    }
+  // sums past i32: 255 * 255 * 40000 (u8 x u8), and -128 * -128 * 140000 (i8 x i8)
+  cases.push_back({2, 17, 40000, false, false, false, false, 2});
+  cases.push_back({3, 16, 140000, true, true, false, true, 1});
+  for (const Int8Case& c : cases) check_int8(c);
+}
+
+TEST(CpuGemmInt8, BelowAvx512ItDeclines) {
+  set_cpu_isa_cap(CpuIsa::Avx2);
+  std::vector<uint8_t> a(4, 1), b(4, 1);
+  std::vector<int32_t> c(4, -1);
+  EXPECT_FALSE(cpu_has_avx512_vnni());
+  EXPECT_FALSE(gemm_int8(2, 2, 2, {a.data(), 2, 1, false}, {b.data(), 2, 1, true}, c.data(), 2));
+  set_cpu_isa_cap(std::nullopt);
+  EXPECT_EQ(c, std::vector<int32_t>(4, -1));
+}
+
 // f16 always, and bf16 below AVX-512 BF16, multiply through f32: each operand widened as it is
 // stored (a transposed view stays transposed), the product rounded back. Against the halves'
 // products summed in double and rounded once, within one unit of the half's last place.

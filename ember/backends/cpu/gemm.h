@@ -43,6 +43,19 @@ bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, 
 bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, bf16* c,
                int64_t ldc);
 
+/// An 8-bit integer matrix: element (i, j) at p[i * rs + j * cs], i8 where `is_signed`, else u8.
+struct Int8Ref {
+  const uint8_t* p;
+  int64_t rs, cs;
+  bool is_signed;
+};
+
+/// C[m, n] (i32, row stride ldc) = A[m, k] * B[k, n] for 8-bit integer A and B, each i8 or u8
+/// (cpu/gemm_int8.cpp): on AVX-512 VNNI's byte dot products, every product exact and the sums
+/// modulo 2^32 (exact where they fit i32). Multithreaded on the worker pool. False, with C
+/// untouched, where cpu_has_avx512_vnni() is false.
+bool gemm_int8(int64_t m, int64_t n, int64_t k, Int8Ref a, Int8Ref b, int32_t* c, int64_t ldc);
+
 /// B given by what packs it, for operands that are never stored as a matrix (conv's columns,
 /// read straight from the image): pack(p0, j0, kc, cols, width, dst) writes B[p0 + p, j0 + q]
 /// to dst[p * width + q] for p < kc, q < cols, and zeros for q in [cols, width); `width` is the

@@ -118,6 +118,18 @@ CpuIsa cpu_isa() {
   return have < cap ? have : cap;
 }
 
+bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") != 0;
+  }();
+  return vnni && cpu_isa() >= CpuIsa::Avx512;
+#else
+  return false;
+#endif
+}
+
 void set_cpu_isa_cap(std::optional<CpuIsa> cap) {
   g_cap.store(cap ? static_cast<int>(*cap) : -1, std::memory_order_relaxed);
 }

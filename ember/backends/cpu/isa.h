@@ -36,6 +36,10 @@ enum class CpuIsa {
 EMBER_API CpuIsa cpu_isa();
 /// The level the CPU has, regardless of any cap.
 EMBER_API CpuIsa cpu_isa_available();
+/// Whether the CPU has AVX-512 VNNI's byte dot products (Cascade Lake, Ice Lake, Sapphire Rapids,
+/// AMD Zen 4 on) and cpu_isa() is CpuIsa::Avx512 or above, so that a cap below AVX-512 turns
+/// them off with the other AVX-512 kernels (the 8-bit integer GEMM, gemm_int8).
+EMBER_API bool cpu_has_avx512_vnni();
 /// Caps the level kernels are chosen at (nullopt: EMBER_CPU_ISA's cap, or none).
 EMBER_API void set_cpu_isa_cap(std::optional<CpuIsa> cap);
 /// One core's L2 cache in bytes (asked once; 1 MiB where the system does not say), for

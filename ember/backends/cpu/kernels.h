@@ -40,6 +40,8 @@ CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out);
 bool has_composite_kernel(OpCode c);
 /// The attention op, fused (attention.cpp).
 CpuTensor attention(const Op& op, Inputs in, const TensorMeta& out);
+/// int_matmul: 8-bit operands, i32 sums, on AVX-512 VNNI where the CPU has it (matmul.cpp).
+CpuTensor int_matmul(const Op& op, Inputs in, const TensorMeta& out);
 /// relu's gradient, g where x > 0 else 0, in one pass (binary.cpp); T not bool.
 template <class T>
 CpuTensor relu_backward(const Op& op, Inputs in, const TensorMeta& out);

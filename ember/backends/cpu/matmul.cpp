@@ -1,11 +1,14 @@
 // Batched matmul with broadcast batch dims. f32/f64 use ember's blocked GEMM (gemm.cpp), or
 // BLAS when built with EMBER_BLAS=ON; bf16 runs on AMX tiles or AVX-512 BF16 where the CPU has
-// them (gemm_bf16.cpp), halves otherwise go through f32; integers use a simple kernel.
+// them (gemm_bf16.cpp), halves otherwise go through f32; integers use a simple kernel. int_matmul
+// (8-bit operands, i32 sums) runs on AVX-512 VNNI where the CPU has it (gemm_int8.cpp).
+#include <array>
 #include <cstring>
 #include <vector>
 
 #include "ember/backends/cpu/elementwise.h"
 #include "ember/backends/cpu/gemm.h"
+#include "ember/backends/cpu/isa.h"
 #include "ember/backends/cpu/kernels.h"
 #include "ember/backends/cpu/spatial.h"
 
@@ -187,6 +190,25 @@ CpuTensor matmul(const Op&, Inputs in, const TensorMeta& out) {
               p.n, p.k);
   }
   return p.o;
+}
+
+CpuTensor int_matmul(const Op& op, Inputs in, const TensorMeta& out) {
+  if (cpu_has_avx512_vnni()) {
+    Batches p = plan_batches(in, out);
+    const auto* a = reinterpret_cast<const uint8_t*>(p.a.storage.get());
+    const auto* b = reinterpret_cast<const uint8_t*>(p.b.storage.get());
+    const bool sa = p.a.meta.dtype == DType::I8, sb = p.b.meta.dtype == DType::I8;
+    const auto ref = [](const uint8_t* q, MatView v, bool is_signed) {
+      return v.trans ? Int8Ref{q, 1, v.ld, is_signed} : Int8Ref{q, v.ld, 1, is_signed};
+    };
+    for (size_t bi = 0; bi < p.oa.size(); ++bi)
+      gemm_int8(p.m, p.n, p.k, ref(a + p.oa[bi], p.ma, sa), ref(b + p.ob[bi], p.mb, sb),
+                p.o.data<int32_t>() + int64_t(bi) * p.m * p.n, p.n);
+    return p.o;
+  }
+  // the decomposition's way: widened to i32 and multiplied
+  std::array<CpuTensor, 2> wide{cast_to(in[0], DType::I32), cast_to(in[1], DType::I32)};
+  return matmul<int32_t>(op, wide, out);
 }
 
 EMBER_CPU_DEFINE_KERNELS(Matmul, matmul)

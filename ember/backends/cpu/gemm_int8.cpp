@@ -1,0 +1,242 @@
+// 8-bit integer GEMM on AVX-512 VNNI: C (i32) = A B for A and B of 8-bit integers (each i8 or
+// u8), every product exact and the sums in i32, wrapping where they pass it as the product of
+// the operands widened to i32 does (int_matmul, ONNX's MatMulInteger).
+//
+// VPDPBUSD adds to each 32-bit lane the four products of an unsigned byte of its first operand
+// with a signed byte of its second. A is taken unsigned and B signed: an i8 A is moved to u8 by
+// adding 128 and a u8 B to i8 by subtracting 128 (each its top bit flipped), and the sums are
+// corrected by the operands' row and column sums:
+//
+//   sum_k a b = sum_k (a' - alpha)(b' + beta)
+//             = sum_k a' b' + beta * sum_k a'[i, k] - alpha * sum_k b'[k, j] - k * alpha * beta
+//
+// with alpha = 128 for an i8 A (else 0) and beta = 128 for a u8 B (else 0). The corrections
+// start each C tile's registers (the row term plus the column term), so the kernel's loop is
+// VPDPBUSD alone; the arithmetic is modulo 2^32 throughout, so the result is exact wherever the
+// true sum fits i32.
+//
+// Both operands are packed, zero-padded (k to a multiple of 4): A in panels of 12 rows as [k/4]
+// [12 rows][4 bytes], a row's four bytes of a step one 32-bit broadcast; B in panels of 32
+// columns as [k/4][32 columns][4 bytes], two 64-byte registers a step. The micro-kernel keeps 12
+// x 32 of C in 24 registers. B is packed per block of up to kNC columns by kKC of k (512 KiB,
+// half an L2), shared by the threads; the work items are (12-row panel of A, run of B's panels),
+// each packing its panel of A (12 KiB at kKC, in L1) for itself.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ember/backends/cpu/gemm.h"
+#include "ember/backends/cpu/isa.h"
+#include "ember/core/thread_pool.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define EMBER_HAVE_VNNI_KERNELS 1
+#define EMBER_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#endif
+
+namespace ember::cpu {
+
+#if defined(EMBER_HAVE_VNNI_KERNELS)
+
+namespace {
+
+constexpr int64_t kMR = 12;    // rows of a C tile
+constexpr int64_t kNR = 32;    // columns of a C tile (two registers of 16 i32)
+constexpr int64_t kKC = 1024;  // k per packed block (a multiple of 4)
+constexpr int64_t kNC = 512;   // columns per packed block of B
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// Byte (i, j) of an operand, its top bit flipped where `flip` is 0x80.
+struct Bytes {
+  const uint8_t* p;
+  int64_t rs, cs;
+  uint8_t flip;
+  uint8_t at(int64_t i, int64_t j) const { return p[i * rs + j * cs] ^ flip; }
+};
+
+// Rows [i0, i0 + rows) of A, k in [pc, pc + kc), into a panel [kc/4][kMR][4], zero-padded.
+void pack_a_panel(const Bytes& a, int64_t i0, int64_t rows, int64_t pc, int64_t kc, uint8_t* dst) {
+  const int64_t kq = (kc + 3) / 4;
+  std::memset(dst, 0, static_cast<size_t>(kq * kMR * 4));
+  const uint32_t flip4 = a.flip * 0x01010101u;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* src = a.p + (i0 + r) * a.rs + pc * a.cs;
+    uint8_t* out = dst + r * 4;
+    int64_t p = 0;
+    if (a.cs == 1)
+      for (; p + 4 <= kc; p += 4) {  // four bytes of the row at a time
+        uint32_t w;
+        std::memcpy(&w, src + p, 4);
+        w ^= flip4;
+        std::memcpy(out + p / 4 * kMR * 4, &w, 4);
+      }
+    for (; p < kc; ++p) out[p / 4 * kMR * 4 + p % 4] = src[p * a.cs] ^ a.flip;
+  }
+}
+
+// Columns [j0, j0 + cols) of B, k in [pc, pc + kc), into a panel [kc/4][kNR][4], zero-padded.
+void pack_b_panel(const Bytes& b, int64_t j0, int64_t cols, int64_t pc, int64_t kc, uint8_t* dst) {
+  const int64_t kq = (kc + 3) / 4;
+  std::memset(dst, 0, static_cast<size_t>(kq * kNR * 4));
+  for (int64_t p = 0; p < kc; ++p) {
+    const uint8_t* src = b.p + (pc + p) * b.rs + j0 * b.cs;
+    uint8_t* out = dst + p / 4 * kNR * 4 + p % 4;
+    for (int64_t j = 0; j < cols; ++j) out[j * 4] = src[j * b.cs] ^ b.flip;
+  }
+}
+
+#define EMBER_VNNI_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+// C tile (kMR x kNR, rows ldc apart) = (first ? row[i] + col[j] : C) + the products of kq steps
+// of the packed panels. row: kMR terms, col: kNR terms.
+EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c,
+                             int64_t ldc, bool first, const int32_t* row, const int32_t* col) {
+#define EMBER_VNNI_DECL(i) __m512i c##i##0, c##i##1;
+  EMBER_VNNI_ROWS(EMBER_VNNI_DECL)
+#undef EMBER_VNNI_DECL
+  if (first) {
+    const __m512i t0 = _mm512_loadu_si512(col), t1 = _mm512_loadu_si512(col + 16);
+#define EMBER_VNNI_INIT(i)                       \
+  {                                              \
+    const __m512i r = _mm512_set1_epi32(row[i]); \
+    c##i##0 = _mm512_add_epi32(t0, r);           \
+    c##i##1 = _mm512_add_epi32(t1, r);           \
+  }
+    EMBER_VNNI_ROWS(EMBER_VNNI_INIT)
+#undef EMBER_VNNI_INIT
+  } else {
+#define EMBER_VNNI_LOAD(i)                   \
+  c##i##0 = _mm512_loadu_si512(c + i * ldc); \
+  c##i##1 = _mm512_loadu_si512(c + i * ldc + 16);
+    EMBER_VNNI_ROWS(EMBER_VNNI_LOAD)
+#undef EMBER_VNNI_LOAD
+  }
+#pragma GCC unroll 2
+  for (int64_t q = 0; q < kq; ++q) {
+    const __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 64);
+#define EMBER_VNNI_STEP(i)                         \
+  {                                                \
+    int32_t w;                                     \
+    std::memcpy(&w, ap + 4 * (i), 4);              \
+    const __m512i a = _mm512_set1_epi32(w);        \
+    c##i##0 = _mm512_dpbusd_epi32(c##i##0, a, b0); \
+    c##i##1 = _mm512_dpbusd_epi32(c##i##1, a, b1); \
+  }
+    EMBER_VNNI_ROWS(EMBER_VNNI_STEP)
+#undef EMBER_VNNI_STEP
+    ap += kMR * 4;
+    bp += kNR * 4;
+  }
+#define EMBER_VNNI_STORE(i)                  \
+  _mm512_storeu_si512(c + i * ldc, c##i##0); \
+  _mm512_storeu_si512(c + i * ldc + 16, c##i##1);
+  EMBER_VNNI_ROWS(EMBER_VNNI_STORE)
+#undef EMBER_VNNI_STORE
+}
+
+#undef EMBER_VNNI_ROWS
+
+// One tile of C at (i0, j0), rows x cols of it inside C: in place where whole, else through a
+// buffer whose valid part is copied back.
+void tile(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c, int64_t ldc, int64_t rows,
+          int64_t cols, bool first, const int32_t* row, const int32_t* col) {
+  if (rows == kMR && cols == kNR) return micro(kq, ap, bp, c, ldc, first, row, col);
+  alignas(64) int32_t buf[kMR * kNR];
+  if (!first)
+    for (int64_t i = 0; i < rows; ++i)
+      std::memcpy(buf + i * kNR, c + i * ldc, static_cast<size_t>(cols) * sizeof(int32_t));
+  micro(kq, ap, bp, buf, kNR, first, row, col);
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(c + i * ldc, buf + i * kNR, static_cast<size_t>(cols) * sizeof(int32_t));
+}
+
+void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, int32_t* c,
+               int64_t ldc) {
+  const uint32_t alpha = a.flip ? 128u : 0u, beta = b.flip ? 128u : 0u;
+  // the correction terms, modulo 2^32 (unsigned: no overflow in C++ terms); zero past m and n
+  std::vector<int32_t> row_term(static_cast<size_t>(round_up(m, kMR)), 0);
+  std::vector<int32_t> col_term(static_cast<size_t>(round_up(n, kNR)), 0);
+  if (beta)
+    parallel_for(m, std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(k, 1)),
+                 [&](int64_t i0, int64_t i1) {
+                   for (int64_t i = i0; i < i1; ++i) {
+                     uint32_t s = 0;
+                     for (int64_t p = 0; p < k; ++p) s += a.at(i, p);
+                     row_term[static_cast<size_t>(i)] = static_cast<int32_t>(beta * s);
+                   }
+                 });
+  if (alpha) {
+    const uint32_t both = static_cast<uint32_t>(k) * alpha * beta;
+    parallel_for(n, std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(k, 1)),
+                 [&](int64_t j0, int64_t j1) {
+                   std::vector<uint32_t> s(static_cast<size_t>(j1 - j0), 0);
+                   for (int64_t p = 0; p < k; ++p)  // along B's rows: a row-major B's order
+                     for (int64_t j = j0; j < j1; ++j)
+                       s[static_cast<size_t>(j - j0)] += static_cast<uint32_t>(
+                           static_cast<int32_t>(static_cast<int8_t>(b.at(p, j))));
+                   for (int64_t j = j0; j < j1; ++j)
+                     col_term[static_cast<size_t>(j)] =
+                         static_cast<int32_t>(0u - alpha * s[static_cast<size_t>(j - j0)] - both);
+                 });
+  }
+  const int64_t threads = num_threads();
+  const int64_t mpanels = (m + kMR - 1) / kMR;
+  std::vector<uint8_t> bpack(static_cast<size_t>(kKC * kNC));
+  for (int64_t jc = 0; jc < n; jc += kNC) {
+    const int64_t nc = std::min(kNC, n - jc), npanels = (nc + kNR - 1) / kNR;
+    for (int64_t pc = 0; pc < k; pc += kKC) {
+      const int64_t kc = std::min(kKC, k - pc), kq = (kc + 3) / 4;
+      const int64_t panel_bytes = kq * kNR * 4;
+      uint8_t* bp = bpack.data();
+      parallel_for(npanels, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t jp = p0; jp < p1; ++jp)
+          pack_b_panel(b, jc + jp * kNR, std::min(kNR, nc - jp * kNR), pc, kc,
+                       bp + jp * panel_bytes);
+      });
+      // items: a panel of A against a run of B's panels, runs enough for 4 items a thread
+      const int64_t groups = std::clamp<int64_t>((4 * threads + mpanels - 1) / mpanels, 1, npanels);
+      parallel_for(mpanels * groups, 1, [&](int64_t w0, int64_t w1) {
+        alignas(64) uint8_t apack[kKC / 4 * kMR * 4];
+        int64_t packed = -1;
+        for (int64_t w = w0; w < w1; ++w) {
+          const int64_t ip = w / groups, g = w % groups;
+          const int64_t i0 = ip * kMR, rows = std::min(kMR, m - i0);
+          if (packed != ip) {
+            pack_a_panel(a, i0, rows, pc, kc, apack);
+            packed = ip;
+          }
+          const int64_t jp1 = (g + 1) * npanels / groups;
+          for (int64_t jp = g * npanels / groups; jp < jp1; ++jp) {
+            const int64_t j0 = jc + jp * kNR;
+            tile(kq, apack, bp + jp * panel_bytes, c + i0 * ldc + j0, ldc, rows,
+                 std::min(kNR, n - j0), pc == 0, row_term.data() + i0, col_term.data() + j0);
+          }
+        }
+      });
+    }
+  }
+}
+
+}  // namespace
+
+bool gemm_int8(int64_t m, int64_t n, int64_t k, Int8Ref a, Int8Ref b, int32_t* c, int64_t ldc) {
+  if (!cpu_has_avx512_vnni()) return false;
+  if (m == 0 || n == 0) return true;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0);
+    return true;
+  }
+  gemm_vnni(m, n, k, Bytes{a.p, a.rs, a.cs, static_cast<uint8_t>(a.is_signed ? 0x80 : 0)},
+            Bytes{b.p, b.rs, b.cs, static_cast<uint8_t>(b.is_signed ? 0 : 0x80)}, c, ldc);
+  return true;
+}
+
+#else
+
+bool gemm_int8(int64_t, int64_t, int64_t, Int8Ref, Int8Ref, int32_t*, int64_t) { return false; }
+
+#endif
+
+}  // namespace ember::cpu
