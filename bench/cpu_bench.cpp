@@ -162,7 +162,7 @@ void bm_matmul_bf16(State& st, bench::MatmulSize s) {
 }
 
 // u8 x i8 -> i32 (int_matmul): the 8-bit products of quantized inference.
-void bm_matmul_u8s8(State& st, bench::MatmulSize s) {
+bench::Op matmul_u8s8_op(const bench::MatmulSize& s) {
   auto bytes = [](Shape shape, double scale, double offset, DType t) {
     return (uniform<Cpu, 2>(std::move(shape)) * scale + offset).int_(t);
   };
@@ -170,10 +170,14 @@ void bm_matmul_u8s8(State& st, bench::MatmulSize s) {
                 : bytes({s.m, s.k}, 127, 128, DType::U8);
   auto b = s.tb ? bytes({s.n, s.k}, 127, 0, DType::I8).transpose()
                 : bytes({s.k, s.n}, 127, 0, DType::I8);
-  for (auto _ : st) {
+  return [a, b] {
     auto c = int_matmul(a, b);
     benchmark::DoNotOptimize(c);
-  }
+  };
+}
+void bm_matmul_u8s8(State& st, bench::MatmulSize s) {
+  const bench::Op op = matmul_u8s8_op(s);
+  for (auto _ : st) op();
   bench::set_flop(st, s.flop());
 }
 
@@ -321,6 +325,12 @@ std::vector<bench::Paired> paired_rows(const std::regex& filter, bench::TorchSer
     bench::Paired p{std::string("matmul/") + m.name, m.flop(), matmul_op(m), {}};
     peer(p.peers, "onednn", bench::onednn_matmul_op(m, &error));
     torch_peer(p);
+    if (!p.peers.empty()) pairs.push_back(std::move(p));
+  }
+  for (const bench::MatmulSize& m : bench::kMatmulSizes) {
+    if (!std::regex_search(std::string("matmul_u8s8/") + m.name, filter)) continue;
+    bench::Paired p{std::string("matmul_u8s8/") + m.name, m.flop(), matmul_u8s8_op(m), {}};
+    peer(p.peers, "onednn", bench::onednn_matmul_u8s8_op(m, &error));
     if (!p.peers.empty()) pairs.push_back(std::move(p));
   }
   for (const bench::Conv2dSize& c : bench::kConv2dSizes) {

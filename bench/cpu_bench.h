@@ -104,6 +104,8 @@ using Op = std::function<void()>;
 /// `error` saying why, where oneDNN is not built in or declines the problem.
 Op onednn_matmul_op(const MatmulSize& s, std::string* error);
 Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error);
+/// oneDNN's u8 x s8 -> s32 matmul as an op (the peer of int_matmul's "matmul_u8s8/<name>").
+Op onednn_matmul_u8s8_op(const MatmulSize& s, std::string* error);
 
 /// A paired comparison (cpu_paired.cpp): ember's op and its peers', run in turn in one process.
 /// A side that times its own batches (a peer in another process): the median ms of one batch of

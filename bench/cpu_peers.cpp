@@ -202,53 +202,16 @@ void onednn_matmul_bf16(State& st, MatmulSize s) {
   dnnl_primitive_desc_destroy(pd);
 }
 
-// oneDNN's matmul primitive on u8 x s8 -> s32 (its VNNI or AMX int8 kernels where the CPU has
-// them), operands in plain row-major or transposed layouts as ember's.
-void onednn_matmul_u8s8(State& st, MatmulSize s) {
-  auto fail = [&](const char* what) { st.SkipWithError(what); };
-  const Engine engine;
-  if (!engine.ok()) return fail("oneDNN engine");
-  dnnl_engine_t eng = engine.eng;
-  dnnl_dims_t a_dims = {s.m, s.k}, b_dims = {s.k, s.n}, c_dims = {s.m, s.n};
-  dnnl_memory_desc_t a_md, b_md, c_md;
-  dnnl_memory_desc_init_by_tag(&a_md, 2, a_dims, dnnl_u8, s.ta ? dnnl_ba : dnnl_ab);
-  dnnl_memory_desc_init_by_tag(&b_md, 2, b_dims, dnnl_s8, s.tb ? dnnl_ba : dnnl_ab);
-  dnnl_memory_desc_init_by_tag(&c_md, 2, c_dims, dnnl_s32, dnnl_ab);
-  dnnl_matmul_desc_t md;
-  dnnl_primitive_desc_t pd = nullptr;
-  if (dnnl_matmul_desc_init(&md, &a_md, &b_md, nullptr, &c_md) != dnnl_success ||
-      dnnl_primitive_desc_create(&pd, &md, nullptr, eng, nullptr) != dnnl_success)
-    return fail("oneDNN u8 x s8 matmul descriptor");
-  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr;
-  dnnl_memory_create(&a, &a_md, eng, DNNL_MEMORY_ALLOCATE);
-  dnnl_memory_create(&b, &b_md, eng, DNNL_MEMORY_ALLOCATE);
-  dnnl_memory_create(&c, &c_md, eng, DNNL_MEMORY_ALLOCATE);
-  std::mt19937 g(3);
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (auto [mem, desc] :
-       {std::pair<dnnl_memory_t, const dnnl_memory_desc_t*>{a, &a_md}, {b, &b_md}}) {
-    void* p = nullptr;
-    dnnl_memory_get_data_handle(mem, &p);
-    auto* h = static_cast<uint8_t*>(p);
-    for (size_t i = 0; i < dnnl_memory_desc_get_size(desc); ++i) h[i] = uint8_t(byte(g));
-  }
-  time_primitive(st, pd, engine.stream,
-                 {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-  set_flop(st, s.flop());
-  for (dnnl_memory_t mem : {a, b, c}) dnnl_memory_destroy(mem);
-  dnnl_primitive_desc_destroy(pd);
-}
-
-// A convolution primitive with its memories, destroyed with it.
-struct ConvPrimitive {
+// A primitive (a convolution, a matmul) with its memories, destroyed with it.
+struct Primitive {
   Engine engine;
   dnnl_primitive_desc_t pd = nullptr;
   dnnl_primitive_t prim = nullptr;
   dnnl_memory_t src = nullptr, w = nullptr, dst = nullptr;
-  ConvPrimitive() = default;
-  ConvPrimitive(const ConvPrimitive&) = delete;
-  ConvPrimitive& operator=(const ConvPrimitive&) = delete;
-  ~ConvPrimitive() {
+  Primitive() = default;
+  Primitive(const Primitive&) = delete;
+  Primitive& operator=(const Primitive&) = delete;
+  ~Primitive() {
     for (dnnl_memory_t m : {src, w, dst})
       if (m) dnnl_memory_destroy(m);
     if (prim) dnnl_primitive_destroy(prim);
@@ -263,7 +226,7 @@ struct ConvPrimitive {
 // input and output in NCHW, as ember takes them, or (`blocked`) in the layouts oneDNN picks
 // (channel-blocked: its best case, a network kept in them throughout, reorders not counted).
 Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error) {
-  auto cp = std::make_shared<ConvPrimitive>();
+  auto cp = std::make_shared<Primitive>();
   auto fail = [&](const char* what) {
     *error = what;
     return Op{};
@@ -308,7 +271,53 @@ Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error) {
   };
 }
 
+// oneDNN's matmul primitive on u8 x s8 -> s32 (its VNNI or AMX int8 kernels where the CPU has
+// them), operands in plain row-major or transposed layouts as ember's: the execution only.
+Op onednn_matmul_u8s8_op(const MatmulSize& s, std::string* error) {
+  auto mp = std::make_shared<Primitive>();
+  auto fail = [&](const char* what) {
+    *error = what;
+    return Op{};
+  };
+  if (!mp->engine.ok()) return fail("oneDNN engine");
+  dnnl_engine_t eng = mp->engine.eng;
+  dnnl_dims_t a_dims = {s.m, s.k}, b_dims = {s.k, s.n}, c_dims = {s.m, s.n};
+  dnnl_memory_desc_t a_md, b_md, c_md;
+  dnnl_memory_desc_init_by_tag(&a_md, 2, a_dims, dnnl_u8, s.ta ? dnnl_ba : dnnl_ab);
+  dnnl_memory_desc_init_by_tag(&b_md, 2, b_dims, dnnl_s8, s.tb ? dnnl_ba : dnnl_ab);
+  dnnl_memory_desc_init_by_tag(&c_md, 2, c_dims, dnnl_s32, dnnl_ab);
+  dnnl_matmul_desc_t md;
+  if (dnnl_matmul_desc_init(&md, &a_md, &b_md, nullptr, &c_md) != dnnl_success ||
+      dnnl_primitive_desc_create(&mp->pd, &md, nullptr, eng, nullptr) != dnnl_success)
+    return fail("oneDNN u8 x s8 matmul descriptor");
+  if (dnnl_memory_create(&mp->src, &a_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
+      dnnl_memory_create(&mp->w, &b_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
+      dnnl_memory_create(&mp->dst, &c_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success)
+    return fail("oneDNN memory");
+  std::mt19937 g(3);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto [m, desc] :
+       {std::pair<dnnl_memory_t, const dnnl_memory_desc_t*>{mp->src, &a_md}, {mp->w, &b_md}}) {
+    void* p = nullptr;
+    dnnl_memory_get_data_handle(m, &p);
+    auto* h = static_cast<uint8_t*>(p);
+    for (size_t i = 0; i < dnnl_memory_desc_get_size(desc); ++i) h[i] = uint8_t(byte(g));
+  }
+  if (dnnl_primitive_create(&mp->prim, mp->pd) != dnnl_success) return fail("oneDNN primitive");
+  *error = "";
+  return [mp, args = std::vector<dnnl_exec_arg_t>{
+                  {DNNL_ARG_SRC, mp->src}, {DNNL_ARG_WEIGHTS, mp->w}, {DNNL_ARG_DST, mp->dst}}] {
+    execute(mp->prim, mp->engine.stream, args);
+  };
+}
+
 namespace {
+
+void onednn_matmul_u8s8(State& st, MatmulSize s) {
+  std::string error;
+  time_op(st, onednn_matmul_u8s8_op(s, &error), error);
+  set_flop(st, s.flop());
+}
 
 void onednn_conv2d(State& st, Conv2dSize c, bool blocked) {
   std::string error;
@@ -332,6 +341,10 @@ Op onednn_matmul_op(const MatmulSize&, std::string* error) {
   return {};
 }
 Op onednn_conv2d_op(const Conv2dSize&, bool, std::string* error) {
+  *error = "built without oneDNN";
+  return {};
+}
+Op onednn_matmul_u8s8_op(const MatmulSize&, std::string* error) {
   *error = "built without oneDNN";
   return {};
 }

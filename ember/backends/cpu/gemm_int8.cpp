@@ -59,7 +59,8 @@ struct Bytes {
 // Rows [i0, i0 + rows) of A, k in [pc, pc + kc), into a panel [kc/4][kMR][4], zero-padded.
 void pack_a_panel(const Bytes& a, int64_t i0, int64_t rows, int64_t pc, int64_t kc, uint8_t* dst) {
   const int64_t kq = (kc + 3) / 4;
-  std::memset(dst, 0, static_cast<size_t>(kq * kMR * 4));
+  if (rows < kMR || kc % 4 != 0 || a.cs != 1)
+    std::memset(dst, 0, static_cast<size_t>(kq * kMR * 4));
   const uint32_t flip4 = a.flip * 0x01010101u;
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* src = a.p + (i0 + r) * a.rs + pc * a.cs;
@@ -76,14 +77,54 @@ void pack_a_panel(const Bytes& a, int64_t i0, int64_t rows, int64_t pc, int64_t 
   }
 }
 
-// Columns [j0, j0 + cols) of B, k in [pc, pc + kc), into a panel [kc/4][kNR][4], zero-padded.
+// Four rows of 32 bytes (rows rs apart, each byte's top bit flipped by `flip`) as 32 columns of
+// four bytes: two rounds of byte and word interleaving within 128-bit lanes, then the lanes
+// put in column order.
+EMBER_TARGET_AVX2 void quads_of_rows(const uint8_t* src, int64_t rs, __m256i flip, uint8_t* dst) {
+  auto row = [&](int64_t t) {
+    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + t * rs)),
+                            flip);
+  };
+  const __m256i r0 = row(0), r1 = row(1), r2 = row(2), r3 = row(3);
+  const __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
+  const __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
+  // per 128-bit lane: q0 columns 0-3 (16-19), q1 4-7 (20-23), q2 8-11 (24-27), q3 12-15 (28-31)
+  const __m256i q0 = _mm256_unpacklo_epi16(lo01, lo23), q1 = _mm256_unpackhi_epi16(lo01, lo23);
+  const __m256i q2 = _mm256_unpacklo_epi16(hi01, hi23), q3 = _mm256_unpackhi_epi16(hi01, hi23);
+  auto* out = reinterpret_cast<__m256i*>(dst);
+  _mm256_storeu_si256(out, _mm256_permute2x128_si256(q0, q1, 0x20));
+  _mm256_storeu_si256(out + 1, _mm256_permute2x128_si256(q2, q3, 0x20));
+  _mm256_storeu_si256(out + 2, _mm256_permute2x128_si256(q0, q1, 0x31));
+  _mm256_storeu_si256(out + 3, _mm256_permute2x128_si256(q2, q3, 0x31));
+}
+
+// Columns [j0, j0 + cols) of B, k in [pc, pc + kc), into a panel [kc/4][kNR][4], zero-padded. A
+// row-major B's whole panels four rows at a time (quads_of_rows), a transposed B's four bytes of
+// a column at a time, the rest a byte at a time.
 void pack_b_panel(const Bytes& b, int64_t j0, int64_t cols, int64_t pc, int64_t kc, uint8_t* dst) {
-  const int64_t kq = (kc + 3) / 4;
-  std::memset(dst, 0, static_cast<size_t>(kq * kNR * 4));
-  for (int64_t p = 0; p < kc; ++p) {
-    const uint8_t* src = b.p + (pc + p) * b.rs + j0 * b.cs;
+  const int64_t kq = (kc + 3) / 4, whole = kc / 4;
+  const uint8_t* base = b.p + pc * b.rs + j0 * b.cs;
+  int64_t q = 0;
+  if (b.cs == 1 && cols == kNR) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(b.flip));
+    for (; q < whole; ++q) quads_of_rows(base + 4 * q * b.rs, b.rs, flip, dst + q * kNR * 4);
+  } else if (b.rs == 1) {
+    const uint32_t flip4 = b.flip * 0x01010101u;
+    std::memset(dst, 0, static_cast<size_t>(whole * kNR * 4));
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t t = 0; t < whole; ++t) {
+        uint32_t w;
+        std::memcpy(&w, base + j * b.cs + 4 * t, 4);
+        w ^= flip4;
+        std::memcpy(dst + (t * kNR + j) * 4, &w, 4);
+      }
+    q = whole;
+  }
+  // the rest: zeros, then the bytes inside B
+  std::memset(dst + q * kNR * 4, 0, static_cast<size_t>((kq - q) * kNR * 4));
+  for (int64_t p = 4 * q; p < kc; ++p) {
     uint8_t* out = dst + p / 4 * kNR * 4 + p % 4;
-    for (int64_t j = 0; j < cols; ++j) out[j * 4] = src[j * b.cs] ^ b.flip;
+    for (int64_t j = 0; j < cols; ++j) out[j * 4] = base[p * b.rs + j * b.cs] ^ b.flip;
   }
 }
 
@@ -183,13 +224,15 @@ void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, 
   }
   const int64_t threads = num_threads();
   const int64_t mpanels = (m + kMR - 1) / kMR;
-  std::vector<uint8_t> bpack(static_cast<size_t>(kKC * kNC));
+  // packed B (not zeroed: the packing writes every byte of it)
+  Aligned<uint8_t> bpack(
+      static_cast<size_t>(round_up(std::min(k, kKC), 4) * round_up(std::min(n, kNC), kNR)));
   for (int64_t jc = 0; jc < n; jc += kNC) {
     const int64_t nc = std::min(kNC, n - jc), npanels = (nc + kNR - 1) / kNR;
     for (int64_t pc = 0; pc < k; pc += kKC) {
       const int64_t kc = std::min(kKC, k - pc), kq = (kc + 3) / 4;
       const int64_t panel_bytes = kq * kNR * 4;
-      uint8_t* bp = bpack.data();
+      uint8_t* bp = bpack.p;
       parallel_for(npanels, 1, [&](int64_t p0, int64_t p1) {
         for (int64_t jp = p0; jp < p1; ++jp)
           pack_b_panel(b, jc + jp * kNR, std::min(kNR, nc - jp * kNR), pc, kc,
