@@ -1,6 +1,7 @@
 // ONNX quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the integer
-// and quantized-linear matmul and conv. Integer products are computed exactly in f64 (every
-// i8/u8 product sum of a model fits its 53 bits) and rounded half to even, as ONNX says.
+// and quantized-linear matmul and conv. MatMulInteger runs as int_matmul (i32 sums of the 8-bit
+// operands); the other integer products are computed exactly in f64 (every i8/u8 product sum of
+// a model fits its 53 bits) and rounded half to even, as ONNX says.
 #include <limits>
 
 #include "ember/onnx/ops/context.h"
@@ -101,12 +102,43 @@ Tn<B> matmul_nd(const Tn<B>& a, const Tn<B>& b) {
   return reshape(r, d);
 }
 
+// Zero point `k` in i32, shaped to broadcast against a rank-r operand: a scalar, or (1-d, one per
+// row or column) laid along `axis`.
+template <Backend B>
+Tn<B> zero_point(const Ctx<B>& c, size_t k, int64_t rank, int64_t axis) {
+  Tn<B> z = c.in(k).cast(DType::I32);
+  if (z.shape().numel() == 1) return reshape(z, {});
+  Dims d(static_cast<size_t>(rank), 1);
+  d[static_cast<size_t>(axis)] = z.shape().numel();
+  return reshape(z, d);
+}
+
+// sum_k (a - za)(b - zb) = a b - za sum_k b - zb sum_k a + k za zb, all in i32 (wrapping as ONNX's
+// int32 sums do): the products run as int_matmul on the 8-bit operands themselves (AVX-512
+// VNNI's byte dot products on a CPU that has them), the zero points only through the operands'
+// row and column sums. a's zero point is per row when 1-d, b's per column.
 template <Backend B>
 std::vector<RValue<B>> matmul_integer(Ctx<B>& c) {
-  // a's zero point is per row (axis rank-2) when 1-d; b's per column (last axis).
-  Tn<B> a = centered(c, 0, 2, c.in(0).rank() - 2);
-  Tn<B> b = centered(c, 1, 3, c.in(1).rank() - 1);
-  return one(matmul_nd(a, b).cast(DType::I32));
+  Tn<B> a = c.in(0), b = c.in(1);
+  const bool va = a.rank() == 1, vb = b.rank() == 1;
+  if (va) a = reshape(a, {1, a.shape()[0]});
+  if (vb) b = reshape(b, {b.shape()[0], 1});
+  const int64_t ra = a.rank(), rb = b.rank(), k = a.shape()[static_cast<size_t>(ra - 1)];
+  Tn<B> y = op<B>(OpCode::IntMatmul, {a, b});
+  const bool has_za = c.has(2), has_zb = c.has(3);
+  if (has_za) {
+    const Tn<B> za = zero_point(c, 2, ra, ra - 2);
+    y = y - za * reduce(OpCode::Sum, b.cast(DType::I32), {rb - 2}, true);
+  }
+  if (has_zb) {
+    const Tn<B> zb = zero_point(c, 3, rb, rb - 1);
+    y = y - reduce(OpCode::Sum, a.cast(DType::I32), {ra - 1}, true) * zb;
+    if (has_za) y = y + zero_point(c, 2, ra, ra - 2) * zb * scalar_of(zb, double(k));
+  }
+  Dims d = dims_of(y);
+  if (va) d.erase(d.size() - 2);
+  if (vb) d.erase(d.size() - 1);
+  return one(reshape(y, d));
 }
 
 template <Backend B>

@@ -1,0 +1,128 @@
+// MatMulInteger on models built with the protobuf API, against the products of the operands
+// widened to 64-bit integers with their zero points subtracted: every pairing of u8 and i8,
+// per-row and per-column zero points and scalar ones, batched and 1-d operands, sizes past the
+// CPU kernel's tiles. The node suite has a single small case.
+#include <random>
+
+#include "model_builder.h"
+
+namespace ember::onnx {
+namespace {
+
+using namespace ember::onnx::test;
+namespace pb = ::onnx;
+
+struct Operand {
+  std::vector<int64_t> dims;
+  bool is_signed;
+  std::vector<int64_t> values;  // as numbers
+};
+
+Operand random_operand(std::vector<int64_t> dims, bool is_signed, std::mt19937& g) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::uniform_int_distribution<int> u(is_signed ? -128 : 0, is_signed ? 127 : 255);
+  Operand o{std::move(dims), is_signed, std::vector<int64_t>(size_t(n))};
+  for (int64_t& v : o.values) v = u(g);
+  return o;
+}
+
+pb::TensorProto bytes_tensor(const std::string& name, const Operand& o) {
+  pb::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(o.is_signed ? pb::TensorProto::INT8 : pb::TensorProto::UINT8);
+  for (int64_t d : o.dims) t.add_dims(d);
+  std::string raw;
+  for (int64_t v : o.values) raw.push_back(static_cast<char>(static_cast<uint8_t>(v)));
+  t.set_raw_data(raw);
+  return t;
+}
+
+// y = MatMulInteger(a, b, za, zb) with every input an initializer; `za`, `zb` empty for none.
+std::vector<int32_t> run(const Operand& a, const Operand& b, const Operand* za, const Operand* zb,
+                         Shape* shape) {
+  pb::ModelProto m = empty_model();
+  pb::GraphProto* g = m.mutable_graph();
+  add_value(g->mutable_output(), "y", pb::TensorProto::INT32, std::nullopt);
+  *g->add_initializer() = bytes_tensor("a", a);
+  *g->add_initializer() = bytes_tensor("b", b);
+  std::vector<std::string> in{"a", "b"};
+  if (za) *g->add_initializer() = bytes_tensor("za", *za);
+  if (zb) *g->add_initializer() = bytes_tensor("zb", *zb);
+  in.push_back(za ? "za" : "");
+  if (zb) in.push_back("zb");
+  if (!za && !zb) in.pop_back();
+  add_node(g, "MatMulInteger", in, {"y"}, "mm");
+  Session s(parse(m));
+  auto out = s.run({});
+  *shape = out.at(0).data().shape();
+  return out.at(0).data().to_vec<int32_t>();
+}
+
+// a [..., M, K] (or [K]) times b [K, N] (or [K]), zero points per row of a / column of b (1-d)
+// or per tensor (one value)
+std::vector<int32_t> expected(const Operand& a, const Operand& b, const Operand* za,
+                              const Operand* zb) {
+  const bool va = a.dims.size() == 1, vb = b.dims.size() == 1;
+  const int64_t k = a.dims.back(), n = vb ? 1 : b.dims.back();
+  const int64_t m = va ? 1 : a.dims[a.dims.size() - 2];
+  const int64_t batches = int64_t(a.values.size()) / (m * k);
+  std::vector<int32_t> y;
+  for (int64_t bi = 0; bi < batches; ++bi)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t zai = !za                      ? 0
+                            : za->values.size() == 1 ? za->values[0]
+                                                     : za->values[size_t(i)];
+        const int64_t zbj = !zb                      ? 0
+                            : zb->values.size() == 1 ? zb->values[0]
+                                                     : zb->values[size_t(j)];
+        int64_t s = 0;
+        for (int64_t p = 0; p < k; ++p)
+          s += (a.values[size_t((bi * m + i) * k + p)] - zai) * (b.values[size_t(p * n + j)] - zbj);
+        y.push_back(static_cast<int32_t>(s));
+      }
+  return y;
+}
+
+TEST(OnnxQuant, MatMulIntegerMatchesWidenedProductsWithZeroPoints) {
+  std::mt19937 g(5);
+  struct Case {
+    std::vector<int64_t> a, b;
+    bool a_signed, b_signed;
+    int zero_points;  // 0: none, 1: per row / column, 2: one each, 3: b's only
+  };
+  const Case cases[] = {
+      {{2, 5, 37}, {37, 19}, false, true, 1},  {{7, 70}, {70, 33}, true, false, 2},
+      {{13, 131}, {131, 45}, false, false, 1}, {{6, 9}, {9, 40}, true, true, 3},
+      {{37}, {37, 21}, false, true, 2},        {{4, 9}, {9}, true, true, 0},
+      {{25, 64}, {64, 32}, false, true, 0},
+  };
+  for (const Case& c : cases) {
+    const Operand a = random_operand(c.a, c.a_signed, g), b = random_operand(c.b, c.b_signed, g);
+    const int64_t rows = c.a.size() == 1 ? 1 : c.a[c.a.size() - 2];
+    const int64_t cols = c.b.size() == 1 ? 1 : c.b.back();
+    std::optional<Operand> za, zb;
+    if (c.zero_points == 1) {
+      za = random_operand({rows}, c.a_signed, g);
+      zb = random_operand({cols}, c.b_signed, g);
+    } else if (c.zero_points == 2) {
+      za = random_operand({}, c.a_signed, g);
+      zb = random_operand({}, c.b_signed, g);
+    } else if (c.zero_points == 3) {
+      zb = random_operand({cols}, c.b_signed, g);
+    }
+    Shape shape;
+    const auto got = run(a, b, za ? &*za : nullptr, zb ? &*zb : nullptr, &shape);
+    std::vector<int64_t> want_dims(c.a.begin(), c.a.end() - 1);
+    if (c.b.size() > 1) want_dims.push_back(c.b.back());
+    EXPECT_EQ(shape, Shape(want_dims));
+    EXPECT_EQ(got, expected(a, b, za ? &*za : nullptr, zb ? &*zb : nullptr))
+        << "a " << Shape(c.a).to_string() << (c.a_signed ? " i8" : " u8") << ", b "
+        << Shape(c.b).to_string() << (c.b_signed ? " i8" : " u8") << ", zero points "
+        << c.zero_points;
+  }
+}
+
+}  // namespace
+}  // namespace ember::onnx
