@@ -18,9 +18,10 @@
 // Both operands are packed, zero-padded (k to a multiple of 4): A in panels of 12 rows as [k/4]
 // [12 rows][4 bytes], a row's four bytes of a step one 32-bit broadcast; B in panels of 32
 // columns as [k/4][32 columns][4 bytes], two 64-byte registers a step. The micro-kernel keeps 12
-// x 32 of C in 24 registers. B is packed per block of up to kNC columns by kKC of k (512 KiB,
-// half an L2), shared by the threads; the work items are (12-row panel of A, run of B's panels),
-// each packing its panel of A (12 KiB at kKC, in L1) for itself.
+// x 32 of C in 24 registers (kernels of 8 and 4 rows take a product's last rows). Per block of
+// kKC of k, all of A is packed (with the first block of columns), and B per block of up to kNC
+// columns (512 KiB, half an L2), shared by the threads; the work items are a 12-row panel of A
+// (12 KiB at kKC, in L1) against a run of B's panels.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -56,25 +57,55 @@ struct Bytes {
   uint8_t at(int64_t i, int64_t j) const { return p[i * rs + j * cs] ^ flip; }
 };
 
-// Rows [i0, i0 + rows) of A, k in [pc, pc + kc), into a panel [kc/4][kMR][4], zero-padded.
+// Four rows of A (rows rs apart), 16 bytes each, as four steps of k of those rows: a 4 x 4
+// transpose of 32-bit words, each step's 16 bytes kMR * 4 apart in dst.
+EMBER_TARGET_AVX2 void words_of_rows(const uint8_t* src, int64_t rs, __m128i flip, uint8_t* dst) {
+  auto row = [&](int64_t t) {
+    return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t * rs)), flip);
+  };
+  const __m128i x0 = row(0), x1 = row(1), x2 = row(2), x3 = row(3);
+  const __m128i lo01 = _mm_unpacklo_epi32(x0, x1), lo23 = _mm_unpacklo_epi32(x2, x3);
+  const __m128i hi01 = _mm_unpackhi_epi32(x0, x1), hi23 = _mm_unpackhi_epi32(x2, x3);
+  auto out = [&](int64_t q, __m128i v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + q * kMR * 4), v);
+  };
+  out(0, _mm_unpacklo_epi64(lo01, lo23));
+  out(1, _mm_unpackhi_epi64(lo01, lo23));
+  out(2, _mm_unpacklo_epi64(hi01, hi23));
+  out(3, _mm_unpackhi_epi64(hi01, hi23));
+}
+
+// Rows [i0, i0 + rows) of A, k in [pc, pc + kc), into a panel [kc/4][kMR][4], zero-padded. A
+// row-major A four rows by four steps at a time (words_of_rows), a column-major one four bytes
+// of a row at a time from four columns, the rest a byte at a time.
 void pack_a_panel(const Bytes& a, int64_t i0, int64_t rows, int64_t pc, int64_t kc, uint8_t* dst) {
-  const int64_t kq = (kc + 3) / 4;
-  if (rows < kMR || kc % 4 != 0 || a.cs != 1)
+  const int64_t kq = (kc + 3) / 4, whole = kc / 4;
+  const uint8_t* base = a.p + i0 * a.rs + pc * a.cs;
+  if (rows < kMR || kc % 4 != 0 || (a.cs != 1 && a.rs != 1))
     std::memset(dst, 0, static_cast<size_t>(kq * kMR * 4));
-  const uint32_t flip4 = a.flip * 0x01010101u;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* src = a.p + (i0 + r) * a.rs + pc * a.cs;
-    uint8_t* out = dst + r * 4;
-    int64_t p = 0;
-    if (a.cs == 1)
-      for (; p + 4 <= kc; p += 4) {  // four bytes of the row at a time
-        uint32_t w;
-        std::memcpy(&w, src + p, 4);
-        w ^= flip4;
-        std::memcpy(out + p / 4 * kMR * 4, &w, 4);
-      }
-    for (; p < kc; ++p) out[p / 4 * kMR * 4 + p % 4] = src[p * a.cs] ^ a.flip;
+  int64_t r0 = 0, q0 = 0;  // rows [0, r0) and steps [0, q0) of every row are done
+  if (a.cs == 1) {
+    const __m128i flip = _mm_set1_epi8(static_cast<char>(a.flip));
+    const int64_t steps = whole / 4 * 4;
+    for (; r0 + 4 <= rows; r0 += 4)
+      for (int64_t q = 0; q < steps; q += 4)
+        words_of_rows(base + r0 * a.rs + 4 * q, a.rs, flip, dst + q * kMR * 4 + r0 * 4);
+    q0 = steps;
+  } else if (a.rs == 1) {  // column-major: a row's four bytes of a step from four columns
+    for (int64_t q = 0; q < whole; ++q) {
+      const uint8_t* c0 = base + 4 * q * a.cs;
+      uint8_t* out = dst + q * kMR * 4;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = 0; t < 4; ++t) out[r * 4 + t] = c0[t * a.cs + r] ^ a.flip;
+    }
+    r0 = rows;
+    q0 = whole;
   }
+  // what is left: rows [r0, rows) at every step, and steps [q0, kq) of rows [0, r0)
+  auto byte_at = [&](int64_t r, int64_t p) { return base[r * a.rs + p * a.cs] ^ a.flip; };
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t p = r < r0 ? 4 * q0 : 0; p < kc; ++p)
+      dst[p / 4 * kMR * 4 + r * 4 + p % 4] = byte_at(r, p);
 }
 
 // Four rows of 32 bytes (rows rs apart, each byte's top bit flipped by `flip`) as 32 columns of
@@ -130,8 +161,9 @@ void pack_b_panel(const Bytes& b, int64_t j0, int64_t cols, int64_t pc, int64_t 
 
 #define EMBER_VNNI_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-// C tile (kMR x kNR, rows ldc apart) = (first ? row[i] + col[j] : C) + the products of kq steps
-// of the packed panels. row: kMR terms, col: kNR terms.
+// C tile (R x kNR, rows ldc apart) = (first ? row[i] + col[j] : C) + the products of kq steps
+// of the packed panels (A's panel kMR rows wide). row: R terms, col: kNR terms.
+template <int R>
 EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c,
                              int64_t ldc, bool first, const int32_t* row, const int32_t* col) {
 #define EMBER_VNNI_DECL(i) __m512i c##i##0, c##i##1;
@@ -140,7 +172,7 @@ EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, i
   if (first) {
     const __m512i t0 = _mm512_loadu_si512(col), t1 = _mm512_loadu_si512(col + 16);
 #define EMBER_VNNI_INIT(i)                       \
-  {                                              \
+  if constexpr (i < R) {                         \
     const __m512i r = _mm512_set1_epi32(row[i]); \
     c##i##0 = _mm512_add_epi32(t0, r);           \
     c##i##1 = _mm512_add_epi32(t1, r);           \
@@ -148,9 +180,11 @@ EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, i
     EMBER_VNNI_ROWS(EMBER_VNNI_INIT)
 #undef EMBER_VNNI_INIT
   } else {
-#define EMBER_VNNI_LOAD(i)                   \
-  c##i##0 = _mm512_loadu_si512(c + i * ldc); \
-  c##i##1 = _mm512_loadu_si512(c + i * ldc + 16);
+#define EMBER_VNNI_LOAD(i)                          \
+  if constexpr (i < R) {                            \
+    c##i##0 = _mm512_loadu_si512(c + i * ldc);      \
+    c##i##1 = _mm512_loadu_si512(c + i * ldc + 16); \
+  }
     EMBER_VNNI_ROWS(EMBER_VNNI_LOAD)
 #undef EMBER_VNNI_LOAD
   }
@@ -158,7 +192,7 @@ EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, i
   for (int64_t q = 0; q < kq; ++q) {
     const __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 64);
 #define EMBER_VNNI_STEP(i)                         \
-  {                                                \
+  if constexpr (i < R) {                           \
     int32_t w;                                     \
     std::memcpy(&w, ap + 4 * (i), 4);              \
     const __m512i a = _mm512_set1_epi32(w);        \
@@ -170,25 +204,30 @@ EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, i
     ap += kMR * 4;
     bp += kNR * 4;
   }
-#define EMBER_VNNI_STORE(i)                  \
-  _mm512_storeu_si512(c + i * ldc, c##i##0); \
-  _mm512_storeu_si512(c + i * ldc + 16, c##i##1);
+#define EMBER_VNNI_STORE(i)                         \
+  if constexpr (i < R) {                            \
+    _mm512_storeu_si512(c + i * ldc, c##i##0);      \
+    _mm512_storeu_si512(c + i * ldc + 16, c##i##1); \
+  }
   EMBER_VNNI_ROWS(EMBER_VNNI_STORE)
 #undef EMBER_VNNI_STORE
 }
 
 #undef EMBER_VNNI_ROWS
 
-// One tile of C at (i0, j0), rows x cols of it inside C: in place where whole, else through a
-// buffer whose valid part is copied back.
+// One tile of C at (i0, j0), rows x cols of it inside C: the kernel of 4, 8 or 12 rows that
+// covers the rows, in place where it covers them exactly and the columns are whole, else
+// through a buffer whose valid part is copied back.
 void tile(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c, int64_t ldc, int64_t rows,
           int64_t cols, bool first, const int32_t* row, const int32_t* col) {
-  if (rows == kMR && cols == kNR) return micro(kq, ap, bp, c, ldc, first, row, col);
+  const int64_t covered = rows <= 4 ? 4 : rows <= 8 ? 8 : kMR;
+  const auto kernel = covered == 4 ? &micro<4> : covered == 8 ? &micro<8> : &micro<kMR>;
+  if (rows == covered && cols == kNR) return kernel(kq, ap, bp, c, ldc, first, row, col);
   alignas(64) int32_t buf[kMR * kNR];
   if (!first)
     for (int64_t i = 0; i < rows; ++i)
       std::memcpy(buf + i * kNR, c + i * ldc, static_cast<size_t>(cols) * sizeof(int32_t));
-  micro(kq, ap, bp, buf, kNR, first, row, col);
+  kernel(kq, ap, bp, buf, kNR, first, row, col);
   for (int64_t i = 0; i < rows; ++i)
     std::memcpy(c + i * ldc, buf + i * kNR, static_cast<size_t>(cols) * sizeof(int32_t));
 }
@@ -224,36 +263,39 @@ void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, 
   }
   const int64_t threads = num_threads();
   const int64_t mpanels = (m + kMR - 1) / kMR;
-  // packed B (not zeroed: the packing writes every byte of it)
-  Aligned<uint8_t> bpack(
-      static_cast<size_t>(round_up(std::min(k, kKC), 4) * round_up(std::min(n, kNC), kNR)));
-  for (int64_t jc = 0; jc < n; jc += kNC) {
-    const int64_t nc = std::min(kNC, n - jc), npanels = (nc + kNR - 1) / kNR;
-    for (int64_t pc = 0; pc < k; pc += kKC) {
-      const int64_t kc = std::min(kKC, k - pc), kq = (kc + 3) / 4;
-      const int64_t panel_bytes = kq * kNR * 4;
-      uint8_t* bp = bpack.p;
-      parallel_for(npanels, 1, [&](int64_t p0, int64_t p1) {
-        for (int64_t jp = p0; jp < p1; ++jp)
-          pack_b_panel(b, jc + jp * kNR, std::min(kNR, nc - jp * kNR), pc, kc,
-                       bp + jp * panel_bytes);
+  const int64_t kc_max = round_up(std::min(k, kKC), 4);
+  // packed A for one block of k (all rows) and B for one block of k and columns; not zeroed:
+  // the packing writes every byte of them
+  Aligned<uint8_t> apack(static_cast<size_t>(mpanels * kMR * kc_max));
+  Aligned<uint8_t> bpack(static_cast<size_t>(kc_max * round_up(std::min(n, kNC), kNR)));
+  for (int64_t pc = 0; pc < k; pc += kKC) {
+    const int64_t kc = std::min(kKC, k - pc), kq = (kc + 3) / 4;
+    const int64_t a_bytes = kq * kMR * 4, b_bytes = kq * kNR * 4;  // a panel's
+    for (int64_t jc = 0; jc < n; jc += kNC) {
+      const int64_t nc = std::min(kNC, n - jc), npanels = (nc + kNR - 1) / kNR;
+      // B's panels of this block, and with the first block all of A's panels of this k block
+      const int64_t apanels = jc == 0 ? mpanels : 0;
+      parallel_for(apanels + npanels, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+          if (p < apanels) {
+            pack_a_panel(a, p * kMR, std::min(kMR, m - p * kMR), pc, kc, apack.p + p * a_bytes);
+          } else {
+            const int64_t jp = p - apanels;
+            pack_b_panel(b, jc + jp * kNR, std::min(kNR, nc - jp * kNR), pc, kc,
+                         bpack.p + jp * b_bytes);
+          }
+        }
       });
       // items: a panel of A against a run of B's panels, runs enough for 4 items a thread
       const int64_t groups = std::clamp<int64_t>((4 * threads + mpanels - 1) / mpanels, 1, npanels);
       parallel_for(mpanels * groups, 1, [&](int64_t w0, int64_t w1) {
-        alignas(64) uint8_t apack[kKC / 4 * kMR * 4];
-        int64_t packed = -1;
         for (int64_t w = w0; w < w1; ++w) {
           const int64_t ip = w / groups, g = w % groups;
           const int64_t i0 = ip * kMR, rows = std::min(kMR, m - i0);
-          if (packed != ip) {
-            pack_a_panel(a, i0, rows, pc, kc, apack);
-            packed = ip;
-          }
           const int64_t jp1 = (g + 1) * npanels / groups;
           for (int64_t jp = g * npanels / groups; jp < jp1; ++jp) {
             const int64_t j0 = jc + jp * kNR;
-            tile(kq, apack, bp + jp * panel_bytes, c + i0 * ldc + j0, ldc, rows,
+            tile(kq, apack.p + ip * a_bytes, bpack.p + jp * b_bytes, c + i0 * ldc + j0, ldc, rows,
                  std::min(kNR, n - j0), pc == 0, row_term.data() + i0, col_term.data() + j0);
           }
         }
