@@ -159,6 +159,28 @@ void pack_b_panel(const Bytes& b, int64_t j0, int64_t cols, int64_t pc, int64_t 
   }
 }
 
+// B's panels [jp0, jp1) of the block of columns from jc (nc of them), k in [pc, pc + kc), each
+// into dst at its place (panel jp at jp times a panel's bytes). A row-major B's whole panels go
+// step by step across the panels, so that each line of B's rows, which two panels share, is read
+// once; the others panel by panel.
+void pack_b_panels(const Bytes& b, int64_t jc, int64_t nc, int64_t jp0, int64_t jp1, int64_t pc,
+                   int64_t kc, uint8_t* dst) {
+  const int64_t kq = (kc + 3) / 4, whole = kc / 4, panel_bytes = kq * kNR * 4;
+  const int64_t full_end = std::min(jp1, nc / kNR);  // whole panels end there
+  int64_t jp = jp0;
+  if (b.cs == 1 && whole == kq && jp < full_end) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(b.flip));
+    const uint8_t* base = b.p + pc * b.rs + jc;
+    for (int64_t q = 0; q < kq; ++q)
+      for (int64_t j = jp; j < full_end; ++j)
+        quads_of_rows(base + 4 * q * b.rs + j * kNR, b.rs, flip,
+                      dst + j * panel_bytes + q * kNR * 4);
+    jp = full_end;
+  }
+  for (; jp < jp1; ++jp)
+    pack_b_panel(b, jc + jp * kNR, std::min(kNR, nc - jp * kNR), pc, kc, dst + jp * panel_bytes);
+}
+
 #define EMBER_VNNI_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
 // C tile (R x kNR, rows ldc apart) = (first ? row[i] + col[j] : C) + the products of kq steps
@@ -276,15 +298,10 @@ void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, 
       // B's panels of this block, and with the first block all of A's panels of this k block
       const int64_t apanels = jc == 0 ? mpanels : 0;
       parallel_for(apanels + npanels, 1, [&](int64_t p0, int64_t p1) {
-        for (int64_t p = p0; p < p1; ++p) {
-          if (p < apanels) {
-            pack_a_panel(a, p * kMR, std::min(kMR, m - p * kMR), pc, kc, apack.p + p * a_bytes);
-          } else {
-            const int64_t jp = p - apanels;
-            pack_b_panel(b, jc + jp * kNR, std::min(kNR, nc - jp * kNR), pc, kc,
-                         bpack.p + jp * b_bytes);
-          }
-        }
+        for (int64_t p = p0; p < std::min(p1, apanels); ++p)
+          pack_a_panel(a, p * kMR, std::min(kMR, m - p * kMR), pc, kc, apack.p + p * a_bytes);
+        const int64_t jp0 = std::max(p0, apanels) - apanels, jp1 = p1 - apanels;
+        if (jp0 < jp1) pack_b_panels(b, jc, nc, jp0, jp1, pc, kc, bpack.p);
       });
       // items: a panel of A against a run of B's panels, runs enough for 4 items a thread
       const int64_t groups = std::clamp<int64_t>((4 * threads + mpanels - 1) / mpanels, 1, npanels);
