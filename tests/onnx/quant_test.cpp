@@ -1,7 +1,9 @@
-// MatMulInteger on models built with the protobuf API, against the products of the operands
-// widened to 64-bit integers with their zero points subtracted: every pairing of u8 and i8,
-// per-row and per-column zero points and scalar ones, batched and 1-d operands, sizes past the
-// CPU kernel's tiles. The node suite has a single small case.
+// MatMulInteger and QLinearMatMul on models built with the protobuf API, against the products of
+// the operands widened to 64-bit integers with their zero points subtracted: every pairing of u8
+// and i8, per-row and per-column zero points and scalar ones, batched and 1-d operands, sizes past
+// the CPU kernel's tiles. The node suite has one small MatMulInteger case and two QLinearMatMul.
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "model_builder.h"
@@ -122,6 +124,66 @@ TEST(OnnxQuant, MatMulIntegerMatchesWidenedProductsWithZeroPoints) {
         << Shape(c.b).to_string() << (c.b_signed ? " i8" : " u8") << ", zero points "
         << c.zero_points;
   }
+}
+
+pb::TensorProto scale_tensor(const std::string& name, const std::vector<float>& v, bool vector) {
+  pb::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(pb::TensorProto::FLOAT);
+  if (vector) t.add_dims(static_cast<int64_t>(v.size()));
+  for (float f : v) t.add_float_data(f);
+  return t;
+}
+
+// QLinearMatMul against ONNX's reference arithmetic: the integer sums of (a - za)(b - zb), times
+// a_scale * b_scale / y_scale computed in f32, in f64, rounded half to even, plus y's zero point,
+// saturated; per-row and per-column scales and zero points, and scalar ones.
+TEST(OnnxQuant, QLinearMatMulMatchesTheReferenceArithmetic) {
+  std::mt19937 g(9);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  for (const bool per_axis : {false, true})
+    for (const bool b_signed : {false, true}) {
+      const int64_t m = 19, k = 45, n = 37;
+      const Operand a = random_operand({m, k}, false, g), b = random_operand({k, n}, b_signed, g);
+      const Operand za =
+          random_operand(per_axis ? std::vector<int64_t>{m} : std::vector<int64_t>{}, false, g);
+      const Operand zb =
+          random_operand(per_axis ? std::vector<int64_t>{n} : std::vector<int64_t>{}, b_signed, g);
+      const Operand zy = random_operand({}, false, g);
+      std::vector<float> sa(size_t(per_axis ? m : 1)), sb(size_t(per_axis ? n : 1));
+      for (float& v : sa) v = scale(g);
+      for (float& v : sb) v = scale(g);
+      const float sy = 0.5f;
+      pb::ModelProto model = empty_model();
+      pb::GraphProto* gr = model.mutable_graph();
+      add_value(gr->mutable_output(), "y", pb::TensorProto::UINT8, std::nullopt);
+      *gr->add_initializer() = bytes_tensor("a", a);
+      *gr->add_initializer() = scale_tensor("sa", sa, per_axis);
+      *gr->add_initializer() = bytes_tensor("za", za);
+      *gr->add_initializer() = bytes_tensor("b", b);
+      *gr->add_initializer() = scale_tensor("sb", sb, per_axis);
+      *gr->add_initializer() = bytes_tensor("zb", zb);
+      *gr->add_initializer() = scale_tensor("sy", {sy}, false);
+      *gr->add_initializer() = bytes_tensor("zy", zy);
+      add_node(gr, "QLinearMatMul", {"a", "sa", "za", "b", "sb", "zb", "sy", "zy"}, {"y"}, "q");
+      Session s(parse(model));
+      const auto got = s.run({}).at(0).data().to_vec<uint8_t>();
+      ASSERT_EQ(got.size(), size_t(m * n));
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t zai = za.values[per_axis ? size_t(i) : 0];
+          const int64_t zbj = zb.values[per_axis ? size_t(j) : 0];
+          int64_t acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += (a.values[size_t(i * k + p)] - zai) * (b.values[size_t(p * n + j)] - zbj);
+          const float f = sa[per_axis ? size_t(i) : 0] * sb[per_axis ? size_t(j) : 0] / sy;
+          const double q = std::nearbyint(double(acc) * double(f)) + double(zy.values[0]);
+          const auto want = static_cast<uint8_t>(std::clamp(q, 0.0, 255.0));
+          EXPECT_EQ(got[size_t(i * n + j)], want)
+              << i << "," << j << (per_axis ? " per axis" : " per tensor")
+              << (b_signed ? " i8 b" : "");
+        }
+    }
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // ONNX quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the integer
-// and quantized-linear matmul and conv. MatMulInteger runs as int_matmul (i32 sums of the 8-bit
-// operands); the other integer products are computed exactly in f64 (every i8/u8 product sum of
-// a model fits its 53 bits) and rounded half to even, as ONNX says.
+// and quantized-linear matmul and conv. MatMulInteger and QLinearMatMul run as int_matmul (i32
+// sums of the 8-bit operands); the convolutions' integer products are computed exactly in f64
+// (every i8/u8 product sum of a model fits its 53 bits) and rounded half to even, as ONNX says.
 #include <limits>
 
 #include "ember/onnx/ops/context.h"
@@ -89,19 +89,6 @@ Tn<B> centered(const Ctx<B>& c, size_t k, size_t zp_k, int64_t axis_rank_hint = 
   return v;
 }
 
-template <Backend B>
-Tn<B> matmul_nd(const Tn<B>& a, const Tn<B>& b) {
-  Tn<B> x = a, y = b;
-  const bool va = x.rank() == 1, vb = y.rank() == 1;
-  if (va) x = reshape(x, {1, x.shape()[0]});
-  if (vb) y = reshape(y, {y.shape()[0], 1});
-  Tn<B> r = x.matmul(y);
-  Dims d = dims_of(r);
-  if (va) d.erase(d.size() - 2);
-  if (vb) d.erase(d.size() - 1);
-  return reshape(r, d);
-}
-
 // Zero point `k` in i32, shaped to broadcast against a rank-r operand: a scalar, or (1-d, one per
 // row or column) laid along `axis`.
 template <Backend B>
@@ -114,31 +101,38 @@ Tn<B> zero_point(const Ctx<B>& c, size_t k, int64_t rank, int64_t axis) {
 }
 
 // sum_k (a - za)(b - zb) = a b - za sum_k b - zb sum_k a + k za zb, all in i32 (wrapping as ONNX's
-// int32 sums do): the products run as int_matmul on the 8-bit operands themselves (AVX-512
-// VNNI's byte dot products on a CPU that has them), the zero points only through the operands'
-// row and column sums. a's zero point is per row when 1-d, b's per column.
+// int32 sums do), for the 8-bit inputs at ia and ib and their zero points at za and zb (per row
+// of a and column of b when 1-d, per tensor when one value; none where not given): the products
+// run as int_matmul on the 8-bit operands themselves (AVX-512 VNNI's byte dot products on a CPU
+// that has them), the zero points only through the operands' row and column sums. 1-d operands
+// as matmul takes them.
 template <Backend B>
-std::vector<RValue<B>> matmul_integer(Ctx<B>& c) {
-  Tn<B> a = c.in(0), b = c.in(1);
+Tn<B> integer_matmul(const Ctx<B>& c, size_t ia, size_t ib, size_t za, size_t zb) {
+  Tn<B> a = c.in(ia), b = c.in(ib);
   const bool va = a.rank() == 1, vb = b.rank() == 1;
   if (va) a = reshape(a, {1, a.shape()[0]});
   if (vb) b = reshape(b, {b.shape()[0], 1});
   const int64_t ra = a.rank(), rb = b.rank(), k = a.shape()[static_cast<size_t>(ra - 1)];
   Tn<B> y = op<B>(OpCode::IntMatmul, {a, b});
-  const bool has_za = c.has(2), has_zb = c.has(3);
+  const bool has_za = c.has(za), has_zb = c.has(zb);
   if (has_za) {
-    const Tn<B> za = zero_point(c, 2, ra, ra - 2);
-    y = y - za * reduce(OpCode::Sum, b.cast(DType::I32), {rb - 2}, true);
+    const Tn<B> z = zero_point(c, za, ra, ra - 2);
+    y = y - z * reduce(OpCode::Sum, b.cast(DType::I32), {rb - 2}, true);
   }
   if (has_zb) {
-    const Tn<B> zb = zero_point(c, 3, rb, rb - 1);
-    y = y - reduce(OpCode::Sum, a.cast(DType::I32), {ra - 1}, true) * zb;
-    if (has_za) y = y + zero_point(c, 2, ra, ra - 2) * zb * scalar_of(zb, double(k));
+    const Tn<B> z = zero_point(c, zb, rb, rb - 1);
+    y = y - reduce(OpCode::Sum, a.cast(DType::I32), {ra - 1}, true) * z;
+    if (has_za) y = y + zero_point(c, za, ra, ra - 2) * z * scalar_of(z, double(k));
   }
   Dims d = dims_of(y);
   if (va) d.erase(d.size() - 2);
   if (vb) d.erase(d.size() - 1);
-  return one(reshape(y, d));
+  return reshape(y, d);
+}
+
+template <Backend B>
+std::vector<RValue<B>> matmul_integer(Ctx<B>& c) {
+  return one(integer_matmul(c, 0, 1, 2, 3));
 }
 
 template <Backend B>
@@ -164,15 +158,29 @@ Tn<B> dequant(const Ctx<B>& c, size_t k, int64_t axis) {
   return v * fit(c.in(k + 1).cast(DType::F64));
 }
 
+// Scale k in f32, shaped to broadcast against a rank-r result: a scalar, or along `axis`.
+template <Backend B>
+Tn<B> scale_along(const Ctx<B>& c, size_t k, int64_t rank, int64_t axis) {
+  Tn<B> s = c.in(k).cast(DType::F32);
+  if (s.shape().numel() == 1 || axis < 0) return reshape(s, {});
+  Dims d(static_cast<size_t>(rank), 1);
+  d[static_cast<size_t>(axis)] = s.shape().numel();
+  return reshape(s, d);
+}
+
+// As ONNX's reference computes it: the i32 sums of (a - za)(b - zb) (integer_matmul), times
+// a_scale * b_scale / y_scale (in f32, per row of a and column of b), rounded half to even in
+// f64, plus y's zero point, saturated.
 template <Backend B>
 std::vector<RValue<B>> qlinear_matmul(Ctx<B>& c) {
-  Tn<B> a = dequant(c, 0, c.in(0).rank() - 2);
-  Tn<B> b = dequant(c, 3, c.in(3).rank() - 1);
-  Tn<B> y = matmul_nd(a, b);
-  std::optional<Tn<B>> zp;
-  if (c.has(7)) zp = reshape(c.in(7), {});
-  const DType t = zp ? zp->dtype() : DType::U8;
-  return one(quantize(y, reshape(c.in(6).cast(DType::F64), {}), zp, t));
+  const Tn<B> acc = integer_matmul(c, 0, 3, 2, 5);
+  const int64_t r = acc.rank();
+  const Tn<B> s = scale_along(c, 1, r, r - 2) * scale_along(c, 4, r, r - 1) /
+                  reshape(c.in(6).cast(DType::F32), {});
+  Tn<B> y = (acc.cast(DType::F64) * s.cast(DType::F64)).unary(OpCode::Round);
+  const DType t = c.has(7) ? c.in(7).dtype() : DType::U8;
+  if (c.has(7)) y = y + reshape(c.in(7), {}).cast(DType::F64);
+  return one(saturate(y, t));
 }
 
 template <Backend B>
