@@ -18,6 +18,10 @@ Models:
   ember_cnn     examples/mnist's CNN, with the weights of an ember-trained checkpoint
                 (--ember-checkpoint, a model.safetensors of `mnist train --model cnn`) or,
                 without one, random weights
+  quant_mlp     an MLP 784 -> 512 -> 256 -> 10 in the form of dynamic int8 quantization
+                (ONNX Runtime's quantize_dynamic): per layer DynamicQuantizeLinear of the
+                activations, MatMulInteger with int8 weights, the product scaled back to f32;
+                built with onnx.helper (random weights, quantized per tensor)
 
 Run with Debian's interpreter (torch 1.13, onnx 1.12):
   /usr/bin/python3 tools/onnx_models/make_models.py --out build/onnx_models
@@ -165,7 +169,43 @@ MODELS = {
     "transformer": (17, ["logits"]),
     "detector": (14, ["boxes", "scores"]),
     "ember_cnn": (13, ["logits"]),
+    "quant_mlp": (13, ["logits"]),
 }
+
+
+def quant_mlp_model(path):
+    """The quant_mlp graph (see the module doc), written to `path`."""
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(4)
+    sizes = [784, 512, 256, 10]
+    nodes = [helper.make_node("Flatten", ["input"], ["x0"], axis=1)]
+    inits = []
+    for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+        w = rng.normal(0, 1 / np.sqrt(n_in), (n_in, n_out)).astype(np.float32)
+        w_scale = np.float32(np.abs(w).max() / 127)
+        wq = np.clip(np.round(w / w_scale), -127, 127).astype(np.int8)
+        inits += [numpy_helper.from_array(wq, f"w{i}"),
+                  numpy_helper.from_array(np.array(w_scale, np.float32), f"w{i}_scale"),
+                  numpy_helper.from_array(rng.normal(0, 0.1, n_out).astype(np.float32), f"b{i}")]
+        x, out = f"x{i}", ("logits" if i == len(sizes) - 2 else f"x{i + 1}")
+        nodes += [
+            helper.make_node("DynamicQuantizeLinear", [x], [f"q{i}", f"q{i}_scale", f"q{i}_zp"]),
+            helper.make_node("MatMulInteger", [f"q{i}", f"w{i}", f"q{i}_zp"], [f"p{i}"]),
+            helper.make_node("Cast", [f"p{i}"], [f"pf{i}"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", [f"q{i}_scale", f"w{i}_scale"], [f"s{i}"]),
+            helper.make_node("Mul", [f"pf{i}", f"s{i}"], [f"y{i}"]),
+            helper.make_node("Add", [f"y{i}", f"b{i}"], [out if out == "logits" else f"z{i}"]),
+        ]
+        if out != "logits":
+            nodes.append(helper.make_node("Relu", [f"z{i}"], [out]))
+    graph = helper.make_graph(
+        nodes, "quant_mlp",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 28, 28])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
 
 
 def build(name, checkpoint):
@@ -188,12 +228,16 @@ def write_tensor(path, t, name):
 
 def export(name, out, checkpoint, bench_batches):
     opset, outputs = MODELS[name]
-    model = build(name, checkpoint)
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     input_name = "tokens" if name == "transformer" else "input"
     gen = torch.Generator().manual_seed(2)
     x = make_input(name, 2, gen)
+    if name == "quant_mlp":  # not from PyTorch
+        quant_mlp_model(folder / "model.onnx")
+        write_inputs(folder, name, x, input_name, bench_batches)
+        return
+    model = build(name, checkpoint)
     # The detector keeps its BatchNormalization nodes (PRESERVE with the model in eval mode
     # skips the exporter's Conv+BatchNorm folding); the others are exported as usual.
     training = torch.onnx.TrainingMode.PRESERVE if name == "detector" else \
@@ -206,12 +250,16 @@ def export(name, out, checkpoint, bench_batches):
                       input_names=[input_name], output_names=outputs, dynamic_axes=axes,
                       do_constant_folding=True, training=training)
     onnx.checker.check_model(onnx.load(str(folder / "model.onnx")))
+    write_inputs(folder, name, x, input_name, bench_batches)
+
+
+def write_inputs(folder, name, x, input_name, bench_batches):
     write_tensor(folder / "test_data_set_0" / "input_0.pb", x, input_name)
     for b in bench_batches:
         write_tensor(folder / f"bench_b{b}" / "input_0.pb",
                      make_input(name, b, torch.Generator().manual_seed(3 + b)), input_name)
     ops = sorted({n.op_type for n in onnx.load(str(folder / "model.onnx")).graph.node})
-    print(f"{name}: opset {opset}, {(folder / 'model.onnx').stat().st_size} bytes, ops {ops}")
+    print(f"{name}: {(folder / 'model.onnx').stat().st_size} bytes, ops {ops}")
 
 
 def main():
