@@ -12,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/cpu_bench.h"
@@ -133,16 +134,6 @@ void execute(dnnl_primitive_t prim, dnnl_stream_t stream,
   dnnl_stream_wait(stream);
 }
 
-// Runs a primitive of `pd` per iteration (its execution only, to completion).
-void time_primitive(State& st, dnnl_primitive_desc_t pd, dnnl_stream_t stream,
-                    std::vector<dnnl_exec_arg_t> args) {
-  dnnl_primitive_t prim = nullptr;
-  if (dnnl_primitive_create(&prim, pd) != dnnl_success) return st.SkipWithError("oneDNN primitive");
-  time_op(
-      st, [&] { execute(prim, stream, args); }, "");
-  dnnl_primitive_destroy(prim);
-}
-
 // Whether oneDNN has a bf16 matmul for this CPU (it declines the descriptor without AVX-512
 // BF16 or AMX), asked once with a small product.
 bool onednn_has_bf16_matmul() {
@@ -158,48 +149,6 @@ bool onednn_has_bf16_matmul() {
       dnnl_primitive_desc_create(&pd, &mm, nullptr, engine.eng, nullptr) == dnnl_success;
   if (pd) dnnl_primitive_desc_destroy(pd);
   return ok;
-}
-
-// oneDNN's matmul primitive on bf16 (bf16 out, its AMX or AVX-512 kernels), operands in plain
-// row-major or transposed layouts as ember's: the primitive's execution only.
-void onednn_matmul_bf16(State& st, MatmulSize s) {
-  auto fail = [&](const char* what) { st.SkipWithError(what); };
-  const Engine engine;
-  if (!engine.ok()) return fail("oneDNN engine");
-  dnnl_engine_t eng = engine.eng;
-  dnnl_stream_t stream = engine.stream;
-  dnnl_dims_t a_dims = {s.m, s.k}, b_dims = {s.k, s.n}, c_dims = {s.m, s.n};
-  dnnl_memory_desc_t a_md, b_md, c_md;
-  dnnl_memory_desc_init_by_tag(&a_md, 2, a_dims, dnnl_bf16, s.ta ? dnnl_ba : dnnl_ab);
-  dnnl_memory_desc_init_by_tag(&b_md, 2, b_dims, dnnl_bf16, s.tb ? dnnl_ba : dnnl_ab);
-  dnnl_memory_desc_init_by_tag(&c_md, 2, c_dims, dnnl_bf16, dnnl_ab);
-  dnnl_matmul_desc_t md;
-  dnnl_primitive_desc_t pd = nullptr;
-  if (dnnl_matmul_desc_init(&md, &a_md, &b_md, nullptr, &c_md) != dnnl_success ||
-      dnnl_primitive_desc_create(&pd, &md, nullptr, eng, nullptr) != dnnl_success)
-    return fail("oneDNN bf16 matmul descriptor");
-  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr;
-  dnnl_memory_create(&a, &a_md, eng, DNNL_MEMORY_ALLOCATE);
-  dnnl_memory_create(&b, &b_md, eng, DNNL_MEMORY_ALLOCATE);
-  dnnl_memory_create(&c, &c_md, eng, DNNL_MEMORY_ALLOCATE);
-  std::mt19937 g(3);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (auto [mem, desc] :
-       {std::pair<dnnl_memory_t, const dnnl_memory_desc_t*>{a, &a_md}, {b, &b_md}}) {
-    void* p = nullptr;
-    dnnl_memory_get_data_handle(mem, &p);
-    auto* h = static_cast<uint16_t*>(p);
-    for (size_t i = 0; i < dnnl_memory_desc_get_size(desc) / 2; ++i) {
-      const float f = u(g);
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      h[i] = uint16_t(bits >> 16);
-    }
-  }
-  time_primitive(st, pd, stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-  set_flop(st, s.flop());
-  for (dnnl_memory_t mem : {a, b, c}) dnnl_memory_destroy(mem);
-  dnnl_primitive_desc_destroy(pd);
 }
 
 // A primitive (a convolution, a matmul) with its memories, destroyed with it.
@@ -218,6 +167,68 @@ struct Primitive {
     if (pd) dnnl_primitive_desc_destroy(pd);
   }
 };
+
+// oneDNN's matmul primitive on a of type ta and b of tb into c of tc (bf16 x bf16 -> bf16: its
+// AMX or AVX-512 BF16 kernels; u8 x s8 -> s32: its VNNI or AMX int8 ones), operands in plain
+// row-major or transposed layouts as ember's, filled with random values (uniform in [-1, 1) for
+// bf16, random bytes for the 8-bit types): the primitive's execution only.
+Op onednn_typed_matmul_op(const MatmulSize& s, dnnl_data_type_t ta, dnnl_data_type_t tb,
+                          dnnl_data_type_t tc, std::string* error) {
+  auto mp = std::make_shared<Primitive>();
+  auto fail = [&](const char* what) {
+    *error = what;
+    return Op{};
+  };
+  if (!mp->engine.ok()) return fail("oneDNN engine");
+  dnnl_engine_t eng = mp->engine.eng;
+  dnnl_dims_t a_dims = {s.m, s.k}, b_dims = {s.k, s.n}, c_dims = {s.m, s.n};
+  dnnl_memory_desc_t a_md, b_md, c_md;
+  dnnl_memory_desc_init_by_tag(&a_md, 2, a_dims, ta, s.ta ? dnnl_ba : dnnl_ab);
+  dnnl_memory_desc_init_by_tag(&b_md, 2, b_dims, tb, s.tb ? dnnl_ba : dnnl_ab);
+  dnnl_memory_desc_init_by_tag(&c_md, 2, c_dims, tc, dnnl_ab);
+  dnnl_matmul_desc_t md;
+  if (dnnl_matmul_desc_init(&md, &a_md, &b_md, nullptr, &c_md) != dnnl_success ||
+      dnnl_primitive_desc_create(&mp->pd, &md, nullptr, eng, nullptr) != dnnl_success)
+    return fail("oneDNN matmul descriptor for these types");
+  if (dnnl_memory_create(&mp->src, &a_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
+      dnnl_memory_create(&mp->w, &b_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
+      dnnl_memory_create(&mp->dst, &c_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success)
+    return fail("oneDNN memory");
+  std::mt19937 g(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto [mem, desc, t] :
+       {std::tuple<dnnl_memory_t, const dnnl_memory_desc_t*, dnnl_data_type_t>{mp->src, &a_md, ta},
+        {mp->w, &b_md, tb}}) {
+    void* p = nullptr;
+    dnnl_memory_get_data_handle(mem, &p);
+    const size_t bytes = dnnl_memory_desc_get_size(desc);
+    if (t == dnnl_bf16) {
+      auto* h = static_cast<uint16_t*>(p);
+      for (size_t i = 0; i < bytes / 2; ++i) {
+        const float f = u(g);
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        h[i] = uint16_t(bits >> 16);
+      }
+    } else {
+      auto* h = static_cast<uint8_t*>(p);
+      for (size_t i = 0; i < bytes; ++i) h[i] = uint8_t(byte(g));
+    }
+  }
+  if (dnnl_primitive_create(&mp->prim, mp->pd) != dnnl_success) return fail("oneDNN primitive");
+  *error = "";
+  return [mp, args = std::vector<dnnl_exec_arg_t>{
+                  {DNNL_ARG_SRC, mp->src}, {DNNL_ARG_WEIGHTS, mp->w}, {DNNL_ARG_DST, mp->dst}}] {
+    execute(mp->prim, mp->engine.stream, args);
+  };
+}
+
+void onednn_matmul_bf16(State& st, MatmulSize s) {
+  std::string error;
+  time_op(st, onednn_typed_matmul_op(s, dnnl_bf16, dnnl_bf16, dnnl_bf16, &error), error);
+  set_flop(st, s.flop());
+}
 
 }  // namespace
 
@@ -271,44 +282,9 @@ Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error) {
   };
 }
 
-// oneDNN's matmul primitive on u8 x s8 -> s32 (its VNNI or AMX int8 kernels where the CPU has
-// them), operands in plain row-major or transposed layouts as ember's: the execution only.
+// oneDNN's u8 x s8 -> s32 matmul (onednn_typed_matmul_op).
 Op onednn_matmul_u8s8_op(const MatmulSize& s, std::string* error) {
-  auto mp = std::make_shared<Primitive>();
-  auto fail = [&](const char* what) {
-    *error = what;
-    return Op{};
-  };
-  if (!mp->engine.ok()) return fail("oneDNN engine");
-  dnnl_engine_t eng = mp->engine.eng;
-  dnnl_dims_t a_dims = {s.m, s.k}, b_dims = {s.k, s.n}, c_dims = {s.m, s.n};
-  dnnl_memory_desc_t a_md, b_md, c_md;
-  dnnl_memory_desc_init_by_tag(&a_md, 2, a_dims, dnnl_u8, s.ta ? dnnl_ba : dnnl_ab);
-  dnnl_memory_desc_init_by_tag(&b_md, 2, b_dims, dnnl_s8, s.tb ? dnnl_ba : dnnl_ab);
-  dnnl_memory_desc_init_by_tag(&c_md, 2, c_dims, dnnl_s32, dnnl_ab);
-  dnnl_matmul_desc_t md;
-  if (dnnl_matmul_desc_init(&md, &a_md, &b_md, nullptr, &c_md) != dnnl_success ||
-      dnnl_primitive_desc_create(&mp->pd, &md, nullptr, eng, nullptr) != dnnl_success)
-    return fail("oneDNN u8 x s8 matmul descriptor");
-  if (dnnl_memory_create(&mp->src, &a_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
-      dnnl_memory_create(&mp->w, &b_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
-      dnnl_memory_create(&mp->dst, &c_md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success)
-    return fail("oneDNN memory");
-  std::mt19937 g(3);
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (auto [m, desc] :
-       {std::pair<dnnl_memory_t, const dnnl_memory_desc_t*>{mp->src, &a_md}, {mp->w, &b_md}}) {
-    void* p = nullptr;
-    dnnl_memory_get_data_handle(m, &p);
-    auto* h = static_cast<uint8_t*>(p);
-    for (size_t i = 0; i < dnnl_memory_desc_get_size(desc); ++i) h[i] = uint8_t(byte(g));
-  }
-  if (dnnl_primitive_create(&mp->prim, mp->pd) != dnnl_success) return fail("oneDNN primitive");
-  *error = "";
-  return [mp, args = std::vector<dnnl_exec_arg_t>{
-                  {DNNL_ARG_SRC, mp->src}, {DNNL_ARG_WEIGHTS, mp->w}, {DNNL_ARG_DST, mp->dst}}] {
-    execute(mp->prim, mp->engine.stream, args);
-  };
+  return onednn_typed_matmul_op(s, dnnl_u8, dnnl_s8, dnnl_s32, error);
 }
 
 namespace {
