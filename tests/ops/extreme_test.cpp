@@ -357,14 +357,25 @@ std::vector<Case> index_cases(OpCode c) {
   return out;
 }
 
+// matmul: each element type for both operands; int_matmul: its 8-bit types in every pairing
+// and a type it refuses
 std::vector<Case> matmul_cases(OpCode c) {
   std::vector<Case> out;
   const std::vector<Shape> shapes = {Shape{},           Shape{3},    Shape{2, 3},    Shape{3, 2},
                                      Shape{0, 3},       Shape{3, 0}, Shape{2, 0, 3}, Shape{1, 3, 4},
                                      Shape{4, 1, 2, 3}, Shape{0, 0}};
+  using Pair = std::pair<DType, DType>;
+  const std::vector<Pair> types =
+      c == OpCode::IntMatmul
+          ? std::vector<Pair>{{DType::U8, DType::I8},
+                              {DType::I8, DType::I8},
+                              {DType::U8, DType::U8},
+                              {DType::I8, DType::I64}}
+          : std::vector<Pair>{
+                {DType::F32, DType::F32}, {DType::I64, DType::I64}, {DType::F16, DType::F16}};
   for (const Shape& a : shapes)
     for (const Shape& b : shapes)
-      for (DType t : {DType::F32, DType::I64, DType::F16}) add(out, c, {}, {{a, t}, {b, t}});
+      for (const auto& [ta, tb] : types) add(out, c, {}, {{a, ta}, {b, tb}});
   return out;
 }
 
@@ -429,6 +440,8 @@ std::vector<Case> composite_cases(OpCode c, Accepts acc) {
       }
       return out;
     }
+    case OpCode::IntMatmul:
+      return matmul_cases(c);
     case OpCode::Attention: {
       std::vector<Case> out;
       const std::vector<Shape> shapes = {Shape{2, 3},    Shape{0, 3},    Shape{2, 0},
