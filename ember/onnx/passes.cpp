@@ -14,8 +14,9 @@ namespace ember::onnx {
 std::string PassReport::to_string() const {
   std::ostringstream s;
   s << "folded " << folded << " constant nodes, " << conv_bn << " conv+batch-norm pairs, " << linear
-    << " matmul+add into linear, " << attention << " attention subgraphs, " << common
-    << " common subexpressions, " << dead << " dead nodes";
+    << " matmul+add into linear, " << attention << " attention subgraphs, " << int_sums
+    << " integer weights' column sums, " << common << " common subexpressions, " << dead
+    << " dead nodes";
   return s.str();
 }
 
@@ -363,6 +364,44 @@ int fuse_matmul_add(GraphView& v) {
   return fused;
 }
 
+// MatMulInteger by a constant 2-d weight with a zero point for its input a: sum_k (a - za) b
+// needs the weight's column sums, the same for every run; they are taken here once, as an
+// initializer, and the node becomes ember.MatMulInteger (a, b, za, zb, the sums), which reads
+// them instead of summing the weight on every run.
+int fold_integer_weight_sums(GraphView& v) {
+  int folded = 0;
+  for (Node& mm : v.g.nodes) {
+    if (mm.op_type != "MatMulInteger" || !mm.domain.empty() || mm.inputs.size() < 3 ||
+        mm.inputs[2].empty() || mm.outputs.size() != 1)
+      continue;
+    const TensorData* w = v.constant(mm.inputs[1]);
+    if (!w || w->shape().rank() != 2 || (w->dtype() != DType::I8 && w->dtype() != DType::U8))
+      continue;
+    const int64_t k = w->shape()[0], n = w->shape()[1];
+    // modulo 2^32, as the i32 arithmetic that reads them
+    std::vector<uint32_t> acc(static_cast<size_t>(n), 0);
+    const auto* bytes = reinterpret_cast<const uint8_t*>(w->bytes().data());
+    const bool is_signed = w->dtype() == DType::I8;
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) {
+        const uint8_t b = bytes[p * n + j];
+        acc[static_cast<size_t>(j)] +=
+            static_cast<uint32_t>(is_signed ? int32_t{static_cast<int8_t>(b)} : int32_t{b});
+      }
+    std::vector<int32_t> sums(acc.size());
+    for (size_t j = 0; j < acc.size(); ++j) sums[j] = static_cast<int32_t>(acc[j]);
+    const std::string name = mm.outputs[0] + "/weight_column_sums";
+    v.add_initializer(name, TensorData::from<int32_t>(sums, Shape{n}));
+    mm.inputs.resize(4);  // a, b, za, zb ("" where absent)
+    mm.inputs.push_back(name);
+    mm.op_type = "MatMulInteger";
+    mm.domain = "ember";
+    ++folded;
+  }
+  v.refresh();
+  return folded;
+}
+
 /// The node producing `name` (nullptr for graph inputs and initializers).
 Node* producer(GraphView& v, const std::string& name) {
   for (Node& n : v.g.nodes)
@@ -473,6 +512,7 @@ PassReport optimize(Model& model, const PassOptions& o) {
   if (o.fold_conv_batch_norm) r.conv_bn = fold_conv_batch_norm(v);
   if (o.fuse_attention) r.attention = fuse_attention(v);
   if (o.fuse_matmul_add) r.linear = fuse_matmul_add(v);
+  if (o.fold_integer_weight_sums) r.int_sums = fold_integer_weight_sums(v);
   if (o.eliminate_common) r.common = eliminate_common(v);
   if (o.eliminate_dead) r.dead = eliminate_dead(v);
   return r;

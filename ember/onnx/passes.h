@@ -16,6 +16,9 @@
 //  one ember.Linear node.
 // - fuse_attention: MatMul(q, k^T) scaled, Softmax over the last axis and MatMul by v
 //  become one ember.Attention node (ember's attention op).
+// - fold_integer_weight_sums: MatMulInteger by a constant weight, with a zero point for its
+//  input, becomes ember.MatMulInteger with the weight's column sums (which the zero point's term
+//  needs) made once at load time, not on every run.
 // - eliminate_common: nodes with the same operator, inputs and attributes are computed once.
 // - eliminate_dead: nodes and initializers that no graph output depends on are dropped.
 #pragma once
@@ -31,6 +34,7 @@ struct PassOptions {
   bool fold_conv_batch_norm = true;
   bool fuse_matmul_add = true;
   bool fuse_attention = true;
+  bool fold_integer_weight_sums = true;
   bool eliminate_common = true;
   bool eliminate_dead = true;
   /// Constant folding leaves values larger than this as nodes (a ConstantOfShape of a big
@@ -40,7 +44,7 @@ struct PassOptions {
 
 /// What the passes did, by count.
 struct EMBER_API PassReport {
-  int folded = 0, conv_bn = 0, linear = 0, attention = 0, common = 0, dead = 0;
+  int folded = 0, conv_bn = 0, linear = 0, attention = 0, int_sums = 0, common = 0, dead = 0;
   std::string to_string() const;
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "ember/onnx/passes.h"
 #include "model_builder.h"
 
 namespace ember::onnx {
@@ -123,6 +124,43 @@ TEST(OnnxQuant, MatMulIntegerMatchesWidenedProductsWithZeroPoints) {
         << "a " << Shape(c.a).to_string() << (c.a_signed ? " i8" : " u8") << ", b "
         << Shape(c.b).to_string() << (c.b_signed ? " i8" : " u8") << ", zero points "
         << c.zero_points;
+  }
+}
+
+// MatMulInteger of a graph input by a constant weight with the input's zero point: the passes
+// make it ember.MatMulInteger with the weight's column sums made once at load time; with and
+// without the passes the outputs are the widened products.
+TEST(OnnxQuant, AConstantWeightsColumnSumsAreMadeOnce) {
+  std::mt19937 g(13);
+  for (const bool b_signed : {true, false}) {
+    const Operand a = random_operand({6, 37}, false, g), b = random_operand({37, 45}, b_signed, g);
+    const Operand za = random_operand({}, false, g), zb = random_operand({45}, b_signed, g);
+    pb::ModelProto m = empty_model();
+    pb::GraphProto* gr = m.mutable_graph();
+    add_value(gr->mutable_input(), "a", pb::TensorProto::UINT8,
+              std::vector<DimSpec>{std::string("N"), int64_t{37}});
+    add_value(gr->mutable_output(), "y", pb::TensorProto::INT32, std::nullopt);
+    *gr->add_initializer() = bytes_tensor("b", b);
+    *gr->add_initializer() = bytes_tensor("za", za);
+    *gr->add_initializer() = bytes_tensor("zb", zb);
+    add_node(gr, "MatMulInteger", {"a", "b", "za", "zb"}, {"y"}, "mm");
+    Model optimized = parse(m);
+    const PassReport r = optimize(optimized);
+    EXPECT_EQ(r.int_sums, 1) << r.to_string();
+    ASSERT_EQ(optimized.graph.nodes.size(), 1u);
+    EXPECT_EQ(optimized.graph.nodes[0].domain, "ember");
+    EXPECT_EQ(optimized.graph.nodes[0].inputs.size(), 5u);
+    std::vector<uint8_t> bytes;
+    for (int64_t v : a.values) bytes.push_back(static_cast<uint8_t>(v));
+    const Value in = Value::tensor(TensorData::from<uint8_t>(bytes, Shape{6, 37}), Device::cpu());
+    const auto want = expected(a, b, &za, &zb);
+    for (const bool passes : {true, false}) {
+      SessionOptions o;
+      o.optimize = passes;
+      Session s(parse(m), Device::cpu(), o);
+      EXPECT_EQ(s.run({in}).at(0).data().to_vec<int32_t>(), want)
+          << (passes ? "with" : "without") << " the passes, b " << (b_signed ? "i8" : "u8");
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // sums of the 8-bit operands); the convolutions' integer products are computed exactly in f64
 // (every i8/u8 product sum of a model fits its 53 bits) and rounded half to even, as ONNX says.
 #include <limits>
+#include <optional>
 
 #include "ember/onnx/ops/context.h"
 
@@ -107,7 +108,8 @@ Tn<B> zero_point(const Ctx<B>& c, size_t k, int64_t rank, int64_t axis) {
 // that has them), the zero points only through the operands' row and column sums. 1-d operands
 // as matmul takes them.
 template <Backend B>
-Tn<B> integer_matmul(const Ctx<B>& c, size_t ia, size_t ib, size_t za, size_t zb) {
+Tn<B> integer_matmul(const Ctx<B>& c, size_t ia, size_t ib, size_t za, size_t zb,
+                     std::optional<size_t> b_sums = std::nullopt) {
   Tn<B> a = c.in(ia), b = c.in(ib);
   const bool va = a.rank() == 1, vb = b.rank() == 1;
   if (va) a = reshape(a, {1, a.shape()[0]});
@@ -117,7 +119,11 @@ Tn<B> integer_matmul(const Ctx<B>& c, size_t ia, size_t ib, size_t za, size_t zb
   const bool has_za = c.has(za), has_zb = c.has(zb);
   if (has_za) {
     const Tn<B> z = zero_point(c, za, ra, ra - 2);
-    y = y - z * reduce(OpCode::Sum, b.cast(DType::I32), {rb - 2}, true);
+    // b's column sums, given (a constant weight's, made once: passes.h) or taken here
+    const Tn<B> sums = b_sums && c.has(*b_sums)
+                           ? reshape(c.in(*b_sums), {1, c.in(*b_sums).shape()[0]})
+                           : reduce(OpCode::Sum, b.cast(DType::I32), {rb - 2}, true);
+    y = y - z * sums;
   }
   if (has_zb) {
     const Tn<B> z = zero_point(c, zb, rb, rb - 1);
@@ -133,6 +139,12 @@ Tn<B> integer_matmul(const Ctx<B>& c, size_t ia, size_t ib, size_t za, size_t zb
 template <Backend B>
 std::vector<RValue<B>> matmul_integer(Ctx<B>& c) {
   return one(integer_matmul(c, 0, 1, 2, 3));
+}
+
+// ember.MatMulInteger (passes.h): MatMulInteger with b's column sums as input 4.
+template <Backend B>
+std::vector<RValue<B>> matmul_integer_with_sums(Ctx<B>& c) {
+  return one(integer_matmul(c, 0, 1, 2, 3, size_t{4}));
 }
 
 template <Backend B>
@@ -207,6 +219,7 @@ void register_quant_ops(OpRegistry<B>& r) {
   r["DequantizeLinear"] = dequantize_linear<B>;
   r["DynamicQuantizeLinear"] = dynamic_quantize_linear<B>;
   r["MatMulInteger"] = matmul_integer<B>;
+  r["ember.MatMulInteger"] = matmul_integer_with_sums<B>;
   r["ConvInteger"] = conv_integer<B>;
   r["QLinearMatMul"] = qlinear_matmul<B>;
   r["QLinearConv"] = qlinear_conv<B>;
