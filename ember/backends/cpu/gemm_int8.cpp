@@ -58,8 +58,8 @@ struct Bytes {
 };
 
 // Four rows of A (rows rs apart), 16 bytes each, as four steps of k of those rows: a 4 x 4
-// transpose of 32-bit words, each step's 16 bytes kMR * 4 apart in dst.
-EMBER_TARGET_AVX2 void words_of_rows(const uint8_t* src, int64_t rs, __m128i flip, uint8_t* dst) {
+// transpose of 32-bit words, each step's 16 bytes kMR * 4 apart in dst (SSE2: every x86-64).
+void words_of_rows(const uint8_t* src, int64_t rs, __m128i flip, uint8_t* dst) {
   auto row = [&](int64_t t) {
     return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t * rs)), flip);
   };
@@ -111,12 +111,18 @@ void pack_a_panel(const Bytes& a, int64_t i0, int64_t rows, int64_t pc, int64_t 
 // Four rows of 32 bytes (rows rs apart, each byte's top bit flipped by `flip`) as 32 columns of
 // four bytes: two rounds of byte and word interleaving within 128-bit lanes, then the lanes
 // put in column order.
-EMBER_TARGET_AVX2 void quads_of_rows(const uint8_t* src, int64_t rs, __m256i flip, uint8_t* dst) {
-  auto row = [&](int64_t t) {
-    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + t * rs)),
-                            flip);
-  };
-  const __m256i r0 = row(0), r1 = row(1), r2 = row(2), r3 = row(3);
+EMBER_TARGET_AVX2 void quads_of_rows(const uint8_t* src, int64_t rs, uint8_t flip_byte,
+                                     uint8_t* dst) {
+  // (no lambdas here: a lambda's body is not compiled for its function's target)
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(flip_byte));
+  const __m256i r0 =
+      _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)), flip);
+  const __m256i r1 =
+      _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + rs)), flip);
+  const __m256i r2 =
+      _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * rs)), flip);
+  const __m256i r3 =
+      _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 3 * rs)), flip);
   const __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
   const __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
   // per 128-bit lane: q0 columns 0-3 (16-19), q1 4-7 (20-23), q2 8-11 (24-27), q3 12-15 (28-31)
@@ -137,8 +143,7 @@ void pack_b_panel(const Bytes& b, int64_t j0, int64_t cols, int64_t pc, int64_t 
   const uint8_t* base = b.p + pc * b.rs + j0 * b.cs;
   int64_t q = 0;
   if (b.cs == 1 && cols == kNR) {
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(b.flip));
-    for (; q < whole; ++q) quads_of_rows(base + 4 * q * b.rs, b.rs, flip, dst + q * kNR * 4);
+    for (; q < whole; ++q) quads_of_rows(base + 4 * q * b.rs, b.rs, b.flip, dst + q * kNR * 4);
   } else if (b.rs == 1) {
     const uint32_t flip4 = b.flip * 0x01010101u;
     std::memset(dst, 0, static_cast<size_t>(whole * kNR * 4));
@@ -169,11 +174,10 @@ void pack_b_panels(const Bytes& b, int64_t jc, int64_t nc, int64_t jp0, int64_t 
   const int64_t full_end = std::min(jp1, nc / kNR);  // whole panels end there
   int64_t jp = jp0;
   if (b.cs == 1 && whole == kq && jp < full_end) {
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(b.flip));
     const uint8_t* base = b.p + pc * b.rs + jc;
     for (int64_t q = 0; q < kq; ++q)
       for (int64_t j = jp; j < full_end; ++j)
-        quads_of_rows(base + 4 * q * b.rs + j * kNR, b.rs, flip,
+        quads_of_rows(base + 4 * q * b.rs + j * kNR, b.rs, b.flip,
                       dst + j * panel_bytes + q * kNR * 4);
     jp = full_end;
   }
