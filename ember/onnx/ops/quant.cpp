@@ -90,15 +90,15 @@ Tn<B> centered(const Ctx<B>& c, size_t k, size_t zp_k, int64_t axis_rank_hint = 
   return v;
 }
 
-// Zero point `k` in i32, shaped to broadcast against a rank-r operand: a scalar, or (1-d, one per
-// row or column) laid along `axis`.
+// Input k as type t, shaped to broadcast against a rank-r operand or result: a scalar (one
+// value, or axis < 0), else its values laid along `axis` (a zero point or scale per row or column).
 template <Backend B>
-Tn<B> zero_point(const Ctx<B>& c, size_t k, int64_t rank, int64_t axis) {
-  Tn<B> z = c.in(k).cast(DType::I32);
-  if (z.shape().numel() == 1) return reshape(z, {});
+Tn<B> along_axis(const Ctx<B>& c, size_t k, DType t, int64_t rank, int64_t axis) {
+  Tn<B> v = c.in(k).cast(t);
+  if (v.shape().numel() == 1 || axis < 0) return reshape(v, {});
   Dims d(static_cast<size_t>(rank), 1);
-  d[static_cast<size_t>(axis)] = z.shape().numel();
-  return reshape(z, d);
+  d[static_cast<size_t>(axis)] = v.shape().numel();
+  return reshape(v, d);
 }
 
 // sum_k (a - za)(b - zb) = a b - za sum_k b - zb sum_k a + k za zb, all in i32 (wrapping as ONNX's
@@ -117,8 +117,9 @@ Tn<B> integer_matmul(const Ctx<B>& c, size_t ia, size_t ib, size_t za, size_t zb
   const int64_t ra = a.rank(), rb = b.rank(), k = a.shape()[static_cast<size_t>(ra - 1)];
   Tn<B> y = op<B>(OpCode::IntMatmul, {a, b});
   const bool has_za = c.has(za), has_zb = c.has(zb);
+  std::optional<Tn<B>> zav;
   if (has_za) {
-    const Tn<B> z = zero_point(c, za, ra, ra - 2);
+    const Tn<B>& z = zav.emplace(along_axis(c, za, DType::I32, ra, ra - 2));
     // b's column sums, given (a constant weight's, made once: passes.h) or taken here
     const Tn<B> sums = b_sums && c.has(*b_sums)
                            ? reshape(c.in(*b_sums), {1, c.in(*b_sums).shape()[0]})
@@ -126,9 +127,9 @@ Tn<B> integer_matmul(const Ctx<B>& c, size_t ia, size_t ib, size_t za, size_t zb
     y = y - z * sums;
   }
   if (has_zb) {
-    const Tn<B> z = zero_point(c, zb, rb, rb - 1);
+    const Tn<B> z = along_axis(c, zb, DType::I32, rb, rb - 1);
     y = y - reduce(OpCode::Sum, a.cast(DType::I32), {ra - 1}, true) * z;
-    if (has_za) y = y + zero_point(c, za, ra, ra - 2) * z * scalar_of(z, double(k));
+    if (zav) y = y + *zav * z * scalar_of(z, double(k));
   }
   Dims d = dims_of(y);
   if (va) d.erase(d.size() - 2);
@@ -170,16 +171,6 @@ Tn<B> dequant(const Ctx<B>& c, size_t k, int64_t axis) {
   return v * fit(c.in(k + 1).cast(DType::F64));
 }
 
-// Scale k in f32, shaped to broadcast against a rank-r result: a scalar, or along `axis`.
-template <Backend B>
-Tn<B> scale_along(const Ctx<B>& c, size_t k, int64_t rank, int64_t axis) {
-  Tn<B> s = c.in(k).cast(DType::F32);
-  if (s.shape().numel() == 1 || axis < 0) return reshape(s, {});
-  Dims d(static_cast<size_t>(rank), 1);
-  d[static_cast<size_t>(axis)] = s.shape().numel();
-  return reshape(s, d);
-}
-
 // As ONNX's reference computes it: the i32 sums of (a - za)(b - zb) (integer_matmul), times
 // a_scale * b_scale / y_scale (in f32, per row of a and column of b), rounded half to even in
 // f64, plus y's zero point, saturated.
@@ -187,7 +178,7 @@ template <Backend B>
 std::vector<RValue<B>> qlinear_matmul(Ctx<B>& c) {
   const Tn<B> acc = integer_matmul(c, 0, 3, 2, 5);
   const int64_t r = acc.rank();
-  const Tn<B> s = scale_along(c, 1, r, r - 2) * scale_along(c, 4, r, r - 1) /
+  const Tn<B> s = along_axis(c, 1, DType::F32, r, r - 2) * along_axis(c, 4, DType::F32, r, r - 1) /
                   reshape(c.in(6).cast(DType::F32), {});
   Tn<B> y = (acc.cast(DType::F64) * s.cast(DType::F64)).unary(OpCode::Round);
   const DType t = c.has(7) ? c.in(7).dtype() : DType::U8;
