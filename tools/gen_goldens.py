@@ -605,6 +605,35 @@ case("int_matmul", int_mm, [I(17, 9, dtype="i8", lo=-128, hi=127, layout="transp
                             I(9, 35, dtype="u8", lo=0, hi=255, layout="transposed")], tag="noncontig")
 case("int_matmul", int_mm, [I(3, 0, dtype="u8", lo=0, hi=255), I(0, 5, dtype="i8", lo=-128, hi=127)], tag="k0")
 
+# int_conv: 8-bit operands, exact i32 sums, as conv (after int_matmul, so that the cases above
+# keep their inputs). f64 holds every sum exactly. Shapes cross the CPU path's routes: a 1x1
+# window read in place, im2col's columns of one image and of several side by side, groups,
+# padding (zeros), strides, dilation, 1-d and 3-d, the largest magnitudes, a transposed input.
+def int_conv_nd(x, w, stride, padding, dilation, groups):
+    return conv_nd(x.double(), w.double(), stride, padding, dilation, groups).to(torch.int32)
+
+
+def int_conv_case(x, w, tag, stride=None, padding=None, dilation=None, groups=1):
+    r = len(x.shape) - 2
+    a = {"stride": stride or [1] * r, "padding": padding or [0] * r,
+         "dilation": dilation or [1] * r, "groups": groups}
+    case("int_conv", int_conv_nd, [x, w], a, tag=tag)
+
+
+U8 = dict(dtype="u8", lo=0, hi=255)
+S8 = dict(dtype="i8", lo=-128, hi=127)
+int_conv_case(I(2, 5, 4, 4, **U8), I(3, 5, 1, 1, **S8), "1x1")
+int_conv_case(I(1, 64, 6, 7, **U8), I(40, 64, 1, 1, **S8), "1x1_deep")
+int_conv_case(I(2, 6, 9, 8, **U8), I(19, 6, 3, 3, **S8), "3x3_pad", padding=[1, 1])
+int_conv_case(I(5, 3, 7, 7, **S8), I(8, 3, 3, 3, **S8), "i8_i8_batched", [2, 2], [1, 1])
+int_conv_case(I(2, 4, 9, 9, **U8), I(6, 2, 3, 2, **U8), "u8_u8_groups_dilation", [1, 2], [2, 1], [2, 1], 2)
+int_conv_case(I(2, 4, 6, 6, **U8), I(4, 1, 3, 3, **S8), "depthwise", padding=[1, 1], groups=4)
+int_conv_case(I(3, 4, 11, **U8), I(5, 4, 4, **S8), "1d_stride", [3], [2])
+int_conv_case(I(1, 2, 4, 5, 5, **U8), I(3, 2, 2, 3, 3, **S8), "3d", padding=[1, 0, 1])
+int_conv_case(I(1, 16, 5, 5, dtype="u8", values=[255] * 400), I(4, 16, 3, 3, dtype="i8", values=[-128] * 576),
+              "extremes", padding=[1, 1])
+int_conv_case(I(2, 3, 5, 6, layout="transposed", **U8), I(4, 3, 3, 3, **S8), "noncontig", padding=[1, 1])
+
 out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")
 with open(path, "w") as f:

@@ -1,6 +1,7 @@
 // Default decompositions of the composite ops into primitive ops. Every backend gets them;
 // a backend with a faster kernel lists the op in `supports` and never comes here.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -145,6 +146,23 @@ Dyn<B> pad(const Op& op, Dyn<B> x, const TensorMeta& out) {
   return x;
 }
 
+/// int_conv as im2col and a product: the input's columns (unfold, in f32: exact for 8-bit
+/// values) widened to i32 and multiplied by each group's weight rows.
+template <Backend B>
+Dyn<B> int_conv(const Op& op, const Dyn<B>& x, const Dyn<B>& w, const TensorMeta& out) {
+  OpAttrs u;
+  u.window = op.attrs.window;
+  u.window.groups = 1;
+  const int64_t n = x.shape()[0], g = op.attrs.window.groups, co = w.shape()[0];
+  const int64_t ck = w.shape().numel() / std::max<int64_t>(co, 1);
+  const int64_t L = out.shape.numel() / std::max<int64_t>(n * co, 1);
+  if (out.shape.numel() == 0)
+    return Dyn<B>::full(out.shape, Scalar(int64_t{0}), DType::I32, x.device());
+  Dyn<B> cols = Dyn<B>::run(OpCode::Unfold, std::move(u), {x.cast(DType::F32)});
+  cols = cols.cast(DType::I32).reshape(Shape{n, g, ck, L});
+  return w.cast(DType::I32).reshape(Shape{g, co / g, ck}).matmul(cols).reshape(out.shape);
+}
+
 }  // namespace detail
 
 template <Backend B>
@@ -216,6 +234,8 @@ typename B::Handle decompose(const Op& op, std::span<typename B::Handle> in,
       return detail::pad<B>(op, x, out).handle();
     case C::IntMatmul:  // exact: a sum of k products of 8-bit ints fits i32 up to k = 2^16
       return x.cast(DType::I32).matmul(T(in[1]).cast(DType::I32)).handle();
+    case C::IntConv:
+      return detail::int_conv<B>(op, x, T(in[1]), out).handle();
     default:
       throw Error("[" + std::string(name(op.code)) + "] has no decomposition");
   }

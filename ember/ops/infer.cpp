@@ -282,17 +282,21 @@ TensorMeta index_rule(Op& op, Metas in) {
   }
 }
 
+// int_matmul's and int_conv's operands: 8-bit integers, i8 or u8 each.
+void check_8bit_operands(const Op& op, Metas in) {
+  for (const TensorMeta* t : in)
+    if (t->dtype != DType::I8 && t->dtype != DType::U8)
+      throw DTypeError(tag(op) + "takes i8 or u8 operands, got " + std::string(name(in[0]->dtype)) +
+                       " " + in[0]->shape.to_string() + " and " + std::string(name(in[1]->dtype)) +
+                       " " + in[1]->shape.to_string());
+}
+
 TensorMeta matmul_rule(const Op& op, Metas in) {
   const Shape &a = in[0]->shape, &b = in[1]->shape;
-  if (op.code == OpCode::IntMatmul) {
-    for (const TensorMeta* t : in)
-      if (t->dtype != DType::I8 && t->dtype != DType::U8)
-        throw DTypeError(tag(op) + "takes i8 or u8 operands, got " +
-                         std::string(name(in[0]->dtype)) + " " + a.to_string() + " and " +
-                         std::string(name(in[1]->dtype)) + " " + b.to_string());
-  } else {
+  if (op.code == OpCode::IntMatmul)
+    check_8bit_operands(op, in);
+  else
     check_same_dtype(op, in, 0);
-  }
   if (a.rank() < 2 || b.rank() < 2)
     throw ShapeError(tag(op) + "needs rank >= 2, got lhs " + a.to_string() + ", rhs " +
                      b.to_string());
@@ -346,7 +350,7 @@ void normalize_window(Op& op, size_t r, bool pool) {
   else
     w.output_padding.clear();
   bool conv = op.code == OpCode::Conv || op.code == OpCode::ConvTranspose ||
-              op.code == OpCode::ConvWeightGrad;
+              op.code == OpCode::ConvWeightGrad || op.code == OpCode::IntConv;
   if (!conv && w.groups != 1)
     throw ValueError(tag(op) + "takes no groups, got " + std::to_string(w.groups));
   if (w.groups < 1)
@@ -423,11 +427,15 @@ TensorMeta spatial_rule(Op& op, Metas in) {
   auto& a = op.attrs;
   Window& w = a.window;
   const Shape& xs = in[0]->shape;
-  if (in.size() > 1) check_same_dtype(op, in, 0);
+  if (op.code == OpCode::IntConv)
+    check_8bit_operands(op, in);
+  else if (in.size() > 1)
+    check_same_dtype(op, in, 0);
   DType dt = in[0]->dtype;
   switch (op.code) {
     case OpCode::Conv:
-    case OpCode::ConvTranspose: {
+    case OpCode::ConvTranspose:
+    case OpCode::IntConv: {
       size_t r = spatial_rank(op, xs);
       const Shape& ws = in[1]->shape;
       if (ws.rank() != xs.rank())
@@ -462,7 +470,8 @@ TensorMeta spatial_rule(Op& op, Metas in) {
                              shapes_of(in) + ")");
         }
       }
-      return {nc_shape(xs[0], tr ? ws[1] * g : ws[0], out), dt};
+      return {nc_shape(xs[0], tr ? ws[1] * g : ws[0], out),
+              op.code == OpCode::IntConv ? DType::I32 : dt};
     }
     case OpCode::ConvWeightGrad: {
       size_t r = spatial_rank(op, xs);
@@ -739,6 +748,7 @@ TensorMeta infer_rule(Op& op, Metas in) {
       if (op.code == OpCode::LayerNorm || op.code == OpCode::RmsNorm) return norm_rule(op, in);
       if (op.code == OpCode::Pad) return pad_rule(op, x);
       if (op.code == OpCode::IntMatmul) return matmul_rule(op, in);
+      if (op.code == OpCode::IntConv) return spatial_rule(op, in);
       if (op.code == OpCode::Lerp || op.code == OpCode::Addcmul ||
           op.code == OpCode::AdaptiveStep || op.code == OpCode::ReluBackward) {
         check_same_dtype(op, in, 0);

@@ -241,6 +241,28 @@ Tensor<B, D, Int> int_matmul(const Tensor<B, D, Int>& a, const Tensor<B, D, Int>
   return Tensor<B, D, Int>(apply<B>(Op{OpCode::IntMatmul, {}}, std::span<typename B::Handle>(in)));
 }
 
+/// The convolution of two tensors of 8-bit integers (i8 or u8, each either), as `conv` (x [N,
+/// C_in, *s], w [C_out, C_in / groups, *k], zero padding), summed in i32: exact while the sums
+/// fit, as ONNX's ConvInteger (whose zero points the ONNX import applies around it). The CPU
+/// backend runs it on AVX-512 VNNI's byte dot products where the CPU has them (docs/cpu.md);
+/// elsewhere it is the input's columns (unfold) widened to i32 times the weight. Not
+/// differentiable.
+///
+///   using I4 = ember::Tensor<ember::Cpu, 4, ember::Int>;
+///   auto x = I4::from_values<uint8_t>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3});
+///   auto w = I4::from_values<int8_t>({1, -1, 2, 0}, {1, 1, 2, 2});
+///   auto y = ember::int_conv(x, w);   // i32 [1, 1, 2, 2]: 7, 9, 13, 15
+template <Backend B, int D>
+Tensor<B, D, Int> int_conv(const Tensor<B, D, Int>& x, const Tensor<B, D, Int>& w,
+                           const ConvOptions& o = {}) {
+  detail::check_spatial_rank<D>();
+  OpAttrs a = detail::spatial_attrs(o);
+  a.window.groups = o.groups;
+  std::array<typename B::Handle, 2> in{x.handle(), w.handle()};
+  return Tensor<B, D, Int>(
+      apply<B>(Op{OpCode::IntConv, std::move(a)}, std::span<typename B::Handle>(in)));
+}
+
 /// Layer norm of x over its last G dims, like torch.nn.functional.layer_norm with
 /// normalized_shape = gamma's shape: (x - mean) / sqrt(var + epsilon) * gamma + beta, with the
 /// biased variance; f16/bf16 compute in f32. gamma and beta have the shape of x's last G dims.

@@ -7,39 +7,13 @@
 #include <random>
 
 #include "ember/onnx/passes.h"
-#include "model_builder.h"
+#include "int8_operands.h"
 
 namespace ember::onnx {
 namespace {
 
 using namespace ember::onnx::test;
 namespace pb = ::onnx;
-
-struct Operand {
-  std::vector<int64_t> dims;
-  bool is_signed;
-  std::vector<int64_t> values;  // as numbers
-};
-
-Operand random_operand(std::vector<int64_t> dims, bool is_signed, std::mt19937& g) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::uniform_int_distribution<int> u(is_signed ? -128 : 0, is_signed ? 127 : 255);
-  Operand o{std::move(dims), is_signed, std::vector<int64_t>(size_t(n))};
-  for (int64_t& v : o.values) v = u(g);
-  return o;
-}
-
-pb::TensorProto bytes_tensor(const std::string& name, const Operand& o) {
-  pb::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(o.is_signed ? pb::TensorProto::INT8 : pb::TensorProto::UINT8);
-  for (int64_t d : o.dims) t.add_dims(d);
-  std::string raw;
-  for (int64_t v : o.values) raw.push_back(static_cast<char>(static_cast<uint8_t>(v)));
-  t.set_raw_data(raw);
-  return t;
-}
 
 // y = MatMulInteger(a, b, za, zb) with every input an initializer; `za`, `zb` empty for none.
 std::vector<int32_t> run(const Operand& a, const Operand& b, const Operand* za, const Operand* zb,
@@ -162,15 +136,6 @@ TEST(OnnxQuant, AConstantWeightsColumnSumsAreMadeOnce) {
           << (passes ? "with" : "without") << " the passes, b " << (b_signed ? "i8" : "u8");
     }
   }
-}
-
-pb::TensorProto scale_tensor(const std::string& name, const std::vector<float>& v, bool vector) {
-  pb::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(pb::TensorProto::FLOAT);
-  if (vector) t.add_dims(static_cast<int64_t>(v.size()));
-  for (float f : v) t.add_float_data(f);
-  return t;
 }
 
 // QLinearMatMul against ONNX's reference arithmetic: the integer sums of (a - za)(b - zb), times

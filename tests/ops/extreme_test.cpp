@@ -388,9 +388,16 @@ std::vector<Case> spatial_cases(OpCode c) {
       a.window = w;
       std::vector<Input> in{{x, DType::F32}};
       if (oi.arity == 2) {  // conv weights, or the gradient of the output
+        // int_conv: 8-bit types, and a pairing it refuses
+        using Pair = std::pair<DType, DType>;
+        const std::vector<Pair> types = c == OpCode::IntConv
+                                            ? std::vector<Pair>{{DType::U8, DType::I8},
+                                                                {DType::I8, DType::I8},
+                                                                {DType::U8, DType::F32}}
+                                            : std::vector<Pair>{{DType::F32, DType::F32}};
         for (const Shape& s :
              {Shape{1, 1, 2}, Shape{2, 1, 2}, Shape{1, 1, 2, 2}, x, Shape{0, 1, 2}})
-          add(out, c, a, {{x, DType::F32}, {s, DType::F32}});
+          for (const auto& [tx, tw] : types) add(out, c, a, {{x, tx}, {s, tw}});
         continue;
       }
       for (const Dims& t : {Dims{}, Dims{1}, Dims{3}, Dims{kUnallocatable}, Dims{kMax}, Dims{0},
@@ -442,6 +449,8 @@ std::vector<Case> composite_cases(OpCode c, Accepts acc) {
     }
     case OpCode::IntMatmul:
       return matmul_cases(c);
+    case OpCode::IntConv:
+      return spatial_cases(c);
     case OpCode::Attention: {
       std::vector<Case> out;
       const std::vector<Shape> shapes = {Shape{2, 3},    Shape{0, 3},    Shape{2, 0},

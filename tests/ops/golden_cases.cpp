@@ -411,6 +411,13 @@ std::map<std::string, OpFn<B>>& golden_ops() {
       if (a.rank(0) == 3) return int_matmul(a.template i<3>(0), a.template i<3>(1)).handle();
       throw ValueError("[golden] int_matmul rank not wired");
     };
+    ops["int_conv"] = [](const A& a) {
+      return by_spatial_rank(a, [&]<int D>() {
+        ConvOptions o{dims_attr(a, "stride"), dims_attr(a, "padding"), dims_attr(a, "dilation"),
+                      a.ia("groups")};
+        return int_conv(a.template i<D>(0), a.template i<D>(1), o);
+      });
+    };
     add_breadth_ops<B>(ops);
     return ops;
   }();

@@ -22,6 +22,10 @@ Models:
                 (ONNX Runtime's quantize_dynamic): per layer DynamicQuantizeLinear of the
                 activations, MatMulInteger with int8 weights, the product scaled back to f32;
                 built with onnx.helper (random weights, quantized per tensor)
+  quant_cnn     a CNN in the same form: (DynamicQuantizeLinear, ConvInteger 3x3 with int8
+                weights, scaled back, bias, relu) 1 -> 32 -> 64 -> 128 channels with max pools
+                between, global average pool, a quantized linear layer 128 -> 10; the second
+                conv's weight zero point given (0), the others left out
 
 Run with Debian's interpreter (torch 1.13, onnx 1.12):
   /usr/bin/python3 tools/onnx_models/make_models.py --out build/onnx_models
@@ -170,6 +174,7 @@ MODELS = {
     "detector": (14, ["boxes", "scores"]),
     "ember_cnn": (13, ["logits"]),
     "quant_mlp": (13, ["logits"]),
+    "quant_cnn": (13, ["logits"]),
 }
 
 
@@ -208,6 +213,64 @@ def quant_mlp_model(path):
     onnx.save(model, str(path))
 
 
+def quantized_weight(rng, shape, fan_in, name):
+    """Random weights quantized to int8 per tensor: the initializers `name` and `name`_scale."""
+    w = rng.normal(0, 1 / np.sqrt(fan_in), shape).astype(np.float32)
+    scale = np.float32(np.abs(w).max() / 127)
+    wq = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
+    return [numpy_helper.from_array(wq, name),
+            numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale")]
+
+
+def quant_cnn_model(path):
+    """The quant_cnn graph (see the module doc), written to `path`."""
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(5)
+    nodes, inits, x = [], [], "input"
+    for i, (c_in, c_out) in enumerate([(1, 32), (32, 64), (64, 128)]):
+        inits += quantized_weight(rng, (c_out, c_in, 3, 3), 9 * c_in, f"w{i}")
+        inits.append(numpy_helper.from_array(
+            rng.normal(0, 0.1, (c_out, 1, 1)).astype(np.float32), f"b{i}"))
+        conv_in = [f"q{i}", f"w{i}", f"q{i}_zp"]
+        if i == 1:
+            inits.append(numpy_helper.from_array(np.array(0, np.int8), f"w{i}_zp"))
+            conv_in.append(f"w{i}_zp")
+        nodes += [
+            helper.make_node("DynamicQuantizeLinear", [x], [f"q{i}", f"q{i}_scale", f"q{i}_zp"]),
+            helper.make_node("ConvInteger", conv_in, [f"p{i}"], pads=[1, 1, 1, 1]),
+            helper.make_node("Cast", [f"p{i}"], [f"pf{i}"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", [f"q{i}_scale", f"w{i}_scale"], [f"s{i}"]),
+            helper.make_node("Mul", [f"pf{i}", f"s{i}"], [f"y{i}"]),
+            helper.make_node("Add", [f"y{i}", f"b{i}"], [f"z{i}"]),
+            helper.make_node("Relu", [f"z{i}"], [f"r{i}"]),
+        ]
+        x = f"r{i}"
+        if i < 2:
+            nodes.append(helper.make_node("MaxPool", [x], [f"m{i}"], kernel_shape=[2, 2],
+                                          strides=[2, 2]))
+            x = f"m{i}"
+    inits += quantized_weight(rng, (128, 10), 128, "w3")
+    inits.append(numpy_helper.from_array(rng.normal(0, 0.1, 10).astype(np.float32), "b3"))
+    nodes += [
+        helper.make_node("GlobalAveragePool", [x], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"], axis=1),
+        helper.make_node("DynamicQuantizeLinear", ["f"], ["q3", "q3_scale", "q3_zp"]),
+        helper.make_node("MatMulInteger", ["q3", "w3", "q3_zp"], ["p3"]),
+        helper.make_node("Cast", ["p3"], ["pf3"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["q3_scale", "w3_scale"], ["s3"]),
+        helper.make_node("Mul", ["pf3", "s3"], ["y3"]),
+        helper.make_node("Add", ["y3", "b3"], ["logits"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "quant_cnn",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 28, 28])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+
+
 def build(name, checkpoint):
     torch.manual_seed(0)
     model = {"mnist_cnn": MnistCnn, "transformer": Transformer, "detector": Detector,
@@ -233,8 +296,8 @@ def export(name, out, checkpoint, bench_batches):
     input_name = "tokens" if name == "transformer" else "input"
     gen = torch.Generator().manual_seed(2)
     x = make_input(name, 2, gen)
-    if name == "quant_mlp":  # not from PyTorch
-        quant_mlp_model(folder / "model.onnx")
+    if name in ("quant_mlp", "quant_cnn"):  # not from PyTorch
+        {"quant_mlp": quant_mlp_model, "quant_cnn": quant_cnn_model}[name](folder / "model.onnx")
         write_inputs(folder, name, x, input_name, bench_batches)
         return
     model = build(name, checkpoint)

@@ -1,8 +1,8 @@
 // Fused CPU kernels for composite ops: softmax and log_softmax in one pass over the data
 // (max, exp-sum, scale) instead of five separate ops, layer_norm and rms_norm in one read and
 // one write instead of nine ops, gelu, attention (attention.cpp) and the optimizers' updates
-// (update_ops.cpp), and int_matmul on AVX-512 VNNI (matmul.cpp). Other composites use their
-// decomposition.
+// (update_ops.cpp), int_matmul on AVX-512 VNNI (matmul.cpp) and int_conv (int_conv.cpp). Other
+// composites use their decomposition.
 #include <cmath>
 #include <vector>
 
@@ -121,8 +121,9 @@ void softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, 
 
 bool has_composite_kernel(OpCode c) {
   return c == OpCode::Softmax || c == OpCode::LogSoftmax || c == OpCode::Attention ||
-         c == OpCode::IntMatmul || c == OpCode::Gelu || c == OpCode::ReluBackward ||
-         c == OpCode::LayerNorm || c == OpCode::RmsNorm || is_update_op(c);
+         c == OpCode::IntMatmul || c == OpCode::IntConv || c == OpCode::Gelu ||
+         c == OpCode::ReluBackward || c == OpCode::LayerNorm || c == OpCode::RmsNorm ||
+         is_update_op(c);
 }
 
 namespace {
@@ -254,6 +255,7 @@ template <class T>
 CpuTensor composite(const Op& op, Inputs in, const TensorMeta& out) {
   if (op.code == OpCode::Attention) return attention(op, in, out);
   if (op.code == OpCode::IntMatmul) return int_matmul(op, in, out);
+  if (op.code == OpCode::IntConv) return int_conv(op, in, out);
   if (op.code == OpCode::Gelu) {
     if constexpr (std::is_floating_point_v<T> || is_half_v<T>) return gelu<T>(in, out);
   }

@@ -121,14 +121,6 @@ void col2im(const T* col, int64_t channels, const Geom& g, T* x, int64_t ld, boo
 
 namespace {
 
-// A 1x1 window with stride 1 and no padding whose output is the input's size: the columns
-// are the input itself.
-bool pointwise(const Geom& g) {
-  for (int i = 0; i < 3; ++i)
-    if (g.k[i] != 1 || g.s[i] != 1 || g.p[i] != 0 || g.in[i] != g.out[i]) return false;
-  return true;
-}
-
 // What packing a row of the column matrix needs: the row's channel plane, its tap's offsets
 // along each dim, and the outputs [lo, hi) along w whose tap lands inside the input.
 struct ColRow {
@@ -604,6 +596,7 @@ CpuTensor conv_family(const Op& op, Inputs in, const TensorMeta& out) {
 
 template void im2col<float>(const float*, int64_t, const Geom&, float*, int64_t, bool);
 template void im2col<double>(const double*, int64_t, const Geom&, double*, int64_t, bool);
+template void im2col<uint8_t>(const uint8_t*, int64_t, const Geom&, uint8_t*, int64_t, bool);
 template void col2im<float>(const float*, int64_t, const Geom&, float*, int64_t, bool);
 template void col2im<double>(const double*, int64_t, const Geom&, double*, int64_t, bool);
 

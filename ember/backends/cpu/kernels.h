@@ -42,6 +42,8 @@ bool has_composite_kernel(OpCode c);
 CpuTensor attention(const Op& op, Inputs in, const TensorMeta& out);
 /// int_matmul: 8-bit operands, i32 sums, on AVX-512 VNNI where the CPU has it (matmul.cpp).
 CpuTensor int_matmul(const Op& op, Inputs in, const TensorMeta& out);
+/// int_conv: 8-bit operands, i32 sums, on AVX-512 VNNI where the CPU has it (int_conv.cpp).
+CpuTensor int_conv(const Op& op, Inputs in, const TensorMeta& out);
 /// relu's gradient, g where x > 0 else 0, in one pass (binary.cpp); T not bool.
 template <class T>
 CpuTensor relu_backward(const Op& op, Inputs in, const TensorMeta& out);

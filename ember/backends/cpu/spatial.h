@@ -55,6 +55,14 @@ void turned_weights(const T* w, int64_t c_in, int64_t c_out, int64_t K, T* dst) 
         dst[(o * c_in + c) * K + t] = w[(c * c_out + o) * K + K - 1 - t];
 }
 
+/// A 1x1 window with stride 1 and no padding whose output is the input's size: a
+/// convolution's columns are its input itself.
+inline bool pointwise(const Geom& g) {
+  for (int i = 0; i < 3; ++i)
+    if (g.k[i] != 1 || g.s[i] != 1 || g.p[i] != 0 || g.in[i] != g.out[i]) return false;
+  return true;
+}
+
 /// The spatial dims of an [N, C, *spatial] shape.
 inline Dims spatial_of(const Shape& s) {
   return Dims(std::span<const int64_t>(s.dims().data() + 2, s.rank() - 2));

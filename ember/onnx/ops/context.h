@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/autodiff/autodiff.h"
@@ -120,9 +121,12 @@ template <Backend B>
 void register_misc_ops(OpRegistry<B>& r);
 template <Backend B>
 void register_fused_ops(OpRegistry<B>& r);
-/// Conv's implementation (nn.cpp), which the quantized convs reuse.
+/// The node's convolution window for input x and weight w (strides, dilations, group, pads or
+/// auto_pad; nn.cpp): the padding in the window where it is the same at both ends and `pad` is
+/// 0, otherwise x padded with `pad` and none in the window. Conv and the quantized convs (whose
+/// input is padded with its zero point) share it.
 template <Backend B>
-std::vector<RValue<B>> conv_op(Ctx<B> c);
+std::pair<Dyn<B>, OpAttrs> conv_window(const Ctx<B>& c, Dyn<B> x, const Dyn<B>& w, double pad);
 
 // ---- the session's tensor size limit (SessionOptions::max_tensor_bytes) -----------------
 /// Sets the limit for the runs on this thread while it lives (Session::run holds one).

@@ -120,21 +120,8 @@ Dims conv_kernel(const Ctx<B>& c, const Tn<B>& x, const Tn<B>& w) {
 
 template <Backend B>
 std::vector<RValue<B>> conv(Ctx<B>& c) {
-  Tn<B> x = c.in(0);
-  const Tn<B>& w = c.in(1);
-  const Dims kernel = conv_kernel(c, x, w);
-  SpatialAttrs s = spatial_attrs(c, x, kernel);
-  OpAttrs a;
-  a.window.stride = s.stride;
-  a.window.dilation = s.dilation;
-  a.window.groups = c.attr_i("group", 1);
-  if (s.symmetric()) {
-    a.window.padding = s.pad_begin;
-  } else {
-    x = pad_spatial(x, s.pad_begin, s.pad_end, 0.0);
-    a.window.padding = Dims(kernel.size(), 0);
-  }
-  Tn<B> y = op<B>(OpCode::Conv, std::move(a), {x, w});
+  auto [x, a] = conv_window(c, c.in(0), c.in(1), 0.0);
+  Tn<B> y = op<B>(OpCode::Conv, std::move(a), {x, c.in(1)});
   if (c.has(2)) y = y + per_channel(c.in(2), y);
   return one(y);
 }
@@ -484,12 +471,26 @@ std::vector<RValue<B>> softmax_ce(Ctx<B>& c) {
 }  // namespace
 
 template <Backend B>
-std::vector<RValue<B>> conv_op(Ctx<B> c) {
-  return conv(c);
+std::pair<Tn<B>, OpAttrs> conv_window(const Ctx<B>& c, Tn<B> x, const Tn<B>& w, double pad) {
+  const Dims kernel = conv_kernel(c, x, w);
+  SpatialAttrs s = spatial_attrs(c, x, kernel);
+  OpAttrs a;
+  a.window.stride = s.stride;
+  a.window.dilation = s.dilation;
+  a.window.groups = c.attr_i("group", 1);
+  const Dims none(kernel.size(), 0);
+  if (s.symmetric() && (pad == 0 || s.pad_begin == none)) {
+    a.window.padding = s.pad_begin;
+  } else {
+    x = pad_spatial(x, s.pad_begin, s.pad_end, pad);
+    a.window.padding = none;
+  }
+  return {x, a};
 }
-template std::vector<RValue<Dispatch>> conv_op<Dispatch>(Ctx<Dispatch>);
-template std::vector<RValue<Autodiff<Dispatch>>> conv_op<Autodiff<Dispatch>>(
-    Ctx<Autodiff<Dispatch>>);
+template std::pair<Tn<Dispatch>, OpAttrs> conv_window<Dispatch>(const Ctx<Dispatch>&, Tn<Dispatch>,
+                                                                const Tn<Dispatch>&, double);
+template std::pair<Tn<Autodiff<Dispatch>>, OpAttrs> conv_window<Autodiff<Dispatch>>(
+    const Ctx<Autodiff<Dispatch>>&, Tn<Autodiff<Dispatch>>, const Tn<Autodiff<Dispatch>>&, double);
 
 template <Backend B>
 void register_nn_ops(OpRegistry<B>& r) {

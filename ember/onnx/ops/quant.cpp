@@ -1,7 +1,8 @@
 // ONNX quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the integer
-// and quantized-linear matmul and conv. MatMulInteger and QLinearMatMul run as int_matmul (i32
-// sums of the 8-bit operands); the convolutions' integer products are computed exactly in f64
-// (every i8/u8 product sum of a model fits its 53 bits) and rounded half to even, as ONNX says.
+// and quantized-linear matmul and conv. MatMulInteger and QLinearMatMul run as int_matmul,
+// ConvInteger and QLinearConv as int_conv (i32 sums of the 8-bit operands), the zero points
+// through the operands' sums; the quantized-linear outputs are rounded half to even, as ONNX says.
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -73,23 +74,6 @@ std::vector<RValue<B>> dynamic_quantize_linear(Ctx<B>& c) {
   return {RValue<B>::of(y), RValue<B>::of(scale.cast(c.in(0).dtype())), RValue<B>::of(zp)};
 }
 
-template <Backend B>
-Tn<B> centered(const Ctx<B>& c, size_t k, size_t zp_k, int64_t axis_rank_hint = -1) {
-  Tn<B> v = c.in(k).cast(DType::F64);
-  if (c.has(zp_k)) {
-    Tn<B> z = c.in(zp_k).cast(DType::F64);
-    if (z.shape().numel() > 1 && axis_rank_hint >= 0) {
-      Dims d(static_cast<size_t>(v.rank()), 1);
-      d[static_cast<size_t>(axis_rank_hint)] = z.shape().numel();
-      z = reshape(z, d);
-    } else if (z.shape().numel() == 1) {
-      z = reshape(z, {});
-    }
-    v = v - z;
-  }
-  return v;
-}
-
 // Input k as type t, shaped to broadcast against a rank-r operand or result: a scalar (one
 // value, or axis < 0), else its values laid along `axis` (a zero point or scale per row or column).
 template <Backend B>
@@ -148,27 +132,57 @@ std::vector<RValue<B>> matmul_integer_with_sums(Ctx<B>& c) {
   return one(integer_matmul(c, 0, 1, 2, 3, size_t{4}));
 }
 
+// The sums over each window of (x - zx)(w - zw), in i32 (wrapping as ONNX's int32 sums do), for
+// the 8-bit x and w at ix and iw and their zero points at izx (one value) and izw (one value, or
+// one per output channel; none where not given). ONNX pads the centred input with zeros, so x is
+// padded with its zero point; the products run as int_conv on the 8-bit operands themselves
+// (AVX-512 VNNI's byte dot products on a CPU that has them), the zero points through sums: for
+// output channel o over K taps, sum x w - zw_o sum x - zx sum w_o + K zx zw_o.
 template <Backend B>
-std::vector<RValue<B>> conv_integer(Ctx<B>& c) {
-  Tn<B> x = centered(c, 0, 2);
-  Tn<B> w = centered(c, 1, 3, 0);
-  auto out = conv_op(c.with_inputs({RValue<B>::of(x), RValue<B>::of(w)}));
-  out[0].t = out[0].t.unary(OpCode::Round).cast(DType::I32);
-  return out;
+Tn<B> integer_conv(const Ctx<B>& c, size_t ix, size_t iw, size_t izx, size_t izw) {
+  const Tn<B>& w = c.in(iw);
+  int64_t zx = 0;
+  if (c.has(izx)) {
+    const std::vector<int64_t> v = host_ints(c.in(izx));
+    if (v.size() != 1) c.fail("the input's zero point must be one value");
+    zx = v[0];
+  }
+  auto [x, a] = conv_window(c, c.in(ix), w, double(zx));
+  Tn<B> y = op<B>(OpCode::IntConv, a, {x, w});
+  const int64_t co = w.shape()[0], taps = w.shape().numel() / std::max<int64_t>(co, 1);
+  Dims per(static_cast<size_t>(y.rank()), 1);  // [1, C_out, 1, ...]
+  per[1] = co;
+  if (zx != 0) {
+    Dims axes;
+    for (int64_t i = 1; i < w.rank(); ++i) axes.push_back(i);
+    y = y - reshape(reduce(OpCode::Sum, w.cast(DType::I32), axes, false), per) *
+                scalar_of(y, double(zx));
+  }
+  if (!c.has(izw)) return y;
+  const std::vector<int64_t> zw = host_ints(c.in(izw));
+  if (zw.size() != 1 && static_cast<int64_t>(zw.size()) != co)
+    c.fail("the weight's zero point has " + std::to_string(zw.size()) + " values for " +
+           std::to_string(co) + " output channels");
+  if (std::all_of(zw.begin(), zw.end(), [](int64_t v) { return v == 0; })) return y;
+  // each group's window sums of x (a weight of ones, one output channel a group), for each
+  // output channel of the group
+  const int64_t groups = a.window.groups;
+  Dims ones = dims_of(w);
+  ones[0] = groups;
+  Tn<B> sums = op<B>(OpCode::IntConv, a, {x, full<B>(ones, 1.0, DType::U8, x.device())});
+  Dims g = dims_of(sums), e = g;
+  g.insert(2, 1);
+  e.insert(2, co / groups);
+  sums = reshape(expand(reshape(sums, g), e), dims_of(y));
+  const Tn<B> z = reshape(c.in(izw).cast(DType::I32), zw.size() == 1 ? Dims{} : per);
+  y = y - z * sums;
+  if (zx != 0) y = y + z * scalar_of(y, double(taps * zx));
+  return y;
 }
 
-/// Dequantized input k (scale at k + 1, zero point at k + 2), per-axis along `axis`.
 template <Backend B>
-Tn<B> dequant(const Ctx<B>& c, size_t k, int64_t axis) {
-  Tn<B> v = c.in(k).cast(DType::F64);
-  auto fit = [&](Tn<B> s) {
-    if (s.shape().numel() == 1) return reshape(s, {});
-    Dims d(static_cast<size_t>(v.rank()), 1);
-    d[static_cast<size_t>(axis)] = s.shape().numel();
-    return reshape(s, d);
-  };
-  if (c.has(k + 2)) v = v - fit(c.in(k + 2).cast(DType::F64));
-  return v * fit(c.in(k + 1).cast(DType::F64));
+std::vector<RValue<B>> conv_integer(Ctx<B>& c) {
+  return one(integer_conv(c, 0, 1, 2, 3));
 }
 
 // As ONNX's reference computes it: the i32 sums of (a - za)(b - zb) (integer_matmul), times
@@ -186,20 +200,20 @@ std::vector<RValue<B>> qlinear_matmul(Ctx<B>& c) {
   return one(saturate(y, t));
 }
 
+// As ONNX's reference computes it: the i32 sums of (x - zx)(w - zw) (integer_conv) plus the i32
+// bias, times x_scale * w_scale / y_scale (in f32, per output channel where w_scale is), rounded
+// half to even in f64, plus y's zero point, saturated to its type (x's without one).
 template <Backend B>
 std::vector<RValue<B>> qlinear_conv(Ctx<B>& c) {
-  Tn<B> x = dequant(c, 0, 1);
-  Tn<B> w = dequant(c, 3, 0);
-  std::vector<RValue<B>> args{RValue<B>::of(x), RValue<B>::of(w)};
-  if (c.has(8)) {
-    Tn<B> s = reshape(c.in(1).cast(DType::F64), {}) * c.in(4).cast(DType::F64);
-    args.push_back(RValue<B>::of(c.in(8).cast(DType::F64) * reshape(s, {s.shape().numel()})));
-  }
-  Tn<B> y = conv_op(c.with_inputs(std::move(args)))[0].t;
-  std::optional<Tn<B>> zp;
-  if (c.has(7)) zp = reshape(c.in(7), {});
-  const DType t = zp ? zp->dtype() : DType::U8;
-  return one(quantize(y, reshape(c.in(6).cast(DType::F64), {}), zp, t));
+  Tn<B> acc = integer_conv(c, 0, 3, 2, 5);
+  const int64_t r = acc.rank();
+  if (c.has(8)) acc = acc + along_axis(c, 8, DType::I32, r, 1);
+  const Tn<B> s = along_axis(c, 1, DType::F32, r, -1) * along_axis(c, 4, DType::F32, r, 1) /
+                  reshape(c.in(6).cast(DType::F32), {});
+  Tn<B> y = (acc.cast(DType::F64) * s.cast(DType::F64)).unary(OpCode::Round);
+  const DType t = c.has(7) ? c.in(7).dtype() : c.in(0).dtype();
+  if (c.has(7)) y = y + reshape(c.in(7), {}).cast(DType::F64);
+  return one(saturate(y, t));
 }
 
 }  // namespace

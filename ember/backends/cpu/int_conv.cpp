@@ -1,0 +1,82 @@
+// int_conv: the convolution of 8-bit integers with i32 sums (ONNX's ConvInteger and QLinearConv
+// run on it). On AVX-512 VNNI, im2col's byte columns (or, for a 1x1 window, the input itself)
+// times the weight by the int8 GEMM (gemm_int8.cpp), small images side by side in one column
+// matrix; elsewhere the operands widened to f64, where every sum of a model's 8-bit products
+// is exact, through the float convolution.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "ember/backends/cpu/gemm.h"
+#include "ember/backends/cpu/isa.h"
+#include "ember/backends/cpu/spatial.h"
+#include "ember/backends/cpu/strided.h"
+
+namespace ember::cpu {
+
+namespace {
+
+// The float convolution's f64 result as i32, modulo 2^32 as the i32 sums wrap.
+CpuTensor widened(const Op& op, Inputs in, const TensorMeta& out) {
+  std::array<CpuTensor, 2> wide{cast_to(in[0], DType::F64), cast_to(in[1], DType::F64)};
+  const CpuTensor yd =
+      spatial<double>(Op{OpCode::Conv, op.attrs}, Inputs(wide), TensorMeta{out.shape, DType::F64});
+  CpuTensor o = empty(out);
+  const double* s = yd.data<double>();
+  int32_t* d = o.data<int32_t>();
+  for (int64_t i = 0, n = out.shape.numel(); i < n; ++i)
+    d[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<int64_t>(std::llround(s[i]))));
+  return o;
+}
+
+}  // namespace
+
+CpuTensor int_conv(const Op& op, Inputs in, const TensorMeta& out) {
+  if (!cpu_has_avx512_vnni()) return widened(op, in, out);
+  const CpuTensor x = contiguous(in[0]), w = contiguous(in[1]);
+  CpuTensor o = empty(out);
+  const Shape &xs = x.meta.shape, &ys = out.shape;
+  const Window& win = op.attrs.window;
+  const int64_t N = xs[0], c_in = xs[1], c_out = ys[1], G = win.groups;
+  const int64_t cg = c_in / G, cog = c_out / G;
+  const Geom g = make_geom(win, spatial_of(xs), spatial_of(ys));
+  const int64_t L = g.out_numel(), Lin = g.in_numel(), ck = cg * g.k_numel();
+  if (o.meta.shape.numel() == 0) return o;
+  const uint8_t *X = x.data<uint8_t>(), *W = w.data<uint8_t>();
+  int32_t* Y = o.data<int32_t>();
+  const bool sx = x.meta.dtype == DType::I8, sw = w.meta.dtype == DType::I8;
+  const auto weights = [&](int64_t grp) { return Int8Ref{W + grp * cog * ck, ck, 1, sw}; };
+  if (pointwise(g)) {  // the input planes are the columns
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t grp = 0; grp < G; ++grp)
+        gemm_int8(cog, L, cg, weights(grp), Int8Ref{X + (n * c_in + grp * cg) * Lin, L, 1, sx},
+                  Y + (n * c_out + grp * cog) * L, L);
+    return o;
+  }
+  // images side by side, about a thousand columns a product
+  const int64_t nb = std::clamp<int64_t>((1024 + L - 1) / L, 1, N);
+  Scratch<uint8_t> cols(ck * nb * L);
+  Scratch<int32_t> sums(nb > 1 ? cog * nb * L : 0);
+  for (int64_t n0 = 0; n0 < N; n0 += nb) {
+    const int64_t m = std::min(nb, N - n0), ld = m * L;
+    for (int64_t grp = 0; grp < G; ++grp) {
+      for (int64_t i = 0; i < m; ++i)
+        im2col(X + ((n0 + i) * c_in + grp * cg) * Lin, cg, g, cols.get() + i * L, ld, true);
+      const Int8Ref b{cols.get(), ld, 1, sx};
+      int32_t* y = Y + (n0 * c_out + grp * cog) * L;
+      if (m == 1) {
+        gemm_int8(cog, L, ck, weights(grp), b, y, L);
+        continue;
+      }
+      gemm_int8(cog, ld, ck, weights(grp), b, sums.get(), ld);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t r = 0; r < cog; ++r)
+          std::memcpy(y + (i * c_out + r) * L, sums.get() + r * ld + i * L,
+                      static_cast<size_t>(L) * sizeof(int32_t));
+    }
+  }
+  return o;
+}
+
+}  // namespace ember::cpu
