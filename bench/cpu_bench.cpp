@@ -189,6 +189,19 @@ bench::Op conv2d_op(const bench::Conv2dSize& c) {
     benchmark::DoNotOptimize(y);
   };
 }
+// u8 x i8 -> i32 (int_conv): a quantized network's convolutions.
+bench::Op conv2d_u8s8_op(const bench::Conv2dSize& c) {
+  auto bytes = [](Shape shape, double scale, double offset, DType t) {
+    return (uniform<Cpu, 4>(std::move(shape)) * scale + offset).int_(t);
+  };
+  auto x = bytes({c.n, c.c_in, c.hw, c.hw}, 127, 128, DType::U8);
+  auto w = bytes({c.c_out, c.c_in, c.k, c.k}, 127, 0, DType::I8);
+  return [x, w, o = ConvOptions{.padding = {(c.k - 1) / 2}}] {
+    auto y = int_conv(x, w, o);
+    benchmark::DoNotOptimize(y);
+  };
+}
+
 void bm_conv2d(State& st, bench::Conv2dSize c) {
   const bench::Op op = conv2d_op(c);
   for (auto _ : st) op();
@@ -275,6 +288,16 @@ void register_ember_conv_benchmarks() {
     benchmark::RegisterBenchmark((std::string("cpu/conv2d/") + c.name).c_str(), bm_conv2d, c)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+  for (const auto& c : bench::kConv2dSizes)
+    benchmark::RegisterBenchmark((std::string("cpu/conv2d_u8s8/") + c.name).c_str(),
+                                 [](State& st, bench::Conv2dSize c) {
+                                   const bench::Op op = conv2d_u8s8_op(c);
+                                   for (auto _ : st) op();
+                                   bench::set_flop(st, c.flop());
+                                 },
+                                 c)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
   for (const auto& a : bench::kAttentionSizes)
     benchmark::RegisterBenchmark((std::string("cpu/attention/") + a.name).c_str(), bm_attention, a)
         ->UseRealTime()
@@ -339,6 +362,13 @@ std::vector<bench::Paired> paired_rows(const std::regex& filter, bench::TorchSer
     peer(p.peers, "onednn", bench::onednn_conv2d_op(c, false, &error));
     peer(p.peers, "onednn_blocked", bench::onednn_conv2d_op(c, true, &error));
     torch_peer(p);
+    if (!p.peers.empty()) pairs.push_back(std::move(p));
+  }
+  for (const bench::Conv2dSize& c : bench::kConv2dSizes) {
+    if (!std::regex_search(std::string("conv2d_u8s8/") + c.name, filter)) continue;
+    bench::Paired p{std::string("conv2d_u8s8/") + c.name, c.flop(), conv2d_u8s8_op(c), {}};
+    // (oneDNN's int8 convolution in NCHW is its reference loop, seconds a call: not a peer)
+    peer(p.peers, "onednn_blocked", bench::onednn_conv2d_u8s8_op(c, true, &error));
     if (!p.peers.empty()) pairs.push_back(std::move(p));
   }
   return pairs;

@@ -106,6 +106,9 @@ Op onednn_matmul_op(const MatmulSize& s, std::string* error);
 Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error);
 /// oneDNN's u8 x s8 -> s32 matmul as an op (the peer of int_matmul's "matmul_u8s8/<name>").
 Op onednn_matmul_u8s8_op(const MatmulSize& s, std::string* error);
+/// oneDNN's u8 x s8 -> s32 convolution as an op (the peer of int_conv's "conv2d_u8s8/<name>"),
+/// in NCHW (its reference loop: slow) or (`blocked`) the layouts oneDNN picks.
+Op onednn_conv2d_u8s8_op(const Conv2dSize& c, bool blocked, std::string* error);
 
 /// A paired comparison (cpu_paired.cpp): ember's op and its peers', run in turn in one process.
 /// A side that times its own batches (a peer in another process): the median ms of one batch of

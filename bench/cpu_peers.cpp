@@ -232,11 +232,13 @@ void onednn_matmul_bf16(State& st, MatmulSize s) {
 
 }  // namespace
 
-// oneDNN's convolution forward (inference, its algorithm of choice), the weight already in the
-// layout oneDNN picks (a model's weight is reordered once): the primitive's execution only. The
-// input and output in NCHW, as ember takes them, or (`blocked`) in the layouts oneDNN picks
-// (channel-blocked: its best case, a network kept in them throughout, reorders not counted).
-Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error) {
+// oneDNN's convolution forward (inference, its algorithm of choice) of element types ts x tw ->
+// td, the weight already in the layout oneDNN picks (a model's weight is reordered once): the
+// primitive's execution only. The input and output in NCHW, as ember takes them, or (`blocked`)
+// in the layouts oneDNN picks (channel-blocked: its best case, a network kept in them
+// throughout, reorders not counted).
+Op onednn_typed_conv2d_op(const Conv2dSize& c, bool blocked, dnnl_data_type_t ts,
+                          dnnl_data_type_t tw, dnnl_data_type_t td, std::string* error) {
   auto cp = std::make_shared<Primitive>();
   auto fail = [&](const char* what) {
     *error = what;
@@ -249,9 +251,9 @@ Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error) {
   dnnl_dims_t w_dims = {c.c_out, c.c_in, c.k, c.k}, strides = {1, 1}, padding = {pad, pad};
   dnnl_memory_desc_t src_md, dst_md, w_any;
   const dnnl_format_tag_t io = blocked ? dnnl_format_tag_any : dnnl_nchw;
-  dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, io);
-  dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, io);
-  dnnl_memory_desc_init_by_tag(&w_any, 4, w_dims, dnnl_f32, dnnl_format_tag_any);
+  dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, ts, io);
+  dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, td, io);
+  dnnl_memory_desc_init_by_tag(&w_any, 4, w_dims, tw, dnnl_format_tag_any);
   dnnl_convolution_desc_t cd;
   if (dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_auto,
                                          &src_md, &w_any, nullptr, &dst_md, strides, padding,
@@ -267,12 +269,20 @@ Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error) {
     return fail("oneDNN memory");
   std::mt19937 g(3);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (auto [m, md] :
-       {std::pair<dnnl_memory_t, const dnnl_memory_desc_t*>{cp->src, &src_md}, {cp->w, w_md}}) {
+  std::uniform_int_distribution<int> byte(0, 127);
+  for (auto [m, md, t] : {std::tuple<dnnl_memory_t, const dnnl_memory_desc_t*, dnnl_data_type_t>{
+                              cp->src, &src_md, ts},
+                          {cp->w, w_md, tw}}) {
     void* p = nullptr;
     dnnl_memory_get_data_handle(m, &p);
-    float* f = static_cast<float*>(p);
-    for (size_t i = 0; i < dnnl_memory_desc_get_size(md) / sizeof(float); ++i) f[i] = u(g);
+    const size_t bytes = dnnl_memory_desc_get_size(md);
+    if (t == dnnl_f32) {
+      float* f = static_cast<float*>(p);
+      for (size_t i = 0; i < bytes / sizeof(float); ++i) f[i] = u(g);
+    } else {
+      auto* h = static_cast<uint8_t*>(p);
+      for (size_t i = 0; i < bytes; ++i) h[i] = uint8_t(byte(g));
+    }
   }
   if (dnnl_primitive_create(&cp->prim, cp->pd) != dnnl_success) return fail("oneDNN primitive");
   *error = "";
@@ -285,6 +295,15 @@ Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error) {
 // oneDNN's u8 x s8 -> s32 matmul (onednn_typed_matmul_op).
 Op onednn_matmul_u8s8_op(const MatmulSize& s, std::string* error) {
   return onednn_typed_matmul_op(s, dnnl_u8, dnnl_s8, dnnl_s32, error);
+}
+
+Op onednn_conv2d_op(const Conv2dSize& c, bool blocked, std::string* error) {
+  return onednn_typed_conv2d_op(c, blocked, dnnl_f32, dnnl_f32, dnnl_f32, error);
+}
+
+// oneDNN's u8 x s8 -> s32 convolution (onednn_typed_conv2d_op).
+Op onednn_conv2d_u8s8_op(const Conv2dSize& c, bool blocked, std::string* error) {
+  return onednn_typed_conv2d_op(c, blocked, dnnl_u8, dnnl_s8, dnnl_s32, error);
 }
 
 namespace {
@@ -321,6 +340,10 @@ Op onednn_conv2d_op(const Conv2dSize&, bool, std::string* error) {
   return {};
 }
 Op onednn_matmul_u8s8_op(const MatmulSize&, std::string* error) {
+  *error = "built without oneDNN";
+  return {};
+}
+Op onednn_conv2d_u8s8_op(const Conv2dSize&, bool, std::string* error) {
   *error = "built without oneDNN";
   return {};
 }

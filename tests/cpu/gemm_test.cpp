@@ -324,6 +324,9 @@ TEST(CpuGemmInt8, MatchesAPlainLoop) {
       cases.push_back({40, 600, 2100, sa, sb, false, false, 0});  // 2 column and 3 k blocks
       cases.push_back({24, 64, 300, sa, sb, false, false, 1});
       cases.push_back({24, 64, 300, sa, sb, false, false, 2});
+      // more rows than columns: u8 x u8 and i8 x i8 move the other operand
+      cases.push_back({70, 19, 45, sa, sb, false, false, 0});
+      cases.push_back({131, 25, 70, sa, sb, true, true, 0});
     }
   // sums past i32: 255 * 255 * 40000 (u8 x u8), and -128 * -128 * 140000 (i8 x i8)
   cases.push_back({2, 17, 40000, false, false, false, false, 2});

@@ -116,7 +116,8 @@ TEST_P(RealModel, OutputsDependOnInput) {
 INSTANTIATE_TEST_SUITE_P(Models, RealModel,
                          ::testing::Values(Case{"mnist_cnn", 1}, Case{"transformer", 1},
                                            Case{"detector", 2}, Case{"ember_cnn", 1},
-                                           Case{"quant_mlp", 1, false}, Case{"quant_cnn", 1, false}),
+                                           Case{"quant_mlp", 1, false},
+                                           Case{"quant_cnn", 1, false}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

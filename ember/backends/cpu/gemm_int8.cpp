@@ -3,17 +3,18 @@
 // the operands widened to i32 does (int_matmul, ONNX's MatMulInteger).
 //
 // VPDPBUSD adds to each 32-bit lane the four products of an unsigned byte of its first operand
-// with a signed byte of its second. A is taken unsigned and B signed: an i8 A is moved to u8 by
-// adding 128 and a u8 B to i8 by subtracting 128 (each its top bit flipped), and the sums are
-// corrected by the operands' row and column sums:
+// with a signed byte of its second. A takes the unsigned role and B the signed one, or (swapped)
+// the other way round: u8 x i8 and i8 x u8 need nothing moved. Otherwise an operand in the
+// wrong role is moved, i8 to u8 by adding 128 and u8 to i8 by subtracting 128 (its top bit
+// flipped), and the sums are corrected by the other operand's row or column sums:
 //
-//   sum_k a b = sum_k (a' - alpha)(b' + beta)
-//             = sum_k a' b' + beta * sum_k a'[i, k] - alpha * sum_k b'[k, j] - k * alpha * beta
+//   sum_k a b = sum_k (a' + da)(b' + db)
+//             = sum_k a' b' + db * sum_k a'[i, k] + da * sum_k b'[k, j] + k * da * db
 //
-// with alpha = 128 for an i8 A (else 0) and beta = 128 for a u8 B (else 0). The corrections
-// start each C tile's registers (the row term plus the column term), so the kernel's loop is
-// VPDPBUSD alone; the arithmetic is modulo 2^32 throughout, so the result is exact wherever the
-// true sum fits i32.
+// with da, db = -128 (an i8 moved), 128 (a u8 moved) or 0; of two ways to move one operand,
+// the one whose sums are over the smaller operand. The corrections start each C tile's
+// registers (the row term plus the column term), so the kernel's loop is VPDPBUSD alone; the
+// arithmetic is modulo 2^32 throughout, so the result is exact wherever the true sum fits i32.
 //
 // Both operands are packed, zero-padded (k to a multiple of 4): A in panels of 12 rows as [k/4]
 // [12 rows][4 bytes], a row's four bytes of a step one 32-bit broadcast; B in panels of 32
@@ -189,7 +190,7 @@ void pack_b_panels(const Bytes& b, int64_t jc, int64_t nc, int64_t jp0, int64_t 
 
 // C tile (R x kNR, rows ldc apart) = (first ? row[i] + col[j] : C) + the products of kq steps
 // of the packed panels (A's panel kMR rows wide). row: R terms, col: kNR terms.
-template <int R>
+template <int R, bool kSwap>
 EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c,
                              int64_t ldc, bool first, const int32_t* row, const int32_t* col) {
 #define EMBER_VNNI_DECL(i) __m512i c##i##0, c##i##1;
@@ -217,13 +218,18 @@ EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, i
 #pragma GCC unroll 2
   for (int64_t q = 0; q < kq; ++q) {
     const __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 64);
-#define EMBER_VNNI_STEP(i)                         \
-  if constexpr (i < R) {                           \
-    int32_t w;                                     \
-    std::memcpy(&w, ap + 4 * (i), 4);              \
-    const __m512i a = _mm512_set1_epi32(w);        \
-    c##i##0 = _mm512_dpbusd_epi32(c##i##0, a, b0); \
-    c##i##1 = _mm512_dpbusd_epi32(c##i##1, a, b1); \
+#define EMBER_VNNI_STEP(i)                           \
+  if constexpr (i < R) {                             \
+    int32_t w;                                       \
+    std::memcpy(&w, ap + 4 * (i), 4);                \
+    const __m512i a = _mm512_set1_epi32(w);          \
+    if constexpr (kSwap) {                           \
+      c##i##0 = _mm512_dpbusd_epi32(c##i##0, b0, a); \
+      c##i##1 = _mm512_dpbusd_epi32(c##i##1, b1, a); \
+    } else {                                         \
+      c##i##0 = _mm512_dpbusd_epi32(c##i##0, a, b0); \
+      c##i##1 = _mm512_dpbusd_epi32(c##i##1, a, b1); \
+    }                                                \
   }
     EMBER_VNNI_ROWS(EMBER_VNNI_STEP)
 #undef EMBER_VNNI_STEP
@@ -244,10 +250,13 @@ EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, i
 // One tile of C at (i0, j0), rows x cols of it inside C: the kernel of 4, 8 or 12 rows that
 // covers the rows, in place where it covers them exactly and the columns are whole, else
 // through a buffer whose valid part is copied back.
+template <bool kSwap>
 void tile(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c, int64_t ldc, int64_t rows,
           int64_t cols, bool first, const int32_t* row, const int32_t* col) {
   const int64_t covered = rows <= 4 ? 4 : rows <= 8 ? 8 : kMR;
-  const auto kernel = covered == 4 ? &micro<4> : covered == 8 ? &micro<8> : &micro<kMR>;
+  const auto kernel = covered == 4   ? &micro<4, kSwap>
+                      : covered == 8 ? &micro<8, kSwap>
+                                     : &micro<kMR, kSwap>;
   if (rows == covered && cols == kNR) return kernel(kq, ap, bp, c, ldc, first, row, col);
   alignas(64) int32_t buf[kMR * kNR];
   if (!first)
@@ -258,33 +267,41 @@ void tile(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c, int64_t 
     std::memcpy(c + i * ldc, buf + i * kNR, static_cast<size_t>(cols) * sizeof(int32_t));
 }
 
+// da and db: what was added to A's and B's stored bytes to move them into their roles (a = a' +
+// da, b = b' + db; -128, 0 or 128); a_signed: A's role is the signed operand (kSwap).
+template <bool kSwap>
 void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, int32_t* c,
-               int64_t ldc) {
-  const uint32_t alpha = a.flip ? 128u : 0u, beta = b.flip ? 128u : 0u;
+               int64_t ldc, int32_t da, int32_t db) {
+  // each operand's stored byte as the number VPDPBUSD reads: signed in the signed role
+  const auto a_value = [](uint8_t v) {
+    return static_cast<uint32_t>(kSwap ? int32_t(int8_t(v)) : int32_t(v));
+  };
+  const auto b_value = [](uint8_t v) {
+    return static_cast<uint32_t>(kSwap ? int32_t(v) : int32_t(int8_t(v)));
+  };
   // the correction terms, modulo 2^32 (unsigned: no overflow in C++ terms); zero past m and n
   std::vector<int32_t> row_term(static_cast<size_t>(round_up(m, kMR)), 0);
   std::vector<int32_t> col_term(static_cast<size_t>(round_up(n, kNR)), 0);
-  if (beta)
+  if (db != 0)
     parallel_for(m, std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(k, 1)),
                  [&](int64_t i0, int64_t i1) {
                    for (int64_t i = i0; i < i1; ++i) {
                      uint32_t s = 0;
-                     for (int64_t p = 0; p < k; ++p) s += a.at(i, p);
-                     row_term[static_cast<size_t>(i)] = static_cast<int32_t>(beta * s);
+                     for (int64_t p = 0; p < k; ++p) s += a_value(a.at(i, p));
+                     row_term[static_cast<size_t>(i)] = static_cast<int32_t>(uint32_t(db) * s);
                    }
                  });
-  if (alpha) {
-    const uint32_t both = static_cast<uint32_t>(k) * alpha * beta;
+  if (da != 0) {
+    const uint32_t both = static_cast<uint32_t>(k) * uint32_t(da) * uint32_t(db);
     parallel_for(n, std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(k, 1)),
                  [&](int64_t j0, int64_t j1) {
                    std::vector<uint32_t> s(static_cast<size_t>(j1 - j0), 0);
                    for (int64_t p = 0; p < k; ++p)  // along B's rows: a row-major B's order
                      for (int64_t j = j0; j < j1; ++j)
-                       s[static_cast<size_t>(j - j0)] += static_cast<uint32_t>(
-                           static_cast<int32_t>(static_cast<int8_t>(b.at(p, j))));
+                       s[static_cast<size_t>(j - j0)] += b_value(b.at(p, j));
                    for (int64_t j = j0; j < j1; ++j)
                      col_term[static_cast<size_t>(j)] =
-                         static_cast<int32_t>(0u - alpha * s[static_cast<size_t>(j - j0)] - both);
+                         static_cast<int32_t>(uint32_t(da) * s[static_cast<size_t>(j - j0)] + both);
                  });
   }
   const int64_t threads = num_threads();
@@ -316,8 +333,9 @@ void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, 
           const int64_t jp1 = (g + 1) * npanels / groups;
           for (int64_t jp = g * npanels / groups; jp < jp1; ++jp) {
             const int64_t j0 = jc + jp * kNR;
-            tile(kq, apack.p + ip * a_bytes, bpack.p + jp * b_bytes, c + i0 * ldc + j0, ldc, rows,
-                 std::min(kNR, n - j0), pc == 0, row_term.data() + i0, col_term.data() + j0);
+            tile<kSwap>(kq, apack.p + ip * a_bytes, bpack.p + jp * b_bytes, c + i0 * ldc + j0, ldc,
+                        rows, std::min(kNR, n - j0), pc == 0, row_term.data() + i0,
+                        col_term.data() + j0);
           }
         }
       });
@@ -334,8 +352,24 @@ bool gemm_int8(int64_t m, int64_t n, int64_t k, Int8Ref a, Int8Ref b, int32_t* c
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0);
     return true;
   }
-  gemm_vnni(m, n, k, Bytes{a.p, a.rs, a.cs, static_cast<uint8_t>(a.is_signed ? 0x80 : 0)},
-            Bytes{b.p, b.rs, b.cs, static_cast<uint8_t>(b.is_signed ? 0 : 0x80)}, c, ldc);
+  // The roles: A unsigned and B signed, or (swapped) B unsigned and A signed, whichever needs
+  // fewer operands moved, and of two equal ones the cheaper sums: moving A costs B's column
+  // sums (n k), moving B A's row sums (m k).
+  const bool a_moves = a.is_signed, b_moves = !b.is_signed;  // in the first roles
+  // (both or neither move: swapping moves neither or both; one: the other role moves the other
+  // operand, B's column sums against A's row sums)
+  const bool swap = a_moves == b_moves ? a_moves : a_moves ? m <= n : n < m;
+  // flipping a byte's top bit moves i8 to u8 by adding 128, u8 to i8 by subtracting it
+  const auto move = [](bool moves, bool is_signed) { return moves ? (is_signed ? -128 : 128) : 0; };
+  const bool a_flips = swap ? !a.is_signed : a.is_signed;
+  const bool b_flips = swap ? b.is_signed : !b.is_signed;
+  const Bytes ab{a.p, a.rs, a.cs, static_cast<uint8_t>(a_flips ? 0x80 : 0)};
+  const Bytes bb{b.p, b.rs, b.cs, static_cast<uint8_t>(b_flips ? 0x80 : 0)};
+  const int32_t da = move(a_flips, a.is_signed), db = move(b_flips, b.is_signed);
+  if (swap)
+    gemm_vnni<true>(m, n, k, ab, bb, c, ldc, da, db);
+  else
+    gemm_vnni<false>(m, n, k, ab, bb, c, ldc, da, db);
   return true;
 }
 
