@@ -1,8 +1,8 @@
 // int_conv: the convolution of 8-bit integers with i32 sums (ONNX's ConvInteger and QLinearConv
-// run on it). On AVX-512 VNNI, im2col's byte columns (or, for a 1x1 window, the input itself)
-// times the weight by the int8 GEMM (gemm_int8.cpp), small images side by side in one column
-// matrix; elsewhere the operands widened to f64, where every sum of a model's 8-bit products
-// is exact, through the float convolution.
+// run on it). On AVX-512 VNNI, the byte columns (stride 1: the wide layout's runs, wide.h;
+// else im2col's; a 1x1 window: the input itself) times the weight by the int8 GEMM
+// (gemm_int8.cpp), small images side by side in one column matrix; elsewhere the operands widened
+// to f64, where every sum of a model's 8-bit products is exact, through the float convolution.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "ember/backends/cpu/isa.h"
 #include "ember/backends/cpu/spatial.h"
 #include "ember/backends/cpu/strided.h"
+#include "ember/backends/cpu/wide.h"
 
 namespace ember::cpu {
 
@@ -54,26 +55,51 @@ CpuTensor int_conv(const Op& op, Inputs in, const TensorMeta& out) {
                   Y + (n * c_out + grp * cog) * L, L);
     return o;
   }
-  // images side by side, about a thousand columns a product
-  const int64_t nb = std::clamp<int64_t>((1024 + L - 1) / L, 1, N);
-  Scratch<uint8_t> cols(ck * nb * L);
-  Scratch<int32_t> sums(nb > 1 ? cog * nb * L : 0);
+  // The columns: with stride 1 in the wide layout (wide.h: each row one contiguous run of the
+  // zero-padded plane, the outputs at its pitch, the positions past each output row computed and
+  // dropped), else im2col's. Images side by side, about a thousand columns a product.
+  const bool is_wide = Wide::fits(g);
+  const Wide wl(g);
+  const int64_t width = is_wide ? wl.wide : L, taps = g.k_numel();
+  const int64_t nb = std::clamp<int64_t>((1024 + width - 1) / width, 1, N);
+  Scratch<uint8_t> cols(ck * nb * width);
+  Scratch<int32_t> sums(nb > 1 || is_wide ? cog * nb * width : 0);
   for (int64_t n0 = 0; n0 < N; n0 += nb) {
-    const int64_t m = std::min(nb, N - n0), ld = m * L;
+    const int64_t m = std::min(nb, N - n0), ld = m * width;
     for (int64_t grp = 0; grp < G; ++grp) {
-      for (int64_t i = 0; i < m; ++i)
-        im2col(X + ((n0 + i) * c_in + grp * cg) * Lin, cg, g, cols.get() + i * L, ld, true);
+      const auto image = [&](int64_t i) { return X + ((n0 + i) * c_in + grp * cg) * Lin; };
+      if (is_wide) {  // a run per image, channel and tap
+        parallel_for(
+            m * cg, std::max<int64_t>(1, 4096 / std::max<int64_t>(width * taps, 1)),
+            [&](int64_t b, int64_t e) {
+              Scratch<uint8_t> pad(wl.padded ? wl.plane() : 0);
+              for (int64_t it = b; it < e; ++it) {
+                const int64_t i = it / cg, c = it % cg;
+                const uint8_t* xp = padded_plane(wl, g, image(i) + c * Lin, pad.get(), it > b);
+                for (int64_t t = 0; t < taps; ++t)
+                  std::memcpy(cols.get() + (c * taps + t) * ld + i * width,
+                              xp + wl.off[static_cast<size_t>(t)], static_cast<size_t>(width));
+              }
+            });
+      } else {
+        for (int64_t i = 0; i < m; ++i) im2col(image(i), cg, g, cols.get() + i * width, ld, true);
+      }
       const Int8Ref b{cols.get(), ld, 1, sx};
       int32_t* y = Y + (n0 * c_out + grp * cog) * L;
-      if (m == 1) {
+      if (m == 1 && !is_wide) {
         gemm_int8(cog, L, ck, weights(grp), b, y, L);
         continue;
       }
       gemm_int8(cog, ld, ck, weights(grp), b, sums.get(), ld);
       for (int64_t i = 0; i < m; ++i)
-        for (int64_t r = 0; r < cog; ++r)
-          std::memcpy(y + (i * c_out + r) * L, sums.get() + r * ld + i * L,
-                      static_cast<size_t>(L) * sizeof(int32_t));
+        for (int64_t r = 0; r < cog; ++r) {
+          const int32_t* src = sums.get() + r * ld + i * width;
+          int32_t* dst = y + (i * c_out + r) * L;
+          if (is_wide)
+            wl.narrow(g, src, dst);
+          else
+            std::memcpy(dst, src, static_cast<size_t>(L) * sizeof(int32_t));
+        }
     }
   }
   return o;
