@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "ember/backends/cpu/gemm.h"
+#include "ember/backends/cpu/int_conv.h"
 #include "ember/backends/cpu/isa.h"
 #include "ember/backends/cpu/spatial.h"
 #include "ember/backends/cpu/strided.h"
@@ -48,6 +49,18 @@ CpuTensor int_conv(const Op& op, Inputs in, const TensorMeta& out) {
   int32_t* Y = o.data<int32_t>();
   const bool sx = x.meta.dtype == DType::I8, sw = w.meta.dtype == DType::I8;
   const auto weights = [&](int64_t grp) { return Int8Ref{W + grp * cog * ck, ck, 1, sw}; };
+  if (!pointwise(g) && int_conv_direct_fits(g, x.meta.dtype, w.meta.dtype)) {
+    std::vector<IntConvDirect> convs;
+    for (int64_t grp = 0; grp < G; ++grp) convs.emplace_back(g, W + grp * cog * ck, cg, cog);
+    const int64_t bytes = convs[0].scratch_bytes();
+    for_items(N * G, [&](int64_t it, bool par) {
+      const int64_t n = it / G, grp = it % G;
+      Scratch<std::byte> scratch(bytes);
+      convs[static_cast<size_t>(grp)].run(X + (n * c_in + grp * cg) * Lin,
+                                          Y + (n * c_out + grp * cog) * L, scratch.get(), par);
+    });
+    return o;
+  }
   if (pointwise(g)) {  // the input planes are the columns
     for (int64_t n = 0; n < N; ++n)
       for (int64_t grp = 0; grp < G; ++grp)

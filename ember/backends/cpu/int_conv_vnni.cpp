@@ -1,0 +1,188 @@
+// int_conv's direct kernel on AVX-512 VNNI: stride 1, a u8 input and an i8 weight (dynamic
+// quantization's activations and weights). The input of an image is interleaved once into
+// [C/4][padded plane][4 channels] bytes (wide.h's layout: zero padding around each plane, the
+// outputs at its pitch; channels padded with zeros to a multiple of 4), so that one step of k
+// (four input channels of one tap) for 32 consecutive wide positions is 128 contiguous bytes,
+// read in place. The weight is packed as the int8 GEMM's A panels in the same order of k (tap,
+// then channel quad). A tile of 12 output channels x 32 positions stays in 24 registers, each
+// step two loads of the input, 12 broadcasts of the weight and 24 VPDPBUSD (the input the
+// unsigned operand, the weight the signed one: no correction terms). Where the GEMM path
+// builds a column matrix (the input nine times over for 3x3) and packs it again into panels,
+// this reads the input once more than the convolution itself does.
+#include <algorithm>
+#include <cstring>
+
+#include "ember/backends/cpu/int_conv.h"
+#include "ember/backends/cpu/isa.h"
+#include "ember/backends/cpu/spatial.h"
+#include "ember/core/thread_pool.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define EMBER_HAVE_VNNI_CONV 1
+#define EMBER_TARGET_VNNI_CONV __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#endif
+
+namespace ember::cpu {
+
+#if defined(EMBER_HAVE_VNNI_CONV)
+
+namespace {
+
+constexpr int64_t kRows = 12;  // output channels of a tile
+constexpr int64_t kCols = 32;  // wide positions of a tile (two registers of 16 i32)
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+#define EMBER_CONV_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+// C tile (R x kCols, rows ldc apart) = the sum over taps t and channel quads q of the packed
+// weight steps (ap: [taps][quads][kRows][4]) times the input's 128 bytes at xb + toff[t] + q *
+// quad_bytes.
+template <int R>
+EMBER_TARGET_VNNI_CONV void conv_tile(int64_t taps, int64_t quads, const uint8_t* ap,
+                                      const uint8_t* xb, const int64_t* toff, int64_t quad_bytes,
+                                      int32_t* c, int64_t ldc) {
+#define EMBER_CONV_DECL(i) __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = c##i##0;
+  EMBER_CONV_ROWS(EMBER_CONV_DECL)
+#undef EMBER_CONV_DECL
+  for (int64_t t = 0; t < taps; ++t) {
+    const uint8_t* bp = xb + toff[t];
+#pragma GCC unroll 2
+    for (int64_t q = 0; q < quads; ++q) {
+      const __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 64);
+#define EMBER_CONV_STEP(i)                         \
+  if constexpr (i < R) {                           \
+    int32_t w;                                     \
+    std::memcpy(&w, ap + 4 * (i), 4);              \
+    const __m512i a = _mm512_set1_epi32(w);        \
+    c##i##0 = _mm512_dpbusd_epi32(c##i##0, b0, a); \
+    c##i##1 = _mm512_dpbusd_epi32(c##i##1, b1, a); \
+  }
+      EMBER_CONV_ROWS(EMBER_CONV_STEP)
+#undef EMBER_CONV_STEP
+      ap += kRows * 4;
+      bp += quad_bytes;
+    }
+  }
+#define EMBER_CONV_STORE(i)                         \
+  if constexpr (i < R) {                            \
+    _mm512_storeu_si512(c + i * ldc, c##i##0);      \
+    _mm512_storeu_si512(c + i * ldc + 16, c##i##1); \
+  }
+  EMBER_CONV_ROWS(EMBER_CONV_STORE)
+#undef EMBER_CONV_STORE
+}
+
+#undef EMBER_CONV_ROWS
+
+// Sixteen bytes of each of four channel rows (a missing channel: null) as 16 positions of four
+// bytes at dst (SSE2).
+void interleave16(const uint8_t* const rows[4], uint8_t* dst) {
+  __m128i r[4];
+  for (int e = 0; e < 4; ++e)
+    r[e] =
+        rows[e] ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[e])) : _mm_setzero_si128();
+  const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
+  const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
+  auto* out = reinterpret_cast<__m128i*>(dst);
+  _mm_storeu_si128(out, _mm_unpacklo_epi16(lo01, lo23));
+  _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(lo01, lo23));
+  _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(hi01, hi23));
+  _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(hi01, hi23));
+}
+
+}  // namespace
+
+bool int_conv_direct_fits(const Geom& g, DType x, DType w) {
+  return x == DType::U8 && w == DType::I8 && Wide::fits(g) && cpu_has_avx512_vnni();
+}
+
+IntConvDirect::IntConvDirect(const Geom& g, const uint8_t* w, int64_t cg, int64_t cog)
+    : g_(g), wl_(g), cg_(cg), cog_(cog), taps_(g.k_numel()), quads_((cg + 3) / 4) {
+  const int64_t panels = (cog + kRows - 1) / kRows, steps = taps_ * quads_;
+  weights_.assign(static_cast<size_t>(panels * steps * kRows * 4), 0);
+  for (int64_t o = 0; o < cog; ++o)
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t t = 0; t < taps_; ++t) {
+        const int64_t step = t * quads_ + c / 4;
+        weights_[static_cast<size_t>(((o / kRows * steps + step) * kRows + o % kRows) * 4 +
+                                     c % 4)] = w[(o * cg + c) * taps_ + t];
+      }
+  const int64_t plane = wl_.plane();
+  for (int64_t t = 0; t < taps_; ++t) toff_.push_back(wl_.off[static_cast<size_t>(t)] * 4);
+  quad_bytes_ = plane * 4;
+  // every tile whole: positions up to the tiles' end read past the last real one
+  tiles_ = (wl_.wide + kCols - 1) / kCols;
+  const int64_t reach = tiles_ * kCols + *std::max_element(wl_.off.begin(), wl_.off.end());
+  input_bytes_ = (quads_ - 1) * quad_bytes_ + std::max(plane, reach) * 4;
+  out_ld_ = tiles_ * kCols;
+}
+
+int64_t IntConvDirect::scratch_bytes() const {
+  return input_bytes_ + round_up(cog_, 4) * out_ld_ * static_cast<int64_t>(sizeof(int32_t));
+}
+
+void IntConvDirect::run(const uint8_t* x, int32_t* y, std::byte* scratch, bool parallel) const {
+  auto* in = reinterpret_cast<uint8_t*>(scratch);
+  auto* out = reinterpret_cast<int32_t*>(scratch + input_bytes_);
+  const int64_t lin = g_.in_numel();
+  // the input, interleaved with its padding and missing channels zero
+  std::memset(in, 0, static_cast<size_t>(input_bytes_));
+  const int64_t rows_in = g_.in[0] * g_.in[1], width = g_.in[2];
+  const auto interleave = [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q)
+      for (int64_t r = 0; r < rows_in; ++r) {
+        const int64_t d = r / g_.in[1], h = r % g_.in[1];
+        const uint8_t* src[4];
+        for (int64_t e = 0; e < 4; ++e)
+          src[e] = 4 * q + e < cg_ ? x + (4 * q + e) * lin + r * width : nullptr;
+        uint8_t* dst = in + q * quad_bytes_ +
+                       (((d + g_.p[0]) * wl_.pitch[1] + h + g_.p[1]) * wl_.pitch[2] + g_.p[2]) * 4;
+        int64_t i = 0;
+        for (; i + 16 <= width; i += 16) {
+          const uint8_t* at[4];
+          for (int e = 0; e < 4; ++e) at[e] = src[e] ? src[e] + i : nullptr;
+          interleave16(at, dst + i * 4);
+        }
+        for (; i < width; ++i)
+          for (int64_t e = 0; e < 4; ++e) dst[i * 4 + e] = src[e] ? src[e][i] : 0;
+      }
+  };
+  // the tiles: a run of positions against every panel of output channels
+  const int64_t panels = (cog_ + kRows - 1) / kRows, steps = taps_ * quads_;
+  const auto tiles = [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j)
+      for (int64_t p = 0; p < panels; ++p) {
+        const int64_t rows = std::min(kRows, cog_ - p * kRows);
+        const uint8_t* ap = weights_.data() + p * steps * kRows * 4;
+        const uint8_t* xb = in + j * kCols * 4;
+        int32_t* c = out + p * kRows * out_ld_ + j * kCols;
+        if (rows > 8)
+          conv_tile<12>(taps_, quads_, ap, xb, toff_.data(), quad_bytes_, c, out_ld_);
+        else if (rows > 4)
+          conv_tile<8>(taps_, quads_, ap, xb, toff_.data(), quad_bytes_, c, out_ld_);
+        else
+          conv_tile<4>(taps_, quads_, ap, xb, toff_.data(), quad_bytes_, c, out_ld_);
+      }
+  };
+  if (parallel) {
+    parallel_for(quads_, 1, interleave);
+    parallel_for(tiles_, 1, tiles);
+  } else {
+    interleave(0, quads_);
+    tiles(0, tiles_);
+  }
+  for (int64_t o = 0; o < cog_; ++o) wl_.narrow(g_, out + o * out_ld_, y + o * g_.out_numel());
+}
+
+#else
+
+bool int_conv_direct_fits(const Geom&, DType, DType) { return false; }
+IntConvDirect::IntConvDirect(const Geom& g, const uint8_t*, int64_t, int64_t) : g_(g), wl_(g) {}
+int64_t IntConvDirect::scratch_bytes() const { return 0; }
+void IntConvDirect::run(const uint8_t*, int32_t*, std::byte*, bool) const {}
+
+#endif
+
+}  // namespace ember::cpu
