@@ -1,7 +1,8 @@
 // int_conv: the convolution of 8-bit integers with i32 sums (ONNX's ConvInteger and QLinearConv
-// run on it). On AVX-512 VNNI, the byte columns (stride 1: the wide layout's runs, wide.h;
-// else im2col's; a 1x1 window: the input itself) times the weight by the int8 GEMM
-// (gemm_int8.cpp), small images side by side in one column matrix; elsewhere the operands widened
+// run on it). On AVX-512 VNNI: stride 1 with a u8 input and an i8 weight, the direct kernel
+// (int_conv_vnni.cpp); otherwise the int8 GEMM (gemm_int8.cpp) of the weight by the byte
+// columns (a 1x1 window: the input itself; stride 1: the wide layout's runs, wide.h; else
+// im2col's), small images side by side in one column matrix. Without VNNI the operands widened
 // to f64, where every sum of a model's 8-bit products is exact, through the float convolution.
 #include <algorithm>
 #include <array>
