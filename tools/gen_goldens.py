@@ -636,6 +636,7 @@ int_conv_case(I(2, 3, 5, 6, layout="transposed", **U8), I(4, 3, 3, 3, **S8), "no
 # rows of 16 bytes and more (the direct kernel's interleaving a vector at a time, and its tail)
 int_conv_case(I(1, 8, 5, 40, **U8), I(20, 8, 3, 3, **S8), "wide_rows", padding=[1, 1])
 int_conv_case(I(2, 5, 3, 37, **U8), I(4, 5, 1, 3, **S8), "wide_rows_1x3", padding=[0, 1])
+int_conv_case(I(2, 6, 7, 20, **S8), I(14, 6, 3, 3, **S8), "i8_i8_pad", padding=[1, 1])
 
 out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")

@@ -105,6 +105,8 @@ const ConvCase kCases[] = {
     // depthwise with a channel multiplier, one image
     {1, 4, 6, 6, 8, 3, 3, 4, {1, 1}, {1, 1}, {1, 1, 1, 1}, false, true, 1},
     {1, 3, 7, 5, 4, 2, 2, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, false, 0},
+    // an i8 input through the direct kernel (stored with its top bit flipped)
+    {2, 6, 6, 19, 14, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 0, 2}, true, true, 1},
 };
 
 // y = ConvInteger(x, w, zx, zw) with every input an initializer.
@@ -142,7 +144,7 @@ TEST(OnnxQuant, QLinearConvMatchesTheReferenceArithmetic) {
   std::mt19937 g(17);
   std::uniform_real_distribution<float> scale(0.0005f, 0.004f);
   std::uniform_int_distribution<int> bias(-3000, 3000);
-  for (const ConvCase& base : {kCases[1], kCases[4]})
+  for (const ConvCase& base : {kCases[1], kCases[4], kCases[6]})
     for (const bool per_channel : {false, true}) {
       ConvCase c = base;
       c.zero_points = per_channel ? 1 : 2;
@@ -152,7 +154,7 @@ TEST(OnnxQuant, QLinearConvMatchesTheReferenceArithmetic) {
       const Operand zy = random_operand({}, true, g);
       std::vector<float> sx{scale(g)}, sw(size_t(per_channel ? c.m : 1));
       for (float& v : sw) v = scale(g) * 10;
-      const float sy = 0.25f;
+      const float sy = c.x_signed ? 1.0f : 0.25f;  // (an i8 input: larger centred sums)
       std::vector<int64_t> b(size_t(c.m));
       for (int64_t& v : b) v = bias(g);
       pb::ModelProto model = empty_model();

@@ -1,5 +1,5 @@
 // int_conv: the convolution of 8-bit integers with i32 sums (ONNX's ConvInteger and QLinearConv
-// run on it). On AVX-512 VNNI: stride 1 with a u8 input and an i8 weight, the direct kernel
+// run on it). On AVX-512 VNNI: stride 1 with an i8 weight, the direct kernel
 // (int_conv_vnni.cpp); otherwise the int8 GEMM (gemm_int8.cpp) of the weight by the byte
 // columns (a 1x1 window: the input itself; stride 1: the wide layout's runs, wide.h; else
 // im2col's), small images side by side in one column matrix. Without VNNI the operands widened
@@ -52,7 +52,7 @@ CpuTensor int_conv(const Op& op, Inputs in, const TensorMeta& out) {
   const auto weights = [&](int64_t grp) { return Int8Ref{W + grp * cog * ck, ck, 1, sw}; };
   if (!pointwise(g) && int_conv_direct_fits(g, x.meta.dtype, w.meta.dtype)) {
     std::vector<IntConvDirect> convs;
-    for (int64_t grp = 0; grp < G; ++grp) convs.emplace_back(g, W + grp * cog * ck, cg, cog);
+    for (int64_t grp = 0; grp < G; ++grp) convs.emplace_back(g, W + grp * cog * ck, cg, cog, sx);
     const int64_t bytes = convs[0].scratch_bytes();
     for_items(N * G, [&](int64_t it, bool par) {
       const int64_t n = it / G, grp = it % G;

@@ -1,12 +1,14 @@
-// int_conv's direct kernel on AVX-512 VNNI: stride 1, a u8 input and an i8 weight (dynamic
-// quantization's activations and weights). The input of an image is interleaved once into
-// [C/4][padded plane][4 channels] bytes (wide.h's layout: zero padding around each plane, the
-// outputs at its pitch; channels padded with zeros to a multiple of 4), so that one step of k
+// int_conv's direct kernel on AVX-512 VNNI: stride 1, a u8 or i8 input and an i8 weight (the
+// activations and weights of dynamic and static quantization). The input of an image is interleaved
+// once into [C/4][padded plane][4 channels] bytes (wide.h's layout: zero padding around each plane,
+// the outputs at its pitch; channels padded with zeros to a multiple of 4), so that one step of k
 // (four input channels of one tap) for 32 consecutive wide positions is 128 contiguous bytes,
 // read in place. The weight is packed as the int8 GEMM's A panels in the same order of k (tap,
 // then channel quad). A tile of 12 output channels x 32 positions stays in 24 registers, each
 // step two loads of the input, 12 broadcasts of the weight and 24 VPDPBUSD (the input the
-// unsigned operand, the weight the signed one: no correction terms). Where the GEMM path
+// unsigned operand, the weight the signed one). An i8 input is stored with its top bit flipped
+// (x + 128 as u8; the padding 128 too), and each output channel's sums start at -128 times the
+// sum of its weights, which takes the 128s back out exactly. Where the GEMM path
 // builds a column matrix (the input nine times over for 3x3) and packs it again into panels,
 // this reads the input once more than the convolution itself does.
 #include <algorithm>
@@ -36,14 +38,14 @@ int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 #define EMBER_CONV_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-// C tile (R x kCols, rows ldc apart) = the sum over taps t and channel quads q of the packed
-// weight steps (ap: [taps][quads][kRows][4]) times the input's 128 bytes at xb + toff[t] + q *
-// quad_bytes.
+// C tile (R x kCols, rows ldc apart) = row[i] + the sum over taps t and channel quads q of the
+// packed weight steps (ap: [taps][quads][kRows][4]) times the input's 128 bytes at xb + toff[t] + q
+// * quad_bytes.
 template <int R>
 EMBER_TARGET_VNNI_CONV void conv_tile(int64_t taps, int64_t quads, const uint8_t* ap,
                                       const uint8_t* xb, const int64_t* toff, int64_t quad_bytes,
-                                      int32_t* c, int64_t ldc) {
-#define EMBER_CONV_DECL(i) __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = c##i##0;
+                                      const int32_t* row, int32_t* c, int64_t ldc) {
+#define EMBER_CONV_DECL(i) __m512i c##i##0 = _mm512_set1_epi32(row[(i) % R]), c##i##1 = c##i##0;
   EMBER_CONV_ROWS(EMBER_CONV_DECL)
 #undef EMBER_CONV_DECL
   for (int64_t t = 0; t < taps; ++t) {
@@ -76,13 +78,14 @@ EMBER_TARGET_VNNI_CONV void conv_tile(int64_t taps, int64_t quads, const uint8_t
 
 #undef EMBER_CONV_ROWS
 
-// Sixteen bytes of each of four channel rows (a missing channel: null) as 16 positions of four
-// bytes at dst (SSE2).
-void interleave16(const uint8_t* const rows[4], uint8_t* dst) {
+// Sixteen bytes of each of four channel rows (a missing channel: null, read as zeros), each
+// xor'ed with `flip`, as 16 positions of four bytes at dst (SSE2).
+void interleave16(const uint8_t* const rows[4], __m128i flip, uint8_t* dst) {
   __m128i r[4];
   for (int e = 0; e < 4; ++e)
-    r[e] =
-        rows[e] ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[e])) : _mm_setzero_si128();
+    r[e] = _mm_xor_si128(
+        rows[e] ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[e])) : _mm_setzero_si128(),
+        flip);
   const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
   const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
   auto* out = reinterpret_cast<__m128i*>(dst);
@@ -95,11 +98,19 @@ void interleave16(const uint8_t* const rows[4], uint8_t* dst) {
 }  // namespace
 
 bool int_conv_direct_fits(const Geom& g, DType x, DType w) {
-  return x == DType::U8 && w == DType::I8 && Wide::fits(g) && cpu_has_avx512_vnni();
+  return (x == DType::U8 || x == DType::I8) && w == DType::I8 && Wide::fits(g) &&
+         cpu_has_avx512_vnni();
 }
 
-IntConvDirect::IntConvDirect(const Geom& g, const uint8_t* w, int64_t cg, int64_t cog)
-    : g_(g), wl_(g), cg_(cg), cog_(cog), taps_(g.k_numel()), quads_((cg + 3) / 4) {
+IntConvDirect::IntConvDirect(const Geom& g, const uint8_t* w, int64_t cg, int64_t cog,
+                             bool x_signed)
+    : g_(g),
+      wl_(g),
+      cg_(cg),
+      cog_(cog),
+      taps_(g.k_numel()),
+      quads_((cg + 3) / 4),
+      flip_(x_signed ? 0x80 : 0) {
   const int64_t panels = (cog + kRows - 1) / kRows, steps = taps_ * quads_;
   weights_.assign(static_cast<size_t>(panels * steps * kRows * 4), 0);
   for (int64_t o = 0; o < cog; ++o)
@@ -109,6 +120,15 @@ IntConvDirect::IntConvDirect(const Geom& g, const uint8_t* w, int64_t cg, int64_
         weights_[static_cast<size_t>(((o / kRows * steps + step) * kRows + o % kRows) * 4 +
                                      c % 4)] = w[(o * cg + c) * taps_ + t];
       }
+  // an i8 input's 128s out: -128 times each output channel's weight sum (modulo 2^32)
+  row_.assign(static_cast<size_t>(round_up(cog, kRows)), 0);
+  if (flip_)
+    for (int64_t o = 0; o < cog; ++o) {
+      uint32_t sum = 0;
+      for (int64_t i = 0; i < cg * taps_; ++i)
+        sum += static_cast<uint32_t>(int32_t(static_cast<int8_t>(w[o * cg * taps_ + i])));
+      row_[static_cast<size_t>(o)] = static_cast<int32_t>(0u - 128u * sum);
+    }
   const int64_t plane = wl_.plane();
   for (int64_t t = 0; t < taps_; ++t) toff_.push_back(wl_.off[static_cast<size_t>(t)] * 4);
   quad_bytes_ = plane * 4;
@@ -128,7 +148,8 @@ void IntConvDirect::run(const uint8_t* x, int32_t* y, std::byte* scratch, bool p
   auto* out = reinterpret_cast<int32_t*>(scratch + input_bytes_);
   const int64_t lin = g_.in_numel();
   // the input, interleaved with its padding and missing channels zero
-  std::memset(in, 0, static_cast<size_t>(input_bytes_));
+  std::memset(in, flip_, static_cast<size_t>(input_bytes_));  // zeros, as stored
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(flip_));
   const int64_t rows_in = g_.in[0] * g_.in[1], width = g_.in[2];
   const auto interleave = [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q)
@@ -143,10 +164,10 @@ void IntConvDirect::run(const uint8_t* x, int32_t* y, std::byte* scratch, bool p
         for (; i + 16 <= width; i += 16) {
           const uint8_t* at[4];
           for (int e = 0; e < 4; ++e) at[e] = src[e] ? src[e] + i : nullptr;
-          interleave16(at, dst + i * 4);
+          interleave16(at, flip, dst + i * 4);
         }
         for (; i < width; ++i)
-          for (int64_t e = 0; e < 4; ++e) dst[i * 4 + e] = src[e] ? src[e][i] : 0;
+          for (int64_t e = 0; e < 4; ++e) dst[i * 4 + e] = (src[e] ? src[e][i] : 0) ^ flip_;
       }
   };
   // the tiles: a run of positions against every panel of output channels
@@ -157,13 +178,14 @@ void IntConvDirect::run(const uint8_t* x, int32_t* y, std::byte* scratch, bool p
         const int64_t rows = std::min(kRows, cog_ - p * kRows);
         const uint8_t* ap = weights_.data() + p * steps * kRows * 4;
         const uint8_t* xb = in + j * kCols * 4;
+        const int32_t* row = row_.data() + p * kRows;
         int32_t* c = out + p * kRows * out_ld_ + j * kCols;
         if (rows > 8)
-          conv_tile<12>(taps_, quads_, ap, xb, toff_.data(), quad_bytes_, c, out_ld_);
+          conv_tile<12>(taps_, quads_, ap, xb, toff_.data(), quad_bytes_, row, c, out_ld_);
         else if (rows > 4)
-          conv_tile<8>(taps_, quads_, ap, xb, toff_.data(), quad_bytes_, c, out_ld_);
+          conv_tile<8>(taps_, quads_, ap, xb, toff_.data(), quad_bytes_, row, c, out_ld_);
         else
-          conv_tile<4>(taps_, quads_, ap, xb, toff_.data(), quad_bytes_, c, out_ld_);
+          conv_tile<4>(taps_, quads_, ap, xb, toff_.data(), quad_bytes_, row, c, out_ld_);
       }
   };
   if (parallel) {
@@ -179,7 +201,8 @@ void IntConvDirect::run(const uint8_t* x, int32_t* y, std::byte* scratch, bool p
 #else
 
 bool int_conv_direct_fits(const Geom&, DType, DType) { return false; }
-IntConvDirect::IntConvDirect(const Geom& g, const uint8_t*, int64_t, int64_t) : g_(g), wl_(g) {}
+IntConvDirect::IntConvDirect(const Geom& g, const uint8_t*, int64_t, int64_t, bool)
+    : g_(g), wl_(g) {}
 int64_t IntConvDirect::scratch_bytes() const { return 0; }
 void IntConvDirect::run(const uint8_t*, int32_t*, std::byte*, bool) const {}
 
