@@ -18,7 +18,7 @@ endif()
 # ember's own .cpp files only). EMBER_PUBLIC_HEADERS (paths from the source root) is also
 # the list whose examples tests/docs compiles.
 set(EMBER_PRIVATE_HEADER_REGEX
-  "^ember/(backends/cpu/(allocator|direct_conv|elementwise|flat_taps|gemm|kernels|simd|spatial|strided|transpose16|vmath|vmath_wide|wide|winograd)|backends/cuda/(compile_jobs|cublaslt|cudnn|env|kernels|ops|queue|runtime)|backends/vulkan/(coopmat|gemm|vk)|backend/device_backend|backends/remote/(client|protocol|server|session)|distributed/(data_parallel|grad_sync|local_device|nccl|process_group)|kernel/codegen/(glsl_header|glsl_math)|record/(mapped_file|zip)|train/(dashboard_layout|dashboard_paint|dashboard_plot|dashboard_state|terminal))\\.h$")
+  "^ember/(backends/cpu/(allocator|direct_conv|elementwise|flat_taps|gemm|int_conv|kernels|simd|spatial|strided|transpose16|vmath|vmath_wide|vnni|wide|winograd)|backends/cuda/(compile_jobs|cublaslt|cudnn|env|kernels|ops|queue|runtime)|backends/vulkan/(coopmat|gemm|vk)|backend/device_backend|backends/remote/(client|protocol|server|session)|distributed/(data_parallel|grad_sync|local_device|nccl|process_group)|kernel/codegen/(glsl_header|glsl_math)|record/(mapped_file|zip)|train/(dashboard_layout|dashboard_paint|dashboard_plot|dashboard_state|terminal))\\.h$")
 file(GLOB_RECURSE EMBER_PUBLIC_HEADERS RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/ember/*.h ${PROJECT_SOURCE_DIR}/ember/*.inc
   ${PROJECT_SOURCE_DIR}/ember/*.def)

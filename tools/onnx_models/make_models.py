@@ -178,6 +178,28 @@ MODELS = {
 }
 
 
+def quantized_weight(rng, shape, fan_in, name):
+    """Random weights quantized to int8 per tensor: the initializers `name` and `name`_scale."""
+    w = rng.normal(0, 1 / np.sqrt(fan_in), shape).astype(np.float32)
+    scale = np.float32(np.abs(w).max() / 127)
+    wq = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
+    return [numpy_helper.from_array(wq, name),
+            numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale")]
+
+
+def save_quantized(nodes, name, inits, path):
+    """The graph of a quantized fixture (input [N, 1, 28, 28], logits [N, 10]), checked, to `path`."""
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 28, 28])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+
+
 def quant_mlp_model(path):
     """The quant_mlp graph (see the module doc), written to `path`."""
     from onnx import TensorProto, helper
@@ -186,12 +208,8 @@ def quant_mlp_model(path):
     nodes = [helper.make_node("Flatten", ["input"], ["x0"], axis=1)]
     inits = []
     for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
-        w = rng.normal(0, 1 / np.sqrt(n_in), (n_in, n_out)).astype(np.float32)
-        w_scale = np.float32(np.abs(w).max() / 127)
-        wq = np.clip(np.round(w / w_scale), -127, 127).astype(np.int8)
-        inits += [numpy_helper.from_array(wq, f"w{i}"),
-                  numpy_helper.from_array(np.array(w_scale, np.float32), f"w{i}_scale"),
-                  numpy_helper.from_array(rng.normal(0, 0.1, n_out).astype(np.float32), f"b{i}")]
+        inits += quantized_weight(rng, (n_in, n_out), n_in, f"w{i}")
+        inits.append(numpy_helper.from_array(rng.normal(0, 0.1, n_out).astype(np.float32), f"b{i}"))
         x, out = f"x{i}", ("logits" if i == len(sizes) - 2 else f"x{i + 1}")
         nodes += [
             helper.make_node("DynamicQuantizeLinear", [x], [f"q{i}", f"q{i}_scale", f"q{i}_zp"]),
@@ -203,23 +221,7 @@ def quant_mlp_model(path):
         ]
         if out != "logits":
             nodes.append(helper.make_node("Relu", [f"z{i}"], [out]))
-    graph = helper.make_graph(
-        nodes, "quant_mlp",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 28, 28])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 7
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
-
-
-def quantized_weight(rng, shape, fan_in, name):
-    """Random weights quantized to int8 per tensor: the initializers `name` and `name`_scale."""
-    w = rng.normal(0, 1 / np.sqrt(fan_in), shape).astype(np.float32)
-    scale = np.float32(np.abs(w).max() / 127)
-    wq = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
-    return [numpy_helper.from_array(wq, name),
-            numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale")]
+    save_quantized(nodes, "quant_mlp", inits, path)
 
 
 def quant_cnn_model(path):
@@ -261,14 +263,7 @@ def quant_cnn_model(path):
         helper.make_node("Mul", ["pf3", "s3"], ["y3"]),
         helper.make_node("Add", ["y3", "b3"], ["logits"]),
     ]
-    graph = helper.make_graph(
-        nodes, "quant_cnn",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 28, 28])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 7
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
+    save_quantized(nodes, "quant_cnn", inits, path)
 
 
 def build(name, checkpoint):

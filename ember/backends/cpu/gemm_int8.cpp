@@ -29,13 +29,8 @@
 
 #include "ember/backends/cpu/gemm.h"
 #include "ember/backends/cpu/isa.h"
+#include "ember/backends/cpu/vnni.h"
 #include "ember/core/thread_pool.h"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define EMBER_HAVE_VNNI_KERNELS 1
-#define EMBER_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
-#endif
 
 namespace ember::cpu {
 
@@ -47,8 +42,6 @@ constexpr int64_t kMR = 12;    // rows of a C tile
 constexpr int64_t kNR = 32;    // columns of a C tile (two registers of 16 i32)
 constexpr int64_t kKC = 1024;  // k per packed block (a multiple of 4)
 constexpr int64_t kNC = 512;   // columns per packed block of B
-
-int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 // Byte (i, j) of an operand, its top bit flipped where `flip` is 0x80.
 struct Bytes {
@@ -186,8 +179,6 @@ void pack_b_panels(const Bytes& b, int64_t jc, int64_t nc, int64_t jp0, int64_t 
     pack_b_panel(b, jc + jp * kNR, std::min(kNR, nc - jp * kNR), pc, kc, dst + jp * panel_bytes);
 }
 
-#define EMBER_VNNI_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-
 // C tile (R x kNR, rows ldc apart) = (first ? row[i] + col[j] : C) + the products of kq steps
 // of the packed panels (A's panel kMR rows wide). row: R terms, col: kNR terms.
 template <int R, bool kSwap>
@@ -245,8 +236,6 @@ EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, i
 #undef EMBER_VNNI_STORE
 }
 
-#undef EMBER_VNNI_ROWS
-
 // One tile of C at (i0, j0), rows x cols of it inside C: the kernel of 4, 8 or 12 rows that
 // covers the rows, in place where it covers them exactly and the columns are whole, else
 // through a buffer whose valid part is copied back.
@@ -280,8 +269,8 @@ void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, 
     return static_cast<uint32_t>(kSwap ? int32_t(v) : int32_t(int8_t(v)));
   };
   // the correction terms, modulo 2^32 (unsigned: no overflow in C++ terms); zero past m and n
-  std::vector<int32_t> row_term(static_cast<size_t>(round_up(m, kMR)), 0);
-  std::vector<int32_t> col_term(static_cast<size_t>(round_up(n, kNR)), 0);
+  std::vector<int32_t> row_term(static_cast<size_t>(round_up_to(m, kMR)), 0);
+  std::vector<int32_t> col_term(static_cast<size_t>(round_up_to(n, kNR)), 0);
   if (db != 0)
     parallel_for(m, std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(k, 1)),
                  [&](int64_t i0, int64_t i1) {
@@ -306,11 +295,11 @@ void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, 
   }
   const int64_t threads = num_threads();
   const int64_t mpanels = (m + kMR - 1) / kMR;
-  const int64_t kc_max = round_up(std::min(k, kKC), 4);
+  const int64_t kc_max = round_up_to(std::min(k, kKC), 4);
   // packed A for one block of k (all rows) and B for one block of k and columns; not zeroed:
   // the packing writes every byte of them
   Aligned<uint8_t> apack(static_cast<size_t>(mpanels * kMR * kc_max));
-  Aligned<uint8_t> bpack(static_cast<size_t>(kc_max * round_up(std::min(n, kNC), kNR)));
+  Aligned<uint8_t> bpack(static_cast<size_t>(kc_max * round_up_to(std::min(n, kNC), kNR)));
   for (int64_t pc = 0; pc < k; pc += kKC) {
     const int64_t kc = std::min(kKC, k - pc), kq = (kc + 3) / 4;
     const int64_t a_bytes = kq * kMR * 4, b_bytes = kq * kNR * 4;  // a panel's

@@ -17,36 +17,27 @@
 #include "ember/backends/cpu/int_conv.h"
 #include "ember/backends/cpu/isa.h"
 #include "ember/backends/cpu/spatial.h"
+#include "ember/backends/cpu/vnni.h"
 #include "ember/core/thread_pool.h"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define EMBER_HAVE_VNNI_CONV 1
-#define EMBER_TARGET_VNNI_CONV __attribute__((target("avx512f,avx512bw,avx512vnni")))
-#endif
 
 namespace ember::cpu {
 
-#if defined(EMBER_HAVE_VNNI_CONV)
+#if defined(EMBER_HAVE_VNNI_KERNELS)
 
 namespace {
 
 constexpr int64_t kRows = 12;  // output channels of a tile
 constexpr int64_t kCols = 32;  // wide positions of a tile (two registers of 16 i32)
 
-int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
-
-#define EMBER_CONV_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-
 // C tile (R x kCols, rows ldc apart) = row[i] + the sum over taps t and channel quads q of the
 // packed weight steps (ap: [taps][quads][kRows][4]) times the input's 128 bytes at xb + toff[t] + q
 // * quad_bytes.
 template <int R>
-EMBER_TARGET_VNNI_CONV void conv_tile(int64_t taps, int64_t quads, const uint8_t* ap,
-                                      const uint8_t* xb, const int64_t* toff, int64_t quad_bytes,
-                                      const int32_t* row, int32_t* c, int64_t ldc) {
+EMBER_TARGET_VNNI void conv_tile(int64_t taps, int64_t quads, const uint8_t* ap, const uint8_t* xb,
+                                 const int64_t* toff, int64_t quad_bytes, const int32_t* row,
+                                 int32_t* c, int64_t ldc) {
 #define EMBER_CONV_DECL(i) __m512i c##i##0 = _mm512_set1_epi32(row[(i) % R]), c##i##1 = c##i##0;
-  EMBER_CONV_ROWS(EMBER_CONV_DECL)
+  EMBER_VNNI_ROWS(EMBER_CONV_DECL)
 #undef EMBER_CONV_DECL
   for (int64_t t = 0; t < taps; ++t) {
     const uint8_t* bp = xb + toff[t];
@@ -61,7 +52,7 @@ EMBER_TARGET_VNNI_CONV void conv_tile(int64_t taps, int64_t quads, const uint8_t
     c##i##0 = _mm512_dpbusd_epi32(c##i##0, b0, a); \
     c##i##1 = _mm512_dpbusd_epi32(c##i##1, b1, a); \
   }
-      EMBER_CONV_ROWS(EMBER_CONV_STEP)
+      EMBER_VNNI_ROWS(EMBER_CONV_STEP)
 #undef EMBER_CONV_STEP
       ap += kRows * 4;
       bp += quad_bytes;
@@ -72,11 +63,9 @@ EMBER_TARGET_VNNI_CONV void conv_tile(int64_t taps, int64_t quads, const uint8_t
     _mm512_storeu_si512(c + i * ldc, c##i##0);      \
     _mm512_storeu_si512(c + i * ldc + 16, c##i##1); \
   }
-  EMBER_CONV_ROWS(EMBER_CONV_STORE)
+  EMBER_VNNI_ROWS(EMBER_CONV_STORE)
 #undef EMBER_CONV_STORE
 }
-
-#undef EMBER_CONV_ROWS
 
 // Sixteen bytes of each of four channel rows (a missing channel: null, read as zeros), each
 // xor'ed with `flip`, as 16 positions of four bytes at dst (SSE2).
@@ -121,7 +110,7 @@ IntConvDirect::IntConvDirect(const Geom& g, const uint8_t* w, int64_t cg, int64_
                                      c % 4)] = w[(o * cg + c) * taps_ + t];
       }
   // an i8 input's 128s out: -128 times each output channel's weight sum (modulo 2^32)
-  row_.assign(static_cast<size_t>(round_up(cog, kRows)), 0);
+  row_.assign(static_cast<size_t>(round_up_to(cog, kRows)), 0);
   if (flip_)
     for (int64_t o = 0; o < cog; ++o) {
       uint32_t sum = 0;
@@ -140,7 +129,7 @@ IntConvDirect::IntConvDirect(const Geom& g, const uint8_t* w, int64_t cg, int64_
 }
 
 int64_t IntConvDirect::scratch_bytes() const {
-  return input_bytes_ + round_up(cog_, 4) * out_ld_ * static_cast<int64_t>(sizeof(int32_t));
+  return input_bytes_ + round_up_to(cog_, 4) * out_ld_ * static_cast<int64_t>(sizeof(int32_t));
 }
 
 void IntConvDirect::run(const uint8_t* x, int32_t* y, std::byte* scratch, bool parallel) const {
