@@ -244,6 +244,19 @@ void bm_depthwise_conv2d(State& st, const bench::DepthwiseSize& d) {
   bench::set_bytes(st, d.bytes());
 }
 
+// The same on 8-bit integers (int_conv with groups: a quantized MobileNet's depthwise convs).
+void bm_depthwise_conv2d_u8s8(State& st, const bench::DepthwiseSize& d) {
+  using namespace bench;
+  auto x = (uniform<Cpu, 4>({d.n, d.c, d.hw, d.hw}) * 127 + 128).int_(DType::U8);
+  auto w = (uniform<Cpu, 4>({d.c, 1, d.k, d.k}) * 127).int_(DType::I8);
+  ConvOptions o{.stride = {d.stride}, .padding = {d.k / 2}, .groups = d.c};
+  for (auto _ : st) {
+    auto y = int_conv(x, w, o);
+    benchmark::DoNotOptimize(y);
+  }
+  bench::set_bytes(st, d.bytes());
+}
+
 void reg(const std::string& name, void (*fn)(State&), benchmark::TimeUnit unit) {
   benchmark::RegisterBenchmark(name.c_str(), fn)->UseRealTime()->Unit(unit);
 }
@@ -278,6 +291,11 @@ void register_ember_benchmarks() {
   for (const auto& d : bench::kDepthwiseSizes)
     benchmark::RegisterBenchmark((std::string("cpu/depthwise_conv2d/") + d.name).c_str(),
                                  bm_depthwise_conv2d, d)
+        ->UseRealTime()
+        ->Unit(kMillisecond);
+  for (const auto& d : bench::kDepthwiseSizes)
+    benchmark::RegisterBenchmark((std::string("cpu/depthwise_conv2d_u8s8/") + d.name).c_str(),
+                                 bm_depthwise_conv2d_u8s8, d)
         ->UseRealTime()
         ->Unit(kMillisecond);
 }

@@ -637,6 +637,9 @@ int_conv_case(I(2, 3, 5, 6, layout="transposed", **U8), I(4, 3, 3, 3, **S8), "no
 int_conv_case(I(1, 8, 5, 40, **U8), I(20, 8, 3, 3, **S8), "wide_rows", padding=[1, 1])
 int_conv_case(I(2, 5, 3, 37, **U8), I(4, 5, 1, 3, **S8), "wide_rows_1x3", padding=[0, 1])
 int_conv_case(I(2, 6, 7, 20, **S8), I(14, 6, 3, 3, **S8), "i8_i8_pad", padding=[1, 1])
+# depthwise through the f32 loops: the largest magnitudes, 5x5 stride 2, a channel multiplier
+int_conv_case(I(1, 8, 9, 9, dtype="u8", values=[255] * 648), I(16, 1, 5, 5, dtype="i8", values=[-128] * 400),
+              "depthwise_s2_extremes", [2, 2], [2, 2], groups=8)
 
 out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")
