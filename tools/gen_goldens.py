@@ -640,6 +640,9 @@ int_conv_case(I(2, 6, 7, 20, **S8), I(14, 6, 3, 3, **S8), "i8_i8_pad", padding=[
 # depthwise through the f32 loops: the largest magnitudes, 5x5 stride 2, a channel multiplier
 int_conv_case(I(1, 8, 9, 9, dtype="u8", values=[255] * 648), I(16, 1, 5, 5, dtype="i8", values=[-128] * 400),
               "depthwise_s2_extremes", [2, 2], [2, 2], groups=8)
+# past f32's exact range: 289 taps of 255 x 255 sum to 18792225 (odd, above 2^24)
+int_conv_case(I(1, 2, 17, 17, dtype="u8", values=[255] * 578), I(2, 1, 17, 17, dtype="u8", values=[255] * 578),
+              "depthwise_past_f32", groups=2)
 
 out = {"generator": "tools/gen_goldens.py", "torch": torch.__version__, "cases": CASES}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "goldens.json")

@@ -23,8 +23,8 @@ namespace {
 
 // The float convolution of the operands widened to T, as i32 (modulo 2^32 as the i32 sums
 // wrap). Exact where every partial sum is an integer the type holds: always in f64 for a model's
-// sizes; in f32 for up to 512 products of 8-bit values a sum (below 2^24 at every step), where
-// the float path multiplies and adds and never transforms (no Winograd: one input channel).
+// sizes; in f32 where the sums stay within 2^24 (int_conv below), and the float path multiplies
+// and adds and never transforms (no Winograd: one input channel a group).
 template <class T>
 CpuTensor widened(const Op& op, Inputs in, const TensorMeta& out) {
   constexpr DType t = std::is_same_v<T, double> ? DType::F64 : DType::F32;
@@ -48,13 +48,16 @@ CpuTensor widened(const Op& op, Inputs in, const TensorMeta& out) {
 }  // namespace
 
 CpuTensor int_conv(const Op& op, Inputs in, const TensorMeta& out) {
-  if (!cpu_has_avx512_vnni()) return widened<double>(op, in, out);
   const Shape& ws = in[1].meta.shape;
-  // Depthwise (one input channel a group): the float path's depthwise loops in f32, exact there
-  // (above); the products by group were a tile of one row each (8 x 64 x 56² 3x3 1.31 -> 0.45 ms, 8
-  // x 96 x 56² 5x5 stride 2 15.6 -> 0.72)
-  if (ws[1] == 1 && ws.numel() / std::max<int64_t>(ws[0], 1) <= 512)
+  // Depthwise (one input channel a group): the float path's depthwise loops in f32, exact where
+  // the taps times the largest product stay within 2^24 (u8 x u8: 258 taps, u8 x i8: 514, i8 x
+  // i8: 1024); the products by group had been a tile of one row each (8 x 64 x 56² 3x3 1.31 ->
+  // 0.45 ms, 8 x 96 x 56² 5x5 stride 2 15.6 -> 0.72)
+  const auto largest = [](DType t) { return t == DType::U8 ? 255 : 128; };
+  const int64_t product = largest(in[0].meta.dtype) * largest(in[1].meta.dtype);
+  if (ws[1] == 1 && ws.numel() / std::max<int64_t>(ws[0], 1) * product <= (int64_t{1} << 24))
     return widened<float>(op, in, out);
+  if (!cpu_has_avx512_vnni()) return widened<double>(op, in, out);
   const CpuTensor x = contiguous(in[0]), w = contiguous(in[1]);
   CpuTensor o = empty(out);
   const Shape &xs = x.meta.shape, &ys = out.shape;
