@@ -20,9 +20,10 @@
 // [12 rows][4 bytes], a row's four bytes of a step one 32-bit broadcast; B in panels of 32
 // columns as [k/4][32 columns][4 bytes], two 64-byte registers a step. The micro-kernel keeps 12
 // x 32 of C in 24 registers (kernels of 8 and 4 rows take a product's last rows). Per block of
-// kKC of k, all of A is packed (with the first block of columns), and B per block of up to kNC
-// columns (512 KiB, half an L2), shared by the threads; the work items are a 12-row panel of A
-// (12 KiB at kKC, in L1) against a run of B's panels.
+// kKC of k, all of A is packed (with the first block of columns), and B per block of columns
+// of about 512 KiB (half an L2: kNC columns at kKC, more where k is short), shared by the
+// threads; the work items are a 12-row panel of A (12 KiB at kKC, in L1) against a run of B's
+// panels.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -299,12 +300,16 @@ void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, 
   // packed A for one block of k (all rows) and B for one block of k and columns; not zeroed:
   // the packing writes every byte of them
   Aligned<uint8_t> apack(static_cast<size_t>(mpanels * kMR * kc_max));
-  Aligned<uint8_t> bpack(static_cast<size_t>(kc_max * round_up_to(std::min(n, kNC), kNR)));
+  // B's blocks of columns: 512 KiB, so that a short k (a 1x1 convolution's 64 channels) takes
+  // few blocks, each a round of the threads for its packing and one for its products (one image
+  // of 64 -> 256 on 56x56 had run 7 blocks of 512 columns)
+  const int64_t nc_max = std::max(kNC, kNC * kKC / kc_max / kNR * kNR);
+  Aligned<uint8_t> bpack(static_cast<size_t>(kc_max * round_up_to(std::min(n, nc_max), kNR)));
   for (int64_t pc = 0; pc < k; pc += kKC) {
     const int64_t kc = std::min(kKC, k - pc), kq = (kc + 3) / 4;
     const int64_t a_bytes = kq * kMR * 4, b_bytes = kq * kNR * 4;  // a panel's
-    for (int64_t jc = 0; jc < n; jc += kNC) {
-      const int64_t nc = std::min(kNC, n - jc), npanels = (nc + kNR - 1) / kNR;
+    for (int64_t jc = 0; jc < n; jc += nc_max) {
+      const int64_t nc = std::min(nc_max, n - jc), npanels = (nc + kNR - 1) / kNR;
       // B's panels of this block, and with the first block all of A's panels of this k block
       const int64_t apanels = jc == 0 ? mpanels : 0;
       parallel_for(apanels + npanels, 1, [&](int64_t p0, int64_t p1) {
