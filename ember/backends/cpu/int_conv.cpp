@@ -53,7 +53,7 @@ CpuTensor int_conv(const Op& op, Inputs in, const TensorMeta& out) {
   // the taps times the largest product stay within 2^24 (u8 x u8: 258 taps, u8 x i8: 514, i8 x
   // i8: 1024); the products by group had been a tile of one row each (8 x 64 x 56² 3x3 1.31 ->
   // 0.45 ms, 8 x 96 x 56² 5x5 stride 2 15.6 -> 0.72)
-  const auto largest = [](DType t) { return t == DType::U8 ? 255 : 128; };
+  const auto largest = [](DType t) { return int64_t{t == DType::U8 ? 255 : 128}; };
   const int64_t product = largest(in[0].meta.dtype) * largest(in[1].meta.dtype);
   if (ws[1] == 1 && ws.numel() / std::max<int64_t>(ws[0], 1) * product <= (int64_t{1} << 24))
     return widened<float>(op, in, out);
