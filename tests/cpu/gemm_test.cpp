@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -310,8 +311,11 @@ void check_int8(const Int8Case& c) {
   }
 }
 
+// Each 8-bit kernel the machine has: AMX tiles, and (capped below them) AVX-512 VNNI.
 TEST(CpuGemmInt8, MatchesAPlainLoop) {
   if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  std::vector<std::optional<CpuIsa>> caps{std::nullopt};
+  if (cpu_has_amx_int8()) caps.push_back(CpuIsa::Avx512Bf16);
   std::vector<Int8Case> cases;
   for (bool sa : {false, true})
     for (bool sb : {false, true}) {
@@ -331,7 +335,12 @@ TEST(CpuGemmInt8, MatchesAPlainLoop) {
   // sums past i32: 255 * 255 * 40000 (u8 x u8), and -128 * -128 * 140000 (i8 x i8)
   cases.push_back({2, 17, 40000, false, false, false, false, 2});
   cases.push_back({3, 16, 140000, true, true, false, true, 1});
-  for (const Int8Case& c : cases) check_int8(c);
+  for (const auto& cap : caps) {
+    set_cpu_isa_cap(cap);
+    SCOPED_TRACE(cpu_has_amx_int8() ? "AMX tiles" : "AVX-512 VNNI");
+    for (const Int8Case& c : cases) check_int8(c);
+  }
+  set_cpu_isa_cap(std::nullopt);
 }
 
 TEST(CpuGemmInt8, BelowAvx512ItDeclines) {

@@ -43,6 +43,11 @@ bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, 
 bool gemm_bf16(int64_t m, int64_t n, int64_t k, MatRef<bf16> a, MatRef<bf16> b, bf16* c,
                int64_t ldc);
 
+/// Configures this thread's AMX tiles as the GEMMs use them (all eight 16 rows x 64 bytes;
+/// cpu/amx.cpp), and releases them. Only where cpu_isa() is CpuIsa::Amx.
+void amx_load_tile_config();
+void amx_release_tiles();
+
 /// An 8-bit integer matrix: element (i, j) at p[i * rs + j * cs], i8 where `is_signed`, else u8.
 struct Int8Ref {
   const uint8_t* p;

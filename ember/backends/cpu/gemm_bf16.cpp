@@ -45,26 +45,6 @@ constexpr int64_t kGroup = 32 * 32;  // elements of one packed 32-k group of a b
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
-// The tile shapes, set per thread (ldtilecfg) before its first tile instruction: all eight 16
-// rows x 64 bytes. Loaded from memory the compiler cannot see into, so written with a memory
-// operand of all 64 bytes (GCC 12 dropped part of the zeroing before _tile_loadconfig).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-__attribute__((target("amx-tile"))) void load_tile_config() {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
-}
-
-__attribute__((target("amx-tile"))) void release_tiles() { __asm__ volatile("tilerelease"); }
-
 // C block (32 x 32 f32, row stride ldc floats) = (accumulate ? C : 0) + A block * B panel over
 // `groups` packed 32-k groups.
 __attribute__((target("amx-tile,amx-bf16"))) void tile_block(const bf16* ap, const bf16* bp,
@@ -148,10 +128,10 @@ struct BlockKernel {
 // when a work item throws).
 struct TileScope {
   explicit TileScope(const BlockKernel& k) : tiles(k.tiles) {
-    if (tiles) load_tile_config();
+    if (tiles) amx_load_tile_config();
   }
   ~TileScope() {
-    if (tiles) release_tiles();
+    if (tiles) amx_release_tiles();
   }
   TileScope(const TileScope&) = delete;
   TileScope& operator=(const TileScope&) = delete;

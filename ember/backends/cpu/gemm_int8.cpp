@@ -1,6 +1,7 @@
-// 8-bit integer GEMM on AVX-512 VNNI: C (i32) = A B for A and B of 8-bit integers (each i8 or
-// u8), every product exact and the sums in i32, wrapping where they pass it as the product of
-// the operands widened to i32 does (int_matmul, ONNX's MatMulInteger).
+// 8-bit integer GEMM on AMX tiles or AVX-512 VNNI: C (i32) = A B for A and B of 8-bit integers
+// (each i8 or u8), every product exact and the sums in i32, wrapping where they pass it as the
+// product of the operands widened to i32 does (int_matmul, ONNX's MatMulInteger). AMX (below)
+// where cpu_has_amx_int8(), else VNNI:
 //
 // VPDPBUSD adds to each 32-bit lane the four products of an unsigned byte of its first operand
 // with a signed byte of its second. A takes the unsigned role and B the signed one, or (swapped)
@@ -337,6 +338,116 @@ void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, 
   }
 }
 
+// ---- AMX: TDPB[SU][SU]D on tiles of 16 rows x 64 bytes ---------------------------------------
+//
+// A in blocks of 32 rows as [k/64][32 rows][64 bytes], B in the 32-column panels above ([k/4]
+// [32 columns][4 bytes]: a B tile is 16 steps of 16 columns, its rows 128 bytes apart), both
+// zero-padded to whole groups of 64 of k; a 32 x 32 block of C is four tiles, per group two
+// tiles of A and two of B for four products. AMX has the products of every pairing of signed
+// and unsigned bytes, so nothing is flipped or corrected.
+
+constexpr int64_t kTileK = 64;  // k per tile product (bytes in a row of A's tile)
+
+// Rows [i0, i0 + rows) of A, all of k, into a block [kp/64][32][64], zero-padded.
+void pack_a_tiles(const Bytes& a, int64_t i0, int64_t rows, int64_t k, int64_t kp, uint8_t* dst) {
+  if (rows < 32 || k != kp) std::memset(dst, 0, static_cast<size_t>(32 * kp));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* src = a.p + (i0 + r) * a.rs;
+    if (a.cs == 1) {
+      for (int64_t p = 0; p < k; p += kTileK)
+        std::memcpy(dst + p / kTileK * 32 * kTileK + r * kTileK, src + p,
+                    static_cast<size_t>(std::min(kTileK, k - p)));
+    } else {
+      for (int64_t p = 0; p < k; ++p)
+        dst[p / kTileK * 32 * kTileK + r * kTileK + p % kTileK] = src[p * a.cs];
+    }
+  }
+}
+
+// C block (32 x 32 i32, rows ldc apart) = the products of `groups` groups of 64 of k of the
+// packed A block and B panel, one function for each of AMX's four signedness pairings.
+
+#define EMBER_AMX_BLOCK(NAME, DP)                                                      \
+  __attribute__((target("amx-tile,amx-int8"))) void NAME(                              \
+      const uint8_t* ap, const uint8_t* bp, int64_t groups, int32_t* c, int64_t ldc) { \
+    const int64_t cs = ldc * int64_t(sizeof(int32_t));                                 \
+    _tile_zero(0);                                                                     \
+    _tile_zero(1);                                                                     \
+    _tile_zero(2);                                                                     \
+    _tile_zero(3);                                                                     \
+    for (int64_t g = 0; g < groups; ++g, ap += 32 * kTileK, bp += 32 * kTileK) {       \
+      _tile_loadd(4, ap, kTileK);               /* rows 0..15 of A, 64 k each */       \
+      _tile_loadd(5, ap + 16 * kTileK, kTileK); /* rows 16..31 */                      \
+      _tile_loadd(6, bp, kNR * 4);              /* columns 0..15: 16 steps of 4 k */   \
+      _tile_loadd(7, bp + 64, kNR * 4);         /* columns 16..31 */                   \
+      DP(0, 4, 6);                                                                     \
+      DP(1, 4, 7);                                                                     \
+      DP(2, 5, 6);                                                                     \
+      DP(3, 5, 7);                                                                     \
+    }                                                                                  \
+    _tile_stored(0, c, cs);                                                            \
+    _tile_stored(1, c + 16, cs);                                                       \
+    _tile_stored(2, c + 16 * ldc, cs);                                                 \
+    _tile_stored(3, c + 16 * ldc + 16, cs);                                            \
+  }
+EMBER_AMX_BLOCK(amx_u8i8, _tile_dpbusd)
+EMBER_AMX_BLOCK(amx_i8i8, _tile_dpbssd)
+EMBER_AMX_BLOCK(amx_u8u8, _tile_dpbuud)
+EMBER_AMX_BLOCK(amx_i8u8, _tile_dpbsud)
+#undef EMBER_AMX_BLOCK
+
+// This thread's tiles configured while it lives (and released, also when a work item throws).
+struct Tiles {
+  Tiles() { amx_load_tile_config(); }
+  ~Tiles() { amx_release_tiles(); }
+  Tiles(const Tiles&) = delete;
+  Tiles& operator=(const Tiles&) = delete;
+};
+
+void gemm_amx(int64_t m, int64_t n, int64_t k, const Bytes& a, bool a_signed, const Bytes& b,
+              bool b_signed, int32_t* c, int64_t ldc) {
+  const auto block =
+      a_signed ? (b_signed ? &amx_i8i8 : &amx_i8u8) : (b_signed ? &amx_u8i8 : &amx_u8u8);
+  const int64_t kp = round_up_to(k, kTileK), groups = kp / kTileK, kq = kp / 4;
+  const int64_t mblocks = (m + 31) / 32, npanels = (n + kNR - 1) / kNR;
+  const int64_t panel_bytes = kq * kNR * 4;
+  // all of B, packed once: its panels, their steps past k zero
+  Aligned<uint8_t> bpack(static_cast<size_t>(npanels * panel_bytes));
+  parallel_for(npanels, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t jp = p0; jp < p1; ++jp) {
+      uint8_t* dst = bpack.p + jp * panel_bytes;
+      pack_b_panel(b, jp * kNR, std::min(kNR, n - jp * kNR), 0, k, dst);
+      const int64_t written = (k + 3) / 4 * kNR * 4;
+      std::memset(dst + written, 0, static_cast<size_t>(panel_bytes - written));
+    }
+  });
+  // items: (32-row block, panel), row blocks outermost, so a thread packs few blocks of A
+  parallel_for(mblocks * npanels, 1, [&](int64_t w0, int64_t w1) {
+    const Tiles tiles;
+    Aligned<uint8_t> apack(static_cast<size_t>(32 * kp));
+    int64_t packed = -1;
+    alignas(64) int32_t buf[32 * 32];
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t ib = w / npanels, jp = w % npanels;
+      const int64_t i0 = ib * 32, rows = std::min<int64_t>(32, m - i0);
+      const int64_t j0 = jp * kNR, cols = std::min(kNR, n - j0);
+      if (packed != ib) {
+        pack_a_tiles(a, i0, rows, k, kp, apack.p);
+        packed = ib;
+      }
+      const uint8_t* bp = bpack.p + jp * panel_bytes;
+      if (rows == 32 && cols == kNR) {
+        block(apack.p, bp, groups, c + i0 * ldc + j0, ldc);
+        continue;
+      }
+      block(apack.p, bp, groups, buf, 32);
+      for (int64_t i = 0; i < rows; ++i)
+        std::memcpy(c + (i0 + i) * ldc + j0, buf + i * 32,
+                    static_cast<size_t>(cols) * sizeof(int32_t));
+    }
+  });
+}
+
 }  // namespace
 
 bool gemm_int8(int64_t m, int64_t n, int64_t k, Int8Ref a, Int8Ref b, int32_t* c, int64_t ldc) {
@@ -344,6 +455,11 @@ bool gemm_int8(int64_t m, int64_t n, int64_t k, Int8Ref a, Int8Ref b, int32_t* c
   if (m == 0 || n == 0) return true;
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0);
+    return true;
+  }
+  if (cpu_has_amx_int8()) {
+    gemm_amx(m, n, k, Bytes{a.p, a.rs, a.cs, 0}, a.is_signed, Bytes{b.p, b.rs, b.cs, 0},
+             b.is_signed, c, ldc);
     return true;
   }
   // The roles: A unsigned and B signed, or (swapped) B unsigned and A signed, whichever needs

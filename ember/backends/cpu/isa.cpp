@@ -130,6 +130,18 @@ bool cpu_has_avx512_vnni() {
 #endif
 }
 
+bool cpu_has_amx_int8() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool int8 = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 25));  // AMX-INT8
+  }();
+  return int8 && cpu_isa() >= CpuIsa::Amx;
+#else
+  return false;
+#endif
+}
+
 void set_cpu_isa_cap(std::optional<CpuIsa> cap) {
   g_cap.store(cap ? static_cast<int>(*cap) : -1, std::memory_order_relaxed);
 }

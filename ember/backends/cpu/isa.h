@@ -40,6 +40,9 @@ EMBER_API CpuIsa cpu_isa_available();
 /// AMD Zen 4 on) and cpu_isa() is CpuIsa::Avx512 or above, so that a cap below AVX-512 turns
 /// them off with the other AVX-512 kernels (the 8-bit integer GEMM, gemm_int8).
 EMBER_API bool cpu_has_avx512_vnni();
+/// Whether the CPU has AMX's int8 tile products (TDPBSSD and its kin: Sapphire Rapids on) and
+/// cpu_isa() is CpuIsa::Amx (the tiles usable by this process, no cap below).
+EMBER_API bool cpu_has_amx_int8();
 /// Caps the level kernels are chosen at (nullopt: EMBER_CPU_ISA's cap, or none).
 EMBER_API void set_cpu_isa_cap(std::optional<CpuIsa> cap);
 /// One core's L2 cache in bytes (asked once; 1 MiB where the system does not say), for
