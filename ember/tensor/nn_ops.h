@@ -226,9 +226,9 @@ Tensor<B, D> scaled_dot_product_attention(const Tensor<B, D>& q, const Tensor<B,
 
 /// The product of two tensors of 8-bit integers (i8 or u8, each either), as `matmul` (batch
 /// dims broadcast), summed in i32: exact while the sums fit (k up to 32768 for any operands),
-/// wrapping past that, as ONNX's MatMulInteger does. The CPU backend runs it on AVX-512 VNNI's
-/// byte dot products where the CPU has them (docs/cpu.md); elsewhere the operands are widened to
-/// i32 and multiplied. Not differentiable.
+/// wrapping past that, as ONNX's MatMulInteger does. The CPU backend runs it on AMX's int8 tiles
+/// or AVX-512 VNNI's byte dot products where the CPU has them (docs/cpu.md); elsewhere the
+/// operands are widened to i32 and multiplied. Not differentiable.
 ///
 ///   using I2 = ember::Tensor<ember::Cpu, 2, ember::Int>;
 ///   auto a = I2::from_values<uint8_t>({1, 2, 3, 4}, {2, 2});
