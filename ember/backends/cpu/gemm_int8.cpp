@@ -211,31 +211,11 @@ EMBER_TARGET_VNNI void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, i
 #pragma GCC unroll 2
   for (int64_t q = 0; q < kq; ++q) {
     const __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 64);
-#define EMBER_VNNI_STEP(i)                           \
-  if constexpr (i < R) {                             \
-    int32_t w;                                       \
-    std::memcpy(&w, ap + 4 * (i), 4);                \
-    const __m512i a = _mm512_set1_epi32(w);          \
-    if constexpr (kSwap) {                           \
-      c##i##0 = _mm512_dpbusd_epi32(c##i##0, b0, a); \
-      c##i##1 = _mm512_dpbusd_epi32(c##i##1, b1, a); \
-    } else {                                         \
-      c##i##0 = _mm512_dpbusd_epi32(c##i##0, a, b0); \
-      c##i##1 = _mm512_dpbusd_epi32(c##i##1, a, b1); \
-    }                                                \
-  }
-    EMBER_VNNI_ROWS(EMBER_VNNI_STEP)
-#undef EMBER_VNNI_STEP
+    EMBER_VNNI_ROWS(EMBER_VNNI_TILE_STEP)
     ap += kMR * 4;
     bp += kNR * 4;
   }
-#define EMBER_VNNI_STORE(i)                         \
-  if constexpr (i < R) {                            \
-    _mm512_storeu_si512(c + i * ldc, c##i##0);      \
-    _mm512_storeu_si512(c + i * ldc + 16, c##i##1); \
-  }
-  EMBER_VNNI_ROWS(EMBER_VNNI_STORE)
-#undef EMBER_VNNI_STORE
+  EMBER_VNNI_ROWS(EMBER_VNNI_TILE_STORE)
 }
 
 // One tile of C at (i0, j0), rows x cols of it inside C: the kernel of 4, 8 or 12 rows that
@@ -259,7 +239,7 @@ void tile(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c, int64_t 
 }
 
 // da and db: what was added to A's and B's stored bytes to move them into their roles (a = a' +
-// da, b = b' + db; -128, 0 or 128); a_signed: A's role is the signed operand (kSwap).
+// da, b = b' + db; -128, 0 or 128); kSwap: A takes the signed role and B the unsigned one.
 template <bool kSwap>
 void gemm_vnni(int64_t m, int64_t n, int64_t k, const Bytes& a, const Bytes& b, int32_t* c,
                int64_t ldc, int32_t da, int32_t db) {

@@ -6,7 +6,6 @@
 // to f64, where every sum of a model's 8-bit products is exact, through the float convolution.
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstring>
 #include <type_traits>
 

@@ -36,6 +36,7 @@ template <int R>
 EMBER_TARGET_VNNI void conv_tile(int64_t taps, int64_t quads, const uint8_t* ap, const uint8_t* xb,
                                  const int64_t* toff, int64_t quad_bytes, const int32_t* row,
                                  int32_t* c, int64_t ldc) {
+  constexpr bool kSwap = true;  // the input (B) is VPDPBUSD's unsigned operand
 #define EMBER_CONV_DECL(i) __m512i c##i##0 = _mm512_set1_epi32(row[(i) % R]), c##i##1 = c##i##0;
   EMBER_VNNI_ROWS(EMBER_CONV_DECL)
 #undef EMBER_CONV_DECL
@@ -44,27 +45,12 @@ EMBER_TARGET_VNNI void conv_tile(int64_t taps, int64_t quads, const uint8_t* ap,
 #pragma GCC unroll 2
     for (int64_t q = 0; q < quads; ++q) {
       const __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 64);
-#define EMBER_CONV_STEP(i)                         \
-  if constexpr (i < R) {                           \
-    int32_t w;                                     \
-    std::memcpy(&w, ap + 4 * (i), 4);              \
-    const __m512i a = _mm512_set1_epi32(w);        \
-    c##i##0 = _mm512_dpbusd_epi32(c##i##0, b0, a); \
-    c##i##1 = _mm512_dpbusd_epi32(c##i##1, b1, a); \
-  }
-      EMBER_VNNI_ROWS(EMBER_CONV_STEP)
-#undef EMBER_CONV_STEP
+      EMBER_VNNI_ROWS(EMBER_VNNI_TILE_STEP)
       ap += kRows * 4;
       bp += quad_bytes;
     }
   }
-#define EMBER_CONV_STORE(i)                         \
-  if constexpr (i < R) {                            \
-    _mm512_storeu_si512(c + i * ldc, c##i##0);      \
-    _mm512_storeu_si512(c + i * ldc + 16, c##i##1); \
-  }
-  EMBER_VNNI_ROWS(EMBER_CONV_STORE)
-#undef EMBER_CONV_STORE
+  EMBER_VNNI_ROWS(EMBER_VNNI_TILE_STORE)
 }
 
 // Sixteen bytes of each of four channel rows (a missing channel: null, read as zeros), each
