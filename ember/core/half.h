@@ -7,10 +7,22 @@
 #include <cstdint>
 #include <cstring>
 
+// Where the compiler targets F16C (x86-64-v3, ember's default baseline, and above) and knows
+// _Float16, the f16 conversions are the hardware's VCVTPS2PH and VCVTPH2PS (round to nearest
+// even in the default rounding mode, as below); elsewhere (lower x86 levels, ARM, WebAssembly) the portable code below. The
+// two agree on every value; a NaN stays a NaN, its payload is not kept the same way (F16C quiets
+// a signalling NaN and keeps the top of a float NaN's payload; the portable code makes every
+// float NaN 0x7e00). tests/core/dtype_test.cpp compares them on every half and a sweep of floats.
+#if defined(__F16C__) && defined(__FLT16_MAX__)
+#define EMBER_HALF_F16C 1
+#else
+#define EMBER_HALF_F16C 0
+#endif
+
 namespace ember {
 
 namespace detail {
-inline uint16_t float_to_half_bits(float f) {
+inline uint16_t float_to_half_bits_portable(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t mag = x & 0x7fffffffu;
@@ -24,7 +36,7 @@ inline uint16_t float_to_half_bits(float f) {
   mag += 0xc8000fffu + odd;         // rebias exponent (-112 << 23) and add rounding bias
   return static_cast<uint16_t>(sign | (mag >> 13));
 }
-inline float half_bits_to_float(uint16_t h) {
+inline float half_bits_to_float_portable(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t man = h & 0x3ffu;
@@ -34,6 +46,20 @@ inline float half_bits_to_float(uint16_t h) {
     return sign ? -v : v;
   }
   return std::bit_cast<float>(sign | ((exp + 112) << 23) | (man << 13));
+}
+inline uint16_t float_to_half_bits(float f) {
+#if EMBER_HALF_F16C
+  return std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+#else
+  return float_to_half_bits_portable(f);
+#endif
+}
+inline float half_bits_to_float(uint16_t h) {
+#if EMBER_HALF_F16C
+  return static_cast<float>(std::bit_cast<_Float16>(h));
+#else
+  return half_bits_to_float_portable(h);
+#endif
 }
 inline uint16_t float_to_bf16_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);

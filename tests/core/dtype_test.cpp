@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "ember/core/cast.h"
@@ -47,6 +49,47 @@ TEST(Half, RoundTripsEveryHalf) {
     if (std::isnan(f)) continue;
     EXPECT_EQ(f16(f).bits, b) << "bits " << b;
   }
+}
+
+// The conversions in use (F16C's instructions where the build targets them) against the
+// portable code, which the test above and KnownEncodings check against IEEE's tables: every half
+// to float, and floats near every half, halfway between neighbours, past the largest finite
+// half, in the subnormal range and below it, both signs, to half.
+TEST(Half, ConversionsMatchThePortableCode) {
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    const auto h = static_cast<uint16_t>(b);
+    const float want = detail::half_bits_to_float_portable(h), got = detail::half_bits_to_float(h);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << "bits " << b;
+      continue;
+    }
+    EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << "bits " << b;
+  }
+  int64_t checked = 0;
+  auto check = [&](float f) {
+    const uint16_t want = detail::float_to_half_bits_portable(f);
+    const uint16_t got = detail::float_to_half_bits(f);
+    ++checked;
+    if (std::isnan(f)) {
+      EXPECT_TRUE((got & 0x7c00u) == 0x7c00u && (got & 0x3ffu) != 0) << f;
+      EXPECT_EQ(got & 0x8000u, want & 0x8000u);
+      return;
+    }
+    EXPECT_EQ(got, want) << "float bits " << std::bit_cast<uint32_t>(f);
+  };
+  // Around every finite half: the float itself, its neighbours, the halfway points.
+  for (uint32_t b = 0; b < 0x7c00; ++b) {
+    const uint32_t x = std::bit_cast<uint32_t>(detail::half_bits_to_float_portable(uint16_t(b)));
+    for (uint32_t sign : {0u, 0x80000000u})
+      for (int d = -2; d <= 2; ++d) check(std::bit_cast<float>((x + uint32_t(d)) | sign));
+    const float next = detail::half_bits_to_float_portable(uint16_t(b + 1));
+    const float mid = (detail::half_bits_to_float_portable(uint16_t(b)) + next) / 2;
+    check(mid);
+    check(-mid);
+  }
+  // A stride over all float bit patterns (every exponent, NaNs and infinities included).
+  for (uint64_t x = 0; x <= 0xffffffffu; x += 4093) check(std::bit_cast<float>(uint32_t(x)));
+  EXPECT_GT(checked, 1000000);
 }
 
 TEST(Cast, DefinedForEveryInput) {
