@@ -9,10 +9,11 @@
 
 // Where the compiler targets F16C (x86-64-v3, ember's default baseline, and above) and knows
 // _Float16, the f16 conversions are the hardware's VCVTPS2PH and VCVTPH2PS (round to nearest
-// even in the default rounding mode, as below); elsewhere (lower x86 levels, ARM, WebAssembly) the portable code below. The
-// two agree on every value; a NaN stays a NaN, its payload is not kept the same way (F16C quiets
-// a signalling NaN and keeps the top of a float NaN's payload; the portable code makes every
-// float NaN 0x7e00). tests/core/dtype_test.cpp compares them on every half and a sweep of floats.
+// even in the default rounding mode, as below); elsewhere (lower x86 levels, ARM, WebAssembly)
+// the portable code below. The two agree on every value; a NaN stays a NaN, its payload is not
+// kept the same way (F16C quiets a signalling NaN and keeps the top of a float NaN's payload;
+// the portable code makes every float NaN 0x7e00). tests/core/dtype_test.cpp compares them on
+// every half and a sweep of floats.
 #if defined(__F16C__) && defined(__FLT16_MAX__)
 #define EMBER_HALF_F16C 1
 #else
