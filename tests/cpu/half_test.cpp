@@ -1,0 +1,142 @@
+// f16 and bf16 elementwise ops and casts on the CPU: contiguous halves go through float a chunk
+// at a time (F16C's 8-wide conversions for f16 where the build has them), one operand of a
+// binary op may be a single broadcast value. Every result against the op done here in float on
+// the same half values and rounded by the scalar conversion (`ember::f16(float)`, checked
+// against IEEE's tables in tests/core/dtype_test.cpp), bit for bit (NaN for NaN): sizes around
+// the 8-wide steps, the 512-value chunks and the threads' split, values past the halves' range,
+// subnormals, -0, infinities and NaNs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ember/ember.h"
+
+using namespace ember;
+
+namespace {
+
+using T1 = Tensor<Cpu, 1>;
+
+// n floats: normal values of varied scale, and every 13th a special one.
+std::vector<float> sample(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> scale(-30, 20);
+  const float specials[] = {0.0f,  -0.0f,  INFINITY, -INFINITY, NAN,  65504.0f, 65520.0f,
+                            1e-7f, -6e-8f, 3e38f,    -1e-40f,   1e5f, 2.5f,     -0.33f};
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    v[size_t(i)] = i % 13 == 5 ? specials[(i / 13) % std::size(specials)]
+                               : std::ldexp(normal(rng), scale(rng));
+  }
+  return v;
+}
+
+template <class H>
+std::vector<H> to_half(const std::vector<float>& v) {
+  std::vector<H> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = H(v[i]);
+  return h;
+}
+
+template <class H>
+std::vector<H> values_of(const T1& t) {
+  return t.to_data().template to_vec<H>();
+}
+
+template <class H>
+void expect_same(const std::vector<H>& got, const std::vector<H>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float g = static_cast<float>(got[i]), w = static_cast<float>(want[i]);
+    if (std::isnan(w)) {
+      ASSERT_TRUE(std::isnan(g)) << what << " at " << i << ": " << g;
+      continue;
+    }
+    ASSERT_EQ(got[i].bits, want[i].bits) << what << " at " << i << ": " << g << " for " << w;
+  }
+}
+
+const int64_t kSizes[] = {1, 7, 8, 9, 511, 512, 513, 1031, 40000};
+
+template <class H>
+void binary_ops_match() {
+  const DType dt = dtype_of<H>();
+  using Fn = std::function<float(float, float)>;
+  using Op = std::function<T1(const T1&, const T1&)>;
+  const std::vector<std::pair<std::string, std::pair<Op, Fn>>> ops = {
+      {"add", {[](const T1& a, const T1& b) { return a + b; }, std::plus<float>()}},
+      {"sub", {[](const T1& a, const T1& b) { return a - b; }, std::minus<float>()}},
+      {"mul", {[](const T1& a, const T1& b) { return a * b; }, std::multiplies<float>()}},
+      {"div", {[](const T1& a, const T1& b) { return a / b; }, std::divides<float>()}},
+  };
+  for (int64_t n : kSizes) {
+    const auto a = to_half<H>(sample(n, 1)), b = to_half<H>(sample(n, 2));
+    const T1 ta = T1::from_values<H>(a, {n}), tb = T1::from_values<H>(b, {n});
+    const T1 one = T1::from_values<H>({b[0]}, {1});
+    for (const auto& [name, op] : ops) {
+      std::vector<H> both(a.size()), right(a.size()), left(a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        both[i] = H(op.second(float(a[i]), float(b[i])));
+        right[i] = H(op.second(float(a[i]), float(b[0])));
+        left[i] = H(op.second(float(b[0]), float(a[i])));
+      }
+      const std::string what =
+          name + " " + std::string(ember::name(dt)) + " n=" + std::to_string(n);
+      expect_same(values_of<H>(op.first(ta, tb)), both, what);
+      expect_same(values_of<H>(op.first(ta, one)), right, what + " (a value on the right)");
+      expect_same(values_of<H>(op.first(one, ta)), left, what + " (a value on the left)");
+    }
+    // a comparison: bool out of halves
+    const auto lower = ta.lower(tb).to_data().template to_vec<bool>();
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_EQ(lower[i], float(a[i]) < float(b[i])) << "lower n=" << n << " at " << i;
+  }
+}
+
+template <class H>
+void unary_ops_and_casts_match() {
+  const DType dt = dtype_of<H>();
+  for (int64_t n : kSizes) {
+    const auto f = sample(n, 3);
+    const auto h = to_half<H>(f);
+    const T1 th = T1::from_values<H>(h, {n});
+    std::vector<H> neg(h.size()), abs(h.size()), square(h.size());
+    for (size_t i = 0; i < h.size(); ++i) {
+      neg[i] = H(-float(h[i]));
+      abs[i] = H(std::fabs(float(h[i])));
+      square[i] = H(float(h[i]) * float(h[i]));
+    }
+    const std::string what = std::string(ember::name(dt)) + " n=" + std::to_string(n);
+    expect_same(values_of<H>(th.neg()), neg, "neg " + what);
+    expect_same(values_of<H>(th.abs()), abs, "abs " + what);
+    expect_same(values_of<H>(th.square()), square, "square " + what);
+    // casts both ways: floats to the half type rounded as the scalar conversion, and back exact
+    const T1 tf = T1::from_values<float>(f, {n});
+    expect_same(values_of<H>(tf.cast(dt)), h, "cast from f32 " + what);
+    const auto back = th.cast(DType::F32).to_data().template to_vec<float>();
+    for (size_t i = 0; i < h.size(); ++i) {
+      const float want = float(h[i]);
+      if (std::isnan(want))
+        ASSERT_TRUE(std::isnan(back[i])) << "cast to f32 " << what << " at " << i;
+      else
+        ASSERT_EQ(std::bit_cast<uint32_t>(back[i]), std::bit_cast<uint32_t>(want))
+            << "cast to f32 " << what << " at " << i;
+    }
+  }
+}
+
+TEST(CpuHalf, F16BinaryOpsMatchFloatRoundedOnce) { binary_ops_match<f16>(); }
+TEST(CpuHalf, Bf16BinaryOpsMatchFloatRoundedOnce) { binary_ops_match<bf16>(); }
+TEST(CpuHalf, F16UnaryOpsAndCastsMatch) { unary_ops_and_casts_match<f16>(); }
+TEST(CpuHalf, Bf16UnaryOpsAndCastsMatch) { unary_ops_and_casts_match<bf16>(); }
+
+}  // namespace
