@@ -2,12 +2,14 @@
 // at a time (F16C's 8-wide conversions for f16 where the build has them), one operand of a
 // binary op may be a single broadcast value. Every result against the op done here in float on
 // the same half values and rounded by the scalar conversion (`ember::f16(float)`, checked
-// against IEEE's tables in tests/core/dtype_test.cpp), bit for bit (NaN for NaN): sizes around
-// the 8-wide steps, the 512-value chunks and the threads' split, values past the halves' range,
-// subnormals, -0, infinities and NaNs.
+// against IEEE's tables in tests/core/dtype_test.cpp), or for the transcendentals against the
+// f32 op rounded once, bit for bit (NaN for NaN): sizes around the 8-wide steps, the 512-value
+// chunks and the threads' split, values past the halves' range, subnormals, -0, infinities and
+// NaNs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -134,6 +136,54 @@ void unary_ops_and_casts_match() {
   }
 }
 
+// The vectorized transcendentals on halves: the f32 op (its accuracy against libm is
+// cpu_vmath_test's) on the widened values, rounded once, bit for bit.
+template <class H>
+void transcendentals_match() {
+  const DType dt = dtype_of<H>();
+  using Op = std::function<T1(const T1&)>;
+  const std::vector<std::pair<std::string, Op>> ops = {
+      {"exp", [](const T1& t) { return t.exp(); }},
+      {"log", [](const T1& t) { return t.log(); }},
+      {"tanh", [](const T1& t) { return t.tanh(); }},
+      {"sigmoid", [](const T1& t) { return activation::sigmoid(t); }},
+      {"erf", [](const T1& t) { return t.erf(); }},
+      {"sin", [](const T1& t) { return t.sin(); }},
+  };
+  for (int64_t n : kSizes) {
+    const T1 th = T1::from_values<H>(to_half<H>(sample(n, 4)), {n});
+    for (const auto& [name, op] : ops) {
+      const std::string what =
+          name + " " + std::string(ember::name(dt)) + " n=" + std::to_string(n);
+      expect_same(values_of<H>(op(th)), values_of<H>(op(th.cast(DType::F32)).cast(dt)), what);
+    }
+  }
+}
+
+// matmul of halves (no product instruction below AVX-512 BF16 / for f16): the f32 matmul of the
+// widened operands, rounded once; a transposed operand widened as it is stored.
+template <class H>
+void matmul_matches() {
+  using T2 = Tensor<Cpu, 2>;
+  const DType dt = dtype_of<H>();
+  for (auto [m, k, n] : {std::array<int64_t, 3>{1, 1, 1}, {33, 17, 45}, {64, 300, 129}}) {
+    auto a = T2::from_values<H>(to_half<H>(sample(m * k, 5)), {m, k});
+    auto bt = T2::from_values<H>(to_half<H>(sample(n * k, 6)), {n, k});
+    for (auto& t : {std::ref(a), std::ref(bt)})  // no NaN or infinity in the sums
+      t.get() = t.get().cast(DType::F32).clamp(-4.0f, 4.0f).cast(dt);
+    const T2 b = bt.transpose();  // a view: k x n, stored transposed
+    const auto want =
+        a.cast(DType::F32).matmul(b.cast(DType::F32)).cast(dt).to_data().template to_vec<H>();
+    const auto got = a.matmul(b).to_data().template to_vec<H>();
+    expect_same(got, want,
+                "matmul " + std::string(ember::name(dt)) + " " + std::to_string(m) + "x" +
+                    std::to_string(k) + "x" + std::to_string(n));
+  }
+}
+
+TEST(CpuHalf, F16MatmulIsTheF32MatmulRoundedOnce) { matmul_matches<f16>(); }
+TEST(CpuHalf, F16TranscendentalsAreTheF32OpsRoundedOnce) { transcendentals_match<f16>(); }
+TEST(CpuHalf, Bf16TranscendentalsAreTheF32OpsRoundedOnce) { transcendentals_match<bf16>(); }
 TEST(CpuHalf, F16BinaryOpsMatchFloatRoundedOnce) { binary_ops_match<f16>(); }
 TEST(CpuHalf, Bf16BinaryOpsMatchFloatRoundedOnce) { binary_ops_match<bf16>(); }
 TEST(CpuHalf, F16UnaryOpsAndCastsMatch) { unary_ops_and_casts_match<f16>(); }

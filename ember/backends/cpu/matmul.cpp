@@ -78,8 +78,7 @@ template <class T>
 MatRef<float> widen(const T* p, MatView v, int64_t rows, int64_t cols, float* dst) {
   const int64_t sr = v.trans ? cols : rows, sc = v.trans ? rows : cols;  // as stored
   parallel_for(sr, std::max<int64_t>(1, kGrain / sc), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r)
-      for (int64_t c = 0; c < sc; ++c) dst[r * sc + c] = static_cast<float>(p[r * v.ld + c]);
+    for (int64_t r = b; r < e; ++r) widen_run(p + r * v.ld, dst + r * sc, sc);
   });
   return v.trans ? MatRef<float>{dst, 1, sc} : MatRef<float>{dst, sc, 1};
 }
@@ -90,9 +89,8 @@ void gemm_via_f32(const T* A, MatView ma, const T* B, MatView mb, T* C, int64_t 
   const Scratch<float> a(m * k), b(k * n), c(m * n);
   gemm_f32(m, n, k, widen(A, ma, m, k, a.get()), widen(B, mb, k, n, b.get()), c.get(), n);
   const float* cp = c.get();
-  parallel_for(m * n, kGrain, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) C[i] = T(cp[i]);
-  });
+  parallel_for(m * n, kGrain,
+               [&](int64_t i0, int64_t i1) { narrow_run(cp + i0, C + i0, i1 - i0); });
 }
 
 template <class T>

@@ -1,4 +1,5 @@
 // Unary elementwise ops.
+#include <algorithm>
 #include <cmath>
 
 #include "ember/backends/cpu/elementwise.h"
@@ -99,42 +100,53 @@ void int_unary(OpCode c, const CpuTensor& x, const CpuTensor& o) {
   }
 }
 
-// Vectorized f32 kernels for the hot transcendental ops, on contiguous data.
-bool unary_f32_fast(OpCode c, const CpuTensor& x, const CpuTensor& o) {
-  if (x.meta.dtype != DType::F32 || !x.is_contiguous() || !o.is_contiguous()) return false;
-  void (*f)(const float*, float*, int64_t) = nullptr;
+// Vectorized f32 kernels for the hot transcendental ops (vmath.h), or null.
+using VectorFn = void (*)(const float*, float*, int64_t);
+VectorFn vector_fn(OpCode c) {
   switch (c) {
     case OpCode::Exp:
-      f = vmath::exp_f32;
-      break;
+      return vmath::exp_f32;
     case OpCode::Sigmoid:
-      f = vmath::sigmoid_f32;
-      break;
+      return vmath::sigmoid_f32;
     case OpCode::Tanh:
-      f = vmath::tanh_f32;
-      break;
+      return vmath::tanh_f32;
     case OpCode::Log:
-      f = vmath::log_f32;
-      break;
+      return vmath::log_f32;
     case OpCode::Log1p:
-      f = vmath::log1p_f32;
-      break;
+      return vmath::log1p_f32;
     case OpCode::Erf:
-      f = vmath::erf_f32;
-      break;
+      return vmath::erf_f32;
     case OpCode::Sin:
-      f = vmath::sin_f32;
-      break;
+      return vmath::sin_f32;
     case OpCode::Cos:
-      f = vmath::cos_f32;
-      break;
+      return vmath::cos_f32;
     default:
-      return false;
+      return nullptr;
   }
-  const float* xp = x.data<float>();
-  float* yp = o.data<float>();
-  parallel_for(x.meta.shape.numel(), kGrain,
-               [&](int64_t b, int64_t e) { f(xp + b, yp + b, e - b); });
+}
+
+// Those ops on contiguous f32, or on contiguous f16 and bf16 a chunk at a time through float
+// buffers (computed in f32 and rounded once, as the scalar path does; an f16 exp of 16M values
+// had taken 26.7 ms on a Zen 4, libm's expf one value at a time).
+template <class T>
+bool unary_fast(OpCode c, const CpuTensor& x, const CpuTensor& o) {
+  const VectorFn f = vector_fn(c);
+  if (!f || !x.is_contiguous() || !o.is_contiguous()) return false;
+  const T* xp = x.data<T>();
+  T* yp = o.data<T>();
+  parallel_for(x.meta.shape.numel(), kGrain, [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<T, float>) {
+      f(xp + b, yp + b, e - b);
+    } else {
+      alignas(64) float in[kHalfChunk], out[kHalfChunk];
+      for (int64_t i0 = b; i0 < e; i0 += kHalfChunk) {
+        const int64_t m = std::min(kHalfChunk, e - i0);
+        widen_run(xp + i0, in, m);
+        f(in, out, m);
+        narrow_run(out, yp + i0, m);
+      }
+    }
+  });
   return true;
 }
 
@@ -143,8 +155,8 @@ bool unary_f32_fast(OpCode c, const CpuTensor& x, const CpuTensor& o) {
 template <class T>
 CpuTensor unary(const Op& op, Inputs in, const TensorMeta& out) {
   CpuTensor o = output_for(in[0], out);
-  if constexpr (std::is_same_v<T, float>)
-    if (unary_f32_fast(op.code, in[0], o)) return o;
+  if constexpr (std::is_same_v<T, float> || is_half_v<T>)
+    if (unary_fast<T>(op.code, in[0], o)) return o;
   if constexpr (std::is_same_v<T, bool>)
     map1<bool, bool>(in[0], o, [](bool v) { return !v; });
   else if constexpr (is_half_v<T> || std::is_floating_point_v<T>)
