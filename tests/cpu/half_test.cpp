@@ -182,6 +182,41 @@ void matmul_matches() {
 }
 
 TEST(CpuHalf, F16MatmulIsTheF32MatmulRoundedOnce) { matmul_matches<f16>(); }
+// softmax, log_softmax, gelu and layer_norm of halves: the f32 kernels on the widened operands,
+// rounded once (each rounded intermediate would show: a softmax row's sum of rounded exps).
+template <class H>
+void row_ops_match() {
+  using T2 = Tensor<Cpu, 2>;
+  const DType dt = dtype_of<H>();
+  for (auto [rows, cols] : {std::array<int64_t, 2>{1, 1}, {3, 77}, {64, 1030}}) {
+    std::vector<float> v = sample(rows * cols, 7);
+    for (float& x : v) x = std::isfinite(x) ? std::clamp(x, -60.0f, 60.0f) : 1.0f;
+    const T2 x = T2::from_values<H>(to_half<H>(v), {rows, cols});
+    const T2 x32 = x.cast(DType::F32);
+    const auto g = Tensor<Cpu, 1>::from_values<H>(to_half<H>(sample(cols, 8)), {cols});
+    const auto b = Tensor<Cpu, 1>::from_values<H>(to_half<H>(sample(cols, 9)), {cols});
+    const auto clean = [](const Tensor<Cpu, 1>& t) {  // finite weights
+      return t.cast(DType::F32).clamp(-3.0f, 3.0f).cast(t.dtype());
+    };
+    const auto gc = clean(g), bc = clean(b);
+    const std::string what =
+        std::string(ember::name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols);
+    const auto half = [&](const T2& t) { return t.to_data().template to_vec<H>(); };
+    expect_same(half(activation::softmax(x, 1)), half(activation::softmax(x32, 1).cast(dt)),
+                "softmax " + what);
+    expect_same(half(activation::softmax(x, 0)), half(activation::softmax(x32, 0).cast(dt)),
+                "softmax over dim 0 " + what);
+    expect_same(half(activation::log_softmax(x, 1)), half(activation::log_softmax(x32, 1).cast(dt)),
+                "log_softmax " + what);
+    expect_same(half(activation::gelu(x)), half(activation::gelu(x32).cast(dt)), "gelu " + what);
+    expect_same(half(layer_norm(x, gc, bc)),
+                half(layer_norm(x32, gc.cast(DType::F32), bc.cast(DType::F32)).cast(dt)),
+                "layer_norm " + what);
+  }
+}
+
+TEST(CpuHalf, F16RowOpsAreTheF32KernelsRoundedOnce) { row_ops_match<f16>(); }
+TEST(CpuHalf, Bf16RowOpsAreTheF32KernelsRoundedOnce) { row_ops_match<bf16>(); }
 TEST(CpuHalf, F16TranscendentalsAreTheF32OpsRoundedOnce) { transcendentals_match<f16>(); }
 TEST(CpuHalf, Bf16TranscendentalsAreTheF32OpsRoundedOnce) { transcendentals_match<bf16>(); }
 TEST(CpuHalf, F16BinaryOpsMatchFloatRoundedOnce) { binary_ops_match<f16>(); }
