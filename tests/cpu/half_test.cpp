@@ -215,6 +215,37 @@ void row_ops_match() {
   }
 }
 
+// Reductions over halves (each block widened at once): max and argmax exactly those of the
+// widened values, sums within one half step of the f32 sum of them (summed in another order),
+// rows longer than a block (4096) too.
+template <class H>
+void reductions_match() {
+  using T2 = Tensor<Cpu, 2>;
+  const DType dt = dtype_of<H>();
+  for (auto [rows, cols] : {std::array<int64_t, 2>{1, 1}, {5, 333}, {3, 9000}}) {
+    std::vector<float> v = sample(rows * cols, 10);
+    for (float& x : v) x = std::isfinite(x) ? std::clamp(x, -8.0f, 8.0f) : 0.5f;
+    const T2 x = T2::from_values<H>(to_half<H>(v), {rows, cols});
+    const T2 x32 = x.cast(DType::F32);
+    const std::string what =
+        std::string(ember::name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols);
+    expect_same(x.max_dim(1).to_data().template to_vec<H>(),
+                x32.max_dim(1).cast(dt).to_data().template to_vec<H>(), "max " + what);
+    EXPECT_EQ(x.argmax(1).to_data().template to_vec<int64_t>(),
+              x32.argmax(1).to_data().template to_vec<int64_t>())
+        << "argmax " << what;
+    const auto got = x.sum_dim(1).to_data().template to_vec<H>();
+    const auto want = x32.sum_dim(1).to_data().template to_vec<float>();
+    for (size_t r = 0; r < got.size(); ++r) {
+      const H w = H(want[r]);
+      const float step = std::fabs(float(H::from_bits(uint16_t(w.bits + 1))) - float(w));
+      EXPECT_LE(std::fabs(float(got[r]) - float(w)), step) << "sum " << what << " row " << r;
+    }
+  }
+}
+
+TEST(CpuHalf, F16ReductionsMatchTheWidenedValues) { reductions_match<f16>(); }
+TEST(CpuHalf, Bf16ReductionsMatchTheWidenedValues) { reductions_match<bf16>(); }
 TEST(CpuHalf, F16RowOpsAreTheF32KernelsRoundedOnce) { row_ops_match<f16>(); }
 TEST(CpuHalf, Bf16RowOpsAreTheF32KernelsRoundedOnce) { row_ops_match<bf16>(); }
 TEST(CpuHalf, F16TranscendentalsAreTheF32OpsRoundedOnce) { transcendentals_match<f16>(); }
