@@ -13,7 +13,9 @@
 // the portable code below. The two agree on every value; a NaN stays a NaN, its payload is not
 // kept the same way (F16C quiets a signalling NaN and keeps the top of a float NaN's payload;
 // the portable code makes every float NaN 0x7e00). tests/core/dtype_test.cpp compares them on
-// every half and a sweep of floats.
+// every half and a sweep of floats. A program built for a level without F16C and linked with a
+// library built with it has both definitions of these inline functions; they differ only in
+// those NaN payloads.
 #if defined(__F16C__) && defined(__FLT16_MAX__)
 #define EMBER_HALF_F16C 1
 #else

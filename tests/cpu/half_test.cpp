@@ -97,12 +97,49 @@ void binary_ops_match() {
       expect_same(values_of<H>(op.first(ta, one)), right, what + " (a value on the right)");
       expect_same(values_of<H>(op.first(one, ta)), left, what + " (a value on the left)");
     }
+    // a temporary operand (its buffer reused for the output), and a transposed (strided) one
+    {
+      std::vector<H> want(a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        const H sum = H(float(a[i]) + float(b[i]));
+        want[i] = H(float(sum) * float(a[i]));
+      }
+      expect_same(values_of<H>((ta + tb) * ta), want,
+                  "in place " + std::string(ember::name(dt)) + " n=" + std::to_string(n));
+    }
     // a comparison: bool out of halves
     const auto lower = ta.lower(tb).to_data().template to_vec<bool>();
     for (size_t i = 0; i < a.size(); ++i)
       ASSERT_EQ(lower[i], float(a[i]) < float(b[i])) << "lower n=" << n << " at " << i;
   }
 }
+
+// A [r, c] operand against a [r, 1] one (a value per row) and against a transposed view.
+template <class H>
+void broadcast_and_strided_match() {
+  using T2 = Tensor<Cpu, 2>;
+  const DType dt = dtype_of<H>();
+  for (auto [r, c] : {std::array<int64_t, 2>{1, 1}, {7, 9}, {33, 600}}) {
+    const auto a = to_half<H>(sample(r * c, 11)), col = to_half<H>(sample(r, 12));
+    const auto at = to_half<H>(sample(c * r, 13));  // stored [c, r], used transposed
+    const T2 ta = T2::from_values<H>(a, {r, c}), tcol = T2::from_values<H>(col, {r, 1});
+    const T2 tt = T2::from_values<H>(at, {c, r}).transpose();
+    std::vector<H> by_row(a.size()), by_view(a.size());
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        const size_t k = size_t(i * c + j);
+        by_row[k] = H(float(a[k]) - float(col[size_t(i)]));
+        by_view[k] = H(float(a[k]) * float(at[size_t(j * r + i)]));
+      }
+    const std::string what =
+        std::string(ember::name(dt)) + " " + std::to_string(r) + "x" + std::to_string(c);
+    expect_same((ta - tcol).to_data().template to_vec<H>(), by_row, "a value per row " + what);
+    expect_same((ta * tt).to_data().template to_vec<H>(), by_view, "a transposed operand " + what);
+  }
+}
+
+TEST(CpuHalf, F16BroadcastRowsAndStridedOperands) { broadcast_and_strided_match<f16>(); }
+TEST(CpuHalf, Bf16BroadcastRowsAndStridedOperands) { broadcast_and_strided_match<bf16>(); }
 
 template <class H>
 void unary_ops_and_casts_match() {

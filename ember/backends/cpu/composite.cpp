@@ -179,8 +179,7 @@ void norm_rows_f32(const float* x, const float* gamma, const float* beta, float*
   for (; o < e; ++o) rows.template operator()<1>(o);
 }
 
-// The same for doubles and halves, element by element in double (halves round once, at the
-// end).
+// The same for doubles, element by element (halves take the f32 kernel: composite() below).
 template <class T>
 void norm_rows(const T* x, const T* gamma, const T* beta, T* y, int64_t b, int64_t e, int64_t n,
                double eps, bool layer) {
@@ -228,7 +227,7 @@ CpuTensor norm(const Op& op, Inputs in, const TensorMeta& out) {
 
 namespace {
 // gelu(x) = x/2 (1 + erf(x / sqrt 2)) in one pass: the vectorized form for contiguous f32, else
-// per element in double (floats) or float (halves), rounded once.
+// per element (doubles, strided floats; halves take the f32 path: composite() below).
 template <class T>
 CpuTensor gelu(Inputs in, const TensorMeta& out) {
   CpuTensor x = contiguous(in[0]);
