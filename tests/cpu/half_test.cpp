@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -49,9 +50,27 @@ std::vector<H> to_half(const std::vector<float>& v) {
   return h;
 }
 
-template <class H>
-std::vector<H> values_of(const T1& t) {
+template <class H, class Tn>
+std::vector<H> values_of(const Tn& t) {
   return t.to_data().template to_vec<H>();
+}
+
+// n samples, finite: clamped to [-lim, lim], infinities and NaNs made `fill`.
+std::vector<float> finite_sample(int64_t n, uint32_t seed, float lim, float fill) {
+  std::vector<float> v = sample(n, seed);
+  for (float& x : v) x = std::isfinite(x) ? std::clamp(x, -lim, lim) : fill;
+  return v;
+}
+
+// "f16 3x77" (the dtype and the sizes of a case, for failure messages)
+std::string label(DType dt, std::initializer_list<int64_t> sizes) {
+  std::string s(ember::name(dt));
+  const char* sep = " ";
+  for (int64_t v : sizes) {
+    s += sep + std::to_string(v);
+    sep = "x";
+  }
+  return s;
 }
 
 template <class H>
@@ -91,8 +110,7 @@ void binary_ops_match() {
         right[i] = H(op.second(float(a[i]), float(b[0])));
         left[i] = H(op.second(float(b[0]), float(a[i])));
       }
-      const std::string what =
-          name + " " + std::string(ember::name(dt)) + " n=" + std::to_string(n);
+      const std::string what = name + " " + label(dt, {n});
       expect_same(values_of<H>(op.first(ta, tb)), both, what);
       expect_same(values_of<H>(op.first(ta, one)), right, what + " (a value on the right)");
       expect_same(values_of<H>(op.first(one, ta)), left, what + " (a value on the left)");
@@ -104,8 +122,7 @@ void binary_ops_match() {
         const H sum = H(float(a[i]) + float(b[i]));
         want[i] = H(float(sum) * float(a[i]));
       }
-      expect_same(values_of<H>((ta + tb) * ta), want,
-                  "in place " + std::string(ember::name(dt)) + " n=" + std::to_string(n));
+      expect_same(values_of<H>((ta + tb) * ta), want, "in place " + label(dt, {n}));
     }
     // a comparison: bool out of halves
     const auto lower = ta.lower(tb).to_data().template to_vec<bool>();
@@ -131,10 +148,9 @@ void broadcast_and_strided_match() {
         by_row[k] = H(float(a[k]) - float(col[size_t(i)]));
         by_view[k] = H(float(a[k]) * float(at[size_t(j * r + i)]));
       }
-    const std::string what =
-        std::string(ember::name(dt)) + " " + std::to_string(r) + "x" + std::to_string(c);
-    expect_same((ta - tcol).to_data().template to_vec<H>(), by_row, "a value per row " + what);
-    expect_same((ta * tt).to_data().template to_vec<H>(), by_view, "a transposed operand " + what);
+    const std::string what = label(dt, {r, c});
+    expect_same(values_of<H>(ta - tcol), by_row, "a value per row " + what);
+    expect_same(values_of<H>(ta * tt), by_view, "a transposed operand " + what);
   }
 }
 
@@ -154,7 +170,7 @@ void unary_ops_and_casts_match() {
       abs[i] = H(std::fabs(float(h[i])));
       square[i] = H(float(h[i]) * float(h[i]));
     }
-    const std::string what = std::string(ember::name(dt)) + " n=" + std::to_string(n);
+    const std::string what = label(dt, {n});
     expect_same(values_of<H>(th.neg()), neg, "neg " + what);
     expect_same(values_of<H>(th.abs()), abs, "abs " + what);
     expect_same(values_of<H>(th.square()), square, "square " + what);
@@ -190,8 +206,7 @@ void transcendentals_match() {
   for (int64_t n : kSizes) {
     const T1 th = T1::from_values<H>(to_half<H>(sample(n, 4)), {n});
     for (const auto& [name, op] : ops) {
-      const std::string what =
-          name + " " + std::string(ember::name(dt)) + " n=" + std::to_string(n);
+      const std::string what = name + " " + label(dt, {n});
       expect_same(values_of<H>(op(th)), values_of<H>(op(th.cast(DType::F32)).cast(dt)), what);
     }
   }
@@ -209,12 +224,9 @@ void matmul_matches() {
     for (auto& t : {std::ref(a), std::ref(bt)})  // no NaN or infinity in the sums
       t.get() = t.get().cast(DType::F32).clamp(-4.0f, 4.0f).cast(dt);
     const T2 b = bt.transpose();  // a view: k x n, stored transposed
-    const auto want =
-        a.cast(DType::F32).matmul(b.cast(DType::F32)).cast(dt).to_data().template to_vec<H>();
-    const auto got = a.matmul(b).to_data().template to_vec<H>();
-    expect_same(got, want,
-                "matmul " + std::string(ember::name(dt)) + " " + std::to_string(m) + "x" +
-                    std::to_string(k) + "x" + std::to_string(n));
+    const auto want = values_of<H>(a.cast(DType::F32).matmul(b.cast(DType::F32)).cast(dt));
+    const auto got = values_of<H>(a.matmul(b));
+    expect_same(got, want, "matmul " + label(dt, {m, k, n}));
   }
 }
 
@@ -226,9 +238,8 @@ void row_ops_match() {
   using T2 = Tensor<Cpu, 2>;
   const DType dt = dtype_of<H>();
   for (auto [rows, cols] : {std::array<int64_t, 2>{1, 1}, {3, 77}, {64, 1030}}) {
-    std::vector<float> v = sample(rows * cols, 7);
-    for (float& x : v) x = std::isfinite(x) ? std::clamp(x, -60.0f, 60.0f) : 1.0f;
-    const T2 x = T2::from_values<H>(to_half<H>(v), {rows, cols});
+    const T2 x =
+        T2::from_values<H>(to_half<H>(finite_sample(rows * cols, 7, 60.0f, 1.0f)), {rows, cols});
     const T2 x32 = x.cast(DType::F32);
     const auto g = Tensor<Cpu, 1>::from_values<H>(to_half<H>(sample(cols, 8)), {cols});
     const auto b = Tensor<Cpu, 1>::from_values<H>(to_half<H>(sample(cols, 9)), {cols});
@@ -236,9 +247,8 @@ void row_ops_match() {
       return t.cast(DType::F32).clamp(-3.0f, 3.0f).cast(t.dtype());
     };
     const auto gc = clean(g), bc = clean(b);
-    const std::string what =
-        std::string(ember::name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols);
-    const auto half = [&](const T2& t) { return t.to_data().template to_vec<H>(); };
+    const std::string what = label(dt, {rows, cols});
+    const auto half = [](const T2& t) { return values_of<H>(t); };
     expect_same(half(activation::softmax(x, 1)), half(activation::softmax(x32, 1).cast(dt)),
                 "softmax " + what);
     expect_same(half(activation::softmax(x, 0)), half(activation::softmax(x32, 0).cast(dt)),
@@ -260,18 +270,15 @@ void reductions_match() {
   using T2 = Tensor<Cpu, 2>;
   const DType dt = dtype_of<H>();
   for (auto [rows, cols] : {std::array<int64_t, 2>{1, 1}, {5, 333}, {3, 9000}}) {
-    std::vector<float> v = sample(rows * cols, 10);
-    for (float& x : v) x = std::isfinite(x) ? std::clamp(x, -8.0f, 8.0f) : 0.5f;
-    const T2 x = T2::from_values<H>(to_half<H>(v), {rows, cols});
+    const T2 x =
+        T2::from_values<H>(to_half<H>(finite_sample(rows * cols, 10, 8.0f, 0.5f)), {rows, cols});
     const T2 x32 = x.cast(DType::F32);
-    const std::string what =
-        std::string(ember::name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols);
-    expect_same(x.max_dim(1).to_data().template to_vec<H>(),
-                x32.max_dim(1).cast(dt).to_data().template to_vec<H>(), "max " + what);
+    const std::string what = label(dt, {rows, cols});
+    expect_same(values_of<H>(x.max_dim(1)), values_of<H>(x32.max_dim(1).cast(dt)), "max " + what);
     EXPECT_EQ(x.argmax(1).to_data().template to_vec<int64_t>(),
               x32.argmax(1).to_data().template to_vec<int64_t>())
         << "argmax " << what;
-    const auto got = x.sum_dim(1).to_data().template to_vec<H>();
+    const auto got = values_of<H>(x.sum_dim(1));
     const auto want = x32.sum_dim(1).to_data().template to_vec<float>();
     for (size_t r = 0; r < got.size(); ++r) {
       const H w = H(want[r]);

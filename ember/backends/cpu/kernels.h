@@ -2,6 +2,8 @@
 // type it runs on, and its file defines ember::cpu::kernel<Family, T> for every type
 // (EMBER_CPU_DEFINE_KERNELS) so that the table of kernel_table.h picks them at link time.
 #pragma once
+#include <vector>
+
 #include "ember/backends/cpu/kernel_table.h"
 #include "ember/backends/cpu/strided.h"
 
@@ -57,6 +59,16 @@ CpuTensor update_op(const Op& op, Inputs in, const TensorMeta& out);
 CpuTensor run_kernel(const Op& op, Inputs in, const TensorMeta& out);
 /// `t` converted to `dt` (the Cast kernel of t's type), or `t` itself when it has that type.
 CpuTensor cast_to(const CpuTensor& t, DType dt);
+
+/// An op on f16 or bf16 run as its f32 kernel: the operands of the output's type widened, the
+/// f32 result rounded once to it. `kernel(inputs, meta)` is the f32 kernel.
+template <class K>
+CpuTensor through_f32(Inputs in, const TensorMeta& out, K&& kernel) {
+  std::vector<CpuTensor> f32(in.begin(), in.end());
+  for (CpuTensor& t : f32)
+    if (t.meta.dtype == out.dtype) t = cast_to(t, DType::F32);
+  return cast_to(kernel(Inputs(f32), TensorMeta{out.shape, DType::F32}), out.dtype);
+}
 
 /// Copies `src` (any strides) into `dst` (any strides) of the same shape and dtype.
 void copy_into(const CpuTensor& src, const CpuTensor& dst);

@@ -8,11 +8,9 @@ namespace ember::cpu {
 
 template <class T>
 CpuTensor spatial(const Op& op, Inputs in, const TensorMeta& out) {
-  if constexpr (is_half_v<T>) {
-    std::vector<CpuTensor> f32(in.size());
-    for (size_t i = 0; i < in.size(); ++i) f32[i] = cast_to(in[i], DType::F32);
-    return cast_to(spatial<float>(op, f32, TensorMeta{out.shape, DType::F32}), out.dtype);
-  }
+  if constexpr (is_half_v<T>)
+    return through_f32(in, out,
+                       [&](Inputs f, const TensorMeta& m) { return spatial<float>(op, f, m); });
   if (out.shape.numel() == 0) return empty(out);
   std::vector<CpuTensor> c(in.size());
   for (size_t i = 0; i < in.size(); ++i) c[i] = contiguous(in[i]);
